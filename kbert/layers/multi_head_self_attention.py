@@ -1,0 +1,91 @@
+import keras
+from keras import ops
+
+
+@keras.saving.register_keras_serializable(package="kbert")
+class MultiHeadSelfAttention(keras.layers.Layer):
+    """BERT's self-attention: one fused QKV projection, scaled dot product, output projection.
+
+    At inference (or with `dropout=0`) it calls `keras.ops.dot_product_attention`, the
+    backend's fused kernel (torch SDPA, JAX's XLA attention). When training with
+    dropout it computes the probabilities explicitly, because BERT drops attention
+    probabilities and the fused kernels cannot.
+
+    Args:
+        num_heads: int. Attention heads; must divide the hidden size.
+        dropout: float. Dropout on the attention probabilities.
+        kernel_initializer: initializer of both projections.
+
+    Call args:
+        inputs: (batch, length, hidden) float tensor.
+        padding_mask: (batch, length) tensor, 1 for real tokens, 0 for padding.
+
+    Example:
+    >>> import numpy as np
+    >>> layer = MultiHeadSelfAttention(num_heads=2)
+    >>> tuple(layer(np.ones((2, 5, 8)), np.ones((2, 5))).shape)
+    (2, 5, 8)
+    """
+
+    def __init__(self, num_heads, dropout=0.0, kernel_initializer="glorot_uniform", **kwargs):
+        super().__init__(**kwargs)
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+
+    def build(self, input_shape):
+        hidden_dim = input_shape[-1]
+        if hidden_dim % self.num_heads:
+            raise ValueError(
+                f"hidden size {hidden_dim} is not divisible by num_heads={self.num_heads}."
+            )
+        self.head_dim = hidden_dim // self.num_heads
+        self.qkv_dense = keras.layers.Dense(
+            3 * hidden_dim,
+            kernel_initializer=self.kernel_initializer,
+            dtype=self.dtype_policy,
+            name="qkv_dense",
+        )
+        self.qkv_dense.build(input_shape)
+        self.output_dense = keras.layers.Dense(
+            hidden_dim,
+            kernel_initializer=self.kernel_initializer,
+            dtype=self.dtype_policy,
+            name="output_dense",
+        )
+        self.output_dense.build(input_shape)
+        self.probability_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
+
+    def call(self, inputs, padding_mask, training=None):
+        batch, length = ops.shape(inputs)[0], ops.shape(inputs)[1]
+        qkv = ops.reshape(self.qkv_dense(inputs), (batch, length, 3, self.num_heads, self.head_dim))
+        query, key, value = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
+        # (batch, 1, 1, length): every query may attend to every real key.
+        mask = ops.cast(padding_mask, "bool")[:, None, None, :]
+        if training and self.dropout > 0:
+            context = self._attention_with_dropout(query, key, value, mask)
+        else:
+            context = ops.dot_product_attention(query, key, value, mask=mask)
+        context = ops.reshape(context, (batch, length, self.num_heads * self.head_dim))
+        return self.output_dense(context)
+
+    def _attention_with_dropout(self, query, key, value, mask):
+        scale = ops.cast(1.0 / self.head_dim**0.5, query.dtype)
+        scores = ops.einsum("bqnh,bknh->bnqk", query * scale, key)
+        scores = ops.where(mask, scores, ops.cast(-1e9, scores.dtype))
+        probabilities = ops.softmax(ops.cast(scores, "float32"), axis=-1)
+        probabilities = self.probability_dropout(
+            ops.cast(probabilities, value.dtype), training=True
+        )
+        return ops.einsum("bnqk,bknh->bqnh", probabilities, value)
+
+    def compute_output_shape(self, inputs_shape, padding_mask_shape=None):
+        return inputs_shape
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "num_heads": self.num_heads,
+            "dropout": self.dropout,
+            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+        }

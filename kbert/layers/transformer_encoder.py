@@ -1,0 +1,87 @@
+import keras
+from keras import ops
+
+from kbert.layers.multi_head_self_attention import MultiHeadSelfAttention
+
+
+@keras.saving.register_keras_serializable(package="kbert")
+class TransformerEncoder(keras.layers.Layer):
+    """One post-LayerNorm BERT block: self-attention and a GELU feed-forward, each residual.
+
+    `x = LN(x + Dropout(Attention(x)))`, then `x = LN(x + Dropout(W2 GELU(W1 x)))`, with
+    GELU in its exact erf form, as in BERT.
+
+    Args:
+        num_heads: int. Attention heads.
+        intermediate_dim: int. Width of the feed-forward layer.
+        dropout: float. Dropout on attention probabilities and both residual branches.
+        layer_norm_epsilon: float.
+        kernel_initializer: initializer of every dense kernel.
+
+    Example:
+    >>> import numpy as np
+    >>> block = TransformerEncoder(num_heads=2, intermediate_dim=16)
+    >>> tuple(block(np.ones((2, 5, 8)), padding_mask=np.ones((2, 5))).shape)
+    (2, 5, 8)
+    """
+
+    def __init__(
+        self,
+        num_heads,
+        intermediate_dim,
+        dropout=0.1,
+        layer_norm_epsilon=1e-12,
+        kernel_initializer="glorot_uniform",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.num_heads = num_heads
+        self.intermediate_dim = intermediate_dim
+        self.dropout = dropout
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+
+    def build(self, input_shape):
+        hidden_dim = input_shape[-1]
+        common = dict(kernel_initializer=self.kernel_initializer, dtype=self.dtype_policy)
+        self.self_attention = MultiHeadSelfAttention(
+            self.num_heads, dropout=self.dropout, name="self_attention", **common
+        )
+        self.self_attention.build(input_shape)
+        self.attention_layer_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="attention_layer_norm"
+        )
+        self.attention_layer_norm.build(input_shape)
+        self.intermediate_dense = keras.layers.Dense(
+            self.intermediate_dim, name="intermediate_dense", **common
+        )
+        self.intermediate_dense.build(input_shape)
+        self.output_dense = keras.layers.Dense(hidden_dim, name="output_dense", **common)
+        self.output_dense.build(input_shape[:-1] + (self.intermediate_dim,))
+        self.output_layer_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="output_layer_norm"
+        )
+        self.output_layer_norm.build(input_shape)
+        self.residual_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
+
+    def call(self, inputs, padding_mask, training=None):
+        attended = self.self_attention(inputs, padding_mask, training=training)
+        x = self.attention_layer_norm(
+            inputs + self.residual_dropout(attended, training=training)
+        )
+        hidden = ops.gelu(self.intermediate_dense(x), approximate=False)
+        hidden = self.output_dense(hidden)
+        return self.output_layer_norm(x + self.residual_dropout(hidden, training=training))
+
+    def compute_output_shape(self, inputs_shape, padding_mask_shape=None):
+        return inputs_shape
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "num_heads": self.num_heads,
+            "intermediate_dim": self.intermediate_dim,
+            "dropout": self.dropout,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+        }

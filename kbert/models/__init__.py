@@ -1,0 +1,1 @@
+from kbert.models.bert_backbone import BertBackbone

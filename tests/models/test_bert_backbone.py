@@ -1,0 +1,87 @@
+import json
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from kbert import BertBackbone
+from tests.conftest import TINY, tiny_batch
+
+
+def numpy_outputs(model, batch, **kwargs):
+    return {k: ops.convert_to_numpy(v) for k, v in model(batch, **kwargs).items()}
+
+
+def test_output_shapes():
+    out = numpy_outputs(BertBackbone(**TINY), tiny_batch())
+    assert out["sequence_output"].shape == (3, 7, 8)
+    assert out["pooled_output"].shape == (3, 8)
+
+
+def test_config_round_trip():
+    config = BertBackbone(**TINY).get_config()
+    json.dumps(config)
+    assert BertBackbone.from_config(config).get_config() == config
+
+
+def test_padding_does_not_change_real_positions():
+    model = BertBackbone(**TINY)
+    batch = tiny_batch()
+    padded = {k: np.pad(v, ((0, 0), (0, 4))) for k, v in batch.items()}
+    padded["token_ids"][:, -4:] = 7  # garbage under the mask must not leak in
+    short, long = numpy_outputs(model, batch), numpy_outputs(model, padded)
+    mask = batch["padding_mask"].astype(bool)
+    np.testing.assert_allclose(
+        long["sequence_output"][:, :7][mask], short["sequence_output"][mask], atol=1e-5
+    )
+    np.testing.assert_allclose(long["pooled_output"], short["pooled_output"], atol=1e-5)
+
+
+def test_dropout_only_in_training():
+    model = BertBackbone(**{**TINY, "dropout": 0.5})
+    batch = tiny_batch()
+    a = numpy_outputs(model, batch)["sequence_output"]
+    np.testing.assert_array_equal(a, numpy_outputs(model, batch)["sequence_output"])
+    b = numpy_outputs(model, batch, training=True)["sequence_output"]
+    assert np.abs(a - b).max() > 1e-3
+
+
+def test_trains_with_fit():
+    model = BertBackbone(**TINY)
+    inputs = model.input
+    logits = keras.layers.Dense(2)(model(inputs)["pooled_output"])
+    classifier = keras.Model(inputs, logits)
+    classifier.compile(optimizer=keras.optimizers.Adam(1e-2),
+                       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    x = tiny_batch(batch=8, length=6, seed=1)
+    y = np.arange(8) % 2
+    history = classifier.fit(x, y, epochs=30, batch_size=8, verbose=0)
+    assert history.history["loss"][-1] < 0.5 * history.history["loss"][0]
+
+
+@pytest.mark.parametrize("key,value", [("token_ids", 50), ("token_ids", -1), ("segment_ids", 2)])
+def test_out_of_range_ids_are_refused(key, value):
+    model = BertBackbone(**TINY)
+    batch = tiny_batch()
+    batch[key][0, 0] = value
+    with pytest.raises(ValueError, match=f"{key} must lie in"):
+        model(batch)
+    with pytest.raises(ValueError, match=f"{key} must lie in"):
+        model.predict(batch, verbose=0)
+
+
+def test_too_long_sequence_names_the_limit():
+    model = BertBackbone(**TINY)
+    with pytest.raises(ValueError, match="max_sequence_length=12"):
+        model(tiny_batch(length=13))
+
+
+def test_missing_input_is_named():
+    batch = tiny_batch()
+    del batch["segment_ids"]
+    model = BertBackbone(**TINY)
+    with pytest.raises(ValueError, match="segment_ids"):
+        model(batch)
+    with pytest.raises(ValueError, match="segment_ids"):
+        model.predict(batch, verbose=0)
