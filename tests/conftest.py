@@ -65,7 +65,7 @@ def hf_reference(minilm_dir, tmp_path_factory):
     def compute(examples):
         folder = tmp_path_factory.mktemp("hf")
         (folder / "examples.json").write_text(json.dumps(examples))
-        run_python(TESTS / "hf_reference.py", minilm_dir, folder / "examples.json", folder / "ref.npz")
+        run_python(TESTS.parent / "tools" / "hf_reference.py", minilm_dir, folder / "examples.json", folder / "ref.npz")
         return dict(np.load(folder / "ref.npz"))
 
     return compute

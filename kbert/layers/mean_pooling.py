@@ -17,6 +17,7 @@ def mean_pool(sequence_output, padding_mask, normalize=True):
     >>> [round(float(v), 3) for v in mean_pool(x, np.array([[1, 1, 0]]), normalize=False)[0]]
     [2.0, 0.0]
     """
+    sequence_output = ops.convert_to_tensor(sequence_output)
     mask = ops.cast(padding_mask, sequence_output.dtype)[:, :, None]
     summed = ops.sum(sequence_output * mask, axis=1)
     pooled = summed / ops.maximum(ops.sum(mask, axis=1), 1e-9)

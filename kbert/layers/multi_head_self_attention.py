@@ -63,19 +63,21 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         # (batch, 1, 1, length): every query may attend to every real key.
         mask = ops.cast(padding_mask, "bool")[:, None, None, :]
         if training and self.dropout > 0:
-            context = self._attention_with_dropout(query, key, value, mask)
+            context = self._explicit_attention(query, key, value, mask, training=True)
         else:
-            context = ops.dot_product_attention(query, key, value, mask=mask)
+            context = self._fused_attention(query, key, value, mask)
         context = ops.reshape(context, (batch, length, self.num_heads * self.head_dim))
         return self.output_dense(context)
 
-    def _attention_with_dropout(self, query, key, value, mask):
+    def _fused_attention(self, query, key, value, mask):
+        return ops.dot_product_attention(query, key, value, mask=mask)
+
+    def _explicit_attention(self, query, key, value, mask, training):
         scale = ops.cast(1.0 / self.head_dim**0.5, query.dtype)
-        scores = ops.einsum("bqnh,bknh->bnqk", query * scale, key)
-        scores = ops.where(mask, scores, ops.cast(-1e9, scores.dtype))
-        probabilities = ops.softmax(ops.cast(scores, "float32"), axis=-1)
+        scores = ops.cast(ops.einsum("bqnh,bknh->bnqk", query * scale, key), "float32")
+        probabilities = ops.softmax(ops.where(mask, scores, -1e9), axis=-1)
         probabilities = self.probability_dropout(
-            ops.cast(probabilities, value.dtype), training=True
+            ops.cast(probabilities, value.dtype), training=training
         )
         return ops.einsum("bnqk,bknh->bqnh", probabilities, value)
 

@@ -3,7 +3,7 @@
 Importing torch or transformers where TensorFlow is loaded can segfault, so tests run
 this script as a subprocess and read its .npz.
 
-    python tests/hf_reference.py CHECKPOINT_DIR SENTENCES_JSON OUT_NPZ
+    python tools/hf_reference.py CHECKPOINT_DIR SENTENCES_JSON OUT_NPZ
 
 SENTENCES_JSON holds a list of texts or [text, pair] lists. The .npz holds the
 transformers tokenizer's `token_ids`, `segment_ids`, `padding_mask` (padded to the
