@@ -1,0 +1,22 @@
+"""Every example in kbert's docstrings runs and prints what it claims, on this backend."""
+
+import doctest
+import importlib
+import pathlib
+
+import pytest
+
+import kbert
+
+MODULES = sorted(
+    ".".join(path.relative_to(pathlib.Path(kbert.__file__).parent.parent).with_suffix("").parts)
+    for path in pathlib.Path(kbert.__file__).parent.rglob("*.py")
+    if path.name != "__init__.py"
+)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0, f"{result.failed} docstring example(s) failed in {name}"
