@@ -1,0 +1,66 @@
+"""Where a run starts from (`--init`) and how a backbone is saved for the next run.
+
+A kbert backbone folder holds `backbone.keras` (loads under any backend), `vocab.txt`
+and `tokenizer_config.json` (the tokenizer, in Hugging Face's layout).
+"""
+
+import pathlib
+
+import keras
+
+from kbert.config import PRESETS
+
+BACKBONE_FILE = "backbone.keras"
+
+
+def load_backbone(init, **overrides):
+    """Returns `(backbone, tokenizer)` for `init`, the one argument every app takes.
+
+    Args:
+        init: str or path, one of:
+            - a preset name from `kbert.PRESETS` (random weights, MiniLM's uncased vocabulary);
+            - "all_minilm_l6_v2", the real pretrained checkpoint;
+            - a Hugging Face BERT folder (`config.json`, `model.safetensors`, `vocab.txt`);
+            - a kbert backbone folder written by `save_backbone` (e.g. by apps/pretrain.py).
+        **overrides: constructor arguments for presets and Hugging Face folders (e.g. `dropout`).
+
+    Example:
+    >>> backbone, tokenizer = load_backbone("bert_tiny")
+    >>> backbone.vocabulary_size == tokenizer.vocabulary_size
+    True
+    """
+    from kbert.models.bert_backbone import BertBackbone
+    from kbert.paths import minilm_dir
+    from kbert.text import BertTokenizer
+
+    init = str(init)
+    if init in PRESETS:
+        return BertBackbone.from_preset(init, **overrides), BertTokenizer.from_hf(minilm_dir())
+    if init == "all_minilm_l6_v2":
+        return BertBackbone.from_hf(minilm_dir(), **overrides), BertTokenizer.from_hf(minilm_dir())
+    folder = pathlib.Path(init)
+    if (folder / BACKBONE_FILE).is_file():
+        if overrides:
+            raise ValueError(f"{folder}: a saved backbone is loaded as saved; got overrides {overrides}.")
+        backbone = keras.saving.load_model(folder / BACKBONE_FILE, safe_mode=True)
+        tokenizer = BertTokenizer.from_hf(folder)
+    elif (folder / "config.json").is_file():
+        backbone, tokenizer = BertBackbone.from_hf(folder, **overrides), BertTokenizer.from_hf(folder)
+    else:
+        raise FileNotFoundError(
+            f"--init {init!r} is neither a preset ({sorted(PRESETS)} or 'all_minilm_l6_v2'), "
+            f"a Hugging Face folder with config.json, nor a kbert folder with {BACKBONE_FILE}."
+        )
+    if backbone.vocabulary_size != tokenizer.vocabulary_size:
+        raise ValueError(
+            f"{folder}: the backbone has {backbone.vocabulary_size} token ids but vocab.txt has "
+            f"{tokenizer.vocabulary_size} tokens."
+        )
+    return backbone, tokenizer
+
+
+def save_backbone(folder, backbone, tokenizer):
+    """Writes `backbone.keras` and the tokenizer files into `folder` (which must exist)."""
+    folder = pathlib.Path(folder)
+    backbone.save(folder / BACKBONE_FILE)
+    tokenizer.save(folder)
