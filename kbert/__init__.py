@@ -1,7 +1,19 @@
 """kbert: BERT from Keras 3 layers, on TensorFlow, JAX or PyTorch."""
 
+from kbert.checkpoints import load_backbone, save_backbone
 from kbert.config import PRESETS, BertConfig
 from kbert.layers import MultiHeadSelfAttention, PositionEmbedding, TransformerEncoder, mean_pool
 from kbert.models import BertBackbone, SentenceEncoder
 
 __version__ = "0.1.0"
+
+_TEXT = ("BertTokenizer", "train_wordpiece_vocabulary")
+
+
+def __getattr__(name):
+    # The tokenizer runs on TensorFlow ops: import it (and TensorFlow) on first use only.
+    if name in _TEXT:
+        import kbert.text
+
+        return getattr(kbert.text, name)
+    raise AttributeError(f"module 'kbert' has no attribute {name!r}")

@@ -1,0 +1,107 @@
+"""BERT's text normalization as a model for tensorflow-text's `FastBertNormalizer` op.
+
+The stock model of `FastBertNormalizer(lower_case_nfd_strip_accents=True)` applies NFKC
+case folding (so "④" becomes "4" and "ﬁ" becomes "fi"), turns control characters into spaces
+and keeps private-use characters. Google's BERT and Hugging Face instead delete control,
+format and private-use characters and only apply NFD. This module writes the Hugging Face
+mapping, code point by code point, into the same flatbuffer layout, so the op, its offsets
+and its TFLite kernel stay unchanged.
+"""
+
+import functools
+import unicodedata
+
+import flatbuffers
+import numpy as np
+
+from kbert.text.double_array import build_double_array
+
+# Rust's `char::is_whitespace` (the White_Space property) minus the control characters,
+# which Hugging Face deletes before it looks for spaces.
+_WHITESPACE = frozenset(
+    [0x09, 0x0A, 0x0D, 0x20, 0xA0, 0x1680, *range(0x2000, 0x200B), 0x2028, 0x2029, 0x202F,
+     0x205F, 0x3000]
+)
+_DELETED_CATEGORIES = frozenset(["Cc", "Cf", "Co"])
+_SURROGATES = range(0xD800, 0xE000)
+# Hugging Face's CJK ranges skip these ideographs (a typo: 0x2B920 for 0x2B820), so it keeps
+# them inside words, where tensorflow-text would split them off. A private-use character,
+# which no vocabulary holds, keeps them inside words and turns such words into [UNK].
+_NOT_CJK_FOR_HF = range(0x2B820, 0x2B920)
+_UNKNOWN_LETTER = "\ue000"
+_CHANGED = 0x40000000  # tensorflow-text's kIsNormalizedStringDifferentMask
+_LENGTH_BITS = 6
+
+
+def normalize_code_point(code_point, lowercase=True):
+    """What Hugging Face's `BertNormalizer` makes of one code point.
+
+    Spaces become " ", control/format/private-use characters, U+0000 and U+FFFD vanish and,
+    when `lowercase`, the NFD decomposition loses its accents (category Mn) and is
+    lower-cased. CJK ideographs stay as they are: the tokenizer splits them off as words.
+    The few ideographs that Hugging Face does not split off become U+E000, an unknown letter.
+
+    Args:
+        code_point: int. A Unicode code point.
+        lowercase: bool. Whether to strip accents and lower-case.
+
+    Example:
+    >>> [normalize_code_point(ord(c)) for c in "É\\u200b\\u00a0"]
+    ['e', '', ' ']
+    """
+    char = chr(code_point)
+    if code_point in _NOT_CJK_FOR_HF:
+        return _UNKNOWN_LETTER
+    if code_point in _WHITESPACE:
+        return " "
+    category = unicodedata.category(char)
+    if code_point in (0, 0xFFFD) or category in _DELETED_CATEGORIES:
+        return ""
+    if not lowercase or category == "Cn":
+        return char
+    decomposed = unicodedata.normalize("NFD", char)
+    return "".join(c for c in decomposed if unicodedata.category(c) != "Mn").lower()
+
+
+@functools.lru_cache(maxsize=2)
+def fast_bert_normalizer_model(lowercase=True):
+    """The flatbuffer for `tensorflow_text.FastBertNormalizer(model_buffer=...)`.
+
+    Args:
+        lowercase: bool. Whether to strip accents and lower-case.
+
+    Example:
+    >>> import tensorflow as tf, tensorflow_text as tf_text
+    >>> model = tf.constant(np.frombuffer(fast_bert_normalizer_model(), np.uint8))
+    >>> tf_text.FastBertNormalizer(model_buffer=model).normalize(["Ça\\x00va"]).numpy()
+    array([b'cava'], dtype=object)
+    """
+    pool, pool_offsets, keys, values = bytearray(), {}, [], []
+    for code_point in range(0x110000):
+        if code_point in _SURROGATES:
+            continue
+        normalized = normalize_code_point(code_point, lowercase)
+        if normalized == chr(code_point):
+            continue
+        encoded = normalized.encode("utf-8")
+        if encoded not in pool_offsets:
+            pool_offsets[encoded] = len(pool)
+            pool += encoded
+        keys.append(chr(code_point).encode("utf-8"))
+        values.append(_CHANGED | (pool_offsets[encoded] << _LENGTH_BITS) | len(encoded))
+    # keys[0] is U+0000, which a darts-clone trie cannot hold: the model keeps it apart.
+    return _flatbuffer(lowercase, build_double_array(keys[1:], values[1:]), values[0], pool)
+
+
+def _flatbuffer(lowercase, trie, data_for_code_point_zero, pool):
+    """Serializes tensorflow-text's `FastBertNormalizerModel` table."""
+    builder = flatbuffers.Builder(len(pool) + 4 * len(trie) + 1024)
+    pool_vector = builder.CreateNumpyVector(np.frombuffer(bytes(pool), np.uint8))
+    trie_vector = builder.CreateNumpyVector(trie)
+    builder.StartObject(4)
+    builder.PrependBoolSlot(0, lowercase, False)
+    builder.PrependUOffsetTRelativeSlot(1, trie_vector, 0)
+    builder.PrependInt32Slot(2, data_for_code_point_zero, 0)
+    builder.PrependUOffsetTRelativeSlot(3, pool_vector, 0)
+    builder.Finish(builder.EndObject())
+    return bytes(builder.Output())

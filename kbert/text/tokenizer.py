@@ -1,0 +1,261 @@
+"""BERT's WordPiece tokenizer on tensorflow-text's fast kernels (which also exist for TFLite)."""
+
+import json
+import pathlib
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from kbert.text.bert_normalizer import fast_bert_normalizer_model
+from kbert.text.packing import TRUNCATIONS, pack_segments
+from kbert.text.wordpieces import merge_long_words, to_char_offsets
+
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+PADDINGS = ("max_length", "longest")
+MAX_WORD_CHARS = 100  # longer words become one [UNK], as in BERT
+
+
+class BertTokenizer:
+    """Turns text into BERT inputs: `[CLS] A [SEP] (B [SEP])`, the same ids as Hugging Face.
+
+    Normalization (cleanup, lower-casing and accent stripping when `lowercase`), the split
+    into words at spaces, punctuation and CJK characters, and WordPiece all run as
+    tensorflow-text ops, so `encode` works inside `tf.data` and exported graphs. Calling the
+    tokenizer runs the same graph and returns numpy arrays, under any Keras backend.
+
+    Args:
+        vocabulary: str, path or list of str. A vocab.txt file (one token a line) or tokens.
+            It must hold [PAD], [UNK], [CLS], [SEP] and [MASK].
+        lowercase: bool. Lower-case and strip accents (uncased models).
+
+    Example:
+    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi", "##s"])
+    >>> tokenizer("His hi!", max_length=6)["token_ids"].tolist()
+    [[2, 5, 6, 5, 1, 3]]
+    """
+
+    def __init__(self, vocabulary, lowercase=True):
+        tokens = _read_vocabulary(vocabulary)
+        missing = [token for token in SPECIAL_TOKENS if token not in tokens]
+        if missing:
+            raise ValueError(f"The vocabulary lacks the special tokens {missing}.")
+        self.lowercase = lowercase
+        self._tokens = tuple(tokens)
+        self._ids = {token: i for i, token in enumerate(tokens)}
+        model = np.frombuffer(fast_bert_normalizer_model(lowercase), np.uint8)
+        self._normalizer = tf_text.FastBertNormalizer(model_buffer=tf.constant(model))
+        self._wordpiece = tf_text.FastWordpieceTokenizer(
+            list(tokens), max_bytes_per_word=4 * MAX_WORD_CHARS, token_out_type=tf.int32)
+        self._is_suffix = tf.constant([token.startswith("##") for token in tokens])
+        self._graphs = {}
+
+    @classmethod
+    def from_hf(cls, path):
+        """Reads a Hugging Face folder: vocab.txt and, if present, tokenizer_config.json.
+
+        Args:
+            path: str or path. The folder.
+
+        Example:
+        >>> from kbert.paths import minilm_dir
+        >>> BertTokenizer.from_hf(minilm_dir()).vocabulary_size
+        30522
+        """
+        path = pathlib.Path(path)
+        if not (path / "vocab.txt").is_file():
+            raise FileNotFoundError(f"{path / 'vocab.txt'} does not exist: a BERT tokenizer "
+                                    "folder needs its WordPiece vocabulary there.")
+        config_file = path / "tokenizer_config.json"
+        config = json.loads(config_file.read_text("utf-8")) if config_file.is_file() else {}
+        lowercase = config.get("do_lower_case", True)
+        if config.get("strip_accents") not in (None, lowercase):
+            raise ValueError(f"{config_file}: strip_accents differing from do_lower_case is "
+                             "not supported.")
+        if not config.get("tokenize_chinese_chars", True):
+            raise ValueError(f"{config_file}: tokenize_chinese_chars=false is not supported.")
+        return cls(path / "vocab.txt", lowercase=lowercase)
+
+    def save(self, path):
+        """Writes vocab.txt and tokenizer_config.json into the folder `path`, as Hugging Face does.
+
+        `BertTokenizer.from_hf(path)` reads them back.
+
+        Example:
+        >>> import tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi"], lowercase=False).save(folder)
+        >>> BertTokenizer.from_hf(folder).lowercase
+        False
+        """
+        path = pathlib.Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        (path / "vocab.txt").write_text("".join(f"{token}\n" for token in self._tokens), "utf-8")
+        config = {"tokenizer_class": "BertTokenizer", "do_lower_case": self.lowercase,
+                  "strip_accents": None, "tokenize_chinese_chars": True}
+        (path / "tokenizer_config.json").write_text(json.dumps(config, indent=2), "utf-8")
+
+    @property
+    def vocabulary_size(self):
+        return len(self._tokens)
+
+    @property
+    def pad_token_id(self):
+        return self._ids["[PAD]"]
+
+    @property
+    def unk_token_id(self):
+        return self._ids["[UNK]"]
+
+    @property
+    def cls_token_id(self):
+        return self._ids["[CLS]"]
+
+    @property
+    def sep_token_id(self):
+        return self._ids["[SEP]"]
+
+    @property
+    def mask_token_id(self):
+        return self._ids["[MASK]"]
+
+    def vocabulary(self):
+        """The tokens, in id order."""
+        return list(self._tokens)
+
+    def token_to_id(self, token):
+        """The id of `token`; a KeyError names tokens outside the vocabulary."""
+        if token not in self._ids:
+            raise KeyError(f"{token!r} is not in the vocabulary.")
+        return self._ids[token]
+
+    def id_to_token(self, token_id):
+        """The token with id `token_id`."""
+        return self._tokens[token_id]
+
+    def __call__(self, texts, pairs=None, max_length=128, padding="max_length",
+                 truncation="longest_first", return_offsets=False):
+        """Tokenizes and packs a batch; returns int32 numpy arrays of shape (batch, length).
+
+        The keys are `token_ids`, `segment_ids` and `padding_mask` (1 = token, 0 = padding),
+        and with `return_offsets`, `offsets` (batch, length, 2): the [start, end) character
+        span of each token in its original str ((0, 0) for special and padding tokens), and
+        `word_ids`: the index of the word (text split at spaces, punctuation and CJK
+        characters) that the token comes from in its own text (-1 for special and padding).
+
+        Inputs: a str is a batch of one. Bytes are decoded as UTF-8, with each invalid
+        sequence read as U+FFFD (which BERT deletes); offsets then index the decoded str. A
+        lone surrogate in a str counts as "?". `None` raises a TypeError. An empty or blank
+        text gives `[CLS] [SEP]`; text with no known piece gives [UNK] tokens. Long texts
+        are tokenized in full (time and memory grow linearly) and then truncated.
+
+        Args:
+            texts: str or list of str (or bytes). The first segments.
+            pairs: None, str or list of str. The second segments, one per text.
+            max_length: int. Most tokens per row, special tokens included.
+            padding: str. "max_length" pads to `max_length`; "longest" to the longest row.
+            truncation: str. "longest_first" cuts pairs as Hugging Face does (the longer
+                segment first); "only_second" cuts the second segment only, for QA.
+            return_offsets: bool. Also return `offsets` and `word_ids`.
+
+        Example:
+        >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi"])
+        >>> out = tokenizer(["Hi", "hi hi"], padding="longest", return_offsets=True)
+        >>> out["padding_mask"].tolist(), out["offsets"][1].tolist()
+        ([[1, 1, 1, 0], [1, 1, 1, 1]], [[0, 0], [0, 2], [3, 5], [0, 0]])
+        """
+        texts = _utf8_batch(texts, "texts")
+        inputs = [texts] if pairs is None else [texts, _utf8_batch(pairs, "pairs")]
+        if len(inputs[-1]) != len(texts):
+            raise ValueError(f"Got {len(texts)} texts but {len(inputs[-1])} pairs.")
+        options = (len(inputs), max_length, padding, truncation, return_offsets)
+        if options not in self._graphs:
+            self._graphs[options] = tf.function(
+                lambda *segments: self.encode(*segments, max_length=max_length, padding=padding,
+                                              truncation=truncation,
+                                              return_offsets=return_offsets),
+                input_signature=[tf.TensorSpec([None], tf.string)] * len(inputs))
+        outputs = self._graphs[options](*[tf.constant(batch, tf.string) for batch in inputs])
+        return {key: value.numpy() for key, value in outputs.items()}
+
+    def encode(self, texts, pairs=None, max_length=128, padding="max_length",
+               truncation="longest_first", return_offsets=False):
+        """Like calling the tokenizer, but on string tensors, with TensorFlow ops only.
+
+        For `tf.data` (`dataset.map(tokenizer.encode)`, on any backend) and exported graphs.
+        Texts are UTF-8 bytes; there each invalid byte acts as a space and offsets count
+        characters of the UTF-8 decoding (an invalid sequence is one character).
+
+        Args:
+            texts: string tensor of shape (batch,) or () (then outputs lose the batch axis).
+            pairs: None or a string tensor shaped like `texts`.
+            max_length, padding, truncation, return_offsets: as for calling the tokenizer.
+
+        Example:
+        >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi"])
+        >>> data = tf.data.Dataset.from_tensor_slices(["hi", "hi hi"]).batch(2)
+        >>> next(iter(data.map(lambda t: tokenizer.encode(t, max_length=4))))["token_ids"]
+        <tf.Tensor: shape=(2, 4), dtype=int32, numpy=
+        array([[2, 5, 3, 0],
+               [2, 5, 5, 3]], dtype=int32)>
+        """
+        if padding not in PADDINGS:
+            raise ValueError(f"padding must be one of {PADDINGS}, got {padding!r}.")
+        if truncation not in TRUNCATIONS:
+            raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {truncation!r}.")
+        texts = tf.convert_to_tensor(texts, tf.string)
+        scalar = texts.shape.rank == 0
+        segments = [texts] if pairs is None else [texts, tf.convert_to_tensor(pairs, tf.string)]
+        if scalar:
+            segments = [segment[tf.newaxis] for segment in segments]
+        rows = [self._tokenize(segment, return_offsets) for segment in segments]
+        specials = [0, 0, -1] if return_offsets else []  # offsets (0, 0), word id -1
+        packed = pack_segments(rows, [self.cls_token_id, 1, *specials],
+                               [self.sep_token_id, 1, *specials], max_length, truncation)
+        pad_row = [self.pad_token_id, 0, *specials, 0]
+        width = max_length if padding == "max_length" else None
+        dense = packed.to_tensor(default_value=pad_row, shape=[None, width, len(pad_row)])
+        outputs = {"token_ids": dense[..., 0], "segment_ids": dense[..., -1],
+                   "padding_mask": dense[..., 1]}
+        if return_offsets:
+            outputs.update(offsets=dense[..., 2:4], word_ids=dense[..., 4])
+        return {key: value[0] for key, value in outputs.items()} if scalar else outputs
+
+    def _tokenize(self, texts, return_offsets):
+        """Wordpiece rows (batch, (tokens), columns): id, 1, and [start, end, word id]."""
+        if return_offsets:
+            normalized, byte_map = self._normalizer.normalize_with_offsets(texts)
+        else:
+            normalized = self._normalizer.normalize(texts)
+        ids, starts, ends = self._wordpiece.tokenize_with_offsets(normalized)
+        words = merge_long_words(
+            normalized, ids, starts, ends, self._is_suffix, self.unk_token_id, MAX_WORD_CHARS)
+        columns = [words.token_ids, tf.ones_like(words.token_ids)]
+        if return_offsets:
+            offsets = to_char_offsets(texts, byte_map, words.starts, words.ends, words.rows)
+            columns += [*offsets, words.word_ids]
+        values = tf.stack([tf.cast(column, tf.int32) for column in columns], axis=1)
+        return tf.RaggedTensor.from_value_rowids(values, words.rows, nrows=ids.nrows())
+
+
+def _read_vocabulary(vocabulary):
+    if isinstance(vocabulary, (str, pathlib.Path)):
+        text = pathlib.Path(vocabulary).read_text("utf-8")
+        tokens = text.split("\n")
+        return tokens[:-1] if tokens[-1] == "" else tokens
+    return [str(token) for token in vocabulary]
+
+
+def _utf8_batch(texts, name):
+    """A list of valid UTF-8 bytes from a str, bytes or a sequence of them."""
+    if isinstance(texts, (str, bytes)):
+        texts = [texts]
+    batch = []
+    for i, text in enumerate(texts):
+        if isinstance(text, bytes):
+            text = text.decode("utf-8", "replace")
+        if not isinstance(text, str):
+            raise TypeError(f"{name}[{i}] is {type(text).__name__}, not str: pass '' for an "
+                            "empty text.")
+        batch.append(text.encode("utf-8", "replace"))
+    return batch
