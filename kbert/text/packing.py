@@ -32,7 +32,7 @@ def truncation_lengths(lengths, budget, truncation="longest_first"):
     if truncation == "only_second":
         kept_first = tf.minimum(first, budget)
         return [kept_first, tf.minimum(second, budget - kept_first)]
-    shorter, longer = tf.minimum(first, second), tf.maximum(first, second)
+    shorter = tf.minimum(first, second)
     longer_kept = tf.where(shorter > budget, shorter, tf.maximum(shorter, budget - shorter))
     over = shorter + longer_kept > budget
     shorter_kept = tf.where(over, budget // 2, shorter)

@@ -39,7 +39,7 @@ def merge_long_words(normalized, token_ids, starts, ends, is_suffix, unk_id, max
     begins = tf.logical_not(tf.gather(is_suffix, token_ids))
     word = tf.cumsum(tf.cast(begins, tf.int64)) - 1
     first_piece = tf.where(begins)[:, 0]
-    last_piece = tf.concat([first_piece[1:], tf.shape(token_ids, out_type=tf.int64)], 0) - 1
+    last_piece = tf.concat([first_piece, tf.shape(token_ids, out_type=tf.int64)], 0)[1:] - 1
     word_start, word_end = tf.gather(starts, first_piece), tf.gather(ends, last_piece)
     pieces = Wordpieces(token_ids, starts, ends, rows,
                         word - tf.gather(word, tf.gather(row_splits, rows)))

@@ -143,3 +143,10 @@ def test_save_round_trip_matches_the_original(tmp_path, tokenizer):
     texts = ["Zürich's café, 12 guests!", "ΟΔΟΣ 東京"]
     assert again.lowercase == tokenizer.lowercase and again.vocabulary() == tokenizer.vocabulary()
     np.testing.assert_array_equal(again(texts)["token_ids"], tokenizer(texts)["token_ids"])
+
+
+@pytest.mark.parametrize("texts", [[""], ["\ufffd", " \x00 "]])
+def test_batch_of_only_empty_texts(tokenizer, texts):
+    outputs = tokenizer(texts, max_length=4, return_offsets=True)
+    assert outputs["token_ids"].tolist() == [[101, 102, 0, 0]] * len(texts)
+    assert outputs["word_ids"].tolist() == [[-1, -1, -1, -1]] * len(texts)
