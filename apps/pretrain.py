@@ -1,0 +1,165 @@
+"""Pretrain BERT from scratch (masked LM + next-sentence prediction) with model.fit, any backend.
+
+    python apps/pretrain.py --corpus ../shared/data/gutenberg/train.txt --preset bert_mini \\
+        --steps 6000 --run gutenberg_mini
+    KERAS_BACKEND=jax python apps/pretrain.py ...     # same on JAX (or torch)
+
+Kill it at any moment (Ctrl-C, kill -9) and rerun the same command: it resumes from the last
+checkpoint (every --checkpoint-every steps) at the same step of the learning-rate schedule.
+Everything lives in saved_models/<run>/: vocab.txt (given, or learned from the corpus), the
+held-out split (the last --holdout-lines lines of each document), backup/ (the checkpoint),
+logs/ (TensorBoard), history.csv, curves.png, metrics.json (held-out MLM and NSP accuracy
+before and after training) and, at the end, backbone.keras: `--init saved_models/<run>` for
+the task apps.
+"""
+
+import argparse
+import collections
+import csv
+import importlib.util
+import json
+import math
+import os
+import pathlib
+import sys
+import tempfile
+
+import keras
+
+from kbert.training import AtomicBackupAndRestore
+from kbert.checkpoints import save_backbone
+from kbert.config import PRESETS, BertConfig
+from kbert.data.pretraining_dataset import pretraining_dataset
+from kbert.data.pretraining_instances import TASKS
+from kbert.models.bert_backbone import BertBackbone
+from kbert.tasks.bert_pretrainer import BertPretrainer
+from kbert.text import BertTokenizer, train_wordpiece_vocabulary
+from kbert.training import bert_adamw, plot_history
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", nargs="+", required=True, help="text files: a sentence or paragraph a line, blank line between documents")
+    parser.add_argument("--run", required=True, help="run name: the folder saved_models/<run>")
+    parser.add_argument("--output", default="saved_models", help="parent folder of the run folder")
+    parser.add_argument("--preset", default="bert_mini", choices=sorted(PRESETS))
+    parser.add_argument("--config", help="a JSON file of BertConfig fields (instead of --preset)")
+    parser.add_argument("--vocab", help="a vocab.txt (or a folder with one); default: learn one from the corpus")
+    parser.add_argument("--vocab-size", type=int, default=8192, help="size of the learned vocabulary")
+    parser.add_argument("--task", default="nsp", choices=TASKS, help="second objective: nsp, sop (ALBERT) or mlm (none)")
+    parser.add_argument("--whole-word-masking", action="store_true")
+    parser.add_argument("--duplication-factor", type=int, default=0, help="static masking with this many copies (default: dynamic)")
+    parser.add_argument("--steps", type=int, default=10000, help="optimizer steps of the whole run (0: save the random init)")
+    parser.add_argument("--checkpoint-every", type=int, default=200, help="steps between checkpoints (one Keras epoch)")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--seq-len", type=int, default=128)
+    parser.add_argument("--lr", type=float, default=1e-4, help="peak learning rate")
+    parser.add_argument("--warmup-ratio", type=float, default=0.01)
+    parser.add_argument("--holdout-lines", type=int, default=20, help="last lines of each document held out (0: none)")
+    parser.add_argument("--mixed-precision", action="store_true", help="mixed_bfloat16 compute")
+    parser.add_argument("--seed", type=int, default=0)
+    return parser.parse_args(argv)
+
+
+def split_holdout(paths, train_path, holdout_path, lines):
+    """Streams `paths` into a train file and a held-out file of the last `lines` of each document."""
+    with open(train_path, "wb") as train, open(holdout_path, "wb") as holdout:
+        for path in paths:
+            tail = collections.deque()
+            with open(path, "rb") as corpus:
+                for line in [*corpus, b"\n"]:
+                    if line.strip():
+                        tail.append(line if line.endswith(b"\n") else line + b"\n")
+                        if len(tail) > lines:
+                            train.write(tail.popleft())
+                    elif tail:
+                        holdout.writelines([*tail, b"\n"])
+                        train.write(b"\n")
+                        tail.clear()
+
+
+def prepare_run(args, folder):
+    """Writes the vocabulary and the data split once; a resumed run reads them back."""
+    if not (folder / "vocab.txt").is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        corpus = [pathlib.Path(path) for path in args.corpus]
+        if args.holdout_lines:
+            split_holdout(corpus, folder / "train.txt", folder / "holdout.txt", args.holdout_lines)
+            corpus = [folder / "train.txt"]
+        if args.vocab:
+            vocab = pathlib.Path(args.vocab)
+            tokenizer = BertTokenizer.from_hf(vocab) if vocab.is_dir() else BertTokenizer(vocab)
+        else:
+            print(f"Learning a {args.vocab_size}-token WordPiece vocabulary from {corpus}", flush=True)
+            tokenizer = BertTokenizer(train_wordpiece_vocabulary(corpus, args.vocab_size))
+        with tempfile.TemporaryDirectory(dir=folder) as temporary:
+            tokenizer.save(temporary)
+            for name in ("tokenizer_config.json", "vocab.txt"):  # vocab.txt last: marks "prepared"
+                os.replace(pathlib.Path(temporary) / name, folder / name)
+    train = [folder / "train.txt"] if args.holdout_lines else args.corpus
+    holdout = folder / "holdout.txt" if args.holdout_lines else None
+    return BertTokenizer.from_hf(folder), train, holdout
+
+
+def read_history(path):
+    """history.csv as {metric: [per-epoch values]}; a resumed epoch keeps its last row."""
+    if not path.is_file():
+        return {}
+    with open(path) as f:
+        rows = {int(row["epoch"]): row for row in csv.DictReader(f)}
+    names = [name for name in next(iter(rows.values()), {}) if name != "epoch"]
+    return {name: [float(rows[epoch][name]) for epoch in sorted(rows)] for name in names}
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    folder = pathlib.Path(args.output) / args.run
+    if args.mixed_precision:
+        keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    tokenizer, train, holdout = prepare_run(args, folder)
+    config = BertConfig.from_dict(json.loads(pathlib.Path(args.config).read_text())) if args.config else PRESETS[args.preset]
+    backbone = BertBackbone(**{**config.to_dict(), "vocabulary_size": tokenizer.vocabulary_size})
+    model = BertPretrainer(backbone, next_sentence=args.task != "mlm")
+    epochs = math.ceil(args.steps / args.checkpoint_every)
+    model.compile(optimizer=bert_adamw(args.lr, max(epochs * args.checkpoint_every, 1), args.warmup_ratio))
+
+    data_options = dict(tokenizer=tokenizer, batch_size=args.batch_size, max_seq_length=args.seq_len,
+                        task=args.task, whole_word_masking=args.whole_word_masking)
+    masking = dict(masking="static", duplication_factor=args.duplication_factor) if args.duplication_factor else {}
+    data = pretraining_dataset(train, seed=args.seed, **data_options, **masking)
+    held_out = holdout and pretraining_dataset([holdout], masking="static", duplication_factor=1,
+                                               repeat=False, shuffle_buffer=0, seed=1, **data_options)
+    metrics_path = folder / "metrics.json"
+    metrics = json.loads(metrics_path.read_text()) if metrics_path.is_file() else {}
+    backup = AtomicBackupAndRestore(folder / "backup", steps_per_epoch=args.checkpoint_every)
+    if held_out and "start" not in metrics and not (folder / "backup").exists():
+        metrics["start"] = model.evaluate(held_out, return_dict=True, verbose=0)
+        print("held-out before training:", json.dumps(metrics["start"]), flush=True)
+        metrics_path.write_text(json.dumps(metrics, indent=2))
+
+    callbacks = [backup, keras.callbacks.CSVLogger(folder / "history.csv", append=True)]
+    if importlib.util.find_spec("tensorboard"):  # keras's TensorBoard callback needs the package
+        callbacks.append(keras.callbacks.TensorBoard(folder / "logs"))
+    else:
+        print("TensorBoard logs off: pip install tensorboard to get them.", flush=True)
+    model.fit(data, epochs=epochs, steps_per_epoch=args.checkpoint_every, callbacks=callbacks,
+              validation_data=held_out or None, verbose=1 if sys.stdout.isatty() else 2)
+
+    if held_out:
+        metrics["end"] = model.evaluate(held_out, return_dict=True, verbose=0)
+        print("held-out after training:", json.dumps(metrics["end"]), flush=True)
+    metrics["steps"] = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
+    metrics["backend"] = keras.config.backend()
+    history = read_history(folder / "history.csv")
+    if history:
+        plot_history(history, folder / "curves.png",
+                     title=f"{args.run}: one epoch = {args.checkpoint_every} steps of {args.batch_size}")
+    with tempfile.TemporaryDirectory(dir=folder) as temporary:  # a kill never leaves half a file
+        save_backbone(temporary, backbone, tokenizer)
+        os.replace(pathlib.Path(temporary) / "backbone.keras", folder / "backbone.keras")
+    metrics_path.write_text(json.dumps(metrics, indent=2))
+    print(f"Saved {folder / 'backbone.keras'} (use --init {folder})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,185 @@
+"""The tf.data pipeline of BERT pretraining: text files to masked `(x, y, sample_weight)` batches."""
+
+import itertools
+
+import numpy as np
+import tensorflow as tf
+
+from kbert.data.pretraining_instances import TASKS, document_instances, read_documents
+from kbert.data.pretraining_masking import mask_batch
+
+MASKINGS = ("dynamic", "static")
+_NEVER_MASKED = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=128, task="nsp",
+                        masking="dynamic", duplication_factor=10, whole_word_masking=False,
+                        mask_rate=0.15, max_predictions=20, short_seq_prob=0.1, repeat=True,
+                        shuffle_buffer=10000, window_lines=200_000, cache=None, seed=None):
+    """Streams BERT pretraining batches from text files, for `BertPretrainer.fit`.
+
+    Files hold one sentence or paragraph per line (paragraphs are sentence-split) and a blank
+    line between documents. A Python generator inside tf.data reads a window of documents
+    at a time (`window_lines` lines: memory stays bounded), tokenizes them and makes
+    pairs (`document_instances`); tf.data shuffles, batches and masks (`mask_batch`).
+    Dynamic masking draws fresh masks (and fresh pairs) on every pass over the corpus;
+    static masking draws `duplication_factor` masked copies of each pair once and caches them
+    (in memory, or in the file `cache`). Batches are `(x, y, sample_weight)`: x holds
+    `token_ids`, `segment_ids`, `padding_mask` and `mask_positions`; y holds `mlm` (the
+    original ids at the masked positions) and `nsp` (0 = B follows A); the sample weight
+    of `mlm` is `mask_weights`. Batches come out as TensorFlow tensors; Keras's `fit` turns
+    them into numpy for JAX and PyTorch.
+
+    Args:
+        paths: list of str or path. The text files.
+        tokenizer: `kbert.text.BertTokenizer`.
+        batch_size: int. Rows per batch (the last partial batch is dropped).
+        max_seq_length: int. Tokens per row, special tokens included.
+        task: str. "nsp" (next sentence), "sop" (ALBERT's sentence order) or "mlm" (one
+            segment per row, no `nsp` target).
+        masking: str. "dynamic" or "static".
+        duplication_factor: int. Masked copies per pair with static masking.
+        whole_word_masking: bool. Mask all the WordPieces of a word together.
+        mask_rate, max_predictions: see `mask_batch`.
+        short_seq_prob: float. Probability of a shorter target length (see
+            `document_instances`).
+        repeat: bool. Loop over the corpus forever (train) or once (evaluation).
+        shuffle_buffer: int. Pairs in the shuffle buffer; 0 keeps the corpus order.
+        window_lines: int. Lines of text held at once; random second segments come from the
+            same window (or the previous one).
+        cache: None or str. File prefix for the static-masking cache.
+        seed: int or None. Seeds pairing, shuffling and masking; None draws a fresh one.
+
+    Example:
+    >>> import pathlib, tempfile
+    >>> from kbert.text import BertTokenizer
+    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"])
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "corpus.txt"
+    >>> _ = path.write_text("A b a. B a b.\\nA a.\\n\\nB b b. A.\\n")
+    >>> data = pretraining_dataset([path], tokenizer, batch_size=2, max_seq_length=8,
+    ...                            max_predictions=2, repeat=False, seed=0)
+    >>> x, y, weights = next(iter(data))
+    >>> sorted(x), sorted(y), tuple(x["mask_positions"].shape)
+    (['mask_positions', 'padding_mask', 'segment_ids', 'token_ids'], ['mlm', 'nsp'], (2, 2))
+    """
+    if task not in TASKS:
+        raise ValueError(f"task must be one of {TASKS}, got {task!r}.")
+    if masking not in MASKINGS:
+        raise ValueError(f"masking must be one of {MASKINGS}, got {masking!r}.")
+    paths = [str(path) for path in ([paths] if isinstance(paths, str) else paths)]
+    _check_corpus(paths, task)
+    seed = int(np.random.default_rng(seed).integers(2**31))
+    vocabulary = tokenizer.vocabulary()
+    special_ids = [tokenizer.token_to_id(token) for token in _NEVER_MASKED]
+    replacement_ids = [i for i, token in enumerate(vocabulary)
+                       if token not in _NEVER_MASKED and not token.startswith("[unused")]
+
+    def instances():
+        yield from _instances(paths, tokenizer, max_seq_length, short_seq_prob, task, seed,
+                              repeat and masking == "dynamic", window_lines)
+
+    row = tf.TensorSpec([max_seq_length], tf.int32)
+    data = tf.data.Dataset.from_generator(instances, output_signature={
+        "token_ids": row, "segment_ids": row, "padding_mask": row,
+        "label": tf.TensorSpec([], tf.int32)})
+
+    def mask(step, batch):
+        masked = mask_batch(batch["token_ids"], batch["padding_mask"], tf.stack([seed, step]),
+                            special_ids, [token.startswith("##") for token in vocabulary],
+                            tokenizer.mask_token_id, replacement_ids, mask_rate,
+                            max_predictions, whole_word_masking)
+        return {**batch, **masked}
+
+    if masking == "static":
+        data = data.flat_map(lambda row: tf.data.Dataset.from_tensors(row).repeat(duplication_factor))
+        data = data.batch(1024).enumerate().map(mask).unbatch().cache(cache or "")
+        if repeat:
+            data = data.repeat()
+    if shuffle_buffer:
+        data = data.shuffle(shuffle_buffer, seed=seed)
+    data = data.batch(batch_size, drop_remainder=True)
+    if masking == "dynamic":
+        data = data.enumerate().map(mask, num_parallel_calls=tf.data.AUTOTUNE)
+    return data.map(lambda batch: _fit_layout(batch, task)).prefetch(tf.data.AUTOTUNE)
+
+
+def _fit_layout(batch, task):
+    x = {key: batch[key] for key in ("token_ids", "segment_ids", "padding_mask", "mask_positions")}
+    y, weights = {"mlm": batch["mask_ids"]}, {"mlm": batch["mask_weights"]}
+    if task != "mlm":
+        y["nsp"] = batch["label"]
+        weights["nsp"] = tf.ones_like(batch["label"], tf.float32)
+    return x, y, weights
+
+
+def _check_corpus(paths, task):
+    """Refuses, before training starts, a corpus with no text, or one document for NSP."""
+    documents = list(itertools.islice(read_documents(paths), 2))
+    if not documents:
+        raise ValueError(f"The pretraining corpus {paths} holds no text.")
+    if len(documents) == 1 and task == "nsp":
+        raise ValueError(
+            f"The pretraining corpus {paths} holds one document, so next-sentence prediction "
+            "has no random second segments. Separate documents with a blank line, or use "
+            "task='mlm' or 'sop'.")
+
+
+def _instances(paths, tokenizer, max_seq_length, short_seq_prob, task, seed, repeat, window_lines):
+    """Packed rows from every window of documents; once, or again and again with `repeat`."""
+    for epoch in itertools.count():
+        rng = np.random.default_rng([seed, epoch])
+        previous, produced = [], 0
+        for window in _windows(read_documents(paths), window_lines):
+            documents = [document for document in map(_tokenize_fn(tokenizer), window) if document]
+            for index in rng.permutation(len(documents)):
+                others = documents[:index] + documents[index + 1:] or previous
+                for first, second, label in document_instances(
+                        documents[index], others, rng, max_seq_length, short_seq_prob, task):
+                    produced += 1
+                    yield _pack(tokenizer, first, second, label, max_seq_length)
+            previous = documents
+        if not produced:
+            raise ValueError(f"The pretraining corpus {paths} gives no tokens to train on.")
+        if not repeat:
+            return
+
+
+def _windows(documents, window_lines):
+    window, lines = [], 0
+    for document in documents:
+        window.append(document)
+        lines += len(document)
+        if lines >= window_lines and len(window) >= 2:
+            yield window
+            window, lines = [], 0
+    if window:
+        yield window
+
+
+def _tokenize_fn(tokenizer, chunk=512):
+    """Sentences -> list of 1-D token-id arrays (no special tokens), empty ones dropped."""
+
+    def tokenize(sentences):
+        pieces = []
+        for start in range(0, len(sentences), chunk):
+            out = tokenizer(sentences[start:start + chunk], max_length=1 << 30, padding="longest")
+            lengths = out["padding_mask"].sum(axis=1)
+            pieces += [ids[1:n - 1] for ids, n in zip(out["token_ids"], lengths) if n > 2]
+        return pieces
+
+    return tokenize
+
+
+def _pack(tokenizer, first, second, label, max_seq_length):
+    parts = [[tokenizer.cls_token_id], first, [tokenizer.sep_token_id]]
+    if second is not None:
+        parts += [second, [tokenizer.sep_token_id]]
+    ids = np.concatenate(parts).astype(np.int32)
+    segment_ids = np.zeros(max_seq_length, np.int32)
+    if second is not None:
+        segment_ids[len(first) + 2:len(ids)] = 1
+    padding_mask = (np.arange(max_seq_length) < len(ids)).astype(np.int32)
+    token_ids = np.full(max_seq_length, tokenizer.pad_token_id, np.int32)
+    token_ids[:len(ids)] = ids
+    return {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask,
+            "label": np.int32(label)}

@@ -1,0 +1,61 @@
+import keras
+from keras import ops
+
+
+@keras.saving.register_keras_serializable(package="kbert")
+class MaskedLMHead(keras.layers.Layer):
+    """BERT's masked-LM head at chosen positions: dense, exact GELU, LayerNorm, tied decoder.
+
+    The decoder is the transpose of `token_embedding`'s matrix plus an output bias, so the
+    input and output vocabularies share one table. Only the rows at `mask_positions` are
+    transformed, which costs (batch, predictions) instead of (batch, length) decoder rows.
+    Logits come out in float32 even under a mixed precision policy.
+
+    Args:
+        token_embedding: `keras.layers.Embedding`. The table to tie the decoder to.
+        layer_norm_epsilon: float.
+        kernel_initializer: initializer of the dense transform.
+
+    Example:
+    >>> import numpy as np
+    >>> embedding = keras.layers.Embedding(30, 8)
+    >>> embedding.build((None,))
+    >>> head = MaskedLMHead(embedding)
+    >>> logits = head(np.zeros((2, 5, 8)), np.array([[1, 3], [0, 0]]))
+    >>> tuple(logits.shape)
+    (2, 2, 30)
+    """
+
+    def __init__(self, token_embedding, layer_norm_epsilon=1e-12,
+                 kernel_initializer="glorot_uniform", **kwargs):
+        super().__init__(**kwargs)
+        self.token_embedding = token_embedding
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.dense = keras.layers.Dense(
+            token_embedding.output_dim, kernel_initializer=self.kernel_initializer,
+            dtype=self.dtype_policy, name="dense")
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm")
+
+    def build(self, sequence_output_shape, mask_positions_shape=None):
+        self.dense.build(sequence_output_shape)
+        self.layer_norm.build(sequence_output_shape[:-1] + (self.token_embedding.output_dim,))
+        self.bias = self.add_weight(
+            name="bias", shape=(self.token_embedding.input_dim,), initializer="zeros")
+
+    def call(self, sequence_output, mask_positions):
+        positions = ops.expand_dims(ops.cast(mask_positions, "int32"), -1)
+        x = ops.take_along_axis(sequence_output, positions, axis=1)
+        x = self.layer_norm(ops.gelu(self.dense(x), approximate=False))
+        table = ops.cast(self.token_embedding.embeddings, x.dtype)
+        logits = ops.matmul(x, ops.transpose(table))
+        return ops.cast(logits, "float32") + ops.convert_to_tensor(self.bias)
+
+    def compute_output_shape(self, sequence_output_shape, mask_positions_shape):
+        return (*mask_positions_shape, self.token_embedding.input_dim)
+
+    def get_config(self):
+        # The embedding is the backbone's: BertPretrainer rebuilds the head from it.
+        return {**super().get_config(), "layer_norm_epsilon": self.layer_norm_epsilon,
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer)}

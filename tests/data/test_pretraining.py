@@ -1,0 +1,177 @@
+"""Pretraining data: the rates BERT specifies, pairing, and refusals of bad corpora."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from kbert.data.pretraining_dataset import pretraining_dataset
+from kbert.data.pretraining_instances import document_instances, read_documents, split_sentences
+from kbert.data.pretraining_masking import mask_batch
+from kbert.text import BertTokenizer
+
+SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+WORDS = ["the", "cat", "sat", "on", "mat", "dog", "ran", "far", "away", "home", "##s", "##ed", "##ing"]
+VOCAB = SPECIAL + WORDS + [".", ","]
+MASK, CLS, SEP = 4, 2, 3
+
+
+def random_rows(rows=4000, length=64, seed=0):
+    """Packed rows [CLS] ... [SEP] [PAD]..., with random lengths and random word pieces."""
+    rng = np.random.default_rng(seed)
+    token_ids = rng.integers(5, len(VOCAB), (rows, length)).astype("int32")
+    lengths = rng.integers(8, length + 1, rows)
+    padding_mask = (np.arange(length) < lengths[:, None]).astype("int32")
+    token_ids[:, 0] = CLS
+    token_ids[np.arange(rows), lengths - 1] = SEP
+    token_ids[padding_mask == 0] = 0
+    return token_ids, padding_mask
+
+
+def mask(token_ids, padding_mask, whole_word=False, seed=(1, 2)):
+    out = mask_batch(token_ids, padding_mask, tf.constant(seed), special_ids=[0, 1, 2, 3, 4],
+                     is_suffix=[token.startswith("##") for token in VOCAB], mask_id=MASK,
+                     replacement_ids=list(range(5, len(VOCAB))), max_predictions=20,
+                     whole_word=whole_word)
+    return {key: value.numpy() for key, value in out.items()}
+
+
+@pytest.mark.parametrize("whole_word", [False, True])
+def test_masking_rates(whole_word):
+    token_ids, padding_mask = random_rows()
+    out = mask(token_ids, padding_mask, whole_word)
+    weights = out["mask_weights"].astype(bool)
+    rows = np.nonzero(weights)[0]
+    positions = out["mask_positions"][weights]
+    candidates = padding_mask.sum() - 2 * len(token_ids)
+    assert abs(weights.sum() / candidates - 0.15) < 0.005
+    assert (out["mask_ids"][weights] == token_ids[rows, positions]).all()
+    assert not np.isin(token_ids[rows, positions], [0, 1, 2, 3, 4]).any()
+    corrupted = out["token_ids"][rows, positions]
+    masked, kept = corrupted == MASK, corrupted == token_ids[rows, positions]
+    assert abs(masked.mean() - 0.8) < 0.01
+    # A random replacement can draw the original token: 1 in 15 of the 10%.
+    assert abs(kept.mean() - (0.1 + 0.1 / 15)) < 0.01
+    assert abs((~masked & ~kept).mean() - 0.1 * 14 / 15) < 0.01
+    unchosen = np.ones_like(token_ids, bool)
+    unchosen[rows, positions] = False
+    assert (out["token_ids"][unchosen] == token_ids[unchosen]).all()
+
+
+def test_whole_word_masking_never_splits_a_word():
+    token_ids, padding_mask = random_rows(rows=500)
+    out = mask(token_ids, padding_mask, whole_word=True)
+    chosen = np.zeros_like(token_ids, bool)
+    weights = out["mask_weights"].astype(bool)
+    chosen[np.nonzero(weights)[0], out["mask_positions"][weights]] = True
+    suffix = np.isin(token_ids, [VOCAB.index(t) for t in ("##s", "##ed", "##ing")])
+    inside = suffix[:, 1:] & ~np.isin(token_ids[:, :-1], [0, 2, 3])  # a piece and its left part
+    assert inside.any()
+    assert (chosen[:, 1:][inside] == chosen[:, :-1][inside]).all()
+
+
+def test_masking_is_stateless_and_row_width_is_max_predictions():
+    token_ids, padding_mask = random_rows(rows=8)
+    first, again = mask(token_ids, padding_mask), mask(token_ids, padding_mask)
+    other = mask(token_ids, padding_mask, seed=(1, 3))
+    assert (first["token_ids"] == again["token_ids"]).all()
+    assert (first["token_ids"] != other["token_ids"]).any()
+    assert first["mask_positions"].shape == (8, 20)
+
+
+def synthetic_documents(count=60, seed=0):
+    rng = np.random.default_rng(seed)
+    return [[rng.integers(5, 20, rng.integers(3, 30)) for _ in range(rng.integers(1, 40))]
+            for _ in range(count)]
+
+
+@pytest.mark.parametrize("task", ["nsp", "sop"])
+def test_pairs_are_half_random_and_fit(task):
+    documents, rng = synthetic_documents(), np.random.default_rng(1)
+    labels = []
+    for index, document in enumerate(documents * 16):
+        index %= len(documents)
+        others = documents[:index] + documents[index + 1:]
+        for first, second, label in document_instances(document, others, rng, 64, task=task):
+            assert len(first) >= 1 and len(second) >= 1 and len(first) + len(second) <= 61
+            labels.append(label)
+    assert len(labels) > 4000
+    assert abs(np.mean(labels) - 0.5) < 0.02
+
+
+def test_true_next_pairs_keep_the_order_and_truncation_cuts_both_ends():
+    document = [np.arange(10, 40), np.arange(40, 70), np.arange(70, 100)]
+    rng, starts, ends = np.random.default_rng(0), set(), set()
+    for _ in range(200):
+        for first, second, label in document_instances(document, [], rng, 40, task="sop"):
+            a, b = (second, first) if label else (first, second)
+            assert (np.diff(np.concatenate([a, b])) > 0).all()
+            starts.add(int(a[0]))
+            ends.add(int(b[-1]))
+    assert len(starts) > 1 and len(ends) > 1
+
+
+def test_long_lines_are_split_into_sequences_not_dropped():
+    document = [np.arange(5, 505)]  # one sentence of 500 tokens, sequences of 64
+    rng = np.random.default_rng(0)
+    rows = list(document_instances(document, [], rng, 64, short_seq_prob=0.0, task="mlm"))
+    assert sum(len(first) for first, _, _ in rows) == 500
+    assert all(len(first) <= 62 for first, _, _ in rows)
+
+
+def test_reading_splits_sentences_documents_and_replaces_bad_bytes(tmp_path):
+    path = tmp_path / "corpus.txt"
+    path.write_bytes(b"Mr. Darcy bowed. She smiled!\n\xff\xfe oops\n\n\n\nNext book.\n")
+    assert list(read_documents([path])) == [
+        ["Mr. Darcy bowed.", "She smiled!", "\ufffd\ufffd oops"], ["Next book."]]
+    assert split_sentences("No end") == ["No end"]
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return BertTokenizer(VOCAB)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    rng = np.random.default_rng(0)
+    path = tmp_path_factory.mktemp("corpus") / "corpus.txt"
+    books = []
+    for _ in range(4):
+        lines = [" ".join(rng.choice(WORDS[:10], rng.integers(3, 12))).capitalize() + "."
+                 for _ in range(30)]
+        books.append("\n".join(lines))
+    path.write_text("\n\n".join(books) + "\n\xff bad byte line \n")
+    return path
+
+
+def test_dataset_layout_and_masking_modes(corpus, tokenizer):
+    options = dict(tokenizer=tokenizer, batch_size=4, max_seq_length=32, max_predictions=5,
+                   repeat=False, shuffle_buffer=0, seed=0)
+    x, y, weights = next(iter(pretraining_dataset([corpus], **options)))
+    assert x["token_ids"].shape == (4, 32) and x["mask_positions"].shape == (4, 5)
+    assert y["mlm"].shape == (4, 5) and y["nsp"].shape == (4,)
+    assert set(weights) == {"mlm", "nsp"}
+    assert (x["token_ids"].numpy()[:, 0] == CLS).all()
+
+    static = pretraining_dataset([corpus], masking="static", duplication_factor=2, **options)
+    first, second = [[batch[0]["token_ids"].numpy() for batch in static] for _ in range(2)]
+    assert all((a == b).all() for a, b in zip(first, second))  # cached: the same masks
+    assert (first[0][0] == first[0][1]).sum() > 20  # two masked copies of one pair
+
+    mlm_only = pretraining_dataset([corpus], task="mlm", **options)
+    x, y, _ = next(iter(mlm_only))
+    assert set(y) == {"mlm"} and x["segment_ids"].numpy().max() == 0
+
+
+def test_bad_corpora_are_refused_before_training(tmp_path, tokenizer):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n  \n")
+    with pytest.raises(ValueError, match="holds no text"):
+        pretraining_dataset([empty], tokenizer, 2)
+    one = tmp_path / "one.txt"
+    one.write_text("The cat sat.\nThe dog ran.\n")
+    with pytest.raises(ValueError, match="one document"):
+        pretraining_dataset([one], tokenizer, 2)
+    assert pretraining_dataset([one], tokenizer, 2, task="sop") is not None
+    with pytest.raises(ValueError, match="special tokens"):
+        BertTokenizer(["the", "cat"])
