@@ -1,0 +1,15 @@
+"""Natural language inference (SNLI style, `sentence1<TAB>sentence2<TAB>label`), any backend.
+
+The premise and hypothesis are packed as `[CLS] premise [SEP] hypothesis [SEP]`.
+
+    python apps/nli.py train --data ../shared/data/snli/train.tsv --valid ../shared/data/snli/dev.tsv --out saved_models/snli
+    python apps/nli.py evaluate --model saved_models/snli --data ../shared/data/snli/dev.tsv
+    python apps/nli.py predict --model saved_models/snli --premise "A man plays." --hypothesis "Nobody plays."
+    printf 'A man plays.\\tSomeone plays.\\n' | python apps/nli.py predict --model saved_models/snli --json
+"""
+
+from kbert.training import NLI
+from kbert.training.sentence_task_cli import main
+
+if __name__ == "__main__":
+    main(NLI, description=__doc__)

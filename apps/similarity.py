@@ -1,0 +1,13 @@
+"""Sentence-pair similarity scores (STS-B, `sentence1<TAB>sentence2<TAB>score`): BertClassifier
+with one output trained by mean squared error; evaluated by Pearson and Spearman correlation.
+
+    python apps/similarity.py train --data ../shared/data/stsb/train.tsv --out saved_models/stsb
+    python apps/similarity.py evaluate --model saved_models/stsb --data dev.tsv
+    python apps/similarity.py predict --model saved_models/stsb --premise "A cat sits." --hypothesis "A cat is sitting."
+"""
+
+from kbert.training import SIMILARITY
+from kbert.training.sentence_task_cli import main
+
+if __name__ == "__main__":
+    main(SIMILARITY, description=__doc__)

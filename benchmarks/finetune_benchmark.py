@@ -1,0 +1,146 @@
+"""Fine-tuning step throughput: kbert's `model.fit` on each backend beside a Hugging Face torch loop.
+
+Every engine fine-tunes the real all-MiniLM-L6-v2 checkpoint with a two-class head on
+the same batch of random ids (default 16 x 128, no padding), with BERT's AdamW
+(warmup, linear decay, weight decay, clipping at 1.0), in a process of its own, one
+after another, so the figures share a run. kbert runs `model.fit` with its default
+compilation (XLA on TensorFlow and JAX, eager torch); Hugging Face runs
+`BertForSequenceClassification` in a plain torch loop. `--dtypes float32 mixed_bfloat16`
+also measures bfloat16 compute (Keras's mixed policy; torch.autocast for Hugging Face).
+Prints the median step time after `--warmup` steps, steps/s and ratios to Hugging Face.
+
+    python benchmarks/finetune_benchmark.py                                   # fp32, all engines
+    python benchmarks/finetune_benchmark.py --dtypes float32 mixed_bfloat16 --steps 10
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+ENGINES = ("tensorflow", "jax", "torch", "hf_torch")
+
+
+def make_batch(batch_size, length, seed=0):
+    rng = np.random.default_rng(seed)
+    token_ids = rng.integers(1000, 30522, (batch_size, length)).astype("int32")
+    token_ids[:, 0], token_ids[:, -1] = 101, 102
+    labels = rng.integers(0, 2, batch_size).astype("int32")
+    return token_ids, labels
+
+
+def run_kbert(args):
+    import keras
+
+    from kbert import BertBackbone
+    from kbert.tasks import BertClassifier
+    from kbert.training import bert_adamw
+
+    keras.config.set_dtype_policy(args.dtype)
+    model = BertClassifier(BertBackbone.from_preset("all_minilm_l6_v2"), 2)
+    total = args.warmup + args.steps
+    model.compile(optimizer=bert_adamw(3e-5, total), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    token_ids, labels = make_batch(args.batch_size, args.length)
+    x = {"token_ids": np.tile(token_ids, (total, 1)), "segment_ids": np.zeros((total * args.batch_size, args.length), "int32"),
+         "padding_mask": np.ones((total * args.batch_size, args.length), "int32")}
+    times = []
+
+    class Timer(keras.callbacks.Callback):
+        def on_train_batch_begin(self, batch, logs=None):
+            self.start = time.perf_counter()
+
+        def on_train_batch_end(self, batch, logs=None):
+            float(logs["loss"])  # wait for the step to finish (async dispatch)
+            times.append(time.perf_counter() - self.start)
+
+    model.fit(x, np.tile(labels, total), batch_size=args.batch_size, epochs=1, shuffle=False, verbose=0,
+              callbacks=[Timer()])
+    return times
+
+
+def run_hf(args):
+    import torch
+    import transformers
+
+    from kbert.paths import minilm_dir
+
+    torch.manual_seed(0)
+    model = transformers.BertForSequenceClassification.from_pretrained(minilm_dir(), num_labels=2)
+    model.train()
+    total = args.warmup + args.steps
+    decay = [p for n, p in model.named_parameters() if not any(k in n for k in ("bias", "LayerNorm"))]
+    other = [p for n, p in model.named_parameters() if any(k in n for k in ("bias", "LayerNorm"))]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": other, "weight_decay": 0.0}],
+                                  lr=3e-5, eps=1e-6)
+    schedule = transformers.get_linear_schedule_with_warmup(optimizer, int(0.1 * total), total)
+    token_ids, labels = make_batch(args.batch_size, args.length)
+    inputs = {"input_ids": torch.tensor(token_ids, dtype=torch.long),
+              "token_type_ids": torch.zeros(token_ids.shape, dtype=torch.long),
+              "attention_mask": torch.ones(token_ids.shape, dtype=torch.long),
+              "labels": torch.tensor(labels, dtype=torch.long)}
+    times = []
+    for _ in range(total):
+        start = time.perf_counter()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.dtype == "mixed_bfloat16"):
+            loss = model(**inputs).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def worker(args):
+    times = run_hf(args) if args.worker == "hf_torch" else run_kbert(args)
+    timed = times[args.warmup:]
+    print(json.dumps({"engine": args.worker, "dtype": args.dtype, "first_step_s": times[0],
+                      "median_step_s": statistics.median(timed), "steps_per_s": 1 / statistics.median(timed)}))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--engines", nargs="+", default=list(ENGINES), choices=ENGINES)
+    parser.add_argument("--dtypes", nargs="+", default=["float32"], choices=["float32", "mixed_bfloat16"])
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--length", type=int, default=128)
+    parser.add_argument("--steps", type=int, default=10, help="timed steps")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed steps first (compilation)")
+    parser.add_argument("--worker", choices=ENGINES, help=argparse.SUPPRESS)
+    parser.add_argument("--dtype", default="float32", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        return worker(args)
+    print(f"Fine-tuning all-MiniLM-L6-v2, batch {args.batch_size} x {args.length}, "
+          f"{args.warmup} warmup + {args.steps} timed steps; {os.cpu_count()} CPU cores")
+    results = []
+    for dtype in args.dtypes:
+        for engine in args.engines:
+            env = {**os.environ, "KERAS_BACKEND": "torch" if engine == "hf_torch" else engine}
+            command = [sys.executable, __file__, "--worker", engine, "--dtype", dtype,
+                       *[f"--{k}={getattr(args, k.replace('-', '_'))}" for k in ("batch-size", "length", "steps", "warmup")]]
+            done = subprocess.run(command, env=env, capture_output=True, text=True)
+            if done.returncode:
+                print(f"{engine} {dtype}: failed\n{done.stderr[-2000:]}")
+                continue
+            results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+            r = results[-1]
+            print(f"{engine:11} {dtype:15} {r['median_step_s'] * 1000:8.0f} ms/step  {r['steps_per_s']:6.2f} steps/s"
+                  f"  (first step {r['first_step_s']:.1f} s)", flush=True)
+    reference = {r["dtype"]: r["steps_per_s"] for r in results if r["engine"] == "hf_torch"}
+    fp32 = {r["engine"]: r["steps_per_s"] for r in results if r["dtype"] == "float32"}
+    print("\nengine      dtype           steps/s   vs HF same dtype   vs own fp32")
+    for r in results:
+        versus = f"{r['steps_per_s'] / reference[r['dtype']]:.2f}x" if r["dtype"] in reference else "-"
+        own = f"{r['steps_per_s'] / fp32[r['engine']]:.2f}x" if r["engine"] in fp32 else "-"
+        print(f"{r['engine']:11} {r['dtype']:15} {r['steps_per_s']:7.2f}   {versus:>16}   {own:>11}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""The Hugging Face baseline for apps/sentiment.py: same checkpoint, data, batches, recipe and steps.
+
+Fine-tunes `transformers.BertForSequenceClassification` from all-MiniLM-L6-v2 in a plain
+torch loop and reports accuracy on the same seeded validation split of SST-2 train.tsv
+and the step throughput. It reuses kbert's reader, split and `SentenceBatches` (with
+Hugging Face's tokenizer behind them), so both runs see identical batches in the same
+order; the recipe is BERT's: AdamW (weight decay 0.01, none on biases and LayerNorm,
+eps 1e-6), 10% warmup then linear decay, gradient clipping at 1.0, dropout 0.1. Runs on
+torch only (TensorFlow is never imported), so it needs no separate process of its own.
+
+    python benchmarks/hf_sst2_finetune.py --limit 8000 --epochs 2 --batch-size 32 --lr 5e-5
+"""
+
+import argparse
+import json
+import os
+import time
+
+os.environ["KERAS_BACKEND"] = "torch"  # kbert.data imports keras; keep the process torch-only
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import transformers  # noqa: E402
+
+from kbert.data import SentenceBatches, read_sentence_tsv  # noqa: E402
+from kbert.metrics import accuracy  # noqa: E402
+from kbert.paths import data_dir, minilm_dir  # noqa: E402
+
+
+class HfTokenizer:
+    """Hugging Face's fast BERT tokenizer behind kbert's call signature and output keys."""
+
+    def __init__(self, folder):
+        self.tokenizer = transformers.BertTokenizerFast.from_pretrained(folder)
+
+    def __call__(self, texts, pairs=None, max_length=128, padding="longest"):
+        out = self.tokenizer(texts, pairs, max_length=max_length, truncation=True, padding=padding, return_tensors="np")
+        return {"token_ids": out["input_ids"].astype("int32"), "segment_ids": out["token_type_ids"].astype("int32"),
+                "padding_mask": out["attention_mask"].astype("int32")}
+
+
+def to_torch(inputs):
+    return {"input_ids": torch.from_numpy(inputs["token_ids"]).long(),
+            "token_type_ids": torch.from_numpy(inputs["segment_ids"]).long(),
+            "attention_mask": torch.from_numpy(inputs["padding_mask"]).long()}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", default=str(data_dir() / "sst2" / "train.tsv"))
+    parser.add_argument("--limit", type=int, default=8000)
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--lr", type=float, default=5e-5)
+    parser.add_argument("--max-length", type=int, default=128)
+    parser.add_argument("--validation-fraction", type=float, default=0.1)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", help="write the figures to this JSON file")
+    args = parser.parse_args()
+
+    torch.manual_seed(args.seed)
+    examples = read_sentence_tsv(args.data, label_names=["negative", "positive"])
+    train, valid = examples.split(args.validation_fraction, args.seed)
+    train = train.shuffled(args.seed, args.limit)
+    tokenizer = HfTokenizer(minilm_dir())
+    train_batches = SentenceBatches(train, tokenizer, args.batch_size, args.max_length, shuffle=True, seed=args.seed)
+    valid_batches = SentenceBatches(valid, tokenizer, 64, args.max_length)
+
+    model = transformers.BertForSequenceClassification.from_pretrained(minilm_dir(), num_labels=2)
+    total = len(train_batches) * args.epochs
+    no_decay = lambda name: "bias" in name or "LayerNorm" in name  # noqa: E731
+    groups = [{"params": [p for n, p in model.named_parameters() if not no_decay(n)], "weight_decay": 0.01},
+              {"params": [p for n, p in model.named_parameters() if no_decay(n)], "weight_decay": 0.0}]
+    optimizer = torch.optim.AdamW(groups, lr=args.lr, eps=1e-6)
+    schedule = transformers.get_linear_schedule_with_warmup(optimizer, int(0.1 * total), total)
+    print(f"Hugging Face: {len(train)} training / {len(valid)} validation examples, {total} steps")
+
+    history, step_times = [], []
+    for epoch in range(args.epochs):
+        model.train()
+        for index in range(len(train_batches)):
+            start = time.perf_counter()
+            inputs, labels = train_batches[index]
+            loss = model(**to_torch(inputs), labels=torch.from_numpy(labels).long()).loss
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            schedule.step()
+            optimizer.zero_grad()
+            step_times.append(time.perf_counter() - start)
+        train_batches.on_epoch_end()
+        model.eval()
+        with torch.no_grad():
+            predictions = np.concatenate([model(**to_torch(valid_batches[i][0])).logits.argmax(-1).numpy()
+                                          for i in range(len(valid_batches))])
+        history.append(accuracy(valid.labels, predictions))
+        print(f"epoch {epoch + 1}: validation accuracy {history[-1]:.4f}, "
+              f"{len(train_batches) / sum(step_times[-len(train_batches):]):.3f} steps/s", flush=True)
+    results = {"engine": "hf_torch", "train_examples": len(train), "validation_examples": len(valid),
+               "steps": total, "val_accuracy": history, "best_val_accuracy": max(history),
+               "train_seconds": round(sum(step_times), 1), "steps_per_second": round(total / sum(step_times), 3),
+               "hyperparameters": vars(args)}
+    print(json.dumps(results))
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(results, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+import math
+
+import keras
+import numpy as np
+
+
+class PaddedBatches(keras.utils.PyDataset):
+    """Batches of already tokenized rows, each cut to its longest row (rounded up), any backend.
+
+    Arrays of rank 2 or more in `y` and `sample_weight` are token-aligned (batch, length,
+    ...) and are cut like the inputs; rank-1 arrays (one value per row) are not. `y` may be
+    a dict of arrays, for models with several outputs.
+
+    Args:
+        inputs: dict of int arrays (rows, length), with a `padding_mask`.
+        y: array, dict of arrays, or None. Targets.
+        sample_weight: array or None. Per-row or per-token weights (0 = ignored).
+        batch_size: int.
+        shuffle: bool. Shuffle every epoch (for training).
+        seed: int. Seed of the shuffles.
+        length_multiple: int. Batch lengths are rounded up to a multiple of this, so jit
+            compilers see a few shapes rather than one per length.
+        group_by_length: bool. With `shuffle`, fill each batch with rows of similar length
+            (less padding, faster on CPU), then shuffle the order of the batches.
+
+    Example:
+    >>> inputs = {"token_ids": np.ones((3, 16), "int32"), "padding_mask": np.zeros((3, 16), "int32")}
+    >>> inputs["padding_mask"][:, :5] = 1
+    >>> batches = PaddedBatches(inputs, y=np.zeros((3, 16)), batch_size=2)
+    >>> x, y = batches[0]
+    >>> tuple(x["token_ids"].shape), tuple(y.shape), len(batches)
+    ((2, 8), (2, 8), 2)
+    """
+
+    def __init__(self, inputs, y=None, sample_weight=None, batch_size=32, shuffle=False, seed=0,
+                 length_multiple=8, group_by_length=False, **kwargs):
+        super().__init__(**kwargs)
+        self.inputs = inputs
+        self.y = y
+        self.sample_weight = sample_weight
+        self.lengths = inputs["padding_mask"].sum(axis=1)
+        self.width = inputs["padding_mask"].shape[1]
+        self.batch_size = batch_size
+        self.shuffle = shuffle
+        self.length_multiple = length_multiple
+        self.group_by_length = group_by_length
+        self.rng = np.random.default_rng(seed)
+        self.order = np.arange(len(self.lengths))
+        self.on_epoch_end()
+
+    def __len__(self):
+        return math.ceil(len(self.order) / self.batch_size)
+
+    def __getitem__(self, index):
+        rows = self.order[index * self.batch_size : (index + 1) * self.batch_size]
+        width = self._width(index)
+        cut = lambda value: value[rows, :width] if value.ndim > 1 else value[rows]  # noqa: E731
+        batch = ({key: cut(value) for key, value in self.inputs.items()},)
+        if self.y is not None:
+            batch += ({k: cut(v) for k, v in self.y.items()} if isinstance(self.y, dict) else cut(self.y),)
+        if self.sample_weight is not None:
+            batch += (cut(self.sample_weight),)
+        return batch if len(batch) > 1 else batch[0]
+
+    def predict(self, model):
+        """Runs `model.predict_on_batch` on every batch (unshuffled); returns the outputs in
+        row order, token axes padded back with zeros to the inputs' full length.
+
+        Outputs may be an array or a dict of arrays (e.g. start and end logits).
+        """
+        if self.shuffle:
+            raise ValueError("predict needs the rows in order: build the batches with shuffle=False.")
+        parts = []
+        for index in range(len(self)):
+            batch = self[index]
+            parts.append(model.predict_on_batch(batch[0] if isinstance(batch, tuple) else batch))
+        if isinstance(parts[0], dict):
+            return {key: self._join([part[key] for part in parts]) for key in parts[0]}
+        return self._join(parts)
+
+    def _join(self, parts):
+        pad = lambda a: a if a.ndim < 2 else np.pad(a, [(0, 0), (0, self.width - a.shape[1])] + [(0, 0)] * (a.ndim - 2))  # noqa: E731
+        return np.concatenate([pad(np.asarray(part)) for part in parts])
+
+    def on_epoch_end(self):
+        if not self.shuffle:
+            return
+        order = self.rng.permutation(len(self.order))
+        if self.group_by_length:  # sort by length (random among equals), then shuffle the batches
+            order = order[np.argsort(self.lengths[order], kind="stable")]
+            batches = [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+            order = np.concatenate([batches[i] for i in self.rng.permutation(len(batches))])
+        self.order = order
+        self._vary_first_widths()
+
+    def _vary_first_widths(self):
+        """Swaps batch 1 with one of another width than batch 0, if there is one.
+
+        Under TensorFlow, `fit` fixes the shapes it accepts from the first two batches: if
+        both had the same length, a later, different length would fail.
+        """
+        widths = [self._width(i) for i in range(len(self))]
+        if len(widths) < 3 or widths[0] != widths[1] or len(set(widths)) == 1:
+            return
+        j = next(i for i, width in enumerate(widths) if width != widths[0])
+        size = self.batch_size
+        second, other = self.order[size : 2 * size].copy(), self.order[j * size : (j + 1) * size].copy()
+        if len(other) == size:
+            self.order[size : 2 * size], self.order[j * size : (j + 1) * size] = other, second
+
+    def _width(self, index):
+        longest = int(self.lengths[self.order[index * self.batch_size : (index + 1) * self.batch_size]].max())
+        return min(-(-longest // self.length_multiple) * self.length_multiple, self.width)

@@ -1,0 +1,121 @@
+"""Reads the sentence TSV formats: `sentence<TAB>label` and `sentence1<TAB>sentence2<TAB>label`."""
+
+import pathlib
+
+import numpy as np
+
+from kbert.data.sentence_examples import SentenceExamples
+
+HEADER_LABELS = ("label", "score", "gold_label", "similarity")
+
+
+class TsvFormatError(ValueError):
+    """A row of a TSV file that cannot be read; the message names the file and the line."""
+
+
+def read_sentence_tsv(path, num_texts=1, label_names=None, regression=False, labeled=True,
+                      skip_bad_rows=False):
+    """Reads a UTF-8 TSV file of sentences (or pairs) and labels into `SentenceExamples`.
+
+    A first row whose label column reads `label` (or `score`, `gold_label`) is a header
+    and is skipped. A BOM and CRLF line ends are accepted. Labels may be class names or
+    integer ids: with `label_names` given, a label must be one of them or an id below
+    their count; without, ids 0..K-1 (all integers) or sorted names (words) define the
+    classes. A bad row (wrong number of columns, an empty text, an unknown label, a score
+    that is not a number) raises `TsvFormatError` naming the file and line, or, with
+    `skip_bad_rows`, is skipped; the count and the first reason are then printed.
+
+    Args:
+        path: str or path. The TSV file.
+        num_texts: int. 1 for `sentence<TAB>label`, 2 for pairs.
+        label_names: list of str or None. The classes, in id order (e.g. a model's).
+        regression: bool. Labels are float scores (STS-B) rather than classes.
+        labeled: bool. False reads text columns only (a label column, if any, is ignored).
+        skip_bad_rows: bool. Skip bad rows instead of raising.
+
+    Example:
+    >>> import tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "t.tsv"
+    >>> _ = path.write_text("sentence\\tlabel\\r\\ngreat fun\\tpositive\\r\\ndull\\tnegative\\r\\n")
+    >>> data = read_sentence_tsv(path)
+    >>> data.texts, data.labels.tolist(), data.label_names
+    (['great fun', 'dull'], [1, 0], ['negative', 'positive'])
+    """
+    path = pathlib.Path(path)
+    rows, raw_labels, skipped = [], [], []
+    with open(path, encoding="utf-8-sig", newline=None) as lines:
+        for number, line in enumerate(lines, start=1):
+            line = line.rstrip("\n")
+            fields = line.split("\t")
+            if number == 1 and fields[-1].strip().lower() in HEADER_LABELS:
+                continue
+            try:
+                if not line.strip():
+                    raise TsvFormatError("blank line")
+                rows.append(_texts(fields, num_texts, labeled))
+                raw_labels.append((number, fields[num_texts].strip()) if labeled else None)
+            except TsvFormatError as error:
+                if not skip_bad_rows:
+                    raise TsvFormatError(f"{path}, line {number}: {error}") from None
+                skipped.append((number, str(error)))
+    if not rows:
+        raise TsvFormatError(f"{path}: no examples.")
+    labels, label_names, bad = _labels(raw_labels, label_names, regression) if labeled else (None, None, {})
+    if bad:
+        if not skip_bad_rows:
+            number, reason = min(bad.items())
+            raise TsvFormatError(f"{path}, line {number}: {reason}")
+        keep = [i for i, (number, _) in enumerate(raw_labels) if number not in bad]
+        rows, labels = [rows[i] for i in keep], labels[keep]
+        skipped += sorted(bad.items())
+    if skipped:
+        number, reason = min(skipped)
+        print(f"{path}: skipped {len(skipped)} bad row(s); the first, line {number}: {reason}")
+    texts = [row[0] for row in rows]
+    pairs = [row[1] for row in rows] if num_texts == 2 else None
+    return SentenceExamples(texts, pairs, labels, label_names, str(path))
+
+
+def _texts(fields, num_texts, labeled):
+    expected = num_texts + int(labeled)
+    if len(fields) < expected or (labeled and len(fields) > expected):
+        raise TsvFormatError(f"expected {expected} tab-separated columns, found {len(fields)}")
+    texts = [field.strip() for field in fields[:num_texts]]
+    for i, text in enumerate(texts):
+        if not text:
+            raise TsvFormatError(f"column {i + 1} (a text) is empty")
+    if labeled and not fields[num_texts].strip():
+        raise TsvFormatError("the label is empty")
+    return texts
+
+
+def _labels(raw, label_names, regression):
+    """Label array, label names, and {line: reason} for labels that cannot be read."""
+    bad = {}
+    if regression:
+        values = []
+        for number, field in raw:
+            try:
+                values.append(float(field))
+            except ValueError:
+                bad[number] = f"the score {field!r} is not a number"
+                values.append(np.nan)
+        return np.array(values, "float32"), None, bad
+    fields = [field for _, field in raw]
+    if label_names is None:
+        if all(field.isdigit() for field in fields):
+            label_names = [str(i) for i in range(max(int(field) for field in fields) + 1)]
+        else:
+            label_names = sorted(set(fields))
+    label_names = [str(name) for name in label_names]
+    ids = {name: i for i, name in enumerate(label_names)}
+    values = []
+    for number, field in raw:
+        if field in ids:
+            values.append(ids[field])
+        elif field.isdigit() and int(field) < len(label_names):
+            values.append(int(field))
+        else:
+            bad[number] = f"unknown label {field!r}; the labels are {label_names} (or ids 0..{len(label_names) - 1})"
+            values.append(-1)
+    return np.array(values, "int32"), label_names, bad

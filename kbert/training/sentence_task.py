@@ -1,0 +1,267 @@
+"""Fine-tune, evaluate and run sentence(-pair) classifiers: the library side of apps/sentiment.py,
+apps/nli.py and apps/similarity.py."""
+
+import dataclasses
+import json
+import pathlib
+import time
+
+import keras
+import numpy as np
+
+from kbert.checkpoints import load_backbone
+from kbert.data import SentenceBatches, SentenceExamples, read_sentence_tsv
+from kbert.metrics import accuracy, confusion_matrix, macro_f1, pearson, spearman
+from kbert.tasks.bert_classifier import BertClassifier
+from kbert.training.curves import plot_history
+from kbert.training.lora import enable_lora
+from kbert.training.optimizers import bert_adamw
+from kbert.training.run_folder import atomic_output_folder, write_json_atomic
+
+MODEL_FILE = "model.keras"
+METRICS_FILE = "metrics.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class SentenceTask:
+    """What a sentence task reads and predicts.
+
+    Args:
+        name: str. Used in messages and the metrics file.
+        num_texts: int. 1 (sentiment) or 2 (NLI, similarity: premise and hypothesis).
+        label_names: tuple of str or None. Default classes, in id order; data labels may be
+            these names or their ids. None: classes come from the training file.
+        regression: bool. One float score per example (STS-B) instead of classes.
+
+    Example:
+    >>> SentenceTask("nli", 2, ("entailment", "neutral", "contradiction")).num_texts
+    2
+    """
+
+    name: str
+    num_texts: int = 1
+    label_names: tuple = None
+    regression: bool = False
+
+
+SENTIMENT = SentenceTask("sentiment", 1, ("negative", "positive"))
+NLI = SentenceTask("nli", 2, ("entailment", "neutral", "contradiction"))
+SIMILARITY = SentenceTask("similarity", 2, regression=True)
+
+
+def train(task, data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=3e-5,
+          max_length=128, lora_rank=None, mixed_precision=False, validation_fraction=0.1,
+          limit=None, patience=1, seed=0, labels=None, skip_bad_rows=False, verbose="auto"):
+    """Fine-tunes a `BertClassifier` with BERT's recipe and writes the run folder `out`.
+
+    The recipe: `bert_adamw` (warmup over 10% of the steps, then linear decay), dropout
+    0.1, early stopping on the validation split that restores the best epoch. Without
+    `valid`, a seeded `validation_fraction` of `data` is held out. The folder gets
+    `model.keras`, the tokenizer (vocab.txt, tokenizer_config.json), `metrics.json` and
+    `curves.png`, all at once when training has finished (`atomic_output_folder`).
+
+    Args:
+        task: `SentenceTask`.
+        data: path of the training TSV file.
+        init: str. `--init` of `kbert.load_backbone`: a preset, "all_minilm_l6_v2" or a folder.
+        out: path of the run folder to write.
+        valid: path of a validation TSV file, or None to carve one out of `data`.
+        epochs, batch_size, learning_rate, max_length: the fine-tuning hyperparameters.
+        lora_rank: int or None. Train LoRA factors of rank `lora_rank` (and the head) only.
+        mixed_precision: bool. Compute in bfloat16 ("mixed_bfloat16"), keep float32 weights.
+        validation_fraction: float. Share of `data` held out when `valid` is None.
+        limit: int or None. Train on a seeded subset of this many training examples.
+        patience: int. Epochs without improvement before early stopping.
+        seed: int. Seeds the split, the shuffles, dropout and the head's initialization.
+        labels: list of str or None. Classes, overriding the task's defaults.
+        skip_bad_rows: bool. Skip unreadable TSV rows (counted) instead of failing.
+        verbose: passed to `model.fit` ("auto": a progress bar).
+
+    Returns: the metrics dict written to `metrics.json`.
+    """
+    keras.utils.set_random_seed(seed)
+    label_names = None if task.regression else (labels or task.label_names)
+    read = dict(num_texts=task.num_texts, label_names=label_names, regression=task.regression,
+                skip_bad_rows=skip_bad_rows)
+    train_examples = read_sentence_tsv(data, **read)
+    read["label_names"] = train_examples.label_names
+    if valid:
+        valid_examples = read_sentence_tsv(valid, **read)
+    else:
+        train_examples, valid_examples = train_examples.split(validation_fraction, seed)
+    if limit:
+        train_examples = train_examples.shuffled(seed, limit)
+
+    policy = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("mixed_bfloat16" if mixed_precision else "float32")
+    try:
+        backbone, tokenizer = load_backbone(init)
+        num_classes = 1 if task.regression else len(train_examples.label_names)
+        model = BertClassifier(backbone, num_classes, label_names=train_examples.label_names)
+    finally:
+        keras.config.set_dtype_policy(policy)
+    if max_length > backbone.max_sequence_length:
+        print(f"--max-length {max_length} is beyond the model's {backbone.max_sequence_length} positions; "
+              f"using {backbone.max_sequence_length}.")
+        max_length = backbone.max_sequence_length
+    if lora_rank:
+        adapted = enable_lora(backbone, lora_rank)
+        print(f"LoRA rank {lora_rank} on {adapted} layers.")
+    trainable = sum(int(np.prod(v.shape)) for v in model.trainable_weights)
+    total = sum(int(np.prod(v.shape)) for v in model.weights)
+    print(f"{task.name}: {len(train_examples)} training / {len(valid_examples)} validation examples; "
+          f"{trainable:,} trainable of {total:,} parameters.")
+
+    train_batches = SentenceBatches(train_examples, tokenizer, batch_size, max_length, shuffle=True, seed=seed)
+    valid_batches = SentenceBatches(valid_examples, tokenizer, batch_size, max_length)
+    steps = len(train_batches) * epochs
+    model.compile(
+        optimizer=bert_adamw(learning_rate, steps),
+        loss=_loss(model),
+        metrics=[keras.metrics.MeanAbsoluteError(name="mae")] if model.regression
+        else [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+    )
+    monitor, mode = ("val_loss", "min") if model.regression else ("val_accuracy", "max")
+    stopping = keras.callbacks.EarlyStopping(monitor, mode=mode, patience=patience, restore_best_weights=True)
+    start = time.perf_counter()
+    history = model.fit(train_batches, validation_data=valid_batches, epochs=epochs,
+                        callbacks=[stopping], verbose=verbose)
+    seconds = time.perf_counter() - start
+    trained_steps = int(model.optimizer.iterations)
+    validation = evaluate_examples(model, tokenizer, valid_examples, max_length, batch_size)
+    metrics = {
+        "task": task.name, "backend": keras.config.backend(), "init": str(init),
+        "data": str(data), "valid": str(valid) if valid else f"{validation_fraction:.0%} of data (seed {seed})",
+        "train_examples": len(train_examples), "validation_examples": len(valid_examples),
+        "label_names": model.label_names, "max_length": max_length,
+        "hyperparameters": {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
+                            "lora_rank": lora_rank, "mixed_precision": mixed_precision,
+                            "patience": patience, "seed": seed, "limit": limit},
+        "trainable_parameters": trainable, "parameters": total,
+        "steps": trained_steps, "fit_seconds": round(seconds, 1),
+        "steps_per_second": round(trained_steps / seconds, 3),
+        "best_epoch": int(np.argmax(history.history[monitor]) if mode == "max"
+                          else np.argmin(history.history[monitor])) + 1,
+        "history": {k: [float(v) for v in values] for k, values in history.history.items()},
+        "validation": validation,
+    }
+    with atomic_output_folder(out) as folder:
+        model.save(folder / MODEL_FILE)
+        tokenizer.save(folder)
+        (folder / METRICS_FILE).write_text(json.dumps(metrics, indent=2))
+        plot_history(history.history, folder / "curves.png", title=f"{task.name} from {init}")
+    print(format_metrics(validation, f"validation ({len(valid_examples)} examples)"))
+    return metrics
+
+
+def load_run(folder):
+    """Returns `(model, tokenizer, max_length)` from a run folder written by `train`."""
+    from kbert.text import BertTokenizer
+
+    folder = pathlib.Path(folder)
+    if not (folder / MODEL_FILE).is_file():
+        raise FileNotFoundError(f"{folder / MODEL_FILE} does not exist: --model takes a folder written by `train`.")
+    model = keras.saving.load_model(folder / MODEL_FILE, compile=False, safe_mode=True)
+    metrics_file = folder / METRICS_FILE
+    max_length = json.loads(metrics_file.read_text())["max_length"] if metrics_file.is_file() else 128
+    return model, BertTokenizer.from_hf(folder), max_length
+
+
+def evaluate(task, model_dir, data, out=None, batch_size=64, skip_bad_rows=False):
+    """Scores the model of `model_dir` on the TSV file `data`; prints and writes the metrics.
+
+    Returns: dict of metrics, also written as JSON to `out` (default
+    `MODEL_DIR/eval_<data file name>.json`).
+    """
+    model, tokenizer, max_length = load_run(model_dir)
+    examples = read_sentence_tsv(data, task.num_texts, label_names=model.label_names,
+                                 regression=model.regression, skip_bad_rows=skip_bad_rows)
+    metrics = {"model": str(model_dir), "data": str(data), "backend": keras.config.backend(),
+               **evaluate_examples(model, tokenizer, examples, max_length, batch_size)}
+    print(format_metrics(metrics, f"{data} ({len(examples)} examples)"))
+    out = pathlib.Path(out or pathlib.Path(model_dir) / f"eval_{pathlib.Path(data).stem}.json")
+    write_json_atomic(out, metrics)
+    print(f"Wrote {out}")
+    return metrics
+
+
+def evaluate_examples(model, tokenizer, examples, max_length, batch_size=64):
+    """Metrics of `model` on labeled `examples`: accuracy, macro-F1 and the confusion
+    matrix for classes; Pearson, Spearman and MSE for regression."""
+    outputs = model.predict(SentenceBatches(examples, tokenizer, batch_size, max_length), verbose=0)
+    outputs = np.asarray(outputs, "float32")
+    if model.regression:
+        scores = outputs[:, 0]
+        return {"pearson": pearson(scores, examples.labels), "spearman": spearman(scores, examples.labels),
+                "mse": float(np.mean((scores - examples.labels) ** 2)), "examples": len(examples)}
+    predictions = outputs.argmax(axis=-1)
+    return {"accuracy": accuracy(examples.labels, predictions),
+            "macro_f1": macro_f1(examples.labels, predictions, model.num_classes),
+            "confusion_matrix": confusion_matrix(examples.labels, predictions, model.num_classes).tolist(),
+            "label_names": model.label_names, "examples": len(examples)}
+
+
+def predict(model_dir, texts, pairs=None, batch_size=32):
+    """Label and probability (or score) for each text (or text pair).
+
+    An empty text gets no prediction but a note; a text longer than the model's
+    `max_length` is cut, and its answer says so.
+
+    Returns: list of dicts with `text` (and `pair`), then `label`, `probability` and
+    `probabilities` for classes, or `score` for regression, and `note` when relevant.
+    """
+    model, tokenizer, max_length = load_run(model_dir)
+    pairs = None if pairs is None else list(pairs)
+    results = [{"text": text} if pairs is None else {"text": text, "pair": pair}
+               for text, pair in zip(texts, pairs or [None] * len(texts))]
+    empty = [not text.strip() or (pairs is not None and not pairs[i].strip()) for i, text in enumerate(texts)]
+    keep = [i for i, is_empty in enumerate(empty) if not is_empty]
+    for i in np.flatnonzero(empty):
+        results[i].update(label=None, note="empty text: nothing to classify")
+    if not keep:
+        return results
+    examples = SentenceExamples([texts[i] for i in keep], None if pairs is None else [pairs[i] for i in keep])
+    lengths = tokenizer(examples.texts, examples.pairs, max_length=max_length + 1,
+                        padding="longest")["padding_mask"].sum(axis=1)
+    outputs = np.asarray(model.predict(SentenceBatches(examples, tokenizer, batch_size, max_length),
+                                       verbose=0), "float32")
+    for i, output, length in zip(keep, outputs, lengths):
+        if model.regression:
+            results[i]["score"] = float(output[0])
+        else:
+            probabilities = _softmax(output)
+            best = int(probabilities.argmax())
+            results[i].update(label=model.label_names[best] if model.label_names else best,
+                              probability=float(probabilities[best]),
+                              probabilities=dict(zip(model.label_names or range(len(output)),
+                                                     probabilities.round(6).tolist())))
+        if length > max_length:
+            results[i]["note"] = f"long input: read its first {max_length} tokens"
+    return results
+
+
+def format_metrics(metrics, title):
+    """Metrics as printable lines: the scores, and the confusion matrix with named rows."""
+    lines = [f"{title}:"]
+    for key in ("accuracy", "macro_f1", "pearson", "spearman", "mse"):
+        if key in metrics:
+            lines.append(f"  {key:9} {metrics[key]:.4f}")
+    if "confusion_matrix" in metrics:
+        names = [str(name) for name in metrics["label_names"] or range(len(metrics["confusion_matrix"]))]
+        width = max(8, *map(len, names)) + 1
+        lines.append("  confusion matrix (rows: label, columns: prediction):")
+        lines.append("  " + " " * width + "".join(f"{name:>{width}}" for name in names))
+        for name, row in zip(names, metrics["confusion_matrix"]):
+            lines.append(f"  {name:>{width}}" + "".join(f"{count:>{width}}" for count in row))
+    return "\n".join(lines)
+
+
+def _loss(model):
+    if model.regression:
+        return keras.losses.MeanSquaredError()
+    return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+
+def _softmax(logits):
+    exp = np.exp(logits - logits.max())
+    return exp / exp.sum()

@@ -1,0 +1,43 @@
+import numpy as np
+
+from kbert.data.padded_batches import PaddedBatches
+
+
+def inputs(lengths, width=16):
+    mask = (np.arange(width)[None] < np.array(lengths)[:, None]).astype("int32")
+    return {"token_ids": mask * 7, "segment_ids": 0 * mask, "padding_mask": mask}
+
+
+def test_cut_to_longest_and_targets_by_rank():
+    batches = PaddedBatches(inputs([3, 9, 2]), {"a": np.arange(3), "b": np.ones((3, 16))},
+                            np.ones((3, 16)), batch_size=2)
+    x, y, weights = batches[0]
+    assert x["token_ids"].shape == (2, 16) and y["a"].tolist() == [0, 1] and y["b"].shape == (2, 16)
+    assert batches[1][0]["token_ids"].shape == (1, 8) and weights.shape == (2, 16)
+
+
+def test_group_by_length_keeps_every_row_once():
+    lengths = np.random.default_rng(0).integers(1, 16, 50)
+    batches = PaddedBatches(inputs(lengths), batch_size=8, shuffle=True, group_by_length=True)
+    assert sorted(batches.order.tolist()) == list(range(50))
+    spread = [np.ptp(lengths[batches.order[i : i + 8]]) for i in range(0, 48, 8)]
+    assert max(spread) < np.ptp(lengths)
+
+
+class Echo:
+    def predict_on_batch(self, x):
+        return {"start": x["token_ids"] * 1.0, "n": x["padding_mask"].sum(1)}
+
+
+def test_predict_pads_back_in_row_order():
+    out = PaddedBatches(inputs([3, 9, 2]), batch_size=2).predict(Echo())
+    assert out["start"].shape == (3, 16) and out["n"].tolist() == [3, 9, 2]
+    assert out["start"][2].tolist() == [7, 7] + [0] * 14
+
+
+def test_first_two_batches_differ_in_width_when_possible():
+    lengths = [16] * 16 + [3] * 8  # two full batches of width 16 first, if unlucky
+    for seed in range(5):
+        batches = PaddedBatches(inputs(lengths), batch_size=8, shuffle=True, seed=seed, group_by_length=True)
+        assert batches[0]["token_ids"].shape[1] != batches[1]["token_ids"].shape[1]
+        assert sorted(batches.order.tolist()) == list(range(24))

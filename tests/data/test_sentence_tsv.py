@@ -1,0 +1,77 @@
+import re
+
+import numpy as np
+import pytest
+
+from kbert.data import SentenceExamples, TsvFormatError, read_sentence_tsv
+
+
+def write(tmp_path, text, name="data.tsv"):
+    path = tmp_path / name
+    path.write_bytes(text.encode("utf-8"))
+    return path
+
+
+def test_header_bom_and_crlf(tmp_path):
+    path = write(tmp_path, "\ufeffsentence\tlabel\r\nnice\t1\r\nawful\t0\r\n")
+    data = read_sentence_tsv(path, label_names=["negative", "positive"])
+    assert data.texts == ["nice", "awful"]
+    assert data.labels.tolist() == [1, 0]
+    assert data.pairs is None
+
+
+def test_pairs_with_word_labels_in_the_given_order(tmp_path):
+    path = write(tmp_path, "sentence1\tsentence2\tlabel\na\tb\tneutral\nc\td\tentailment\n")
+    data = read_sentence_tsv(path, num_texts=2, label_names=["entailment", "neutral", "contradiction"])
+    assert (data.texts, data.pairs, data.labels.tolist()) == (["a", "c"], ["b", "d"], [1, 0])
+
+
+def test_labels_inferred_from_the_data(tmp_path):
+    assert read_sentence_tsv(write(tmp_path, "a\t2\nb\t0\n")).label_names == ["0", "1", "2"]
+    assert read_sentence_tsv(write(tmp_path, "a\tpos\nb\tneg\n")).labels.tolist() == [1, 0]
+
+
+@pytest.mark.parametrize("text, line, message", [
+    ("sentence\tlabel\nfine\t1\nno label here\n", 3, "expected 2 tab-separated columns, found 1"),
+    ("sentence\tlabel\nfine\t1\nextra\ttab\t1\n", 3, "expected 2 tab-separated columns, found 3"),
+    ("sentence\tlabel\n \t1\n", 2, "column 1 (a text) is empty"),
+    ("sentence\tlabel\nfine\t\n", 2, "the label is empty"),
+    ("sentence\tlabel\nfine\t1\n\nok\t0\n", 3, "blank line"),
+    ("sentence\tlabel\nfine\t1\nok\tmaybe\n", 3, "unknown label 'maybe'"),
+    ("sentence\tlabel\nfine\t1\nok\t2\n", 3, "unknown label '2'"),
+])
+def test_bad_rows_name_the_file_and_line(tmp_path, text, line, message):
+    path = write(tmp_path, text)
+    with pytest.raises(TsvFormatError, match=re.escape(f"data.tsv, line {line}: {message}")):
+        read_sentence_tsv(path, label_names=["negative", "positive"])
+
+
+def test_bad_rows_skipped_and_counted(tmp_path, capsys):
+    path = write(tmp_path, "sentence\tlabel\nfine\t1\nextra\ttab\t1\nok\tmaybe\nbad\t0\n")
+    data = read_sentence_tsv(path, label_names=["negative", "positive"], skip_bad_rows=True)
+    assert data.texts == ["fine", "bad"] and data.labels.tolist() == [1, 0]
+    assert "skipped 2 bad row(s); the first, line 3" in capsys.readouterr().out
+
+
+def test_regression_scores(tmp_path):
+    path = write(tmp_path, "sentence1\tsentence2\tlabel\na\tb\t4.200\nc\td\t0\n")
+    data = read_sentence_tsv(path, num_texts=2, regression=True)
+    np.testing.assert_allclose(data.labels, [4.2, 0.0])
+    with pytest.raises(TsvFormatError, match="line 1: the score 'high' is not a number"):
+        read_sentence_tsv(write(tmp_path, "a\tb\thigh\n", "bad.tsv"), num_texts=2, regression=True)
+
+
+def test_unlabeled_and_empty_files(tmp_path):
+    assert read_sentence_tsv(write(tmp_path, "a b\nc\n"), labeled=False).texts == ["a b", "c"]
+    with pytest.raises(TsvFormatError, match="no examples"):
+        read_sentence_tsv(write(tmp_path, "sentence\tlabel\n"))
+
+
+def test_seeded_split_is_disjoint_and_reproducible():
+    data = SentenceExamples([str(i) for i in range(100)], labels=np.arange(100) % 2)
+    train, valid = data.split(0.1, seed=3)
+    again_train, again_valid = data.split(0.1, seed=3)
+    assert len(valid) == 10 and valid.texts == again_valid.texts and train.texts == again_train.texts
+    assert sorted(train.texts + valid.texts, key=int) == data.texts
+    assert valid.texts != data.split(0.1, seed=4)[1].texts
+    assert [int(t) % 2 for t in train.texts] == train.labels.tolist()

@@ -1,0 +1,35 @@
+import numpy as np
+import pytest
+
+from kbert.metrics import accuracy, confusion_matrix, macro_f1, pearson, spearman
+
+# Hand-worked: labels 0 0 0 1 1 2, predictions 0 1 0 1 2 2.
+LABELS, PREDICTIONS = [0, 0, 0, 1, 1, 2], [0, 1, 0, 1, 2, 2]
+
+
+def test_confusion_matrix_rows_are_labels():
+    assert confusion_matrix(LABELS, PREDICTIONS, 3).tolist() == [[2, 1, 0], [0, 1, 1], [0, 0, 1]]
+
+
+def test_macro_f1_by_hand():
+    # class 0: P 2/2, R 2/3 -> F1 0.8; class 1: P 1/2, R 1/2 -> 0.5; class 2: P 1/2, R 1/1 -> 2/3
+    assert macro_f1(LABELS, PREDICTIONS, 3) == pytest.approx((0.8 + 0.5 + 2 / 3) / 3)
+    assert accuracy(LABELS, PREDICTIONS) == pytest.approx(4 / 6)
+
+
+def test_macro_f1_counts_a_never_predicted_class_as_zero():
+    assert macro_f1([0, 1, 1], [1, 1, 1], 2) == pytest.approx((0 + 0.8) / 2)
+    assert macro_f1([0, 1], [0, 1], 3) == pytest.approx(2 / 3)  # absent class 2 scores 0
+
+
+def test_correlations_by_formula_and_against_scipy():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=50)
+    y = x + rng.normal(size=50)
+    y[:10] = y[10:20]  # ties
+    assert pearson(x, y) == pytest.approx(np.corrcoef(x, y)[0, 1])
+    assert spearman([1, 2, 3], [30, 20, 10]) == pytest.approx(-1.0)
+    assert spearman([1, 2, 2, 3], [10, 20, 20, 5]) == pytest.approx(-1 / 3)  # ranks by hand
+    stats = pytest.importorskip("scipy.stats")
+    assert pearson(x, y) == pytest.approx(stats.pearsonr(x, y)[0])
+    assert spearman(x, np.round(y)) == pytest.approx(stats.spearmanr(x, np.round(y))[0])

@@ -1,0 +1,66 @@
+import json
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from kbert import BertBackbone
+from kbert.tasks import BertClassifier
+from kbert.training import enable_lora
+from tests.conftest import TINY, tiny_batch
+
+
+def test_config_round_trip_keeps_label_names():
+    model = BertClassifier(BertBackbone(**TINY), 3, dropout=0.2, label_names=["e", "n", "c"])
+    config = model.get_config()
+    json.dumps(config)
+    again = BertClassifier.from_config(config)
+    assert again.get_config() == config and again.label_names == ["e", "n", "c"]
+
+
+def test_outputs_logits_or_one_score():
+    batch = tiny_batch()
+    assert tuple(BertClassifier(BertBackbone(**TINY), 3)(batch).shape) == (3, 3)
+    regressor = BertClassifier(BertBackbone(**TINY), 1)
+    assert regressor.regression and tuple(regressor(batch).shape) == (3, 1)
+    with pytest.raises(ValueError, match="2 label_names for num_classes=3"):
+        BertClassifier(BertBackbone(**TINY), 3, label_names=["a", "b"])
+
+
+def test_head_computes_in_float32_under_mixed_precision():
+    model = BertClassifier(BertBackbone(**TINY, dtype="mixed_bfloat16"), 2)
+    assert model.get_layer("logits").compute_dtype == "float32"
+    assert ops.convert_to_numpy(model(tiny_batch())).dtype == np.float32
+
+
+def test_saved_model_round_trip(tmp_path):
+    model = BertClassifier(BertBackbone(**TINY), 2, label_names=["neg", "pos"])
+    model.save(tmp_path / "model.keras")
+    loaded = keras.saving.load_model(tmp_path / "model.keras", safe_mode=True)
+    assert isinstance(loaded, BertClassifier) and loaded.label_names == ["neg", "pos"]
+    batch = tiny_batch()
+    np.testing.assert_allclose(ops.convert_to_numpy(loaded(batch)), ops.convert_to_numpy(model(batch)), atol=1e-6)
+
+
+def test_lora_trains_few_weights_and_saves_merged(tmp_path):
+    backbone = BertBackbone(**TINY)
+    model = BertClassifier(backbone, 2)
+    assert enable_lora(backbone, rank=2) == TINY["num_layers"]
+    hidden = TINY["hidden_dim"]
+    lora = TINY["num_layers"] * 2 * (hidden + 3 * hidden)  # A: hidden x r, B: r x 3 hidden
+    head = hidden * 2 + 2
+    assert sum(int(np.prod(v.shape)) for v in model.trainable_weights) == lora + head
+    for variable in model.trainable_weights:  # LoRA B starts at zero: move it
+        variable.assign(np.random.default_rng(0).normal(size=variable.shape).astype("float32"))
+    batch = tiny_batch()
+    expected = ops.convert_to_numpy(model(batch))
+    model.save(tmp_path / "model.keras")
+    loaded = keras.saving.load_model(tmp_path / "model.keras", safe_mode=True)
+    assert not any("lora" in v.path for v in loaded.weights)
+    np.testing.assert_allclose(ops.convert_to_numpy(loaded(batch)), expected, atol=1e-5)
+
+
+def test_lora_needs_a_target():
+    with pytest.raises(ValueError, match="No layer named"):
+        enable_lora(BertBackbone(**TINY), rank=2, target_names=("query",))

@@ -1,0 +1,113 @@
+import json
+
+import keras
+import numpy as np
+import pytest
+
+from kbert.data import TsvFormatError
+from kbert.tasks import BertClassifier
+from kbert.training import NLI, SENTIMENT, SIMILARITY, sentence_task
+from kbert.training.sentence_task_cli import main
+from tests.conftest import BACKENDS, TESTS, run_python
+from tests.tasks.conftest import VOCABULARY, write_nli_tsv, write_sentiment_tsv
+
+APPS = TESTS.parent / "apps"
+TEXTS = ["a good film", "a dull and boring film", "fun fun fun", "the man is not very fine"]
+
+
+@pytest.fixture(scope="module")
+def sentiment_run(tiny_init, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("sentiment")
+    data = write_sentiment_tsv(folder / "train.tsv")
+    metrics = sentence_task.train(SENTIMENT, data, tiny_init, folder / "run", epochs=2, batch_size=8,
+                                  learning_rate=1e-3, verbose=0)
+    return folder / "run", data, metrics
+
+
+def test_run_folder(sentiment_run):
+    run, _, metrics = sentiment_run
+    assert sorted(p.name for p in run.iterdir()) == [
+        "curves.png", "metrics.json", "model.keras", "tokenizer_config.json", "vocab.txt"]
+    assert json.loads((run / "metrics.json").read_text()) == metrics
+    assert metrics["train_examples"] == 43 and metrics["validation_examples"] == 5
+    assert metrics["max_length"] == 12  # capped at the tiny model's positions
+    assert len(metrics["history"]["val_accuracy"]) == 2 and metrics["steps"] == 12
+    model, tokenizer, max_length = sentence_task.load_run(run)
+    assert isinstance(model, BertClassifier) and model.label_names == ["negative", "positive"]
+    assert tokenizer.vocabulary() == VOCABULARY and max_length == 12
+
+
+def test_evaluate_agrees_with_predict(sentiment_run, capsys):
+    run, data, _ = sentiment_run
+    metrics = sentence_task.evaluate(SENTIMENT, run, data)
+    assert json.loads((run / "eval_train.json").read_text()) == metrics
+    rows = [line.split("\t") for line in data.read_text().splitlines()[1:]]
+    predicted = [r["label"] for r in sentence_task.predict(run, [text for text, _ in rows])]
+    labels = [["negative", "positive"][int(label)] for _, label in rows]
+    assert metrics["accuracy"] == pytest.approx(np.mean(np.array(predicted) == np.array(labels)))
+    assert np.sum(metrics["confusion_matrix"]) == len(rows)
+    assert "confusion matrix" in capsys.readouterr().out
+
+
+def test_unseen_label_at_evaluation(sentiment_run, tmp_path):
+    run, _, _ = sentiment_run
+    data = tmp_path / "eval.tsv"
+    data.write_text("sentence\tlabel\na good film\tpositive\na film\tmixed\n")
+    with pytest.raises(TsvFormatError, match="eval.tsv, line 3: unknown label 'mixed'"):
+        sentence_task.evaluate(SENTIMENT, run, data)
+
+
+def test_predict_answers_empty_and_long_inputs(sentiment_run):
+    run, _, _ = sentiment_run
+    empty, long, short = sentence_task.predict(run, ["  ", "good " * 5000, "fun"])
+    assert empty["label"] is None and "empty" in empty["note"]
+    assert "first 12 tokens" in long["note"] and long["label"] in ("negative", "positive")
+    assert "note" not in short and sum(short["probabilities"].values()) == pytest.approx(1, abs=1e-5)
+
+
+@pytest.mark.parametrize("other", BACKENDS)
+def test_same_predictions_under_another_backend(sentiment_run, other):
+    if other == keras.config.backend():
+        pytest.skip("same backend")
+    run, _, _ = sentiment_run
+    expected = sentence_task.predict(run, TEXTS)
+    result = run_python(APPS / "sentiment.py", "predict", "--model", run, "--json", *TEXTS, backend=other)
+    answers = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert [a["label"] for a in answers] == [e["label"] for e in expected]
+    np.testing.assert_allclose([a["probability"] for a in answers], [e["probability"] for e in expected], atol=1e-5)
+
+
+def test_failed_run_writes_nothing(tiny_init, tmp_path, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(sentence_task, "plot_history", broken)
+    with pytest.raises(RuntimeError, match="disk full"):
+        sentence_task.train(SENTIMENT, write_sentiment_tsv(tmp_path / "t.tsv", rows=16), tiny_init,
+                            tmp_path / "run", epochs=1, batch_size=8, verbose=0)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.tsv"]
+
+
+def test_nli_app_pairs(tiny_init, tmp_path, capsys):
+    data = write_nli_tsv(tmp_path / "nli.tsv")
+    main(NLI, ["train", "--data", str(data), "--valid", str(data), "--init", str(tiny_init),
+               "--out", str(tmp_path / "run"), "--epochs", "1", "--batch-size", "8", "--verbose", "0"])
+    capsys.readouterr()
+    main(NLI, ["predict", "--model", str(tmp_path / "run"), "--json",
+               "--premise", "a man plays", "--hypothesis", "nobody plays",
+               "--premise", "a man plays", "--hypothesis", ""])
+    first, second = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert first["pair"] == "nobody plays" and first["label"] in NLI.label_names
+    assert set(first["probabilities"]) == set(NLI.label_names) and second["label"] is None
+
+
+def test_similarity_regression_with_lora(tiny_init, tmp_path, capsys):
+    data = write_nli_tsv(tmp_path / "sts.tsv", rows=40, regression=True)
+    metrics = sentence_task.train(SIMILARITY, data, tiny_init, tmp_path / "run", epochs=1,
+                                  batch_size=8, lora_rank=2, verbose=0)
+    out = capsys.readouterr().out
+    assert "LoRA rank 2 on 2 layers" in out and f"{metrics['trainable_parameters']:,} trainable" in out
+    assert metrics["trainable_parameters"] == 2 * 2 * (8 + 24) + 8 + 1
+    assert set(metrics["validation"]) == {"pearson", "spearman", "mse", "examples"}
+    [answer] = sentence_task.predict(tmp_path / "run", ["a man plays"], ["someone plays"])
+    assert isinstance(answer["score"], float)
