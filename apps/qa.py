@@ -1,0 +1,230 @@
+"""Extractive question answering (SQuAD v1.1 JSON) with BertQuestionAnswerer.
+
+    python apps/qa.py train --data ../shared/data/squad/train-v1.1.json --out saved_models/squad
+    python apps/qa.py evaluate --model saved_models/squad --data dev-v1.1.json
+    python apps/qa.py predict --model saved_models/squad --context article.txt --question "Who ...?"
+
+Contexts longer than a window are read through overlapping windows (--max-length 384,
+--doc-stride 128, BERT's recipe); answers are decoded over all windows of a question and
+sliced from the original context. Scores are the official v1.1 exact match and F1 (%).
+"""
+
+import argparse
+import json
+import pathlib
+import sys
+import time
+
+import keras
+import numpy as np
+
+from kbert.checkpoints import load_backbone
+from kbert.data.padded_batches import PaddedBatches
+from kbert.data.squad import read_squad
+from kbert.data.squad_example import SquadExample
+from kbert.data.squad_windows import SquadWindows
+from kbert.metrics.squad import squad_scores
+from kbert.tasks.bert_question_answerer import BertQuestionAnswerer
+from kbert.training import atomic_output_folder, bert_adamw, plot_history, write_json_atomic
+from kbert.training.sentence_task import METRICS_FILE, MODEL_FILE, load_run
+
+
+def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_length=384,
+          doc_stride=128, max_question_length=64, validation_articles=10, articles=None,
+          limit=None, validation_limit=None, seed=0, verbose="auto"):
+    """Fine-tunes a `BertQuestionAnswerer` and writes the run folder `out`.
+
+    A seeded choice of `validation_articles` whole articles is held out for validation
+    (questions on one paragraph never straddle the split). The folder gets `model.keras`,
+    the tokenizer, `metrics.json` (with the windowing settings), `curves.png` and the
+    validation predictions, all at once at the end.
+
+    Args:
+        articles: int or None. Read only the first `articles` articles of `data`.
+        limit: int or None. Train on a seeded subset of this many questions.
+        validation_limit: int or None. Score a seeded subset of this many validation questions.
+        The others: BERT's SQuAD hyperparameters.
+
+    Returns: the metrics dict written to `metrics.json`.
+    """
+    keras.utils.set_random_seed(seed)
+    examples = read_squad(data, articles=slice(0, articles) if articles else None)
+    report = dict(read_squad.last_report)
+    titles = list(dict.fromkeys(example.title for example in examples))
+    if not 0 < validation_articles < len(titles):
+        raise ValueError(f"{data}: {len(titles)} articles; cannot hold out {validation_articles}.")
+    rng = np.random.default_rng(seed)
+    held_out = {titles[i] for i in rng.permutation(len(titles))[:validation_articles]}
+    train_examples = [e for e in examples if e.title not in held_out]
+    valid_examples = [e for e in examples if e.title in held_out]
+    if limit:
+        train_examples = [train_examples[i] for i in np.sort(rng.permutation(len(train_examples))[:limit])]
+    if validation_limit:
+        valid_examples = [valid_examples[i] for i in np.sort(rng.permutation(len(valid_examples))[:validation_limit])]
+    backbone, tokenizer = load_backbone(init)
+    max_length = min(max_length, backbone.max_sequence_length)
+    model = BertQuestionAnswerer(backbone)
+    windowing = {"max_length": max_length, "doc_stride": doc_stride, "max_question_length": max_question_length}
+    windows = SquadWindows(tokenizer, train_examples, **windowing, training=True)
+    print(f"qa: {len(train_examples)} training questions ({len(windows)} windows, {windows.skipped} "
+          f"skipped: answer not in context) from {len(titles) - validation_articles} articles; "
+          f"{len(valid_examples)} validation questions from {validation_articles} articles.")
+    targets = {"start_logits": windows.start_positions, "end_logits": windows.end_positions}
+    batches = PaddedBatches(windows.inputs, targets, batch_size=batch_size, shuffle=True, seed=seed,
+                            group_by_length=True)
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    model.compile(optimizer=bert_adamw(learning_rate, len(batches) * epochs),
+                  loss={"start_logits": loss, "end_logits": loss})
+    start = time.perf_counter()
+    history = model.fit(batches, epochs=epochs, verbose=verbose)
+    seconds = time.perf_counter() - start
+    validation, predictions = evaluate_examples(model, tokenizer, valid_examples, windowing, batch_size)
+    metrics = {
+        "task": "qa", "backend": keras.config.backend(), "init": str(init), "data": str(data),
+        "valid": f"{validation_articles} held-out articles (seed {seed}): {sorted(held_out)}",
+        "train_questions": len(train_examples), "train_windows": len(windows),
+        "train_skipped": windows.skipped, "validation_questions": len(valid_examples),
+        "reader": report, **windowing,
+        "hyperparameters": {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
+                            "seed": seed, "articles": articles, "limit": limit},
+        "steps": int(model.optimizer.iterations), "train_seconds": round(seconds, 1),
+        "history": {k: [float(v) for v in values] for k, values in history.history.items()},
+        "validation": validation,
+    }
+    with atomic_output_folder(out) as folder:
+        model.save(folder / MODEL_FILE)
+        tokenizer.save(folder)
+        (folder / METRICS_FILE).write_text(json.dumps(metrics, indent=2))
+        (folder / "validation_predictions.json").write_text(json.dumps(predictions, indent=2))
+        plot_history(history.history, folder / "curves.png", title=f"qa from {init}")
+    print(f"validation ({len(valid_examples)} questions): exact match {validation['exact_match']:.2f}, "
+          f"F1 {validation['f1']:.2f}")
+    return metrics
+
+
+def evaluate(model_dir, data, out=None, batch_size=64):
+    """Exact match and F1 of the run folder `model_dir` on the SQuAD file `data`.
+
+    Writes the metrics to `out` (default `MODEL_DIR/eval_<data name>.json`) and the
+    predictions ({id: answer}, the official format) beside it.
+    """
+    model, tokenizer, windowing = load_qa_run(model_dir)
+    examples = read_squad(data)
+    metrics, predictions = evaluate_examples(model, tokenizer, examples, windowing, batch_size)
+    metrics = {"model": str(model_dir), "data": str(data), "backend": keras.config.backend(),
+               "reader": read_squad.last_report, **metrics}
+    print(f"{data} ({len(examples)} questions): exact match {metrics['exact_match']:.2f}, F1 {metrics['f1']:.2f}")
+    out = pathlib.Path(out or pathlib.Path(model_dir) / f"eval_{pathlib.Path(data).stem}.json")
+    write_json_atomic(out, metrics)
+    write_json_atomic(out.with_name(f"predictions_{out.name}"), predictions)
+    print(f"Wrote {out}")
+    return metrics
+
+
+def evaluate_examples(model, tokenizer, examples, windowing, batch_size=64):
+    """(metrics, predictions): SQuAD scores of `model` on `examples`, and {id: answer text}."""
+    answers = answer_examples(model, tokenizer, examples, windowing, batch_size)
+    predictions = {e.id: (best[0]["text"] if best else "") for e, best in zip(examples, answers)}
+    gold = {e.id: e.answers for e in examples if e.answers}
+    return squad_scores(predictions, gold), predictions
+
+
+def answer_examples(model, tokenizer, examples, windowing, batch_size=64, n_best=20, max_answer_length=30):
+    """The n-best answers of each example (see `SquadWindows.decode`)."""
+    windows = SquadWindows(tokenizer, examples, **windowing)
+    logits = PaddedBatches(windows.inputs, batch_size=batch_size).predict(model)
+    return windows.decode(logits["start_logits"], logits["end_logits"], n_best, max_answer_length)
+
+
+def predict(model_dir, context, questions, n_best=20, max_answer_length=30, batch_size=32):
+    """The best answer to each question about `context`: text, char span, score, probability.
+
+    Raises ValueError for an empty context or question.
+    """
+    if not context.strip():
+        raise ValueError("The context is empty: nothing to answer from.")
+    for i, question in enumerate(questions):
+        if not question.strip():
+            raise ValueError(f"Question {i + 1} (--question) is empty.")
+    model, tokenizer, windowing = load_qa_run(model_dir)
+    examples = [SquadExample(f"q{i}", question, context) for i, question in enumerate(questions)]
+    answers = answer_examples(model, tokenizer, examples, windowing, batch_size, n_best, max_answer_length)
+    return [{"question": q, **(best[0] if best else {"text": "", "note": "no answer span found"}),
+             "alternatives": [b["text"] for b in best[1:5]]} for q, best in zip(questions, answers)]
+
+
+def load_qa_run(folder):
+    """(model, tokenizer, windowing settings) of a run folder written by `train`."""
+    model, tokenizer, max_length = load_run(folder)
+    metrics = json.loads((pathlib.Path(folder) / METRICS_FILE).read_text())
+    windowing = {"max_length": max_length, "doc_stride": metrics.get("doc_stride", 128),
+                 "max_question_length": metrics.get("max_question_length", 64)}
+    return model, tokenizer, windowing
+
+
+def parser():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    train_ = commands.add_parser("train", help="fine-tune and write a run folder")
+    train_.add_argument("--data", required=True, help="SQuAD v1.1 JSON file")
+    train_.add_argument("--init", default="all_minilm_l6_v2", help="preset, 'all_minilm_l6_v2' or a folder")
+    train_.add_argument("--out", required=True, help="run folder to write (e.g. saved_models/squad)")
+    train_.add_argument("--epochs", type=int, default=2)
+    train_.add_argument("--batch-size", type=int, default=32)
+    train_.add_argument("--lr", type=float, default=5e-5, help="peak learning rate")
+    train_.add_argument("--max-length", type=int, default=384, help="tokens per window, specials included")
+    train_.add_argument("--doc-stride", type=int, default=128, help="tokens between window starts")
+    train_.add_argument("--max-question-length", type=int, default=64)
+    train_.add_argument("--validation-articles", type=int, default=10, help="articles held out for validation")
+    train_.add_argument("--articles", type=int, help="read only the first N articles")
+    train_.add_argument("--limit", type=int, help="train on a seeded subset of this many questions")
+    train_.add_argument("--validation-limit", type=int, help="score a seeded subset of this many validation questions")
+    train_.add_argument("--seed", type=int, default=0)
+    train_.add_argument("--verbose", type=lambda v: v if v == "auto" else int(v), default="auto")
+    evaluate_ = commands.add_parser("evaluate", help="exact match and F1 of a run folder on SQuAD JSON")
+    evaluate_.add_argument("--model", required=True, help="run folder written by train")
+    evaluate_.add_argument("--data", required=True)
+    evaluate_.add_argument("--out", help="metrics JSON (default: MODEL/eval_<data name>.json)")
+    evaluate_.add_argument("--batch-size", type=int, default=64)
+    predict_ = commands.add_parser("predict", help="answer questions about a context")
+    predict_.add_argument("--model", required=True, help="run folder written by train")
+    predict_.add_argument("--context", required=True, help="a text file, or the text itself")
+    predict_.add_argument("--question", action="append", required=True, help="a question (repeatable)")
+    predict_.add_argument("--n-best", type=int, default=20)
+    predict_.add_argument("--max-answer-length", type=int, default=30, help="in tokens")
+    predict_.add_argument("--json", action="store_true", help="one JSON object per line")
+    return parser
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    if args.command == "train":
+        train(args.data, args.init, args.out, epochs=args.epochs, batch_size=args.batch_size,
+              learning_rate=args.lr, max_length=args.max_length, doc_stride=args.doc_stride,
+              max_question_length=args.max_question_length, validation_articles=args.validation_articles,
+              articles=args.articles, limit=args.limit, validation_limit=args.validation_limit,
+              seed=args.seed, verbose=args.verbose)
+    elif args.command == "evaluate":
+        evaluate(args.model, args.data, out=args.out, batch_size=args.batch_size)
+    else:
+        path = pathlib.Path(args.context)
+        is_file = len(args.context) < 4096 and "\n" not in args.context and path.is_file()
+        context = path.read_text("utf-8") if is_file else args.context
+        if is_file and not context.strip():
+            sys.exit(f"{path}: the context file is empty.")
+        try:
+            results = predict(args.model, context, args.question, args.n_best, args.max_answer_length)
+        except ValueError as error:
+            sys.exit(str(error))
+        for result in results:
+            if args.json:
+                print(json.dumps(result))
+            elif result["text"]:
+                print(f"{result['question']}\n  {result['text']!r} [{result['start']}, {result['end']}) "
+                      f"score {result['score']:.2f} probability {result['probability']:.3f}")
+            else:
+                print(f"{result['question']}\n  (no answer span found)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""Reads SQuAD v1.1 JSON: `{"data": [{"title", "paragraphs": [{"context", "qas": [...]}]}]}`."""
+
+import json
+import pathlib
+
+from kbert.data.squad_example import SquadExample
+
+
+class SquadFormatError(ValueError):
+    """An entry of a SQuAD file that cannot be read; the message names the file and entry."""
+
+
+def read_squad(path, articles=None, verbose=True):
+    """Reads a SQuAD v1.1 JSON file into a list of `SquadExample`, one per question.
+
+    A question or context that is empty or not a string, or an entry missing a field,
+    raises `SquadFormatError` naming the file, article, paragraph and question id. An
+    answer whose text is not at its `answer_start` is counted and, when the text occurs
+    elsewhere in the context, moved to the nearest occurrence; when it does not occur at
+    all the example keeps no `answer_start` (training skips it; evaluation still scores
+    against its answer texts). The counts are printed (with `verbose`) and kept in
+    `read_squad.last_report`.
+
+    Args:
+        path: str or path. The JSON file.
+        articles: slice or None. Read only these articles (e.g. `slice(0, 80)`).
+        verbose: bool. Print how many answers were moved or not found.
+
+    Example:
+    >>> import tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "squad.json"
+    >>> qa = {"id": "q1", "question": "Where?", "answers": [{"text": "Paris", "answer_start": 0}]}
+    >>> _ = path.write_text(json.dumps({"data": [{"title": "T", "paragraphs": [
+    ...     {"context": "In Paris.", "qas": [qa]}]}]}))
+    >>> examples = read_squad(path, verbose=False)
+    >>> examples[0].answer_span, read_squad.last_report["answers_moved"]
+    ((3, 8), 1)
+    """
+    path = pathlib.Path(path)
+    try:
+        document = json.loads(path.read_text("utf-8-sig"))
+        data = document["data"]
+    except (json.JSONDecodeError, KeyError, TypeError) as error:
+        raise SquadFormatError(f"{path}: not SQuAD JSON with a 'data' list ({error}).") from None
+    examples, moved, missing = [], 0, 0
+    for a, article in enumerate(data[articles] if articles is not None else data):
+        title = article.get("title", f"#{a}") if isinstance(article, dict) else f"#{a}"
+        for p, paragraph in enumerate(_field(article, "paragraphs", path, f"article {title!r}")):
+            where = f"article {title!r}, paragraph {p}"
+            context = _field(paragraph, "context", path, where)
+            if not isinstance(context, str) or not context.strip():
+                raise SquadFormatError(f"{path}, {where}: the context is empty.")
+            for q, qa in enumerate(_field(paragraph, "qas", path, where)):
+                question_id = str(qa.get("id", f"#{q}")) if isinstance(qa, dict) else f"#{q}"
+                entry = f"{where}, question {question_id}"
+                question = _field(qa, "question", path, entry)
+                if not isinstance(question, str) or not question.strip():
+                    raise SquadFormatError(f"{path}, {entry}: the question is empty.")
+                answers = qa.get("answers", [])
+                texts = [str(_field(answer, "text", path, entry)) for answer in answers]
+                start = None
+                if answers:
+                    start, status = _locate(context, texts[0], answers[0].get("answer_start"))
+                    moved += status == "moved"
+                    missing += status == "missing"
+                examples.append(SquadExample(question_id, question, context, texts, start, title))
+    if not examples:
+        raise SquadFormatError(f"{path}: no questions.")
+    read_squad.last_report = {"questions": len(examples), "answers_moved": moved, "answers_not_found": missing}
+    if verbose and (moved or missing):
+        print(f"{path}: {moved + missing} answer(s) not at their answer_start: {moved} moved to the "
+              f"nearest occurrence, {missing} not found.")
+    return examples
+
+
+def _field(entry, key, path, where):
+    if not isinstance(entry, dict) or key not in entry:
+        raise SquadFormatError(f"{path}, {where}: missing field {key!r}.")
+    return entry[key]
+
+
+def _locate(context, text, start):
+    """(start, status): the given start if the text is there, else the nearest occurrence."""
+    if isinstance(start, int) and context[start : start + len(text)] == text and text:
+        return start, "ok"
+    if not text:
+        return None, "missing"
+    found, at = [], context.find(text)
+    while at >= 0:
+        found.append(at)
+        at = context.find(text, at + 1)
+    if not found:
+        return None, "missing"
+    reference = start if isinstance(start, int) else 0
+    return min(found, key=lambda i: abs(i - reference)), "moved"

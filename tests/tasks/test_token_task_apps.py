@@ -1,0 +1,136 @@
+import json
+
+import numpy as np
+import pytest
+
+from kbert.data.conll import ConllFormatError
+from kbert.metrics.entity_f1 import entity_scores
+from kbert.tasks.bert_question_answerer import BertQuestionAnswerer
+from kbert.tasks.bert_token_classifier import BertTokenClassifier
+from kbert.training.sentence_task import load_run
+from tests.conftest import BACKENDS, TESTS, run_python
+from tests.tasks.predict_token_tasks import NER_TEXTS, QA_CONTEXT, QA_QUESTIONS, load_app
+
+NER, QA = load_app("ner"), load_app("qa")
+PEOPLE, PLACES = ["man", "someone", "nobody"], ["film", "fun"]
+
+
+def write_conll(path, sentences=16, seed=0):
+    """Toy NER: people words are B-PER, place words B-LOC, the rest O; one 30-word sentence."""
+    rng = np.random.default_rng(seed)
+    blocks = []
+    for i in range(sentences):
+        words = rng.choice(["a", "the", "plays", "is", *PEOPLE, *PLACES], size=30 if i == 0 else rng.integers(2, 8))
+        tags = ["B-PER" if w in PEOPLE else "B-LOC" if w in PLACES else "O" for w in words]
+        blocks.append("\n".join(f"{w} {t}" for w, t in zip(words, tags)))
+    path.write_text("\n\n".join(blocks) + "\n")
+    return path
+
+
+def write_squad(path):
+    sentences = ["the man plays a film .", "someone sleeps .", "nobody is fine .", "the film is good ."]
+    data = []
+    for a in range(3):
+        context = " ".join(sentences[a:] + sentences[:a])
+        qas = [{"id": f"{a}-{q}", "question": question, "answers": [{"text": answer, "answer_start": context.index(answer)}]}
+               for q, (question, answer) in enumerate([("who plays ?", "the man"), ("who sleeps ?", "someone"),
+                                                        ("what is good ?", "the film")])]
+        data.append({"title": f"article {a}", "paragraphs": [{"context": context, "qas": qas}]})
+    path.write_text(json.dumps({"version": "1.1", "data": data}))
+    return path
+
+
+@pytest.fixture(scope="module")
+def ner_run(tiny_init, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("ner")
+    data = write_conll(folder / "train.txt")
+    metrics = NER.train(data, tiny_init, folder / "run", epochs=1, batch_size=8, learning_rate=1e-3, verbose=0)
+    return folder / "run", data, metrics
+
+
+@pytest.fixture(scope="module")
+def qa_run(tiny_init, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("qa")
+    data = write_squad(folder / "squad.json")
+    metrics = QA.train(data, tiny_init, folder / "run", epochs=1, batch_size=4, learning_rate=1e-3,
+                       doc_stride=3, validation_articles=1, verbose=0)
+    return folder / "run", data, metrics
+
+
+def test_ner_run_folder(ner_run):
+    run, _, metrics = ner_run
+    assert sorted(p.name for p in run.iterdir()) == [
+        "curves.png", "metrics.json", "model.keras", "tokenizer_config.json", "vocab.txt"]
+    model, _, max_length = load_run(run)
+    assert isinstance(model, BertTokenClassifier) and max_length == 12
+    assert model.label_names == ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"] == metrics["label_names"]
+    assert len(metrics["history"]["val_entity_f1"]) == 1 and 0 <= metrics["validation"]["f1"] <= 1
+
+
+def test_ner_evaluate_agrees_with_word_predictions(ner_run, capsys):
+    run, data, _ = ner_run
+    metrics = NER.evaluate(run, data)
+    assert json.loads((run / "eval_train.json").read_text()) == metrics
+    model, tokenizer, max_length = load_run(run)
+    sentences = NER.read_conll(data)
+    tags, _ = NER.predict_tags(model, tokenizer, sentences.texts(), NER._joined_spans(sentences.words), max_length)
+    assert [len(t) for t in tags] == [len(w) for w in sentences.words]  # the 30-word sentence too
+    assert metrics["f1"] == pytest.approx(entity_scores(sentences.tags, tags)["f1"])
+    assert "micro" in capsys.readouterr().out
+
+
+def test_ner_predict_spans_index_the_original_text(ner_run):
+    run, _, _ = ner_run
+    for result in NER.predict(run, NER_TEXTS + ["  MAN, fun!  " * 5]):
+        for entity in result["entities"]:
+            assert result["text"][entity["start"] : entity["end"]] == entity["text"]
+            assert entity["type"] in ("PER", "LOC") and 0 < entity["score"] <= 1
+
+
+def test_ner_evaluate_rejects_unknown_tags(ner_run, tmp_path):
+    run, _, _ = ner_run
+    (tmp_path / "bad.txt").write_text("a O\nman B-ORG\n")
+    with pytest.raises(ConllFormatError, match=r"bad.txt, line 2: tag 'B-ORG' is not among"):
+        NER.evaluate(run, tmp_path / "bad.txt")
+
+
+def test_qa_run_and_evaluate(qa_run):
+    run, data, metrics = qa_run
+    assert {"model.keras", "metrics.json", "validation_predictions.json", "curves.png"} <= {p.name for p in run.iterdir()}
+    assert metrics["train_questions"] == 6 and metrics["validation_questions"] == 3
+    assert metrics["max_length"] == 12 and metrics["doc_stride"] == 3
+    model, _, windowing = QA.load_qa_run(run)
+    assert isinstance(model, BertQuestionAnswerer) and windowing["doc_stride"] == 3
+    scores = QA.evaluate(run, data)
+    predictions = json.loads((run / "predictions_eval_squad.json").read_text())
+    assert len(predictions) == 9 and scores["questions"] == 9 and 0 <= scores["f1"] <= 100
+
+
+def test_qa_predict_slices_the_context(qa_run):
+    run, _, _ = qa_run
+    context = (QA_CONTEXT + " ") * 40  # many windows of 12 tokens
+    for result in QA.predict(run, context, QA_QUESTIONS):
+        assert context[result["start"] : result["end"]] == result["text"] and result["text"]
+        assert 0 < result["probability"] <= 1
+    with pytest.raises(ValueError, match=r"Question 2 \(--question\) is empty"):
+        QA.predict(run, context, ["who ?", "  "])
+    with pytest.raises(ValueError, match="context is empty"):
+        QA.predict(run, "", ["who ?"])
+
+
+def test_same_predictions_under_the_next_backend(ner_run, qa_run, tmp_path):
+    """Runs trained here predict the same under the next backend (tensorflow -> jax -> torch
+    -> tensorflow), so the three CI runs cover a cycle of backend pairs with one subprocess each."""
+    import keras
+
+    other = BACKENDS[(BACKENDS.index(keras.config.backend()) + 1) % len(BACKENDS)]
+    pytest.importorskip(other)
+    run_python(TESTS / "tasks" / "predict_token_tasks.py", ner_run[0], qa_run[0], tmp_path / "out.json", backend=other)
+    theirs = json.loads((tmp_path / "out.json").read_text())
+    ours = {"ner": NER.predict(ner_run[0], NER_TEXTS), "qa": QA.predict(qa_run[0], QA_CONTEXT, QA_QUESTIONS)}
+    assert theirs["backend"] == other
+    strip = lambda results: [[{k: v for k, v in e.items() if k != "score"} for e in r["entities"]] for r in results]  # noqa: E731
+    assert strip(theirs["ner"]) == strip(ours["ner"])
+    for a, b in zip(theirs["qa"], ours["qa"]):
+        assert (a["text"], a["start"], a["end"]) == (b["text"], b["start"], b["end"])
+        assert a["score"] == pytest.approx(b["score"], abs=1e-3)
