@@ -4,6 +4,7 @@ from kbert.checkpoints import load_backbone, save_backbone
 from kbert.config import PRESETS, BertConfig
 from kbert.layers import MultiHeadSelfAttention, PositionEmbedding, TransformerEncoder, mean_pool
 from kbert.models import BertBackbone, SentenceEncoder
+from kbert.tasks import BertClassifier, BertPretrainer, BertQuestionAnswerer, BertTokenClassifier
 
 __version__ = "0.1.0"
 

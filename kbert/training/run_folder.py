@@ -1,4 +1,6 @@
 import contextlib
+import json
+import os
 import pathlib
 import shutil
 import tempfile
@@ -35,3 +37,19 @@ def atomic_output_folder(path):
         shutil.rmtree(old, ignore_errors=True)
     else:
         temporary.rename(path)
+
+
+def write_json_atomic(path, content):
+    """Writes `content` as JSON to `path` through a temporary file and a rename: never half-written.
+
+    Example:
+    >>> import json, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "metrics.json")
+    >>> write_json_atomic(path, {"f1": 0.9})
+    >>> json.load(open(path))
+    {'f1': 0.9}
+    """
+    path = pathlib.Path(path)
+    temporary = path.with_name(f".{path.name}.partial")
+    temporary.write_text(json.dumps(content, indent=2))
+    os.replace(temporary, path)
