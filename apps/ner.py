@@ -27,8 +27,8 @@ from kbert.data.padded_batches import PaddedBatches
 from kbert.data.token_rows import word_spans_of
 from kbert.metrics.entity_f1 import entity_scores, format_entity_scores, get_entities
 from kbert.tasks.bert_token_classifier import BertTokenClassifier
-from kbert.training import atomic_output_folder, bert_adamw, plot_history, write_json_atomic
-from kbert.training.sentence_task import METRICS_FILE, MODEL_FILE, load_run
+from kbert.training import bert_adamw, write_json_atomic, write_run_folder
+from kbert.training.sentence_task import load_run
 
 
 def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e-5, max_length=128,
@@ -85,12 +85,8 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
         "history": {k: [float(v) for v in values] for k, values in history.history.items()},
         "validation": validation,
     }
-    with atomic_output_folder(out) as folder:
-        model.save(folder / MODEL_FILE)
-        tokenizer.save(folder)
-        (folder / METRICS_FILE).write_text(json.dumps(metrics, indent=2))
-        plot_history({k: v for k, v in history.history.items() if k != "val_entity_f1"}
-                     | {"entity_f1": history.history["val_entity_f1"]}, folder / "curves.png",
+    curves = {k: v for k, v in history.history.items() if k != "val_entity_f1"}
+    write_run_folder(out, model, tokenizer, metrics, curves | {"entity_f1": history.history["val_entity_f1"]},
                      title=f"ner from {init} (entity_f1: validation)")
     print(format_entity_scores(validation, f"validation ({len(valid_sentences)} sentences)"))
     return metrics

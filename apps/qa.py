@@ -25,8 +25,9 @@ from kbert.data.squad_example import SquadExample
 from kbert.data.squad_windows import SquadWindows
 from kbert.metrics.squad import squad_scores
 from kbert.tasks.bert_question_answerer import BertQuestionAnswerer
-from kbert.training import atomic_output_folder, bert_adamw, plot_history, write_json_atomic
-from kbert.training.sentence_task import METRICS_FILE, MODEL_FILE, load_run
+from kbert.training import bert_adamw, write_json_atomic, write_run_folder
+from kbert.training.run_folder import METRICS_FILE
+from kbert.training.sentence_task import load_run
 
 
 def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_length=384,
@@ -91,12 +92,8 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
         "history": {k: [float(v) for v in values] for k, values in history.history.items()},
         "validation": validation,
     }
-    with atomic_output_folder(out) as folder:
-        model.save(folder / MODEL_FILE)
-        tokenizer.save(folder)
-        (folder / METRICS_FILE).write_text(json.dumps(metrics, indent=2))
-        (folder / "validation_predictions.json").write_text(json.dumps(predictions, indent=2))
-        plot_history(history.history, folder / "curves.png", title=f"qa from {init}")
+    write_run_folder(out, model, tokenizer, metrics, history.history, title=f"qa from {init}",
+                     extra_json={"validation_predictions.json": predictions})
     print(f"validation ({len(valid_examples)} questions): exact match {validation['exact_match']:.2f}, "
           f"F1 {validation['f1']:.2f}")
     return metrics

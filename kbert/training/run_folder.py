@@ -5,6 +5,9 @@ import pathlib
 import shutil
 import tempfile
 
+MODEL_FILE = "model.keras"
+METRICS_FILE = "metrics.json"
+
 
 @contextlib.contextmanager
 def atomic_output_folder(path):
@@ -53,3 +56,27 @@ def write_json_atomic(path, content):
     temporary = path.with_name(f".{path.name}.partial")
     temporary.write_text(json.dumps(content, indent=2))
     os.replace(temporary, path)
+
+
+def write_run_folder(out, model, tokenizer, metrics, history, title="", extra_json=None):
+    """Writes a finished run: `model.keras`, the tokenizer, `metrics.json`, `curves.png`.
+
+    All of it appears at once, or nothing does (`atomic_output_folder`).
+
+    Args:
+        out: path of the run folder.
+        model: the trained Keras model.
+        tokenizer: its `kbert.BertTokenizer`.
+        metrics: dict, written as `metrics.json`.
+        history: dict of per-epoch metric lists, plotted as `curves.png`.
+        title: str. Title of the plot.
+        extra_json: dict of file name -> content, more JSON files to write.
+    """
+    from kbert.training.curves import plot_history
+
+    with atomic_output_folder(out) as folder:
+        model.save(folder / MODEL_FILE)
+        tokenizer.save(folder)
+        for name, content in {METRICS_FILE: metrics, **(extra_json or {})}.items():
+            (folder / name).write_text(json.dumps(content, indent=2))
+        plot_history(history, folder / "curves.png", title=title)

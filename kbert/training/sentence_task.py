@@ -13,13 +13,10 @@ from kbert.checkpoints import load_backbone
 from kbert.data import SentenceBatches, SentenceExamples, read_sentence_tsv
 from kbert.metrics import accuracy, confusion_matrix, macro_f1, pearson, spearman
 from kbert.tasks.bert_classifier import BertClassifier
-from kbert.training.curves import plot_history
 from kbert.training.lora import enable_lora
 from kbert.training.optimizers import bert_adamw
-from kbert.training.run_folder import atomic_output_folder, write_json_atomic
+from kbert.training.run_folder import METRICS_FILE, MODEL_FILE, write_json_atomic, write_run_folder
 
-MODEL_FILE = "model.keras"
-METRICS_FILE = "metrics.json"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,7 +55,7 @@ def train(task, data, init, out, valid=None, epochs=3, batch_size=32, learning_r
     0.1, early stopping on the validation split that restores the best epoch. Without
     `valid`, a seeded `validation_fraction` of `data` is held out. The folder gets
     `model.keras`, the tokenizer (vocab.txt, tokenizer_config.json), `metrics.json` and
-    `curves.png`, all at once when training has finished (`atomic_output_folder`).
+    `curves.png`, all at once when training has finished (`write_run_folder`).
 
     Args:
         task: `SentenceTask`.
@@ -145,11 +142,7 @@ def train(task, data, init, out, valid=None, epochs=3, batch_size=32, learning_r
         "history": {k: [float(v) for v in values] for k, values in history.history.items()},
         "validation": validation,
     }
-    with atomic_output_folder(out) as folder:
-        model.save(folder / MODEL_FILE)
-        tokenizer.save(folder)
-        (folder / METRICS_FILE).write_text(json.dumps(metrics, indent=2))
-        plot_history(history.history, folder / "curves.png", title=f"{task.name} from {init}")
+    write_run_folder(out, model, tokenizer, metrics, history.history, title=f"{task.name} from {init}")
     print(format_metrics(validation, f"validation ({len(valid_examples)} examples)"))
     return metrics
 

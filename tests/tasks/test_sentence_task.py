@@ -4,6 +4,7 @@ import keras
 import numpy as np
 import pytest
 
+import kbert.training.curves
 from kbert.data import TsvFormatError
 from kbert.tasks import BertClassifier
 from kbert.training import NLI, SENTIMENT, SIMILARITY, sentence_task
@@ -81,7 +82,7 @@ def test_failed_run_writes_nothing(tiny_init, tmp_path, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(sentence_task, "plot_history", broken)
+    monkeypatch.setattr(kbert.training.curves, "plot_history", broken)
     with pytest.raises(RuntimeError, match="disk full"):
         sentence_task.train(SENTIMENT, write_sentiment_tsv(tmp_path / "t.tsv", rows=16), tiny_init,
                             tmp_path / "run", epochs=1, batch_size=8, verbose=0)
