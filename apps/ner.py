@@ -13,7 +13,6 @@ are entity-level precision / recall / F1 as conlleval counts them (micro and per
 
 import argparse
 import json
-import pathlib
 import sys
 import time
 
@@ -27,7 +26,7 @@ from kbert.data.padded_batches import PaddedBatches
 from kbert.data.token_rows import word_spans_of
 from kbert.metrics.entity_f1 import entity_scores, format_entity_scores, get_entities
 from kbert.tasks.bert_token_classifier import BertTokenClassifier
-from kbert.training import bert_adamw, write_json_atomic, write_run_folder
+from kbert.training import bert_adamw, write_evaluation, write_run_folder
 from kbert.training.sentence_task import load_run
 
 
@@ -123,9 +122,7 @@ def evaluate(model_dir, data, out=None, batch_size=64):
     metrics = {"model": str(model_dir), "data": str(data), "backend": keras.config.backend(),
                **evaluate_sentences(model, tokenizer, sentences, max_length, batch_size)}
     print(format_entity_scores(metrics, f"{data} ({len(sentences)} sentences)"))
-    out = pathlib.Path(out or pathlib.Path(model_dir) / f"eval_{pathlib.Path(data).stem}.json")
-    write_json_atomic(out, metrics)
-    print(f"Wrote {out}")
+    write_evaluation(model_dir, data, metrics, out)
     return metrics
 
 

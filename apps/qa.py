@@ -25,7 +25,7 @@ from kbert.data.squad_example import SquadExample
 from kbert.data.squad_windows import SquadWindows
 from kbert.metrics.squad import squad_scores
 from kbert.tasks.bert_question_answerer import BertQuestionAnswerer
-from kbert.training import bert_adamw, write_json_atomic, write_run_folder
+from kbert.training import bert_adamw, write_evaluation, write_json_atomic, write_run_folder
 from kbert.training.run_folder import METRICS_FILE
 from kbert.training.sentence_task import load_run
 
@@ -111,10 +111,8 @@ def evaluate(model_dir, data, out=None, batch_size=64):
     metrics = {"model": str(model_dir), "data": str(data), "backend": keras.config.backend(),
                "reader": read_squad.last_report, **metrics}
     print(f"{data} ({len(examples)} questions): exact match {metrics['exact_match']:.2f}, F1 {metrics['f1']:.2f}")
-    out = pathlib.Path(out or pathlib.Path(model_dir) / f"eval_{pathlib.Path(data).stem}.json")
-    write_json_atomic(out, metrics)
+    out = write_evaluation(model_dir, data, metrics, out)
     write_json_atomic(out.with_name(f"predictions_{out.name}"), predictions)
-    print(f"Wrote {out}")
     return metrics
 
 

@@ -2,7 +2,6 @@ import numpy as np
 from keras import ops
 
 from kbert.layers.mean_pooling import mean_pool
-from kbert.models.bert_backbone import BertBackbone
 
 
 class SentenceEncoder:
@@ -30,12 +29,11 @@ class SentenceEncoder:
 
     @classmethod
     def from_preset(cls, name="all_minilm_l6_v2", **kwargs):
-        from kbert.paths import minilm_dir
-        from kbert.text import BertTokenizer
+        from kbert.checkpoints import load_backbone
 
         if name != "all_minilm_l6_v2":
             raise ValueError(f"SentenceEncoder presets: 'all_minilm_l6_v2', not {name!r}.")
-        return cls(BertBackbone.from_hf(minilm_dir()), BertTokenizer.from_hf(minilm_dir()), **kwargs)
+        return cls(*load_backbone(name), **kwargs)
 
     def encode(self, texts, batch_size=32):
         """Returns a (len(texts), hidden_dim) float32 array of unit vectors."""

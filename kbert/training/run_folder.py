@@ -80,3 +80,20 @@ def write_run_folder(out, model, tokenizer, metrics, history, title="", extra_js
         for name, content in {METRICS_FILE: metrics, **(extra_json or {})}.items():
             (folder / name).write_text(json.dumps(content, indent=2))
         plot_history(history, folder / "curves.png", title=title)
+
+
+def write_evaluation(model_dir, data, metrics, out=None):
+    """Writes evaluation `metrics` as JSON to `out`, default `MODEL_DIR/eval_<data file stem>.json`.
+
+    Returns the path written.
+
+    Example:
+    >>> folder = tempfile.mkdtemp()
+    >>> write_evaluation(folder, "data/dev.tsv", {"accuracy": 0.9}).name
+    Wrote .../eval_dev.json
+    'eval_dev.json'
+    """
+    out = pathlib.Path(out or pathlib.Path(model_dir) / f"eval_{pathlib.Path(data).stem}.json")
+    write_json_atomic(out, metrics)
+    print(f"Wrote {out}")
+    return out

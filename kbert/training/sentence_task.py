@@ -15,7 +15,7 @@ from kbert.metrics import accuracy, confusion_matrix, macro_f1, pearson, spearma
 from kbert.tasks.bert_classifier import BertClassifier
 from kbert.training.lora import enable_lora
 from kbert.training.optimizers import bert_adamw
-from kbert.training.run_folder import METRICS_FILE, MODEL_FILE, write_json_atomic, write_run_folder
+from kbert.training.run_folder import METRICS_FILE, MODEL_FILE, write_evaluation, write_run_folder
 
 
 
@@ -172,9 +172,7 @@ def evaluate(task, model_dir, data, out=None, batch_size=64, skip_bad_rows=False
     metrics = {"model": str(model_dir), "data": str(data), "backend": keras.config.backend(),
                **evaluate_examples(model, tokenizer, examples, max_length, batch_size)}
     print(format_metrics(metrics, f"{data} ({len(examples)} examples)"))
-    out = pathlib.Path(out or pathlib.Path(model_dir) / f"eval_{pathlib.Path(data).stem}.json")
-    write_json_atomic(out, metrics)
-    print(f"Wrote {out}")
+    write_evaluation(model_dir, data, metrics, out)
     return metrics
 
 
