@@ -8,7 +8,10 @@ class NerWindows:
 
     Each text is tokenized in full, then cut at word boundaries into windows of at most
     `max_length - 2` tokens, each packed as `[CLS] tokens [SEP]`: a long sentence becomes
-    several windows and is never truncated. The first WordPiece of every word carries the
+    several windows and is never truncated, so every word gets a prediction. The windows do
+    not overlap (unlike SQuAD's strided windows): a word near a cut sees the context on one
+    side of the cut only, and a single word of more than `max_length - 2` pieces is cut inside
+    (its first piece still carries the label). The first WordPiece of every word carries the
     word's label (and weight 1); later pieces, [CLS], [SEP] and padding weigh 0, so they count
     in neither loss nor metric. `word_logits` maps the model's token outputs back to words.
     A word that yields no token at all (only characters BERT deletes, such as control

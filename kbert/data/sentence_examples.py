@@ -2,6 +2,8 @@ import dataclasses
 
 import numpy as np
 
+from kbert.data.seeded_split import seeded_order, seeded_split
+
 
 @dataclasses.dataclass
 class SentenceExamples:
@@ -39,15 +41,9 @@ class SentenceExamples:
 
     def shuffled(self, seed, limit=None):
         """A seeded random order of the examples, cut to the first `limit` if given."""
-        order = np.random.default_rng(seed).permutation(len(self))
-        return self.take(order[:limit])
+        return self.take(seeded_order(len(self), seed, limit))
 
     def split(self, fraction, seed):
         """Seeded `(train, validation)` split with `fraction` of the examples in validation."""
-        if not 0 < fraction < 1:
-            raise ValueError(f"The validation fraction must lie in (0, 1); got {fraction}.")
-        order = np.random.default_rng(seed).permutation(len(self))
-        size = max(1, round(fraction * len(self)))
-        if size >= len(self):
-            raise ValueError(f"{self.source}: {len(self)} examples are too few to carve a validation split.")
-        return self.take(np.sort(order[size:])), self.take(np.sort(order[:size]))
+        train, valid = seeded_split(len(self), fraction, seed, self.source)
+        return self.take(train), self.take(valid)

@@ -5,6 +5,8 @@ import pathlib
 import shutil
 import tempfile
 
+import keras
+
 MODEL_FILE = "model.keras"
 METRICS_FILE = "metrics.json"
 
@@ -82,18 +84,42 @@ def write_run_folder(out, model, tokenizer, metrics, history, title="", extra_js
         plot_history(history, folder / "curves.png", title=title)
 
 
-def write_evaluation(model_dir, data, metrics, out=None):
-    """Writes evaluation `metrics` as JSON to `out`, default `MODEL_DIR/eval_<data file stem>.json`.
+def write_evaluation(model_dir, data, scores, out=None, summary=None, **fields):
+    """Prints `summary` and writes an evaluation of the run folder `model_dir` on the file `data`.
 
-    Returns the path written.
+    The JSON file `out` (default `MODEL_DIR/eval_<data file stem>.json`) holds `model`,
+    `data`, `backend`, then `fields`, then `scores`.
+
+    Returns: `(metrics, path)`, the dict written and where.
 
     Example:
     >>> folder = tempfile.mkdtemp()
-    >>> write_evaluation(folder, "data/dev.tsv", {"accuracy": 0.9}).name
+    >>> metrics, path = write_evaluation(folder, "data/dev.tsv", {"accuracy": 0.9}, summary="dev: 0.9")
+    dev: 0.9
     Wrote .../eval_dev.json
-    'eval_dev.json'
+    >>> path.name, list(metrics)
+    ('eval_dev.json', ['model', 'data', 'backend', 'accuracy'])
     """
+    metrics = {"model": str(model_dir), "data": str(data), "backend": keras.config.backend(), **fields, **scores}
+    if summary:
+        print(summary)
     out = pathlib.Path(out or pathlib.Path(model_dir) / f"eval_{pathlib.Path(data).stem}.json")
     write_json_atomic(out, metrics)
     print(f"Wrote {out}")
-    return out
+    return metrics, out
+
+
+def load_run(folder):
+    """Returns `(model, tokenizer, max_length)` from a run folder written by `write_run_folder`.
+
+    `max_length` comes from `metrics.json` (128 if the file is missing).
+    """
+    from kbert.text import BertTokenizer
+
+    folder = pathlib.Path(folder)
+    if not (folder / MODEL_FILE).is_file():
+        raise FileNotFoundError(f"{folder / MODEL_FILE} does not exist: --model takes a folder written by `train`.")
+    model = keras.saving.load_model(folder / MODEL_FILE, compile=False, safe_mode=True)
+    metrics_file = folder / METRICS_FILE
+    max_length = json.loads(metrics_file.read_text())["max_length"] if metrics_file.is_file() else 128
+    return model, BertTokenizer.from_hf(folder), max_length

@@ -2,8 +2,6 @@
 apps/nli.py and apps/similarity.py."""
 
 import dataclasses
-import json
-import pathlib
 import time
 
 import keras
@@ -15,8 +13,7 @@ from kbert.metrics import accuracy, confusion_matrix, macro_f1, pearson, spearma
 from kbert.tasks.bert_classifier import BertClassifier
 from kbert.training.lora import enable_lora
 from kbert.training.optimizers import bert_adamw
-from kbert.training.run_folder import METRICS_FILE, MODEL_FILE, write_evaluation, write_run_folder
-
+from kbert.training.run_folder import load_run, write_evaluation, write_run_folder
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,19 +144,6 @@ def train(task, data, init, out, valid=None, epochs=3, batch_size=32, learning_r
     return metrics
 
 
-def load_run(folder):
-    """Returns `(model, tokenizer, max_length)` from a run folder written by `train`."""
-    from kbert.text import BertTokenizer
-
-    folder = pathlib.Path(folder)
-    if not (folder / MODEL_FILE).is_file():
-        raise FileNotFoundError(f"{folder / MODEL_FILE} does not exist: --model takes a folder written by `train`.")
-    model = keras.saving.load_model(folder / MODEL_FILE, compile=False, safe_mode=True)
-    metrics_file = folder / METRICS_FILE
-    max_length = json.loads(metrics_file.read_text())["max_length"] if metrics_file.is_file() else 128
-    return model, BertTokenizer.from_hf(folder), max_length
-
-
 def evaluate(task, model_dir, data, out=None, batch_size=64, skip_bad_rows=False):
     """Scores the model of `model_dir` on the TSV file `data`; prints and writes the metrics.
 
@@ -169,11 +153,9 @@ def evaluate(task, model_dir, data, out=None, batch_size=64, skip_bad_rows=False
     model, tokenizer, max_length = load_run(model_dir)
     examples = read_sentence_tsv(data, task.num_texts, label_names=model.label_names,
                                  regression=model.regression, skip_bad_rows=skip_bad_rows)
-    metrics = {"model": str(model_dir), "data": str(data), "backend": keras.config.backend(),
-               **evaluate_examples(model, tokenizer, examples, max_length, batch_size)}
-    print(format_metrics(metrics, f"{data} ({len(examples)} examples)"))
-    write_evaluation(model_dir, data, metrics, out)
-    return metrics
+    scores = evaluate_examples(model, tokenizer, examples, max_length, batch_size)
+    summary = format_metrics(scores, f"{data} ({len(examples)} examples)")
+    return write_evaluation(model_dir, data, scores, out, summary)[0]
 
 
 def evaluate_examples(model, tokenizer, examples, max_length, batch_size=64):

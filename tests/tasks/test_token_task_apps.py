@@ -3,15 +3,16 @@ import json
 import numpy as np
 import pytest
 
-from kbert.data.conll import ConllFormatError
+from kbert.data.conll import ConllFormatError, read_conll
 from kbert.metrics.entity_f1 import entity_scores
 from kbert.tasks.bert_question_answerer import BertQuestionAnswerer
 from kbert.tasks.bert_token_classifier import BertTokenClassifier
-from kbert.training.sentence_task import load_run
+from kbert.training import load_run, ner_task, qa_task
+from kbert.training.ner_task_cli import main as ner_main
+from kbert.training.qa_task_cli import main as qa_main
 from tests.conftest import BACKENDS, TESTS, run_python
-from tests.tasks.predict_token_tasks import NER_TEXTS, QA_CONTEXT, QA_QUESTIONS, load_app
+from tests.tasks.predict_token_tasks import NER_TEXTS, QA_CONTEXT, QA_QUESTIONS
 
-NER, QA = load_app("ner"), load_app("qa")
 PEOPLE, PLACES = ["man", "someone", "nobody"], ["film", "fun"]
 
 
@@ -44,7 +45,7 @@ def write_squad(path):
 def ner_run(tiny_init, tmp_path_factory):
     folder = tmp_path_factory.mktemp("ner")
     data = write_conll(folder / "train.txt")
-    metrics = NER.train(data, tiny_init, folder / "run", epochs=1, batch_size=8, learning_rate=1e-3, verbose=0)
+    metrics = ner_task.train(data, tiny_init, folder / "run", epochs=1, batch_size=8, learning_rate=1e-3, verbose=0)
     return folder / "run", data, metrics
 
 
@@ -52,7 +53,7 @@ def ner_run(tiny_init, tmp_path_factory):
 def qa_run(tiny_init, tmp_path_factory):
     folder = tmp_path_factory.mktemp("qa")
     data = write_squad(folder / "squad.json")
-    metrics = QA.train(data, tiny_init, folder / "run", epochs=1, batch_size=4, learning_rate=1e-3,
+    metrics = qa_task.train(data, tiny_init, folder / "run", epochs=1, batch_size=4, learning_rate=1e-3,
                        doc_stride=3, validation_articles=1, verbose=0)
     return folder / "run", data, metrics
 
@@ -69,11 +70,11 @@ def test_ner_run_folder(ner_run):
 
 def test_ner_evaluate_agrees_with_word_predictions(ner_run, capsys):
     run, data, _ = ner_run
-    metrics = NER.evaluate(run, data)
+    metrics = ner_task.evaluate(run, data)
     assert json.loads((run / "eval_train.json").read_text()) == metrics
     model, tokenizer, max_length = load_run(run)
-    sentences = NER.read_conll(data)
-    tags, _ = NER.predict_tags(model, tokenizer, sentences.texts(), NER._joined_spans(sentences.words), max_length)
+    sentences = read_conll(data)
+    tags, _ = ner_task.predict_tags(model, tokenizer, sentences.texts(), sentences.word_spans(), max_length)
     assert [len(t) for t in tags] == [len(w) for w in sentences.words]  # the 30-word sentence too
     assert metrics["f1"] == pytest.approx(entity_scores(sentences.tags, tags)["f1"])
     assert "micro" in capsys.readouterr().out
@@ -81,7 +82,7 @@ def test_ner_evaluate_agrees_with_word_predictions(ner_run, capsys):
 
 def test_ner_predict_spans_index_the_original_text(ner_run):
     run, _, _ = ner_run
-    for result in NER.predict(run, NER_TEXTS + ["  MAN, fun!  " * 5]):
+    for result in ner_task.predict(run, NER_TEXTS + ["  MAN, fun!  " * 5]):
         for entity in result["entities"]:
             assert result["text"][entity["start"] : entity["end"]] == entity["text"]
             assert entity["type"] in ("PER", "LOC") and 0 < entity["score"] <= 1
@@ -91,7 +92,7 @@ def test_ner_evaluate_rejects_unknown_tags(ner_run, tmp_path):
     run, _, _ = ner_run
     (tmp_path / "bad.txt").write_text("a O\nman B-ORG\n")
     with pytest.raises(ConllFormatError, match=r"bad.txt, line 2: tag 'B-ORG' is not among"):
-        NER.evaluate(run, tmp_path / "bad.txt")
+        ner_task.evaluate(run, tmp_path / "bad.txt")
 
 
 def test_qa_run_and_evaluate(qa_run):
@@ -99,9 +100,9 @@ def test_qa_run_and_evaluate(qa_run):
     assert {"model.keras", "metrics.json", "validation_predictions.json", "curves.png"} <= {p.name for p in run.iterdir()}
     assert metrics["train_questions"] == 6 and metrics["validation_questions"] == 3
     assert metrics["max_length"] == 12 and metrics["doc_stride"] == 3
-    model, _, windowing = QA.load_qa_run(run)
+    model, _, windowing = qa_task.load_qa_run(run)
     assert isinstance(model, BertQuestionAnswerer) and windowing["doc_stride"] == 3
-    scores = QA.evaluate(run, data)
+    scores = qa_task.evaluate(run, data)
     predictions = json.loads((run / "predictions_eval_squad.json").read_text())
     assert len(predictions) == 9 and scores["questions"] == 9 and 0 <= scores["f1"] <= 100
 
@@ -109,13 +110,13 @@ def test_qa_run_and_evaluate(qa_run):
 def test_qa_predict_slices_the_context(qa_run):
     run, _, _ = qa_run
     context = (QA_CONTEXT + " ") * 40  # many windows of 12 tokens
-    for result in QA.predict(run, context, QA_QUESTIONS):
+    for result in qa_task.predict(run, context, QA_QUESTIONS):
         assert context[result["start"] : result["end"]] == result["text"] and result["text"]
         assert 0 < result["probability"] <= 1
     with pytest.raises(ValueError, match=r"Question 2 \(--question\) is empty"):
-        QA.predict(run, context, ["who ?", "  "])
+        qa_task.predict(run, context, ["who ?", "  "])
     with pytest.raises(ValueError, match="context is empty"):
-        QA.predict(run, "", ["who ?"])
+        qa_task.predict(run, "", ["who ?"])
 
 
 def test_same_predictions_under_the_next_backend(ner_run, qa_run, tmp_path):
@@ -127,10 +128,57 @@ def test_same_predictions_under_the_next_backend(ner_run, qa_run, tmp_path):
     pytest.importorskip(other)
     run_python(TESTS / "tasks" / "predict_token_tasks.py", ner_run[0], qa_run[0], tmp_path / "out.json", backend=other)
     theirs = json.loads((tmp_path / "out.json").read_text())
-    ours = {"ner": NER.predict(ner_run[0], NER_TEXTS), "qa": QA.predict(qa_run[0], QA_CONTEXT, QA_QUESTIONS)}
+    ours = {"ner": ner_task.predict(ner_run[0], NER_TEXTS),
+            "qa": qa_task.predict(qa_run[0], QA_CONTEXT, QA_QUESTIONS)}
     assert theirs["backend"] == other
     strip = lambda results: [[{k: v for k, v in e.items() if k != "score"} for e in r["entities"]] for r in results]  # noqa: E731
     assert strip(theirs["ner"]) == strip(ours["ner"])
     for a, b in zip(theirs["qa"], ours["qa"]):
         assert (a["text"], a["start"], a["end"]) == (b["text"], b["start"], b["end"])
         assert a["score"] == pytest.approx(b["score"], abs=1e-3)
+
+
+def test_command_line_flags():
+    from kbert.training import ner_task_cli, qa_task_cli
+
+    common = ["--data", "d", "--init", "i", "--out", "o", "--epochs", "1", "--batch-size", "2", "--lr", "0.001",
+              "--max-length", "64", "--limit", "5", "--seed", "3", "--verbose", "0"]
+    expected = dict(command="train", data="d", init="i", out="o", epochs=1, batch_size=2, lr=0.001, max_length=64,
+                    limit=5, seed=3, verbose=0)
+    ner = ner_task_cli.parser().parse_args(["train", *common, "--valid", "v", "--validation-fraction", "0.2",
+                                            "--patience", "2"])
+    assert vars(ner) == {**expected, "valid": "v", "validation_fraction": 0.2, "patience": 2}
+    qa = qa_task_cli.parser().parse_args(["train", *common, "--doc-stride", "32", "--max-question-length", "16",
+                                          "--validation-articles", "2", "--articles", "9", "--validation-limit", "7"])
+    assert vars(qa) == {**expected, "doc_stride": 32, "max_question_length": 16, "validation_articles": 2,
+                        "articles": 9, "validation_limit": 7}
+    defaults = [vars(parser.parse_args(["train", "--data", "d", "--out", "o"]))
+                for parser in (ner_task_cli.parser(), qa_task_cli.parser())]
+    assert [(d["epochs"], d["lr"], d["max_length"], d["verbose"]) for d in defaults] == [
+        (3, 5e-5, 128, "auto"), (2, 5e-5, 384, "auto")]
+
+
+def test_ner_command_line(ner_run, tmp_path, capsys):
+    run, data, _ = ner_run
+    ner_main(["predict", "--model", str(run), "--json", *NER_TEXTS])
+    assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == ner_task.predict(run, NER_TEXTS)
+    ner_main(["predict", "--model", str(run), "--batch-size", "1", *NER_TEXTS])
+    lines = capsys.readouterr().out.splitlines()  # each text, then its entities indented
+    assert [line for line in lines if not line.startswith("  ")] == NER_TEXTS
+    ner_main(["evaluate", "--model", str(run), "--data", str(data), "--out", str(tmp_path / "scores.json")])
+    assert json.loads((tmp_path / "scores.json").read_text())["sentences"] == 16
+
+
+def test_qa_command_line(qa_run, tmp_path, capsys):
+    run, _, _ = qa_run
+    (tmp_path / "context.txt").write_text(QA_CONTEXT)
+    qa_main(["predict", "--model", str(run), "--context", str(tmp_path / "context.txt"), "--json",
+             *[arg for question in QA_QUESTIONS for arg in ("--question", question)]])
+    answers = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [a["text"] for a in answers] == [a["text"] for a in qa_task.predict(run, QA_CONTEXT, QA_QUESTIONS)]
+    qa_main(["predict", "--model", str(run), "--context", QA_CONTEXT, "--question", QA_QUESTIONS[0]])
+    question, answer = capsys.readouterr().out.splitlines()
+    assert question == QA_QUESTIONS[0] and " probability " in answer
+    (tmp_path / "empty.txt").write_text(" \n")
+    with pytest.raises(SystemExit, match="the context file is empty"):
+        qa_main(["predict", "--model", str(run), "--context", str(tmp_path / "empty.txt"), "--question", "who ?"])

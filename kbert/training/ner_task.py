@@ -1,0 +1,188 @@
+"""Fine-tune, evaluate and run named-entity recognizers (CoNLL-2003 style): the library side of
+apps/ner.py.
+
+Sentences longer than `max_length` tokens are cut into windows at word boundaries, which do
+not overlap (see `kbert.data.ner_windows.NerWindows`), so every word gets a prediction. Scores are
+entity-level precision / recall / F1 as conlleval counts them (micro and per type).
+"""
+
+import time
+
+import keras
+import numpy as np
+
+from kbert.checkpoints import load_backbone
+from kbert.data.conll import read_conll
+from kbert.data.ner_windows import NerWindows
+from kbert.data.padded_batches import PaddedBatches
+from kbert.data.token_rows import word_spans_of
+from kbert.metrics.entity_f1 import entity_scores, format_entity_scores, get_entities
+from kbert.tasks.bert_token_classifier import BertTokenClassifier
+from kbert.training.optimizers import bert_adamw
+from kbert.training.run_folder import load_run, write_evaluation, write_run_folder
+
+
+def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e-5, max_length=128,
+          validation_fraction=0.1, limit=None, patience=1, seed=0, verbose="auto"):
+    """Fine-tunes a `BertTokenClassifier` and writes the run folder `out`.
+
+    BERT's recipe: `bert_adamw` (10% warmup, linear decay), early stopping on the
+    validation entity F1, restoring the best epoch. Without `valid`, a seeded
+    `validation_fraction` of the sentences is held out. The folder gets `model.keras`, the
+    tokenizer, `metrics.json` and `curves.png`, all at once at the end.
+
+    Args:
+        data: path of the training CoNLL file (`token TAG` per line; BIO or IOB1 tags).
+        init: str. `--init` of `kbert.load_backbone`: a preset, "all_minilm_l6_v2" or a folder.
+        out: path of the run folder to write.
+        valid: path of a validation CoNLL file, or None to carve one out of `data`.
+        epochs, batch_size, learning_rate: the fine-tuning hyperparameters.
+        max_length: int. Tokens per window, special tokens included.
+        validation_fraction: float. Share of the sentences held out when `valid` is None.
+        limit: int or None. Train on a seeded subset of this many sentences.
+        patience: int. Epochs without improvement of the entity F1 before early stopping.
+        seed: int. Seeds the split, the shuffles, dropout and the head's initialization.
+        verbose: passed to `model.fit` ("auto": a progress bar).
+
+    Returns: the metrics dict written to `metrics.json`.
+    """
+    keras.utils.set_random_seed(seed)
+    train_sentences = read_conll(data)
+    label_names = train_sentences.label_names()
+    if valid:
+        valid_sentences = read_conll(valid, label_names=label_names)
+    else:
+        train_sentences, valid_sentences = train_sentences.split(validation_fraction, seed)
+    if limit:
+        train_sentences = train_sentences.shuffled(seed, limit)
+    backbone, tokenizer = load_backbone(init)
+    max_length = min(max_length, backbone.max_sequence_length)
+    model = BertTokenClassifier(backbone, label_names)
+    ids = {name: i for i, name in enumerate(label_names)}
+    labels = [np.array([ids[tag] for tag in tags], "int32") for tags in train_sentences.tags]
+    windows = NerWindows(tokenizer, train_sentences.texts(), train_sentences.word_spans(), max_length, labels)
+    print(f"ner: {len(train_sentences)} training sentences ({len(windows)} windows), "
+          f"{len(valid_sentences)} validation sentences; labels {label_names}.")
+    batches = PaddedBatches(windows.inputs, windows.labels, windows.sample_weight, batch_size,
+                            shuffle=True, seed=seed, group_by_length=True)
+    model.compile(optimizer=bert_adamw(learning_rate, len(batches) * epochs),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  weighted_metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")])
+    scorer = EntityF1Callback(tokenizer, valid_sentences, max_length, batch_size)
+    stopping = keras.callbacks.EarlyStopping("val_entity_f1", mode="max", patience=patience,
+                                             restore_best_weights=True)
+    start = time.perf_counter()
+    history = model.fit(batches, epochs=epochs, callbacks=[scorer, stopping], verbose=verbose)
+    seconds = time.perf_counter() - start
+    validation = scorer.best  # the epoch EarlyStopping restored
+    metrics = {
+        "task": "ner", "backend": keras.config.backend(), "init": str(init), "data": str(data),
+        "valid": str(valid) if valid else f"{validation_fraction:.0%} of data (seed {seed})",
+        "train_sentences": len(train_sentences), "validation_sentences": len(valid_sentences),
+        "label_names": label_names, "max_length": max_length,
+        "hyperparameters": {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
+                            "patience": patience, "seed": seed, "limit": limit},
+        "steps": int(model.optimizer.iterations), "train_seconds": round(seconds, 1),
+        "history": {k: [float(v) for v in values] for k, values in history.history.items()},
+        "validation": validation,
+    }
+    curves = {k: v for k, v in history.history.items() if k != "val_entity_f1"}
+    write_run_folder(out, model, tokenizer, metrics, curves | {"entity_f1": history.history["val_entity_f1"]},
+                     title=f"ner from {init} (entity_f1: validation)")
+    print(format_entity_scores(validation, f"validation ({len(valid_sentences)} sentences)"))
+    return metrics
+
+
+class EntityF1Callback(keras.callbacks.Callback):
+    """Adds `val_entity_f1` (conlleval micro F1 on `sentences`) to the logs after each epoch.
+
+    `best` keeps the full scores of the best epoch so far.
+
+    Args:
+        tokenizer: `kbert.text.BertTokenizer`.
+        sentences: `kbert.data.tagged_sentences.TaggedSentences`, tagged.
+        max_length: int. Tokens per window.
+        batch_size: int.
+    """
+
+    def __init__(self, tokenizer, sentences, max_length, batch_size):
+        super().__init__()
+        self.tokenizer, self.sentences = tokenizer, sentences
+        self.max_length, self.batch_size = max_length, batch_size
+        self.best = None
+
+    def on_epoch_end(self, epoch, logs=None):
+        scores = evaluate_sentences(self.model, self.tokenizer, self.sentences, self.max_length,
+                                    self.batch_size)
+        logs["val_entity_f1"] = scores["f1"]
+        if self.best is None or scores["f1"] > self.best["f1"]:
+            self.best = scores
+        print(f"\nepoch {epoch + 1}: validation entity F1 {100 * scores['f1']:.2f}")
+
+
+def evaluate(model_dir, data, out=None, batch_size=64):
+    """Scores the run folder `model_dir` on the CoNLL file `data`; prints and writes JSON.
+
+    Tags outside the model's labels raise `kbert.data.conll.ConllFormatError`.
+
+    Returns: dict of metrics, also written to `out` (default `MODEL_DIR/eval_<data name>.json`).
+    """
+    model, tokenizer, max_length = load_run(model_dir)
+    sentences = read_conll(data, label_names=model.label_names)
+    scores = evaluate_sentences(model, tokenizer, sentences, max_length, batch_size)
+    summary = format_entity_scores(scores, f"{data} ({len(sentences)} sentences)")
+    return write_evaluation(model_dir, data, scores, out, summary)[0]
+
+
+def evaluate_sentences(model, tokenizer, sentences, max_length, batch_size=64):
+    """Entity scores of `model` on tagged `sentences` (see `kbert.metrics.entity_scores`)."""
+    predicted, _ = predict_tags(model, tokenizer, sentences.texts(), sentences.word_spans(), max_length, batch_size)
+    return {**entity_scores(sentences.tags, predicted), "sentences": len(sentences)}
+
+
+def predict_tags(model, tokenizer, texts, word_spans, max_length, batch_size=64):
+    """The tag of every word of every text, and its probability.
+
+    Args:
+        model: a `BertTokenClassifier` with `label_names`.
+        tokenizer: its `kbert.text.BertTokenizer`.
+        texts: list of str.
+        word_spans: list of (words, 2) int arrays, the [start, end) char span of each word.
+        max_length: int. Tokens per window; longer texts are read in several windows.
+        batch_size: int.
+
+    Returns: (tags, probabilities): lists (per text) of lists (per word). A word without
+    any token (only characters BERT deletes) is tagged `O` with probability 1.
+    """
+    windows = NerWindows(tokenizer, texts, word_spans, max_length)
+    logits = PaddedBatches(windows.inputs, batch_size=batch_size).predict(model)
+    tags, probabilities = [], []
+    for word_logits in windows.word_logits(logits):
+        missing = np.isnan(word_logits[:, 0])
+        word_logits = np.where(missing[:, None], 0.0, word_logits)
+        exp = np.exp(word_logits - word_logits.max(axis=-1, keepdims=True))
+        probs = exp / exp.sum(axis=-1, keepdims=True)
+        best = np.where(missing, model.label_names.index("O"), probs.argmax(-1))
+        tags.append([model.label_names[i] for i in best])
+        probabilities.append(np.where(missing, 1.0, probs.max(-1)).tolist())
+    return tags, probabilities
+
+
+def predict(model_dir, texts, batch_size=32):
+    """The entities of each raw text: type, text, [start, end) char span, mean probability.
+
+    Words are the tokenizer's (split at spaces and punctuation), so "Paris." gives the
+    entity "Paris". Returns: list of dicts `{"text", "entities": [...]}`.
+    """
+    model, tokenizer, max_length = load_run(model_dir)
+    spans = word_spans_of(tokenizer, texts)
+    tags, probabilities = predict_tags(model, tokenizer, texts, spans, max_length, batch_size)
+    results = []
+    for text, word_spans, word_tags, word_probs in zip(texts, spans, tags, probabilities):
+        entities = []
+        for kind, first, last in get_entities(word_tags):
+            start, end = int(word_spans[first][0]), int(word_spans[last][1])
+            entities.append({"type": kind, "text": text[start:end], "start": start, "end": end,
+                             "score": round(float(np.mean(word_probs[first : last + 1])), 4)})
+        results.append({"text": text, "entities": entities})
+    return results

@@ -1,0 +1,161 @@
+"""Fine-tune, evaluate and run extractive question answerers (SQuAD v1.1): the library side of
+apps/qa.py.
+
+Contexts longer than a window are read through overlapping windows (`max_length` 384,
+`doc_stride` 128: BERT's recipe, see `kbert.data.squad_windows.SquadWindows`); answers are
+decoded over all windows of a question and sliced from the original context. Scores are
+the official v1.1 exact match and F1 (%).
+"""
+
+import json
+import pathlib
+import time
+
+import keras
+import numpy as np
+
+from kbert.checkpoints import load_backbone
+from kbert.data.padded_batches import PaddedBatches
+from kbert.data.squad import read_squad
+from kbert.data.squad_example import SquadExample
+from kbert.data.squad_windows import SquadWindows
+from kbert.metrics.squad import squad_scores
+from kbert.tasks.bert_question_answerer import BertQuestionAnswerer
+from kbert.training.optimizers import bert_adamw
+from kbert.training.run_folder import METRICS_FILE, load_run, write_evaluation, write_json_atomic, write_run_folder
+
+
+def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_length=384,
+          doc_stride=128, max_question_length=64, validation_articles=10, articles=None,
+          limit=None, validation_limit=None, seed=0, verbose="auto"):
+    """Fine-tunes a `BertQuestionAnswerer` and writes the run folder `out`.
+
+    A seeded choice of `validation_articles` whole articles is held out for validation
+    (questions on one paragraph never straddle the split). The folder gets `model.keras`,
+    the tokenizer, `metrics.json` (with the windowing settings), `curves.png` and the
+    validation predictions, all at once at the end.
+
+    Args:
+        data: path of a SQuAD v1.1 JSON file.
+        init: str. `--init` of `kbert.load_backbone`: a preset, "all_minilm_l6_v2" or a folder.
+        out: path of the run folder to write.
+        epochs, batch_size, learning_rate: the fine-tuning hyperparameters.
+        max_length, doc_stride, max_question_length: int. The windowing (see `SquadWindows`).
+        validation_articles: int. Articles held out for validation.
+        articles: int or None. Read only the first `articles` articles of `data`.
+        limit: int or None. Train on a seeded subset of this many questions.
+        validation_limit: int or None. Score a seeded subset of this many validation questions.
+        seed: int. Seeds the split, the subsets, the shuffles and the head's initialization.
+        verbose: passed to `model.fit` ("auto": a progress bar).
+
+    Returns: the metrics dict written to `metrics.json`.
+    """
+    keras.utils.set_random_seed(seed)
+    examples = read_squad(data, articles=slice(0, articles) if articles else None)
+    report = dict(read_squad.last_report)
+    titles = list(dict.fromkeys(example.title for example in examples))
+    if not 0 < validation_articles < len(titles):
+        raise ValueError(f"{data}: {len(titles)} articles; cannot hold out {validation_articles}.")
+    rng = np.random.default_rng(seed)
+    held_out = {titles[i] for i in rng.permutation(len(titles))[:validation_articles]}
+    train_examples = [e for e in examples if e.title not in held_out]
+    valid_examples = [e for e in examples if e.title in held_out]
+    if limit:
+        train_examples = [train_examples[i] for i in np.sort(rng.permutation(len(train_examples))[:limit])]
+    if validation_limit:
+        valid_examples = [valid_examples[i] for i in np.sort(rng.permutation(len(valid_examples))[:validation_limit])]
+    backbone, tokenizer = load_backbone(init)
+    max_length = min(max_length, backbone.max_sequence_length)
+    model = BertQuestionAnswerer(backbone)
+    windowing = {"max_length": max_length, "doc_stride": doc_stride, "max_question_length": max_question_length}
+    windows = SquadWindows(tokenizer, train_examples, **windowing, training=True)
+    print(f"qa: {len(train_examples)} training questions ({len(windows)} windows, {windows.skipped} "
+          f"skipped: answer not in context) from {len(titles) - validation_articles} articles; "
+          f"{len(valid_examples)} validation questions from {validation_articles} articles.")
+    targets = {"start_logits": windows.start_positions, "end_logits": windows.end_positions}
+    batches = PaddedBatches(windows.inputs, targets, batch_size=batch_size, shuffle=True, seed=seed,
+                            group_by_length=True)
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    model.compile(optimizer=bert_adamw(learning_rate, len(batches) * epochs),
+                  loss={"start_logits": loss, "end_logits": loss})
+    start = time.perf_counter()
+    history = model.fit(batches, epochs=epochs, verbose=verbose)
+    seconds = time.perf_counter() - start
+    validation, predictions = evaluate_examples(model, tokenizer, valid_examples, windowing, batch_size)
+    metrics = {
+        "task": "qa", "backend": keras.config.backend(), "init": str(init), "data": str(data),
+        "valid": f"{validation_articles} held-out articles (seed {seed}): {sorted(held_out)}",
+        "train_questions": len(train_examples), "train_windows": len(windows),
+        "train_skipped": windows.skipped, "validation_questions": len(valid_examples),
+        "reader": report, **windowing,
+        "hyperparameters": {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
+                            "seed": seed, "articles": articles, "limit": limit},
+        "steps": int(model.optimizer.iterations), "train_seconds": round(seconds, 1),
+        "history": {k: [float(v) for v in values] for k, values in history.history.items()},
+        "validation": validation,
+    }
+    write_run_folder(out, model, tokenizer, metrics, history.history, title=f"qa from {init}",
+                     extra_json={"validation_predictions.json": predictions})
+    print(f"validation ({len(valid_examples)} questions): exact match {validation['exact_match']:.2f}, "
+          f"F1 {validation['f1']:.2f}")
+    return metrics
+
+
+def evaluate(model_dir, data, out=None, batch_size=64):
+    """Exact match and F1 of the run folder `model_dir` on the SQuAD file `data`.
+
+    Writes the metrics to `out` (default `MODEL_DIR/eval_<data name>.json`) and the
+    predictions ({id: answer}, the official format) beside it, as `predictions_<name>`.
+
+    Returns: dict of metrics.
+    """
+    model, tokenizer, windowing = load_qa_run(model_dir)
+    examples = read_squad(data)
+    scores, predictions = evaluate_examples(model, tokenizer, examples, windowing, batch_size)
+    summary = f"{data} ({len(examples)} questions): exact match {scores['exact_match']:.2f}, F1 {scores['f1']:.2f}"
+    metrics, out = write_evaluation(model_dir, data, scores, out, summary, reader=read_squad.last_report)
+    write_json_atomic(out.with_name(f"predictions_{out.name}"), predictions)
+    return metrics
+
+
+def evaluate_examples(model, tokenizer, examples, windowing, batch_size=64):
+    """(metrics, predictions): SQuAD scores of `model` on `examples`, and {id: answer text}."""
+    answers = answer_examples(model, tokenizer, examples, windowing, batch_size)
+    predictions = {e.id: (best[0]["text"] if best else "") for e, best in zip(examples, answers)}
+    gold = {e.id: e.answers for e in examples if e.answers}
+    return squad_scores(predictions, gold), predictions
+
+
+def answer_examples(model, tokenizer, examples, windowing, batch_size=64, n_best=20, max_answer_length=30):
+    """The n-best answers of each example (see `SquadWindows.decode`)."""
+    windows = SquadWindows(tokenizer, examples, **windowing)
+    logits = PaddedBatches(windows.inputs, batch_size=batch_size).predict(model)
+    return windows.decode(logits["start_logits"], logits["end_logits"], n_best, max_answer_length)
+
+
+def predict(model_dir, context, questions, n_best=20, max_answer_length=30, batch_size=32):
+    """The best answer to each question about `context`: text, char span, score, probability.
+
+    Returns: list of dicts `{"question", "text", "start", "end", "score", "probability",
+    "alternatives"}` (`{"question", "text": "", "note", "alternatives"}` when no span fits).
+    Raises ValueError for an empty context or question.
+    """
+    if not context.strip():
+        raise ValueError("The context is empty: nothing to answer from.")
+    for i, question in enumerate(questions):
+        if not question.strip():
+            raise ValueError(f"Question {i + 1} (--question) is empty.")
+    model, tokenizer, windowing = load_qa_run(model_dir)
+    examples = [SquadExample(f"q{i}", question, context) for i, question in enumerate(questions)]
+    answers = answer_examples(model, tokenizer, examples, windowing, batch_size, n_best, max_answer_length)
+    return [{"question": q, **(best[0] if best else {"text": "", "note": "no answer span found"}),
+             "alternatives": [b["text"] for b in best[1:5]]} for q, best in zip(questions, answers)]
+
+
+def load_qa_run(folder):
+    """(model, tokenizer, windowing settings) of a run folder written by `train`."""
+    model, tokenizer, max_length = load_run(folder)
+    metrics = json.loads((pathlib.Path(folder) / METRICS_FILE).read_text())
+    windowing = {"max_length": max_length, "doc_stride": metrics.get("doc_stride", 128),
+                 "max_question_length": metrics.get("max_question_length", 64)}
+    return model, tokenizer, windowing

@@ -1,0 +1,88 @@
+"""The argparse builder shared by the task apps (sentence, NER and QA): `train | evaluate | predict`."""
+
+import argparse
+import sys
+
+
+def task_parser(description=None):
+    """(parser, commands): an argparse parser whose `commands` take the subparsers.
+
+    Example:
+    >>> parser, commands = task_parser("A toy app.")
+    >>> train = add_train_command(commands, "CoNLL file", "sentences", held_out=False)
+    >>> args = parser.parse_args(["train", "--data", "a.txt", "--out", "run", "--verbose", "2"])
+    >>> args.command, args.epochs, args.lr, args.verbose
+    ('train', 3, 3e-05, 2)
+    """
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    return parser, parser.add_subparsers(dest="command", required=True)
+
+
+def add_train_command(commands, data_format, unit="examples", epochs=3, learning_rate=3e-5,
+                      max_length=128, held_out=True):
+    """Adds the `train` command with the options every task takes; returns it to add more.
+
+    Options: --data --init --out --epochs --batch-size --lr --max-length --limit --seed
+    --verbose, and with `held_out` --valid --validation-fraction --patience (a validation
+    set, seeded split of --data by default, watched by early stopping).
+
+    Args:
+        commands: the subparsers of `task_parser`.
+        data_format: str. What --data (and --valid) hold, for the help.
+        unit: str. What --limit counts ("examples", "sentences", "questions").
+        epochs, learning_rate, max_length: the task's defaults.
+        held_out: bool. Add the validation options.
+    """
+    train = commands.add_parser("train", help="fine-tune and write a run folder")
+    train.add_argument("--data", required=True, help=f"training {data_format}")
+    if held_out:
+        train.add_argument("--valid", help=f"validation {data_format} (default: a seeded split of --data)")
+    train.add_argument("--init", default="all_minilm_l6_v2",
+                       help="preset, 'all_minilm_l6_v2' or a folder from apps/pretrain.py")
+    train.add_argument("--out", required=True, help="run folder to write (e.g. saved_models/NAME)")
+    train.add_argument("--epochs", type=int, default=epochs)
+    train.add_argument("--batch-size", type=int, default=32)
+    train.add_argument("--lr", type=float, default=learning_rate, help="peak learning rate")
+    train.add_argument("--max-length", type=int, default=max_length,
+                       help="tokens per model input, specials included")
+    if held_out:
+        train.add_argument("--validation-fraction", type=float, default=0.1)
+        train.add_argument("--patience", type=int, default=1, help="early stopping patience, in epochs")
+    train.add_argument("--limit", type=int, help=f"train on a seeded subset of this many {unit}")
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--verbose", type=_verbosity, default="auto",
+                       help="0 silent, 1 progress bar, 2 one line per epoch")
+    return train
+
+
+def add_evaluate_command(commands, help, data_format):
+    """Adds the `evaluate` command: --model --data --out --batch-size; returns it."""
+    evaluate = commands.add_parser("evaluate", help=help)
+    evaluate.add_argument("--model", required=True, help="run folder written by train")
+    evaluate.add_argument("--data", required=True, help=data_format)
+    evaluate.add_argument("--out", help="metrics JSON (default: MODEL/eval_<data name>.json)")
+    evaluate.add_argument("--batch-size", type=int, default=64)
+    return evaluate
+
+
+def add_predict_command(commands, help, texts=True):
+    """Adds the `predict` command: --model --json --batch-size, and with `texts` the texts; returns it."""
+    predict = commands.add_parser("predict", help=help)
+    predict.add_argument("--model", required=True, help="run folder written by train")
+    if texts:
+        predict.add_argument("texts", nargs="*", help="texts (default: one per line on stdin)")
+    predict.add_argument("--json", action="store_true", help="one JSON object per line")
+    predict.add_argument("--batch-size", type=int, default=32)
+    return predict
+
+
+def texts_or_stdin(texts):
+    """`texts` if any, else the lines of stdin; exits with a message when both are empty."""
+    texts = texts or [line.rstrip("\r\n") for line in sys.stdin]
+    if not texts:
+        sys.exit("Nothing to predict: give texts as arguments or lines on stdin.")
+    return texts
+
+
+def _verbosity(value):
+    return value if value == "auto" else int(value)
