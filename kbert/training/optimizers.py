@@ -1,10 +1,47 @@
 import keras
+from keras import ops
 
 from kbert.training.schedules import WarmupLinearDecay
 
 
+@keras.saving.register_keras_serializable(package="kbert")
+class BertAdamW(keras.optimizers.AdamW):
+    """AdamW with PyTorch's epsilon: added to the bias-corrected `sqrt(v_hat)`.
+
+    Keras's Adam adds `epsilon` before the bias correction, which makes it
+    `1 / sqrt(1 - beta_2**t)` times larger early on (31x at the first step): small
+    gradients then move weights far less than under `torch.optim.AdamW`, the optimizer
+    Hugging Face fine-tunes with. This one follows PyTorch's update, so the same
+    recipe gives the same steps. Weight decay is Keras's (decoupled, `lr * wd * w`).
+
+    Example:
+    >>> import numpy as np
+    >>> w = keras.Variable(np.ones(2, "float32"))
+    >>> optimizer = BertAdamW(learning_rate=0.1, weight_decay=0.0, epsilon=1e-6)
+    >>> optimizer.apply([keras.ops.convert_to_tensor(np.array([1e-5, -2.0], "float32"))], [w])
+    >>> [round(float(x), 4) for x in keras.ops.convert_to_numpy(w)]  # each moves ~lr, tiny gradients too
+    [0.9091, 1.1]
+    """
+
+    def update_step(self, gradient, variable, learning_rate):
+        lr = ops.cast(learning_rate, variable.dtype)
+        gradient = ops.cast(gradient, variable.dtype)
+        step = ops.cast(self.iterations + 1, variable.dtype)
+        beta_1_correction = 1 - ops.power(ops.cast(self.beta_1, variable.dtype), step)
+        beta_2_correction = 1 - ops.power(ops.cast(self.beta_2, variable.dtype), step)
+        m = self._momentums[self._get_variable_index(variable)]
+        v = self._velocities[self._get_variable_index(variable)]
+        self.assign_add(m, ops.multiply(ops.subtract(gradient, m), 1 - self.beta_1))
+        self.assign_add(v, ops.multiply(ops.subtract(ops.square(gradient), v), 1 - self.beta_2))
+        denominator = ops.add(ops.sqrt(ops.divide(v, beta_2_correction)), self.epsilon)
+        self.assign_sub(variable, ops.divide(ops.multiply(m, lr / beta_1_correction), denominator))
+
+
 def bert_adamw(learning_rate, total_steps, warmup_ratio=0.1, weight_decay=0.01, clipnorm=1.0):
     """AdamW as BERT trains: warmup then linear decay, no decay on LayerNorm or biases.
+
+    The update is PyTorch's (`BertAdamW`), so a recipe carried over from Hugging Face
+    behaves the same here.
 
     Args:
         learning_rate: float. Peak learning rate (2e-5..5e-5 to fine-tune, 1e-4 to pretrain).
@@ -18,7 +55,7 @@ def bert_adamw(learning_rate, total_steps, warmup_ratio=0.1, weight_decay=0.01, 
     >>> round(float(optimizer.learning_rate), 8)  # step 0 of the warmup
     0.0
     """
-    optimizer = keras.optimizers.AdamW(
+    optimizer = BertAdamW(
         learning_rate=WarmupLinearDecay(learning_rate, int(warmup_ratio * total_steps), total_steps),
         weight_decay=weight_decay,
         beta_1=0.9,

@@ -15,6 +15,8 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
     >>> schedule = WarmupLinearDecay(1e-3, warmup_steps=10, total_steps=110)
     >>> [round(float(schedule(s)), 6) for s in (0, 5, 10, 60, 110, 200)]
     [0.0, 0.0005, 0.001, 0.0005, 0.0, 0.0]
+    >>> round(float(WarmupLinearDecay(1e-3, warmup_steps=0, total_steps=100)(0)), 6)  # no warmup
+    0.001
     """
 
     def __init__(self, peak, warmup_steps, total_steps):
@@ -29,7 +31,7 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
 
     def __call__(self, step):
         step = ops.cast(step, "float32")
-        warmup = step / max(self.warmup_steps, 1)
+        warmup = step / self.warmup_steps if self.warmup_steps else 1.0
         decay = (self.total_steps - step) / max(self.total_steps - self.warmup_steps, 1)
         return self.peak * ops.clip(ops.minimum(warmup, decay), 0.0, 1.0)
 

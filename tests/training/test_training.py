@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from kbert import BertBackbone
-from kbert.training import atomic_output_folder, bert_adamw
+from kbert.training import WarmupLinearDecay, atomic_output_folder, bert_adamw
 from tests.conftest import TINY, tiny_batch
 
 
@@ -48,3 +48,37 @@ def test_schedule_drives_the_optimizer_through_fit():
     model.fit(tiny_batch(batch=4), np.array([0, 1, 0, 1]), batch_size=1, epochs=1, verbose=0)
     assert int(optimizer.iterations) == 4
     assert float(optimizer.learning_rate) == 0.0  # decayed to zero at total_steps
+
+
+
+def _pytorch_adamw(weights, gradients, learning_rates, weight_decay, eps=1e-6, beta_1=0.9, beta_2=0.999):
+    """PyTorch's AdamW algorithm as its documentation states it, in float64 numpy."""
+    m, v = np.zeros_like(weights), np.zeros_like(weights)
+    for t, (g, lr) in enumerate(zip(gradients, learning_rates), start=1):
+        weights = weights * (1 - lr * weight_decay)
+        m = beta_1 * m + (1 - beta_1) * g
+        v = beta_2 * v + (1 - beta_2) * g * g
+        m_hat, v_hat = m / (1 - beta_1**t), v / (1 - beta_2**t)
+        weights = weights - lr * m_hat / (np.sqrt(v_hat) + eps)
+    return weights
+
+
+def test_bert_adamw_follows_pytorch_adamw():
+    # Gradients spanning 1e-7..1: Keras's own Adam damps the small ones (its epsilon comes
+    # before the bias correction); PyTorch's update, which BertAdamW follows, does not.
+    rng = np.random.default_rng(0)
+    start = rng.normal(size=64).astype("float32")
+    gradients = [(rng.normal(size=64) * 10.0 ** rng.integers(-7, 1, size=64)).astype("float32") for _ in range(5)]
+    learning_rates = 1e-2 * (1 - np.arange(5) / 1000)  # the linear decay, step by step
+    expected = _pytorch_adamw(start.astype("float64"), gradients, learning_rates, weight_decay=0.01)
+
+    def train(optimizer):
+        variable = keras.Variable(start, name="kernel")
+        for gradient in gradients:
+            optimizer.apply([keras.ops.convert_to_tensor(gradient)], [variable])
+        return keras.ops.convert_to_numpy(variable)
+
+    ours = train(bert_adamw(1e-2, total_steps=1000, warmup_ratio=0.0, clipnorm=None))
+    np.testing.assert_allclose(ours, expected, rtol=0, atol=2e-6)
+    keras_adamw = keras.optimizers.AdamW(WarmupLinearDecay(1e-2, 0, 1000), weight_decay=0.01, epsilon=1e-6)
+    assert np.abs(train(keras_adamw) - expected).max() > 1e-3  # the difference the test guards
