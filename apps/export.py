@@ -1,0 +1,81 @@
+"""Export a trained model for serving (SavedModel) or the edge (TFLite), taking raw text.
+
+    python apps/export.py --model saved_models/sst2 --format saved_model --out exports/sst2
+    python apps/export.py --model saved_models/conll --format tflite --quantize dynamic-int8 --out exports/conll_tflite
+    python apps/export.py --model all_minilm_l6_v2 --format tflite --out exports/minilm   # embeddings
+
+--model takes a run folder of apps/sentiment.py, nli.py, similarity.py, ner.py or qa.py, or a
+backbone (a preset, all_minilm_l6_v2, a folder of apps/pretrain.py or a Hugging Face folder),
+trained under any backend. Export runs under TensorFlow: the .keras file is reloaded there
+(this script re-runs itself with KERAS_BACKEND=tensorflow when needed). The output folder is
+written whole or not at all. See kbert/export/serving.py for each task's inputs and outputs.
+"""
+
+import argparse
+import os
+import pathlib
+import sys
+
+
+def parser():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", required=True, help="run folder, backbone folder or preset")
+    parser.add_argument("--format", required=True, choices=("saved_model", "tflite"))
+    parser.add_argument("--out", required=True, help="folder to write")
+    parser.add_argument("--quantize", default="none", choices=("none", "float16", "dynamic-int8", "int8"),
+                        help="TFLite only")
+    parser.add_argument("--calibration-texts", help="int8: a file of typical inputs, one a line "
+                        "(a tab separates the two texts of a pair)")
+    parser.add_argument("--max-length", type=int, help="tokens per input (default: the run's)")
+    parser.add_argument("--padding", default="max_length", choices=("max_length", "longest"),
+                        help="pad to --max-length (static shapes) or to the longest input of a batch")
+    parser.add_argument("--pairs", action="store_true", help="a classifier over text pairs (NLI); "
+                        "default: from the run's task")
+    parser.add_argument("--no-text-model", action="store_true", help="TFLite: token-id model only")
+    return parser
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    if os.environ.get("KERAS_BACKEND") != "tensorflow":
+        import keras
+
+        if keras.config.backend() != "tensorflow":
+            print(f"Export runs under TensorFlow; this process uses {keras.config.backend()!r}. "
+                  "Re-running with KERAS_BACKEND=tensorflow (the .keras file loads there as saved).",
+                  file=sys.stderr)
+            sys.stdout.flush()
+            script = str(pathlib.Path(__file__).resolve())
+            os.execve(sys.executable, [sys.executable, script, *(sys.argv[1:] if argv is None else argv)],
+                      {**os.environ, "KERAS_BACKEND": "tensorflow"})
+    from kbert.export import ExportError, export_saved_model, export_tflite, load_exportable
+
+    if args.format == "saved_model" and args.quantize != "none":
+        sys.exit("--quantize applies to --format tflite only: a SavedModel keeps float32 weights.")
+    try:
+        model, tokenizer, spec = load_exportable(args.model, max_length=args.max_length,
+                                                 padding=args.padding, num_texts=2 if args.pairs else None)
+        print(f"{args.model}: {spec.task}, {spec.num_texts} text(s) per input, max_length "
+              f"{spec.max_length}, padding {spec.padding}")
+        if args.format == "saved_model":
+            export_saved_model(model, tokenizer, spec, args.out)
+        else:
+            calibration = None
+            if args.calibration_texts:
+                lines = pathlib.Path(args.calibration_texts).read_text("utf-8").splitlines()
+                calibration = [tuple(line.split("\t", 1)) if "\t" in line else line for line in lines if line.strip()]
+            export_tflite(model, tokenizer, spec, args.out, args.quantize, calibration,
+                          text_model=not args.no_text_model)
+    except (ExportError, FileNotFoundError, ValueError) as error:
+        sys.exit(f"export failed: {error}")
+    total = 0
+    for path in sorted(pathlib.Path(args.out).rglob("*")):
+        if path.is_file():
+            total += path.stat().st_size
+            if path.suffix in (".tflite", ".pb") or path.name.startswith("variables.data"):
+                print(f"  {path.relative_to(args.out)}  {path.stat().st_size / 1e6:.2f} MB")
+    print(f"Wrote {args.out} ({total / 1e6:.2f} MB)")
+
+
+if __name__ == "__main__":
+    main()

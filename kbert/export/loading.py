@@ -1,0 +1,66 @@
+"""What to export: a run folder, a backbone folder or a preset, loaded under TensorFlow."""
+
+import json
+import pathlib
+
+import keras
+
+from kbert.export.serving import ExportSpec, task_of
+
+MODEL_FILE = "model.keras"
+PAIR_TASKS = ("nli", "similarity")
+
+
+def require_tensorflow_backend():
+    """Raises a RuntimeError unless Keras runs on TensorFlow, which export needs."""
+    backend = keras.config.backend()
+    if backend != "tensorflow":
+        raise RuntimeError(
+            f"Export needs the TensorFlow backend; this process runs {backend!r}. A .keras file "
+            "saved under any backend loads under TensorFlow: run with KERAS_BACKEND=tensorflow "
+            "(apps/export.py re-runs itself that way).")
+
+
+def load_exportable(path, max_length=None, padding="max_length", num_texts=None):
+    """Returns `(model, tokenizer, spec)` for `path`, ready for `export_saved_model` / `export_tflite`.
+
+    Args:
+        path: a run folder written by the task apps (`model.keras`, vocab.txt, metrics.json:
+            sentiment, NLI, similarity, NER, QA), a backbone folder (`backbone.keras`), a
+            Hugging Face BERT folder, or a preset name (the bare backbone, for embeddings).
+        max_length: int or None. Tokens per input; default: the run's `max_length` (128
+            for a backbone, capped by the model's positions).
+        padding: "max_length" or "longest".
+        num_texts: int or None. 2 for a sentence-pair classifier; default from the run's task.
+    """
+    from kbert.text import BertTokenizer
+
+    require_tensorflow_backend()
+    folder = pathlib.Path(path)
+    metrics = {}
+    if (folder / MODEL_FILE).is_file():
+        model = keras.saving.load_model(folder / MODEL_FILE, compile=False, safe_mode=True)
+        tokenizer = BertTokenizer.from_hf(folder)
+        if (folder / "metrics.json").is_file():
+            metrics = json.loads((folder / "metrics.json").read_text())
+    else:
+        from kbert.checkpoints import load_backbone
+
+        model, tokenizer = load_backbone(path)
+    task = task_of(model)
+    backbone = model if task == "backbone" else model.backbone
+    positions = backbone.max_sequence_length
+    default = metrics.get("max_length", 384 if task == "question_answerer" else 128)
+    max_length = min(max_length or default, positions)
+    if num_texts is None:
+        num_texts = 2 if metrics.get("task") in PAIR_TASKS else 1
+    if task == "question_answerer":
+        num_texts = 2
+    elif task != "classifier" and num_texts != 1:
+        raise ValueError(f"{path}: a {task} takes one text per input, not {num_texts}.")
+    label_names = getattr(model, "label_names", None)
+    spec = ExportSpec(task, max_length, padding, num_texts,
+                      None if label_names is None else tuple(label_names),
+                      max_question_length=metrics.get("max_question_length", 64),
+                      doc_stride=metrics.get("doc_stride", 128))
+    return model, tokenizer, spec

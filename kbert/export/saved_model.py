@@ -1,0 +1,72 @@
+"""SavedModel export: `serving_default` on raw strings, `token_ids` on token ids."""
+
+import json
+import pathlib
+
+from kbert.export.loading import require_tensorflow_backend
+from kbert.export.serving import serving_functions
+
+EXPORT_FILE = "export.json"
+
+
+def export_saved_model(model, tokenizer, spec, out):
+    """Writes a SavedModel of `model` with its tokenizer in the graph to the folder `out`.
+
+    The folder appears whole or not at all (built beside `out`, then renamed). It holds the
+    SavedModel, `vocab.txt` and `tokenizer_config.json` (for callers that tokenize
+    themselves) and `export.json` (the `ExportSpec` and the signatures).
+
+    Args:
+        model: a kbert task model or backbone, loaded under the TensorFlow backend.
+        tokenizer: `kbert.text.BertTokenizer`.
+        spec: `kbert.export.serving.ExportSpec`.
+        out: path of the folder to write.
+
+    Returns: the path written.
+
+    Example (not run here: TensorFlow backend only)::
+
+        model, tokenizer, spec = load_exportable("saved_models/sst2")
+        export_saved_model(model, tokenizer, spec, "exports/sst2")
+        served = tf.saved_model.load("exports/sst2").signatures["serving_default"]
+        served(texts=tf.constant(["a gripping film"]))["label"]
+    """
+    from kbert.training.run_folder import atomic_output_folder
+
+    require_tensorflow_backend()
+    functions = serving_functions(model, tokenizer, spec)
+    with atomic_output_folder(out) as folder:
+        write_saved_model(model, functions, folder)
+        tokenizer.save(folder)
+        write_export_json(folder, spec, {name: _signature_summary(function)
+                                         for name, function in functions.items()}, "saved_model")
+    return pathlib.Path(out)
+
+
+def write_saved_model(model, functions, folder):
+    """Writes `functions` as the SavedModel's signatures, through Keras's `ExportArchive`.
+
+    The archive tracks the Keras variables so that the TFLite converter freezes them (a plain
+    `tf.Module` holding the model left them as resource variables, which ran as NaN).
+    """
+    import keras
+
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    for name, function in functions.items():
+        archive.add_endpoint(name, function)
+    archive.write_out(str(folder), verbose=False)
+
+
+def write_export_json(folder, spec, signatures, fmt, **extra):
+    content = {"format": fmt, **spec.to_dict(), "signatures": signatures, **extra}
+    (pathlib.Path(folder) / EXPORT_FILE).write_text(json.dumps(content, indent=2))
+
+
+def _signature_summary(function):
+    concrete = function.get_concrete_function()
+    inputs = {spec.name: [spec.dtype.name, spec.shape.as_list()]
+              for spec in concrete.structured_input_signature[0]}
+    outputs = {name: [value.dtype.name, value.shape.as_list()]
+               for name, value in concrete.structured_outputs.items()}
+    return {"inputs": inputs, "outputs": outputs}

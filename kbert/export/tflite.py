@@ -1,0 +1,162 @@
+"""TFLite export: a string-in model (tensorflow-text custom ops) and a token-id model (builtins).
+
+Two files, each with one signature named as in the SavedModel (see `kbert.export.serving`):
+
+- `token_ids.tflite` (signature `token_ids`) takes `token_ids`, `segment_ids`, `padding_mask` (int32, batch x
+  max_length) and uses TFLite builtin ops only: any LiteRT interpreter runs it. Tokenize
+  with `vocab.txt`, shipped beside it (`apps/edge_predict.py` has a pure-Python WordPiece).
+- `text.tflite` (signature `serving_default`) takes raw UTF-8 strings. Besides builtins it needs the tensorflow-text
+  kernels `CUSTOM_OPS` (FastBertNormalize, FastWordpieceTokenizeWithOffsets,
+  TFText>ByteSplitWithOffsets), registered
+  in the interpreter (`tensorflow_text.tflite_registrar`; in an app, link tensorflow-text's
+  TFLite ops). No SELECT_TF_OPS (Flex) op is needed.
+
+Quantization (`QUANTIZATIONS`): "none" (float32), "float16" (weights in float16),
+"dynamic-int8" (int8 weights, activations quantized on the fly), "int8" (full integer,
+calibrated on `calibration_texts`; token-id model only: the string-in model's tokenizer
+ops have no int8 kernels).
+"""
+
+import json
+import pathlib
+import shutil
+
+import numpy as np
+import tensorflow as tf
+
+from kbert.export.loading import require_tensorflow_backend
+from kbert.export.saved_model import write_export_json, write_saved_model
+from kbert.export.serving import serving_functions, text_input_names
+from kbert.export.tokenization import CUSTOM_OPS
+
+QUANTIZATIONS = ("none", "float16", "dynamic-int8", "int8")
+TEXT_FILE, IDS_FILE = "text.tflite", "token_ids.tflite"
+
+
+class ExportError(ValueError):
+    """An export that cannot be done as asked; the message says which part and why."""
+
+
+def export_tflite(model, tokenizer, spec, out, quantize="none", calibration_texts=None, text_model=True):
+    """Writes `token_ids.tflite` and (unless impossible or `text_model=False`) `text.tflite` to `out`.
+
+    The folder also gets `vocab.txt`, `tokenizer_config.json` and `export.json`; it appears
+    whole or not at all. Each model is loaded and run on a small batch (an empty string
+    among them) before the folder is committed.
+
+    Args:
+        model, tokenizer, spec: from `kbert.export.load_exportable`.
+        out: path of the folder to write.
+        quantize: one of `QUANTIZATIONS`.
+        calibration_texts: list of str (or pairs, as (text, pair) tuples), needed for "int8":
+            about 100 typical inputs.
+        text_model: bool. Also write the string-in model.
+
+    Returns: dict of file name -> size in bytes.
+
+    Example (not run here: TensorFlow backend only)::
+
+        export_tflite(*load_exportable("saved_models/sst2"), "exports/sst2_tflite", "dynamic-int8")
+    """
+    from kbert.training.run_folder import atomic_output_folder
+
+    require_tensorflow_backend()
+    if quantize not in QUANTIZATIONS:
+        raise ExportError(f"--quantize must be one of {QUANTIZATIONS}, got {quantize!r}.")
+    notes = []
+    if quantize == "int8":
+        if not calibration_texts:
+            raise ExportError("int8 (full-integer) quantization needs a representative data set to "
+                              "calibrate activation ranges: pass calibration texts (--calibration-texts "
+                              "FILE, one input a line), or use --quantize dynamic-int8, which needs none.")
+        if text_model:
+            notes.append("text.tflite not written: int8 full-integer quantization covers the token-id "
+                         "model only (the string-in model's tokenizer ops have no int8 kernels); use "
+                         "dynamic-int8 for a quantized string-in model.")
+            text_model = False
+    functions = serving_functions(model, tokenizer, spec, tflite=True)
+    sizes = {}
+    with atomic_output_folder(out) as folder:
+        staging = folder / ".saved_model"
+        write_saved_model(model, functions, staging)
+        targets = [(IDS_FILE, "token_ids")] + ([(TEXT_FILE, "serving_default")] if text_model else [])
+        for file_name, signature in targets:
+            converter = tf.lite.TFLiteConverter.from_saved_model(str(staging), signature_keys=[signature])
+            _configure(converter, quantize, signature == "serving_default",
+                       lambda: _representative_inputs(tokenizer, spec, calibration_texts))
+            try:
+                blob = converter.convert()
+            except Exception as error:  # the converter raises many types; say which model failed
+                raise ExportError(f"TFLite conversion of the {spec.task} {signature} model with "
+                                  f"quantize={quantize} failed: {str(error)[-2000:]}") from error
+            (folder / file_name).write_bytes(blob)
+            check_tflite(folder / file_name, tokenizer, spec, text=signature == "serving_default")
+            sizes[file_name] = len(blob)
+        shutil.rmtree(staging)
+        tokenizer.save(folder)
+        write_export_json(folder, spec, {name: _signature_of(folder / name) for name in sizes},
+                          "tflite", quantize=quantize, files=sizes, notes=notes,
+                          custom_ops={TEXT_FILE: list(CUSTOM_OPS)} if TEXT_FILE in sizes else {})
+    for note in notes:
+        print(note)
+    return sizes
+
+
+def _configure(converter, quantize, text, representative):
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+    converter.allow_custom_ops = text
+    if quantize == "none":
+        return
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    if quantize == "float16":
+        converter.target_spec.supported_types = [tf.float16]
+    elif quantize == "int8":
+        converter.representative_dataset = representative
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+
+
+def _representative_inputs(tokenizer, spec, texts):
+    for item in texts:
+        text, pair = (item, None) if isinstance(item, str) else item
+        batch = tokenizer([text], None if pair is None else [pair], max_length=spec.max_length,
+                          truncation="only_second" if spec.task == "question_answerer" else "longest_first")
+        yield {key: batch[key] for key in ("token_ids", "segment_ids", "padding_mask")}
+
+
+def interpreter(path, **kwargs):
+    """A TFLite interpreter for `path` with tensorflow-text's ops registered (this process has TF).
+
+    Example (not run here)::
+
+        runner = interpreter("exports/sst2_tflite/text.tflite").get_signature_runner()
+        runner(texts=np.array(["a gripping film"], dtype=object))["label"]
+    """
+    import tensorflow_text as tf_text
+    from tensorflow.lite.python import interpreter as tflite_interpreter
+
+    return tflite_interpreter.InterpreterWithCustomOps(
+        model_path=str(path), custom_op_registerers=tf_text.tflite_registrar.SELECT_TFTEXT_OPS, **kwargs)
+
+
+def check_tflite(path, tokenizer, spec, text):
+    """Loads and runs `path` on a small batch; an ExportError says what failed."""
+    try:
+        runner = interpreter(path).get_signature_runner()
+        if text:
+            sample = np.array(["", "A short text."], dtype=object)
+            runner(**{name: sample for name in text_input_names(spec)})
+        else:
+            batch = tokenizer(["", "A short text."], max_length=spec.max_length)
+            runner(**{key: batch[key] for key in ("token_ids", "segment_ids", "padding_mask")})
+    except Exception as error:
+        raise ExportError(f"{path.name} was converted but does not run in the TFLite interpreter: "
+                          f"{error}") from error
+
+
+def _signature_of(path):
+    (name, details), = interpreter(path).get_signature_list().items()
+    return {"signature": name, "inputs": details["inputs"], "outputs": details["outputs"]}
+
+
+def read_export_json(folder):
+    return json.loads((pathlib.Path(folder) / "export.json").read_text())

@@ -1,0 +1,106 @@
+"""SavedModel and TFLite exports of a sentence classifier give the Keras model's answers on raw text."""
+
+import json
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from kbert.export import ExportError, export_saved_model, export_tflite, load_exportable
+from kbert.export.tflite import interpreter
+from kbert.tasks import BertClassifier
+from kbert.training.run_folder import write_run_folder
+from tests.export.conftest import TENSORFLOW_ONLY, TEXTS, tiny_backbone
+
+pytestmark = TENSORFLOW_ONLY
+
+LABELS = ["negative", "neutral", "positive"]
+MAX_LENGTH = 24
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory, tokenizer):
+    folder = tmp_path_factory.mktemp("runs") / "sst"
+    model = BertClassifier(tiny_backbone(), 3, label_names=LABELS)
+    write_run_folder(folder, model, tokenizer, {"task": "sentiment", "max_length": MAX_LENGTH}, {"loss": [1.0]})
+    return folder
+
+
+@pytest.fixture(scope="module")
+def exported(run, tmp_path_factory):
+    root = tmp_path_factory.mktemp("exports")
+    model, tokenizer, spec = load_exportable(run)
+    export_saved_model(model, tokenizer, spec, root / "saved")
+    export_tflite(model, tokenizer, spec, root / "tflite")
+    return model, tokenizer, root
+
+
+def keras_probabilities(model, tokenizer, texts, pairs=None):
+    batch = tokenizer(texts, pairs, max_length=MAX_LENGTH)
+    return keras.ops.convert_to_numpy(keras.ops.softmax(model(batch), axis=-1))
+
+
+def test_saved_model_matches_keras(exported):
+    model, tokenizer, root = exported
+    served = tf.saved_model.load(str(root / "saved")).signatures["serving_default"]
+    out = served(texts=tf.constant(TEXTS))
+    expected = keras_probabilities(model, tokenizer, TEXTS)
+    np.testing.assert_allclose(out["probabilities"].numpy(), expected, atol=1e-4)
+    assert [label.decode() for label in out["label"].numpy()] == [LABELS[i] for i in expected.argmax(-1)]
+    assert out["truncated"].numpy().tolist() == [False] * 5 + [True, False, False]
+    ids = tf.saved_model.load(str(root / "saved")).signatures["token_ids"]
+    batch = {k: tf.constant(v) for k, v in tokenizer(TEXTS, max_length=MAX_LENGTH).items()}
+    np.testing.assert_allclose(ids(**batch)["probabilities"].numpy(), expected, atol=1e-5)
+    assert json.loads((root / "saved" / "export.json").read_text())["label_names"] == LABELS
+
+
+def test_tflite_fp32_matches_keras(exported):
+    model, tokenizer, root = exported
+    expected = keras_probabilities(model, tokenizer, TEXTS)
+    text = interpreter(root / "tflite" / "text.tflite").get_signature_runner()
+    out = text(texts=np.array(TEXTS, dtype=object))
+    np.testing.assert_allclose(out["probabilities"], expected, atol=1e-4)
+    assert [label.decode() for label in out["label"]] == [LABELS[i] for i in expected.argmax(-1)]
+    ids = interpreter(root / "tflite" / "token_ids.tflite").get_signature_runner()
+    batch = tokenizer(TEXTS, max_length=MAX_LENGTH)
+    np.testing.assert_allclose(ids(**batch)["probabilities"], expected, atol=1e-4)
+    assert (root / "tflite" / "vocab.txt").is_file()
+
+
+def test_bad_input_has_defined_outputs(exported):
+    """Empty, huge and invalid UTF-8 inputs: same answers from SavedModel and TFLite, no crash."""
+    _, _, root = exported
+    texts = [b"", b"good " * 20000, b"\xff\xfe bad \xc3", b"ok \xe2\x82", b"\x80film"]
+    served = tf.saved_model.load(str(root / "saved")).signatures["serving_default"]
+    saved = served(texts=tf.constant(texts))
+    lite = interpreter(root / "tflite" / "text.tflite").get_signature_runner()(texts=np.array(texts, dtype=object))
+    np.testing.assert_allclose(lite["probabilities"], saved["probabilities"].numpy(), atol=1e-4)
+    assert np.isfinite(lite["probabilities"]).all()
+    assert lite["truncated"].tolist() == [False, True, False, False, False]
+
+
+def test_interrupted_export_leaves_nothing(run, tmp_path, monkeypatch):
+    model, tokenizer, spec = load_exportable(run)
+
+    def interrupt(folder):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tokenizer, "save", interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        export_saved_model(model, tokenizer, spec, tmp_path / "out")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_unsupported_combinations_say_which_and_why(run, tmp_path):
+    model, tokenizer, spec = load_exportable(run)
+    with pytest.raises(ExportError, match="int8.*representative data set"):
+        export_tflite(model, tokenizer, spec, tmp_path / "out", quantize="int8")
+    with pytest.raises(ExportError, match="--quantize must be one of"):
+        export_tflite(model, tokenizer, spec, tmp_path / "out", quantize="int4")
+    assert list(tmp_path.iterdir()) == []
+    from kbert.tasks import BertPretrainer
+    from kbert.export.serving import task_of
+
+    with pytest.raises(ValueError, match="Cannot export a BertPretrainer"):
+        task_of(BertPretrainer(tiny_backbone()))

@@ -1,0 +1,152 @@
+"""NER, QA and backbone exports: the same tags, entities, spans and embeddings as the Keras model."""
+
+import json
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from kbert.data.squad_example import SquadExample
+from kbert.data.squad_windows import SquadWindows
+from kbert.export import export_saved_model, export_tflite, load_exportable
+from kbert.export.tflite import interpreter
+from kbert.layers import mean_pool
+from kbert.metrics.entity_f1 import get_entities
+from kbert.tasks import BertQuestionAnswerer, BertTokenClassifier
+from kbert.training.run_folder import write_run_folder
+from tests.conftest import TESTS, run_python
+from tests.export.conftest import TENSORFLOW_ONLY, TEXTS, tiny_backbone
+
+pytestmark = TENSORFLOW_ONLY
+
+TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+EDGE_PREDICT = TESTS.parent / "apps" / "edge_predict.py"
+
+
+def export_both(tmp_path_factory, model, tokenizer, metrics, name):
+    root = tmp_path_factory.mktemp(name)
+    write_run_folder(root / "run", model, tokenizer, metrics, {"loss": [1.0]})
+    model, tokenizer, spec = load_exportable(root / "run")
+    export_saved_model(model, tokenizer, spec, root / "saved")
+    export_tflite(model, tokenizer, spec, root / "tflite")
+    return model, tokenizer, spec, root
+
+
+@pytest.fixture(scope="module")
+def ner(tmp_path_factory, tokenizer):
+    model = BertTokenClassifier(tiny_backbone(), TAGS)
+    model.get_layer("logits").bias.assign(np.array([0.0, 0.3, 0.3, 0.3, 0.3], "float32"))  # entities appear
+    return export_both(tmp_path_factory, model, tokenizer, {"task": "ner", "max_length": 24}, "ner")
+
+
+def keras_entities(model, tokenizer, texts, max_length):
+    batch = tokenizer(texts, max_length=max_length, return_offsets=True)
+    logits = keras.ops.convert_to_numpy(model({k: batch[k] for k in ("token_ids", "segment_ids", "padding_mask")}))
+    probabilities = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    results = []
+    for i, text in enumerate(texts):
+        first = [t for t in range(max_length) if batch["word_ids"][i, t] >= 0
+                 and (t == 0 or batch["word_ids"][i, t] != batch["word_ids"][i, t - 1])]
+        tags = [TAGS[int(probabilities[i, t].argmax())] for t in first]
+        ends = {w: batch["offsets"][i, t, 1] for t, w in enumerate(batch["word_ids"][i]) if w >= 0}
+        entities = []
+        for kind, a, b in get_entities(tags):
+            start, end = int(batch["offsets"][i, first[a], 0]), int(ends[batch["word_ids"][i, first[b]]])
+            score = float(np.mean([probabilities[i, first[w]].max() for w in range(a, b + 1)]))
+            entities.append((kind, start, end, text[start:end], round(score, 4)))
+        results.append((probabilities[i].argmax(-1), entities))
+    return results
+
+
+def served_entities(out, texts, with_text):
+    results = []
+    for i, text in enumerate(texts):
+        entities = []
+        for e in range(int(out["entity_count"][i])):
+            start, end = int(out["entity_starts"][i, e]), int(out["entity_ends"][i, e])
+            entities.append((out["entity_types"][i, e].decode(), start, end,
+                             out["entity_texts"][i, e].decode() if with_text else text[start:end],
+                             round(float(out["entity_scores"][i, e]), 4)))
+        results.append((np.asarray(out["tag_ids"][i]), entities))
+    return results
+
+
+def test_ner_saved_model_and_tflite_match_keras(ner):
+    model, tokenizer, spec, root = ner
+    expected = keras_entities(model, tokenizer, TEXTS, spec.max_length)
+    assert any(entities for _, entities in expected)
+    saved = tf.saved_model.load(str(root / "saved")).signatures["serving_default"](texts=tf.constant(TEXTS))
+    lite = interpreter(root / "tflite" / "text.tflite").get_signature_runner()(texts=np.array(TEXTS, dtype=object))
+    for out, with_text in ((({k: v.numpy() for k, v in saved.items()}), True), (lite, False)):
+        got = served_entities(out, TEXTS, with_text)
+        for (tags, entities), (want_tags, want_entities) in zip(got, expected):
+            np.testing.assert_array_equal(tags, want_tags)
+            assert [e[:4] for e in entities] == [e[:4] for e in want_entities]
+            np.testing.assert_allclose([e[4] for e in entities], [e[4] for e in want_entities], atol=2e-4)
+
+
+@pytest.fixture(scope="module")
+def qa(tmp_path_factory, tokenizer):
+    model = BertQuestionAnswerer(tiny_backbone())
+    metrics = {"task": "qa", "max_length": 32, "doc_stride": 8, "max_question_length": 6}
+    return export_both(tmp_path_factory, model, tokenizer, metrics, "qa")
+
+
+QUESTIONS = ["Who visited Paris?", "What is good?", "", "who " * 20]
+CONTEXTS = ["Angela Merkel visited Paris.", "The film was good, the cafe was bad.", "Paris.", "Merkel!"]
+
+
+def decode_best(model, tokenizer, questions, contexts, windowing):
+    examples = [SquadExample(f"q{i}", q, c) for i, (q, c) in enumerate(zip(questions, contexts))]
+    windows = SquadWindows(tokenizer, examples, **windowing)
+    logits = model(windows.inputs)
+    best = windows.decode(keras.ops.convert_to_numpy(logits["start_logits"]),
+                          keras.ops.convert_to_numpy(logits["end_logits"]))
+    return [b[0] if b else None for b in best]
+
+
+def test_qa_saved_model_and_tflite_match_keras(qa):
+    model, tokenizer, spec, root = qa
+    windowing = {"max_length": 32, "doc_stride": 8, "max_question_length": 6}
+    expected = decode_best(model, tokenizer, QUESTIONS, CONTEXTS, windowing)
+    inputs = {"questions": QUESTIONS, "contexts": CONTEXTS}
+    saved = tf.saved_model.load(str(root / "saved")).signatures["serving_default"](
+        **{k: tf.constant(v) for k, v in inputs.items()})
+    lite = interpreter(root / "tflite" / "text.tflite").get_signature_runner()(
+        **{k: np.array(v, dtype=object) for k, v in inputs.items()})
+    for i, want in enumerate(expected):
+        for out in ({k: np.asarray(v) for k, v in saved.items()}, lite):
+            assert (int(out["answer_start"][i]), int(out["answer_end"][i])) == (want["start"], want["end"])
+            np.testing.assert_allclose(out["score"][i], want["score"], atol=1e-4)
+            np.testing.assert_allclose(out["probability"][i], want["probability"], atol=1e-4)
+        assert saved["answer_text"].numpy()[i].decode() == want["text"]
+
+
+def test_qa_edge_runner_reads_long_contexts_through_windows(qa, tmp_path):
+    """The LiteRT-only runner (token ids + pure-Python WordPiece + windows) equals SquadWindows.decode."""
+    model, tokenizer, spec, root = qa
+    context = "Angela Merkel visited Paris. " * 6 + "The film was good, the cafe was bad. " * 4
+    expected = decode_best(model, tokenizer, ["Who visited Paris?"], [context], {
+        "max_length": 32, "doc_stride": 8, "max_question_length": 6})[0]
+    result = run_python(EDGE_PREDICT, root / "tflite" / "token_ids.tflite", "--question", "Who visited Paris?",
+                        "--context", context)
+    answer = json.loads(result.stdout.splitlines()[-1])
+    assert (answer["start"], answer["end"], answer["text"]) == (expected["start"], expected["end"], expected["text"])
+    assert answer["windows"] > 3
+    np.testing.assert_allclose(answer["score"], expected["score"], atol=1e-4)
+
+
+def test_backbone_embeddings_match_keras(tmp_path, tokenizer):
+    from kbert.checkpoints import save_backbone
+
+    backbone = tiny_backbone()
+    (tmp_path / "backbone").mkdir()
+    save_backbone(tmp_path / "backbone", backbone, tokenizer)
+    model, tokenizer, spec = load_exportable(tmp_path / "backbone", max_length=24, padding="longest")
+    assert spec.task == "backbone"
+    export_saved_model(model, tokenizer, spec, tmp_path / "saved")
+    batch = tokenizer(TEXTS, max_length=24, padding="longest")
+    expected = keras.ops.convert_to_numpy(mean_pool(model(batch)["sequence_output"], batch["padding_mask"]))
+    out = tf.saved_model.load(str(tmp_path / "saved")).signatures["serving_default"](texts=tf.constant(TEXTS))
+    np.testing.assert_allclose(out["embeddings"].numpy(), expected, atol=1e-5)
