@@ -46,7 +46,10 @@ class PaddedBatches(keras.utils.PyDataset):
         self.group_by_length = group_by_length
         self.rng = np.random.default_rng(seed)
         self.order = np.arange(len(self.lengths))
+        self.widths = None  # set by _fix_first_widths for unshuffled batches
         self.on_epoch_end()
+        if not shuffle:
+            self._fix_first_widths()
 
     def __len__(self):
         return math.ceil(len(self.order) / self.batch_size)
@@ -108,6 +111,22 @@ class PaddedBatches(keras.utils.PyDataset):
         if len(other) == size:
             self.order[size : 2 * size], self.order[j * size : (j + 1) * size] = other, second
 
+    def _fix_first_widths(self):
+        """Unshuffled rows stay in order, so instead of swapping batches (`_vary_first_widths`),
+        batch 1 is padded one `length_multiple` wider than batch 0 when both have the same width
+        and a later batch has another; when it cannot be wider, every batch gets the full width.
+        """
+        widths = [self._width(i) for i in range(len(self))]
+        if len(widths) < 3 or widths[0] != widths[1] or len(set(widths)) == 1:
+            return
+        if widths[1] < self.width:
+            widths[1] = min(widths[1] + self.length_multiple, self.width)
+        else:
+            widths = [self.width] * len(widths)
+        self.widths = widths
+
     def _width(self, index):
+        if self.widths is not None:
+            return self.widths[index]
         longest = int(self.lengths[self.order[index * self.batch_size : (index + 1) * self.batch_size]].max())
         return min(-(-longest // self.length_multiple) * self.length_multiple, self.width)

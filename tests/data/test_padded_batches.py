@@ -41,3 +41,12 @@ def test_first_two_batches_differ_in_width_when_possible():
         batches = PaddedBatches(inputs(lengths), batch_size=8, shuffle=True, seed=seed, group_by_length=True)
         assert batches[0]["token_ids"].shape[1] != batches[1]["token_ids"].shape[1]
         assert sorted(batches.order.tolist()) == list(range(24))
+
+
+def test_unshuffled_first_two_batches_differ_in_width():
+    """Validation batches (rows in order): under TensorFlow a later width would fail otherwise."""
+    batches = PaddedBatches(inputs([5, 5, 6, 2, 2, 9]), batch_size=2)
+    assert [batches[i]["token_ids"].shape[1] for i in range(3)] == [8, 16, 16]
+    assert batches.predict(Echo())["n"].tolist() == [5, 5, 6, 2, 2, 9]
+    full = PaddedBatches(inputs([16, 16, 15, 16, 2, 2]), batch_size=2)  # cannot widen batch 1: all full
+    assert [full[i]["token_ids"].shape[1] for i in range(3)] == [16, 16, 16]
