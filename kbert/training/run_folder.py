@@ -30,6 +30,7 @@ def atomic_output_folder(path):
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = pathlib.Path(tempfile.mkdtemp(prefix=f".{path.name}.partial-", dir=path.parent))
+    temporary.chmod(0o777 & ~_umask())  # mkdtemp makes it private; a run folder is an ordinary one
     try:
         yield temporary
     except BaseException:
@@ -42,6 +43,12 @@ def atomic_output_folder(path):
         shutil.rmtree(old, ignore_errors=True)
     else:
         temporary.rename(path)
+
+
+def _umask():
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def write_json_atomic(path, content):
@@ -63,7 +70,9 @@ def write_json_atomic(path, content):
 def write_run_folder(out, model, tokenizer, metrics, history, title="", extra_json=None):
     """Writes a finished run: `model.keras`, the tokenizer, `metrics.json`, `curves.png`.
 
-    All of it appears at once, or nothing does (`atomic_output_folder`).
+    All of it appears at once, or nothing does (`atomic_output_folder`). `model.keras`
+    holds the architecture and weights, not the optimizer's state (twice the weights
+    again under AdamW), which a finished run does not need.
 
     Args:
         out: path of the run folder.
@@ -77,11 +86,27 @@ def write_run_folder(out, model, tokenizer, metrics, history, title="", extra_js
     from kbert.training.curves import plot_history
 
     with atomic_output_folder(out) as folder:
-        model.save(folder / MODEL_FILE)
+        _uncompiled(model, folder).save(folder / MODEL_FILE)
         tokenizer.save(folder)
         for name, content in {METRICS_FILE: metrics, **(extra_json or {})}.items():
             (folder / name).write_text(json.dumps(content, indent=2))
         plot_history(history, folder / "curves.png", title=title)
+
+
+def _uncompiled(model, folder):
+    """`model` without its optimizer, so that saving it skips the optimizer's state.
+
+    The weights go through a weights file in `folder` (and LoRA updates are merged into
+    the kernels on the way, as `model.save` does).
+    """
+    if getattr(model, "optimizer", None) is None:
+        return model
+    copy = model.__class__.from_config(model.get_config())
+    weights = folder / "weights.weights.h5"
+    model.save_weights(weights)
+    copy.load_weights(weights)
+    weights.unlink()
+    return copy
 
 
 def write_evaluation(model_dir, data, scores, out=None, summary=None, **fields):

@@ -82,3 +82,31 @@ def test_bert_adamw_follows_pytorch_adamw():
     np.testing.assert_allclose(ours, expected, rtol=0, atol=2e-6)
     keras_adamw = keras.optimizers.AdamW(WarmupLinearDecay(1e-2, 0, 1000), weight_decay=0.01, epsilon=1e-6)
     assert np.abs(train(keras_adamw) - expected).max() > 1e-3  # the difference the test guards
+
+
+def test_run_folder_is_an_ordinary_folder(tmp_path):
+    with atomic_output_folder(tmp_path / "run") as folder:
+        (folder / "metrics.json").write_text("{}")
+    (tmp_path / "plain").mkdir()  # what the umask gives any new folder
+    assert (tmp_path / "run").stat().st_mode & 0o777 == (tmp_path / "plain").stat().st_mode & 0o777
+
+
+@pytest.mark.parametrize("lora_rank", [None, 2])
+def test_run_folder_model_has_the_weights_not_the_optimizer(tmp_path, lora_rank):
+    from kbert.tasks import BertClassifier
+    from kbert.text import BertTokenizer
+    from kbert.training import enable_lora, load_run, write_run_folder
+
+    model = BertClassifier(BertBackbone(**TINY), 2)
+    if lora_rank:
+        enable_lora(model.backbone, lora_rank)
+    model.compile(optimizer=bert_adamw(1e-2, total_steps=2, warmup_ratio=0.0),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    batch = tiny_batch(batch=4)
+    model.fit(batch, np.array([0, 1, 0, 1]), batch_size=2, epochs=1, verbose=0)
+    tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "film"])
+    write_run_folder(tmp_path / "run", model, tokenizer, {"max_length": 8}, {"loss": [1.0]})
+    loaded, _, _ = load_run(tmp_path / "run")
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(loaded.predict_on_batch(batch)),
+                                  keras.ops.convert_to_numpy(model.predict_on_batch(batch)))
+    assert getattr(keras.saving.load_model(tmp_path / "run" / "model.keras"), "optimizer", None) is None
