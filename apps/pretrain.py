@@ -5,7 +5,9 @@
     KERAS_BACKEND=jax python apps/pretrain.py ...     # same on JAX (or torch)
 
 Kill it at any moment (Ctrl-C, kill -9) and rerun the same command: it resumes from the last
-checkpoint (every --checkpoint-every steps) at the same step of the learning-rate schedule.
+checkpoint (every --checkpoint-every steps) at the same step of the learning-rate schedule,
+on a fresh draw of the data stream (its seed moves with the step) rather than a replay of
+the instances the first steps saw.
 Everything lives in saved_models/<run>/: vocab.txt (given, or learned from the corpus), the
 held-out split (the last --holdout-lines lines of each document), backup/ (the checkpoint),
 logs/ (TensorBoard), history.csv, curves.png, metrics.json (held-out MLM and NSP accuracy
@@ -101,6 +103,12 @@ def prepare_run(args, folder):
     return BertTokenizer.from_hf(folder), train, holdout
 
 
+def resumed_step(backup):
+    """The optimizer step of the checkpoint in `backup` (0 when starting afresh)."""
+    metadata = backup / "training_metadata.json"
+    return json.loads(metadata.read_text()).get("step", 0) if metadata.is_file() else 0
+
+
 def read_history(path):
     """history.csv as {metric: [per-epoch values]}; a resumed epoch keeps its last row."""
     if not path.is_file():
@@ -126,7 +134,9 @@ def main(argv=None):
     data_options = dict(tokenizer=tokenizer, batch_size=args.batch_size, max_seq_length=args.seq_len,
                         task=args.task, whole_word_masking=args.whole_word_masking)
     masking = dict(masking="static", duplication_factor=args.duplication_factor) if args.duplication_factor else {}
-    data = pretraining_dataset(train, seed=args.seed, **data_options, **masking)
+    # A resumed run draws a fresh stream (pairs, shuffle, masks) instead of replaying the
+    # instances the first steps already saw: its seed moves with the checkpoint's step.
+    data = pretraining_dataset(train, seed=args.seed + resumed_step(folder / "backup"), **data_options, **masking)
     held_out = holdout and pretraining_dataset([holdout], masking="static", duplication_factor=1,
                                                repeat=False, shuffle_buffer=0, seed=1, **data_options)
     metrics_path = folder / "metrics.json"

@@ -1,0 +1,53 @@
+"""apps/pretrain.py end to end on a tiny corpus: killed with SIGKILL mid-run, rerun, finished."""
+
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import keras
+
+APP = pathlib.Path(__file__).parents[2] / "apps" / "pretrain.py"
+SENTENCES = ["The cat sat on the mat.", "A dog ran home at night.", "Rain fell on the old town.",
+             "She read a book by the fire.", "The ship sailed far away.", "Birds sang in the tall trees."]
+
+
+def write_corpus(path, documents=12):
+    lines = []
+    for d in range(documents):
+        lines += [SENTENCES[(d + i) % len(SENTENCES)] for i in range(8)] + [""]
+    path.write_text("\n".join(lines))
+
+
+def test_a_kill_9_then_the_same_command_finishes_the_run(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    write_corpus(corpus)
+    command = [sys.executable, str(APP), "--corpus", str(corpus), "--run", "tiny", "--output", str(tmp_path),
+               "--preset", "bert_tiny", "--vocab-size", "120", "--steps", "6", "--checkpoint-every", "2",
+               "--batch-size", "4", "--seq-len", "32", "--holdout-lines", "2"]
+    env = {**os.environ, "KERAS_BACKEND": keras.config.backend()}
+    run = tmp_path / "tiny"
+    metadata = run / "backup" / "training_metadata.json"
+    first = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.time() + 300
+    while not (metadata.is_file() and json.loads(metadata.read_text())["step"] >= 2):
+        assert first.poll() is None, f"the run ended before its first checkpoint:\n{first.stderr.read()[-3000:]}"
+        assert time.time() < deadline, "no checkpoint after 300 s"
+        time.sleep(0.2)
+    os.kill(first.pid, signal.SIGKILL)
+    first.wait()
+    assert not (run / "backbone.keras").exists()
+
+    second = subprocess.run(command, env=env, capture_output=True, text=True)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "held-out before training" not in second.stdout  # measured once, by the first run
+    assert "Epoch 1/3" not in second.stdout  # resumed after the checkpoint, not from the start
+    assert "Epoch 3/3" in second.stdout
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["steps"] == 6
+    assert set(metrics) >= {"start", "end"}
+    backbone = keras.saving.load_model(run / "backbone.keras")
+    assert backbone.vocabulary_size == len((run / "vocab.txt").read_text().split())
