@@ -1,4 +1,4 @@
-"""Where kbert finds things on disk: the shared data sets and the bundled checkpoint."""
+"""Where kbert finds things on disk: the shared data sets, the shipped samples and the bundled checkpoint."""
 
 import os
 import pathlib
@@ -14,6 +14,16 @@ def data_dir():
     'data'
     """
     return pathlib.Path(os.environ.get("KBERT_DATA_DIR", _REPO_ROOT.parent / "shared" / "data"))
+
+
+def samples_dir():
+    """Small data files shipped in the repository (`kbert/data/samples`), written for this project.
+
+    Example:
+    >>> (samples_dir() / "sentiment_sample.tsv").is_file()
+    True
+    """
+    return pathlib.Path(__file__).resolve().parent / "data" / "samples"
 
 
 def minilm_dir():

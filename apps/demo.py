@@ -1,0 +1,281 @@
+"""kbert end to end: fine-tune a sentiment classifier, evaluate it, export it to TFLite, run it on the edge.
+
+    python apps/demo.py                                        # the whole story, about 10 minutes on 2 cores
+    python apps/demo.py --init bert_tiny --limit 64 --epochs 1 # a smoke run in under a minute
+    python apps/demo.py "A gripping film." "Dull and far too long."   # your own sentences for the edge runner
+    KERAS_BACKEND=jax python apps/demo.py                      # train under JAX (export still runs on TensorFlow)
+
+1. Fine-tune `BertClassifier` from --init (default: the real all-MiniLM-L6-v2 checkpoint) on a
+   seeded subset of SST-2 (`../shared/data/sst2/train.tsv`, or $KBERT_DATA_DIR/sst2), or, when that
+   is absent, on kbert/data/samples/sentiment_sample.tsv (200 hand-written sentences). A seeded
+   split of the data is held out for validation (kbert.training.sentence_task.train).
+2. Evaluate the Keras model: validation accuracy, file size, latency of one raw sentence.
+3. Export string-in TFLite models (tokenizer in the graph), float32 and dynamic-int8 (kbert.export).
+   Export needs the TensorFlow backend: on it, this process exports; on JAX or torch, the saved
+   .keras file is exported by apps/export.py in a TensorFlow-backend process.
+4. Run both .tflite files with the edge runner (apps/edge_predict.py: LiteRT, in a process without
+   TensorFlow's Python modules): validation accuracy, latency, and labels for a few raw sentences.
+Then print one table (model | accuracy | file size | latency) and write it to OUT/demo.json.
+
+Everything lands in --out: the run folder of step 1 (model.keras, vocab.txt, metrics.json,
+curves.png), validation.tsv, tflite_fp32/ and tflite_int8/ (each: text.tflite, token_ids.tflite,
+vocab.txt, export.json), demo.json. Each is written whole or not at all; --reuse skips step 1
+when --out already holds a trained model (e.g. after an interrupted export).
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import time
+import warnings
+
+import numpy as np  # this module imports neither Keras nor TensorFlow at the top: the edge worker runs it
+
+APPS = pathlib.Path(__file__).resolve().parent
+VALIDATION_FILE = "validation.tsv"
+EXPORTS = {"TFLite fp32": ("tflite_fp32", "none"), "TFLite dynamic-int8": ("tflite_int8", "dynamic-int8")}
+EXAMPLES = [
+    "An utterly charming film with a wonderful cast.",
+    "A tedious mess that goes nowhere.",
+    "Not bad at all.",
+    "The plot is thin, but the performances carry it.",
+    "I wanted to love it, but it bored me.",
+]
+
+
+def parser():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("sentences", nargs="*", help="raw sentences for the edge runner (default: five examples)")
+    parser.add_argument("--out", default="saved_models/demo",
+                        help="folder for the run and the exports (default: %(default)s)")
+    parser.add_argument("--init", default="all_minilm_l6_v2",
+                        help="backbone to fine-tune: all_minilm_l6_v2, a preset such as bert_tiny (random "
+                        "weights), or a folder (default: %(default)s)")
+    parser.add_argument("--data", help="a sentence<TAB>label TSV (default: ../shared/data/sst2/train.tsv when "
+                        "present, else kbert/data/samples/sentiment_sample.tsv)")
+    parser.add_argument("--limit", type=int, default=8000,
+                        help="training sentences, a seeded subset (default: %(default)s; sets the run time)")
+    parser.add_argument("--epochs", type=int, default=1, help="default: %(default)s")
+    parser.add_argument("--valid-size", type=int, default=500,
+                        help="sentences held out for validation, at most a fifth of the data (default: %(default)s)")
+    parser.add_argument("--max-length", type=int, default=64,
+                        help="tokens per sentence in training and in the exports (default: %(default)s; "
+                        "4 of SST-2's 67,349 sentences are longer)")
+    parser.add_argument("--batch-size", type=int, default=32, help="default: %(default)s")
+    parser.add_argument("--learning-rate", type=float, default=5e-5, help="peak learning rate (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=0, help="seeds the split, the subset and the training")
+    parser.add_argument("--repeats", type=int, default=20, help="timed calls per latency, median reported")
+    parser.add_argument("--reuse", action="store_true",
+                        help="skip fine-tuning when --out already holds a model.keras; export and evaluate it")
+    parser.add_argument("--edge-worker", action="store_true", help=argparse.SUPPRESS)
+    return parser
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    out = pathlib.Path(args.out)
+    sentences = args.sentences or EXAMPLES
+    if args.edge_worker:  # step 4, in a process of its own
+        print(json.dumps(edge_results(out, sentences, args.repeats)))
+        return
+    start = time.perf_counter()
+    import keras
+
+    seconds = {}
+    step("1/4", "fine-tune")
+    metrics = fine_tune(args, out)
+    seconds["fine-tune"] = time.perf_counter() - start
+    step("2/4", "evaluate the Keras model")
+    keras_row, keras_predictions = keras_results(out, metrics, sentences, args.repeats)
+    seconds["evaluate"] = time.perf_counter() - start - sum(seconds.values())
+    step("3/4", "export string-in TFLite, float32 and dynamic-int8")
+    export_tflite_models(out)
+    seconds["export"] = time.perf_counter() - start - sum(seconds.values())
+    step("4/4", "run the .tflite files with the edge runner (apps/edge_predict.py, LiteRT)")
+    edge = run_edge_worker(out, sentences, args.repeats)
+    seconds["edge"] = time.perf_counter() - start - sum(seconds.values())
+
+    predictions = {"Keras": keras_predictions, **{name: edge[name].pop("predictions") for name in EXPORTS}}
+    rows = {f"Keras ({keras.config.backend()})": keras_row, **{name: edge[name] for name in EXPORTS}}
+    print(f"\n{len(sentences)} raw sentences (label and probability):")
+    print(format_predictions(sentences, predictions))
+    print(f"\nSentiment from {metrics['init']}, {metrics['train_examples']} training sentences, "
+          f"{metrics['hyperparameters']['epochs']} epoch(s), on {metrics['data']}")
+    print(f"accuracy on {metrics['validation_examples']} held-out sentences; latency: one raw sentence to "
+          f"probabilities, tokenizer included, padded to {metrics['max_length']} tokens, median of {args.repeats}")
+    print(format_table(rows))
+    print(f"(model.keras also holds the optimizer's state: the weights alone are {keras_row['weights'] / 1e6:.1f} MB)")
+    total = time.perf_counter() - start
+    print(f"\nWall time {total / 60:.1f} min (" + ", ".join(f"{k} {v:.0f} s" for k, v in seconds.items()) + ")")
+    print(f"On a device: python apps/edge_predict.py {out / EXPORTS['TFLite dynamic-int8'][0] / 'text.tflite'} "
+          f"\"a gripping film\"")
+    from kbert.training import write_json_atomic
+
+    write_json_atomic(out / "demo.json", {"rows": rows, "sentences": sentences, "predictions": predictions,
+                                          "seconds": {**seconds, "total": total}, "run": {
+                                              k: metrics[k] for k in ("init", "data", "backend", "train_examples",
+                                                                      "validation_examples", "max_length")}})
+
+
+def step(number, title):
+    print(f"\n[{number}] {title}", flush=True)
+
+
+def default_data():
+    from kbert.paths import data_dir, samples_dir
+
+    sst2 = data_dir() / "sst2" / "train.tsv"
+    if sst2.is_file():
+        return sst2
+    print(f"{sst2} not found: training on the shipped sample of 200 hand-written sentences.")
+    return samples_dir() / "sentiment_sample.tsv"
+
+
+def fine_tune(args, out):
+    """Step 1: trains (or, with --reuse, finds) the run folder; writes OUT/validation.tsv. Returns its metrics."""
+    from kbert.data import read_sentence_tsv
+    from kbert.training import SENTIMENT, sentence_task
+
+    metrics_file = out / "metrics.json"
+    if args.reuse and (out / "model.keras").is_file() and metrics_file.is_file():
+        print(f"--reuse: {out} holds a trained model; not fine-tuning.")
+        metrics = json.loads(metrics_file.read_text())
+        data, seed, valid_size = metrics["data"], metrics["hyperparameters"]["seed"], metrics["validation_examples"]
+        examples = read_sentence_tsv(data, label_names=metrics["label_names"])
+    else:
+        data = args.data or default_data()
+        examples = read_sentence_tsv(data, label_names=SENTIMENT.label_names)
+        seed, valid_size = args.seed, min(args.valid_size, len(examples) // 5)
+        metrics = sentence_task.train(
+            SENTIMENT, data, args.init, out, epochs=args.epochs, batch_size=args.batch_size,
+            learning_rate=args.learning_rate, max_length=args.max_length, limit=args.limit,
+            validation_fraction=valid_size / len(examples), seed=seed,
+            verbose="auto" if sys.stdout.isatty() else 2)
+    # The same seeded split as `train` held out, for the edge runner to score the exports on.
+    _, valid = examples.split(valid_size / len(examples), seed)
+    assert len(valid) == metrics["validation_examples"], (len(valid), metrics["validation_examples"])
+    partial = out / f".{VALIDATION_FILE}.partial"
+    partial.write_text("sentence\tlabel\n" + "".join(
+        f"{text}\t{valid.label_names[label]}\n" for text, label in zip(valid.texts, valid.labels)), "utf-8")
+    os.replace(partial, out / VALIDATION_FILE)
+    return metrics
+
+
+def keras_results(out, metrics, sentences, repeats):
+    """Step 2: the Keras row of the table (accuracy from training's final evaluation) and its predictions."""
+    import keras
+
+    from kbert.training import load_run
+
+    model, tokenizer, max_length = load_run(out)
+
+    def classify(texts):
+        logits = model.predict_on_batch(tokenizer(texts, max_length=max_length))
+        return keras.ops.convert_to_numpy(keras.ops.softmax(logits, axis=-1))
+
+    probabilities = classify(sentences)
+    names = model.label_names
+    predictions = [{"label": names[int(p.argmax())], "probability": float(p.max())} for p in probabilities]
+    accuracy = metrics["validation"]["accuracy"]
+    print(f"Keras on {keras.config.backend()}: validation accuracy {accuracy:.4f}")
+    weights = sum(int(np.prod(w.shape)) * np.dtype(w.dtype).itemsize for w in model.weights)
+    return {"accuracy": accuracy, "size": (out / "model.keras").stat().st_size, "weights": weights,
+            "latency_ms": median_ms(lambda: classify(sentences[:1]), repeats)}, predictions
+
+
+def export_tflite_models(out):
+    """Step 3: OUT/tflite_fp32 and OUT/tflite_int8, here on TensorFlow, else through apps/export.py."""
+    import keras
+
+    if keras.config.backend() == "tensorflow":
+        from kbert.export import export_tflite, load_exportable
+
+        warnings.filterwarnings("ignore", message=r"(?s).*tf.lite.Interpreter is deprecated")  # the export's check
+
+        model, tokenizer, spec = load_exportable(out)
+        for name, (folder, quantize) in EXPORTS.items():
+            sizes = export_tflite(model, tokenizer, spec, out / folder, quantize)
+            print(f"{name}: {out / folder / 'text.tflite'} ({sizes['text.tflite'] / 1e6:.1f} MB)")
+        return
+    print(f"Keras runs on {keras.config.backend()}: exporting {out / 'model.keras'} in a TensorFlow-backend "
+          "process (apps/export.py).")
+    for folder, quantize in EXPORTS.values():
+        subprocess.run([sys.executable, str(APPS / "export.py"), "--model", str(out), "--format", "tflite",
+                        "--quantize", quantize, "--out", str(out / folder)],
+                       env={**os.environ, "KERAS_BACKEND": "tensorflow"}, check=True)
+
+
+def run_edge_worker(out, sentences, repeats):
+    """Step 4 in a fresh process: the edge runner loads LiteRT, not TensorFlow's Python modules."""
+    command = [sys.executable, __file__, "--edge-worker", "--out", str(out), "--repeats", str(repeats),
+               "--", *sentences]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode:
+        sys.exit(f"The edge runner failed:\n{result.stderr[-3000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def edge_results(out, sentences, repeats, batch_size=32):
+    """Accuracy on OUT/validation.tsv, file size, batch-1 latency and predictions of each text.tflite."""
+    import edge_predict  # apps/edge_predict.py, beside this file
+
+    lines = (out / VALIDATION_FILE).read_text("utf-8").splitlines()[1:]
+    texts, labels = zip(*(line.rsplit("\t", 1) for line in lines))
+    results = {}
+    for name, (folder, _) in EXPORTS.items():
+        path = out / folder / "text.tflite"
+        model = edge_predict.EdgeModel(path)
+        predicted = [r["label"] for start in range(0, len(texts), batch_size)
+                     for r in model.predict(list(texts[start : start + batch_size]))]
+        results[name] = {
+            "accuracy": float(np.mean([p == label for p, label in zip(predicted, labels)])),
+            "size": path.stat().st_size,
+            "latency_ms": median_ms(lambda: model.predict(sentences[:1]), repeats),
+            "predictions": [{"label": r["label"], "probability": r["probability"]}
+                            for r in model.predict(sentences)]}
+    return results
+
+
+def median_ms(call, repeats, warmup=3):
+    """Median wall time of `call()` in milliseconds, after `warmup` untimed calls."""
+    for _ in range(warmup):
+        call()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    return 1000 * statistics.median(times)
+
+
+def format_table(rows):
+    """The summary table: one row per model.
+
+    Example:
+    >>> print(format_table({"Keras": {"accuracy": 0.9, "size": 2_000_000, "latency_ms": 12.34}}))
+    model                   accuracy   file size   latency batch 1
+    Keras                     90.00%     2.0 MB          12.3 ms
+    """
+    lines = [f"{'model':22} {'accuracy':>9} {'file size':>11}   latency batch 1"]
+    for name, row in rows.items():
+        lines.append(f"{name:22} {row['accuracy']:>9.2%} {row['size'] / 1e6:>7.1f} MB {row['latency_ms']:>13.1f} ms")
+    return "\n".join(lines)
+
+
+def format_predictions(sentences, predictions, width=50):
+    """Each sentence with each model's label and probability, side by side."""
+    names = list(predictions)
+    lines = [f"  {'sentence':{width}}" + "".join(f"  {name:>22}" for name in names)]
+    for i, sentence in enumerate(sentences):
+        text = sentence if len(sentence) <= width else sentence[: width - 1] + "…"
+        cells = [f"{p[i]['label']} {p[i]['probability']:.2f}" for p in predictions.values()]
+        lines.append(f"  {text:{width}}" + "".join(f"  {cell:>22}" for cell in cells))
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,38 @@
+"""apps/demo.py end to end on a tiny config: fine-tune, evaluate, export to TFLite, run the edge runner."""
+
+import json
+
+import keras
+import pytest
+
+from kbert.paths import samples_dir
+from tests.conftest import TESTS, run_python
+
+DEMO = TESTS.parent / "apps" / "demo.py"
+ROWS = ["Keras (tensorflow)", "TFLite fp32", "TFLite dynamic-int8"]
+
+
+@pytest.mark.skipif(keras.config.backend() != "tensorflow",
+                    reason="runs once, under TensorFlow (export needs it; on JAX or torch the demo exports "
+                    "through apps/export.py, which tests/export covers)")
+def test_demo_runs_on_the_shipped_sample(tmp_path):
+    out = tmp_path / "demo"
+    sentences = ["A fine, warm film.", "Dull."]
+    result = run_python(DEMO, "--init", "bert_tiny", "--limit", 64, "--epochs", 1, "--max-length", 32,
+                        "--repeats", 2, "--data", samples_dir() / "sentiment_sample.tsv", "--out", out,
+                        *sentences, backend="tensorflow")
+    for name in ("model.keras", "validation.tsv", "tflite_fp32/text.tflite", "tflite_int8/text.tflite"):
+        assert (out / name).is_file(), name
+    summary = json.loads((out / "demo.json").read_text())
+    rows, predictions = summary["rows"], summary["predictions"]
+    assert list(rows) == ROWS
+    assert summary["run"]["validation_examples"] == 40  # a fifth of the 200 sentences
+    for name in ROWS:
+        assert 0 <= rows[name]["accuracy"] <= 1 and rows[name]["latency_ms"] > 0, name
+        assert f"{name:22} {rows[name]['accuracy']:>9.2%}" in result.stdout  # the printed table
+    assert rows["TFLite dynamic-int8"]["size"] < rows["TFLite fp32"]["size"] / 2
+    # The fp32 export gives the Keras model's answers on raw text, through the edge runner.
+    for keras_answer, edge_answer in zip(predictions["Keras"], predictions["TFLite fp32"]):
+        assert edge_answer["label"] == keras_answer["label"]
+        assert abs(edge_answer["probability"] - keras_answer["probability"]) < 1e-4
+    assert len(predictions["TFLite dynamic-int8"]) == len(sentences)
