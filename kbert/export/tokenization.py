@@ -116,17 +116,13 @@ def _gather_rows(row, index):
 
 def _tokenize(tokenizer, texts, return_offsets):
     """Flat wordpieces of each text, with BERT's long-word rule and, if asked, char offsets."""
-    if return_offsets:
-        normalized, byte_map = tokenizer._normalizer.normalize_with_offsets(texts)
-    else:
-        normalized = tokenizer._normalizer.normalize(texts)
-    ids, starts, ends = tokenizer._wordpiece.tokenize_with_offsets(normalized)
+    normalized, byte_map, ids, starts, ends = tokenizer.wordpieces(texts, return_offsets)
     row_splits = tf.cast(ids.row_splits, tf.int32)
     ids = ids.flat_values
     starts, ends = tf.cast(starts.flat_values, tf.int32), tf.cast(ends.flat_values, tf.int32)
     count = tf.shape(ids)[0]
     rows = _row_ids(row_splits, count)
-    begins = tf.logical_not(tf.gather(tokenizer._is_suffix, ids))
+    begins = tf.logical_not(tf.gather(tokenizer.is_suffix(), ids))
     word = tf.cumsum(tf.cast(begins, tf.int32)) - 1  # global word index of each piece
     word_ids = word - tf.gather(tf.concat([word, [0]], 0), tf.gather(row_splits, rows))
     first_piece = tf.cast(tf.where(begins)[:, 0], tf.int32)

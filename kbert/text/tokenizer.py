@@ -221,13 +221,34 @@ class BertTokenizer:
             outputs.update(offsets=dense[..., 2:4], word_ids=dense[..., 4])
         return {key: value[0] for key, value in outputs.items()} if scalar else outputs
 
-    def _tokenize(self, texts, return_offsets):
-        """Wordpiece rows (batch, (tokens), columns): id, 1, and [start, end, word id]."""
+    def wordpieces(self, texts, return_offsets=False):
+        """The two fast tf-text ops, as TensorFlow ops: BERT normalization, then WordPiece.
+
+        Returns `(normalized, byte_map, ids, starts, ends)`: the normalized strings, the
+        map of their bytes back to the input's (None without `return_offsets`), and ragged
+        (batch, (pieces)) ids with byte spans in `normalized`. BERT's long-word rule and
+        packing come after (`encode`; `kbert.export.tokenization` for TFLite graphs).
+
+        Example:
+        >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi", "##s"])
+        >>> tokenizer.wordpieces(["His"])[2].to_list()
+        [[5, 6]]
+        """
+        byte_map = None
         if return_offsets:
             normalized, byte_map = self._normalizer.normalize_with_offsets(texts)
         else:
             normalized = self._normalizer.normalize(texts)
         ids, starts, ends = self._wordpiece.tokenize_with_offsets(normalized)
+        return normalized, byte_map, ids, starts, ends
+
+    def is_suffix(self):
+        """A bool tensor over the vocabulary: True for continuation pieces (`##...`)."""
+        return self._is_suffix
+
+    def _tokenize(self, texts, return_offsets):
+        """Wordpiece rows (batch, (tokens), columns): id, 1, and [start, end, word id]."""
+        normalized, byte_map, ids, starts, ends = self.wordpieces(texts, return_offsets)
         words = merge_long_words(
             normalized, ids, starts, ends, self._is_suffix, self.unk_token_id, MAX_WORD_CHARS)
         columns = [words.token_ids, tf.ones_like(words.token_ids)]
