@@ -66,6 +66,7 @@ def run_kbert(args):
 def run_hf(args):
     import torch
     import transformers
+    from hf_recipe import HfTrainer
 
     from kbert.paths import minilm_dir
 
@@ -73,11 +74,7 @@ def run_hf(args):
     model = transformers.BertForSequenceClassification.from_pretrained(minilm_dir(), num_labels=2)
     model.train()
     total = args.warmup + args.steps
-    decay = [p for n, p in model.named_parameters() if not any(k in n for k in ("bias", "LayerNorm"))]
-    other = [p for n, p in model.named_parameters() if any(k in n for k in ("bias", "LayerNorm"))]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": other, "weight_decay": 0.0}],
-                                  lr=3e-5, eps=1e-6)
-    schedule = transformers.get_linear_schedule_with_warmup(optimizer, int(0.1 * total), total)
+    trainer = HfTrainer(model, 3e-5, total, bfloat16=args.dtype == "mixed_bfloat16")
     token_ids, labels = make_batch(args.batch_size, args.length)
     inputs = {"input_ids": torch.tensor(token_ids, dtype=torch.long),
               "token_type_ids": torch.zeros(token_ids.shape, dtype=torch.long),
@@ -86,13 +83,7 @@ def run_hf(args):
     times = []
     for _ in range(total):
         start = time.perf_counter()
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.dtype == "mixed_bfloat16"):
-            loss = model(**inputs).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        schedule.step()
-        optimizer.zero_grad()
+        trainer.step(**inputs)
         times.append(time.perf_counter() - start)
     return times
 

@@ -22,6 +22,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import transformers  # noqa: E402
 
+from hf_recipe import HfTrainer  # noqa: E402
 from kbert.data import SentenceBatches, read_sentence_tsv  # noqa: E402
 from kbert.metrics import accuracy  # noqa: E402
 from kbert.paths import data_dir, minilm_dir  # noqa: E402
@@ -68,11 +69,7 @@ def main():
 
     model = transformers.BertForSequenceClassification.from_pretrained(minilm_dir(), num_labels=2)
     total = len(train_batches) * args.epochs
-    no_decay = lambda name: "bias" in name or "LayerNorm" in name  # noqa: E731
-    groups = [{"params": [p for n, p in model.named_parameters() if not no_decay(n)], "weight_decay": 0.01},
-              {"params": [p for n, p in model.named_parameters() if no_decay(n)], "weight_decay": 0.0}]
-    optimizer = torch.optim.AdamW(groups, lr=args.lr, eps=1e-6)
-    schedule = transformers.get_linear_schedule_with_warmup(optimizer, int(0.1 * total), total)
+    trainer = HfTrainer(model, args.lr, total)
     print(f"Hugging Face: {len(train)} training / {len(valid)} validation examples, {total} steps")
 
     history, step_times = [], []
@@ -81,12 +78,7 @@ def main():
         for index in range(len(train_batches)):
             start = time.perf_counter()
             inputs, labels = train_batches[index]
-            loss = model(**to_torch(inputs), labels=torch.from_numpy(labels).long()).loss
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            schedule.step()
-            optimizer.zero_grad()
+            trainer.step(**to_torch(inputs), labels=torch.from_numpy(labels).long())
             step_times.append(time.perf_counter() - start)
         train_batches.on_epoch_end()
         model.eval()
