@@ -175,7 +175,7 @@ def _kept_lengths(lengths, budget, truncation, max_first_length):
 
 # ---------------------------------------------------------------- interpreter
 
-def load_interpreter(path, text_model):
+def load_interpreter(path, text_model, num_threads=None):
     """A LiteRT interpreter for `path`; with `text_model`, tensorflow-text's kernels registered."""
     try:
         from ai_edge_litert import interpreter as litert
@@ -183,8 +183,9 @@ def load_interpreter(path, text_model):
         print("ai-edge-litert is not installed; using tensorflow.lite's interpreter instead.", file=sys.stderr)
         from tensorflow.lite.python import interpreter as litert
     if not text_model:
-        return litert.Interpreter(model_path=str(path))
-    return litert.InterpreterWithCustomOps(model_path=str(path), custom_op_registerers=_tf_text_registrars())
+        return litert.Interpreter(model_path=str(path), num_threads=num_threads)
+    return litert.InterpreterWithCustomOps(model_path=str(path), custom_op_registerers=_tf_text_registrars(),
+                                           num_threads=num_threads)
 
 
 def _tf_text_registrars():
@@ -207,22 +208,45 @@ class EdgeModel:
 
     Args:
         path: str or path. `text.tflite` or `token_ids.tflite` from apps/export.py.
+        num_threads: int or None. CPU threads of the interpreter (None: LiteRT's default, one).
     """
 
-    def __init__(self, path):
+    def __init__(self, path, num_threads=None):
         path = pathlib.Path(path)
         self.spec = json.loads((path.parent / "export.json").read_text())
         self.text_model = path.name == "text.tflite"
-        self.interpreter = load_interpreter(path, self.text_model)
+        self.interpreter = load_interpreter(path, self.text_model, num_threads)
         (self.signature, _), = self.interpreter.get_signature_list().items()
         self.runner = self.interpreter.get_signature_runner(self.signature)
         config_file = path.parent / "tokenizer_config.json"
         lowercase = json.loads(config_file.read_text()).get("do_lower_case", True) if config_file.is_file() else True
         self.tokenizer = WordPiece(path.parent / "vocab.txt", lowercase)
         self.max_length = self.spec["max_length"]
+        self.label_names = self.spec["label_names"]
 
     def run_ids(self, batch):
         return self.runner(**{k: batch[k] for k in ("token_ids", "segment_ids", "padding_mask")})
+
+    def predict_on_batch(self, batch):
+        """A Keras model's `predict_on_batch` on a token-id batch of any width up to `max_length`.
+
+        The rows are padded to `max_length` (the model's fixed shape) and the outputs cut back
+        to the batch's width: NER and classifier `logits`, or QA's dict of `start_logits` and
+        `end_logits`. So this model stands in for the Keras one in kbert's evaluation
+        (`kbert.data.PaddedBatches.predict`, and the NER and QA task functions built on it).
+        """
+        task, width = self.spec["task"], batch["token_ids"].shape[1]
+        if self.text_model or task == "backbone":
+            raise ValueError("predict_on_batch runs the token_ids.tflite model of a classifier, NER or QA.")
+        if width > self.max_length:
+            raise ValueError(f"The batch has {width} tokens per row; this model takes at most {self.max_length}.")
+        padded = {k: np.pad(np.asarray(batch[k], "int32"), [(0, 0), (0, self.max_length - width)],
+                            constant_values=self.tokenizer.pad if k == "token_ids" else 0)
+                  for k in ("token_ids", "segment_ids", "padding_mask")}
+        out = self.run_ids(padded)
+        if task == "question_answerer":
+            return {k: out[k][:, :width] for k in ("start_logits", "end_logits")}
+        return out["logits"][:, :width] if task == "token_classifier" else out["logits"]
 
     def predict(self, texts, pairs=None):
         """Classifier: label and probabilities; backbone: embeddings; NER: entities; per text."""

@@ -23,9 +23,8 @@ def parser():
     parser.add_argument("--format", required=True, choices=("saved_model", "tflite"))
     parser.add_argument("--out", required=True, help="folder to write")
     parser.add_argument("--quantize", default="none", choices=("none", "float16", "dynamic-int8", "int8"),
-                        help="TFLite only")
-    parser.add_argument("--calibration-texts", help="int8: a file of typical inputs, one a line "
-                        "(a tab separates the two texts of a pair)")
+                        help="TFLite only: float32, float16 weights, or int8 weights with activations "
+                        "quantized on the fly; full-integer int8 is refused (it breaks attention)")
     parser.add_argument("--max-length", type=int, help="tokens per input (default: the run's)")
     parser.add_argument("--padding", default="max_length", choices=("max_length", "longest"),
                         help="pad to --max-length (static shapes) or to the longest input of a batch")
@@ -60,12 +59,7 @@ def main(argv=None):
         if args.format == "saved_model":
             export_saved_model(model, tokenizer, spec, args.out)
         else:
-            calibration = None
-            if args.calibration_texts:
-                lines = pathlib.Path(args.calibration_texts).read_text("utf-8").splitlines()
-                calibration = [tuple(line.split("\t", 1)) if "\t" in line else line for line in lines if line.strip()]
-            export_tflite(model, tokenizer, spec, args.out, args.quantize, calibration,
-                          text_model=not args.no_text_model)
+            export_tflite(model, tokenizer, spec, args.out, args.quantize, text_model=not args.no_text_model)
     except (ExportError, FileNotFoundError, ValueError) as error:
         sys.exit(f"export failed: {error}")
     total = 0

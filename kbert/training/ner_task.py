@@ -18,6 +18,7 @@ from kbert.data.padded_batches import PaddedBatches
 from kbert.data.token_rows import word_spans_of
 from kbert.metrics.entity_f1 import entity_scores, format_entity_scores, get_entities
 from kbert.tasks.bert_token_classifier import BertTokenClassifier
+from kbert.training.fast_dropout import use_fast_dropout_masks
 from kbert.training.optimizers import bert_adamw
 from kbert.training.run_folder import load_run, write_evaluation, write_run_folder
 
@@ -46,6 +47,7 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
 
     Returns: the metrics dict written to `metrics.json`.
     """
+    use_fast_dropout_masks()
     keras.utils.set_random_seed(seed)
     train_sentences = read_conll(data)
     label_names = train_sentences.label_names()
@@ -144,7 +146,8 @@ def predict_tags(model, tokenizer, texts, word_spans, max_length, batch_size=64)
     """The tag of every word of every text, and its probability.
 
     Args:
-        model: a `BertTokenClassifier` with `label_names`.
+        model: a `BertTokenClassifier`, or anything with its `label_names` and
+            `predict_on_batch` (apps/edge_predict.py's `EdgeModel` on a token_ids.tflite).
         tokenizer: its `kbert.text.BertTokenizer`.
         texts: list of str.
         word_spans: list of (words, 2) int arrays, the [start, end) char span of each word.

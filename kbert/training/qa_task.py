@@ -21,6 +21,7 @@ from kbert.data.squad_example import SquadExample
 from kbert.data.squad_windows import SquadWindows
 from kbert.metrics.squad import squad_scores
 from kbert.tasks.bert_question_answerer import BertQuestionAnswerer
+from kbert.training.fast_dropout import use_fast_dropout_masks
 from kbert.training.optimizers import bert_adamw
 from kbert.training.run_folder import METRICS_FILE, load_run, write_evaluation, write_json_atomic, write_run_folder
 
@@ -50,27 +51,20 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
 
     Returns: the metrics dict written to `metrics.json`.
     """
+    use_fast_dropout_masks()
     keras.utils.set_random_seed(seed)
     examples = read_squad(data, articles=slice(0, articles) if articles else None)
     report = dict(read_squad.last_report)
-    titles = list(dict.fromkeys(example.title for example in examples))
-    if not 0 < validation_articles < len(titles):
-        raise ValueError(f"{data}: {len(titles)} articles; cannot hold out {validation_articles}.")
-    rng = np.random.default_rng(seed)
-    held_out = {titles[i] for i in rng.permutation(len(titles))[:validation_articles]}
-    train_examples = [e for e in examples if e.title not in held_out]
-    valid_examples = [e for e in examples if e.title in held_out]
-    if limit:
-        train_examples = [train_examples[i] for i in np.sort(rng.permutation(len(train_examples))[:limit])]
-    if validation_limit:
-        valid_examples = [valid_examples[i] for i in np.sort(rng.permutation(len(valid_examples))[:validation_limit])]
+    train_examples, valid_examples, held_out = split_articles(examples, validation_articles, seed, limit,
+                                                              validation_limit, source=data)
     backbone, tokenizer = load_backbone(init)
     max_length = min(max_length, backbone.max_sequence_length)
     model = BertQuestionAnswerer(backbone)
     windowing = {"max_length": max_length, "doc_stride": doc_stride, "max_question_length": max_question_length}
     windows = SquadWindows(tokenizer, train_examples, **windowing, training=True)
+    train_articles = len({e.title for e in examples}) - validation_articles
     print(f"qa: {len(train_examples)} training questions ({len(windows)} windows, {windows.skipped} "
-          f"skipped: answer not in context) from {len(titles) - validation_articles} articles; "
+          f"skipped: answer not in context) from {train_articles} articles; "
           f"{len(valid_examples)} validation questions from {validation_articles} articles.")
     targets = {"start_logits": windows.start_positions, "end_logits": windows.end_positions}
     batches = PaddedBatches(windows.inputs, targets, batch_size=batch_size, shuffle=True, seed=seed,
@@ -84,7 +78,7 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
     validation, predictions = evaluate_examples(model, tokenizer, valid_examples, windowing, batch_size)
     metrics = {
         "task": "qa", "backend": keras.config.backend(), "init": str(init), "data": str(data),
-        "valid": f"{validation_articles} held-out articles (seed {seed}): {sorted(held_out)}",
+        "valid": _held_out_description(held_out, seed),
         "train_questions": len(train_examples), "train_windows": len(windows),
         "train_skipped": windows.skipped, "validation_questions": len(valid_examples),
         "reader": report, **windowing,
@@ -99,6 +93,67 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
     print(f"validation ({len(valid_examples)} questions): exact match {validation['exact_match']:.2f}, "
           f"F1 {validation['f1']:.2f}")
     return metrics
+
+
+def split_articles(examples, validation_articles, seed=0, limit=None, validation_limit=None, source=""):
+    """`(train, validation, held-out titles)`: a seeded choice of whole articles held out, as `train` does.
+
+    Then seeded subsets, in file order: `limit` training and `validation_limit` validation
+    questions (None: all).
+
+    Args:
+        examples: list of `SquadExample` (`read_squad`).
+        validation_articles: int. Articles held out.
+        seed: int. Seeds the choice of articles, then the subsets.
+        limit, validation_limit: int or None.
+        source: str. Where the examples come from, for messages.
+
+    Example:
+    >>> examples = [SquadExample(f"q{i}", "Who?", "Ann.", title=f"t{i % 3}") for i in range(6)]
+    >>> train, valid, held_out = split_articles(examples, 1, seed=0)
+    >>> len(train), len(valid), held_out == sorted({e.title for e in valid})
+    (4, 2, True)
+    """
+    titles = list(dict.fromkeys(example.title for example in examples))
+    if not 0 < validation_articles < len(titles):
+        raise ValueError(f"{source}: {len(titles)} articles; cannot hold out {validation_articles}.")
+    rng = np.random.default_rng(seed)
+    held_out = {titles[i] for i in rng.permutation(len(titles))[:validation_articles]}
+    train_examples = [e for e in examples if e.title not in held_out]
+    valid_examples = [e for e in examples if e.title in held_out]
+    if limit:
+        train_examples = [train_examples[i] for i in np.sort(rng.permutation(len(train_examples))[:limit])]
+    if validation_limit:
+        valid_examples = [valid_examples[i] for i in np.sort(rng.permutation(len(valid_examples))[:validation_limit])]
+    return train_examples, valid_examples, sorted(held_out)
+
+
+def _held_out_description(held_out, seed):
+    return f"{len(held_out)} held-out articles (seed {seed}): {held_out}"
+
+
+def run_split(model_dir, data=None):
+    """`(train, validation)` questions of the run folder `model_dir`, carved again as `train` did.
+
+    Reads the run's SQuAD file (`data`, default: the one in its `metrics.json`) with the
+    recorded seed, article count and limits. The validation subset is redrawn with its
+    recorded size (drawing all of a set keeps it whole, so this holds whether or not
+    `validation_limit` was set). Raises ValueError when the split does not give back the
+    recorded held-out articles and question count (another file, or another version of it).
+    """
+    metrics = json.loads((pathlib.Path(model_dir) / METRICS_FILE).read_text())
+    settings = metrics["hyperparameters"]
+    data = data or metrics["data"]
+    articles = settings.get("articles")
+    examples = read_squad(data, articles=slice(0, articles) if articles else None)
+    train_examples, valid_examples, held_out = split_articles(
+        examples, int(metrics["valid"].split()[0]), settings["seed"], settings.get("limit"),
+        metrics["validation_questions"], source=data)
+    if (_held_out_description(held_out, settings["seed"]) != metrics["valid"]
+            or len(valid_examples) != metrics["validation_questions"]):
+        raise ValueError(f"{data} does not give back the validation split of {model_dir} "
+                         f"({metrics['validation_questions']} questions from {metrics['valid']}).")
+    return train_examples, valid_examples
 
 
 def evaluate(model_dir, data, out=None, batch_size=64):
@@ -127,7 +182,11 @@ def evaluate_examples(model, tokenizer, examples, windowing, batch_size=64):
 
 
 def answer_examples(model, tokenizer, examples, windowing, batch_size=64, n_best=20, max_answer_length=30):
-    """The n-best answers of each example (see `SquadWindows.decode`)."""
+    """The n-best answers of each example (see `SquadWindows.decode`).
+
+    `model` is a `BertQuestionAnswerer`, or anything with its `predict_on_batch`
+    (apps/edge_predict.py's `EdgeModel` on a token_ids.tflite).
+    """
     windows = SquadWindows(tokenizer, examples, **windowing)
     logits = PaddedBatches(windows.inputs, batch_size=batch_size).predict(model)
     return windows.decode(logits["start_logits"], logits["end_logits"], n_best, max_answer_length)

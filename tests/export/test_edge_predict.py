@@ -1,6 +1,5 @@
 """apps/edge_predict.py: LiteRT only, pure-Python WordPiece identical to kbert's tokenizer."""
 
-import importlib.util
 import json
 
 import keras
@@ -9,19 +8,10 @@ import numpy as np
 from kbert.export import export_tflite, load_exportable
 from kbert.tasks import BertClassifier
 from kbert.training.run_folder import write_run_folder
-from tests.conftest import TESTS, run_python
-from tests.export.conftest import TENSORFLOW_ONLY, TEXTS, tiny_backbone
+from tests.conftest import run_python
+from tests.export.conftest import EDGE_PREDICT, TENSORFLOW_ONLY, TEXTS, edge_module, tiny_backbone
 
 pytestmark = TENSORFLOW_ONLY
-
-EDGE_PREDICT = TESTS.parent / "apps" / "edge_predict.py"
-
-
-def edge_module():
-    spec = importlib.util.spec_from_file_location("edge_predict", EDGE_PREDICT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_pure_python_wordpiece_matches_kbert(minilm_dir):

@@ -9,19 +9,20 @@ import tensorflow as tf
 
 from kbert.data.squad_example import SquadExample
 from kbert.data.squad_windows import SquadWindows
+from kbert.data.token_rows import word_spans_of
 from kbert.export import export_saved_model, export_tflite, load_exportable
 from kbert.export.tflite import interpreter
 from kbert.layers import mean_pool
 from kbert.metrics.entity_f1 import get_entities
 from kbert.tasks import BertQuestionAnswerer, BertTokenClassifier
+from kbert.training import ner_task, qa_task
 from kbert.training.run_folder import write_run_folder
-from tests.conftest import TESTS, run_python
-from tests.export.conftest import TENSORFLOW_ONLY, TEXTS, tiny_backbone
+from tests.conftest import run_python
+from tests.export.conftest import EDGE_PREDICT, TENSORFLOW_ONLY, TEXTS, edge_module, tiny_backbone
 
 pytestmark = TENSORFLOW_ONLY
 
 TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
-EDGE_PREDICT = TESTS.parent / "apps" / "edge_predict.py"
 
 
 def export_both(tmp_path_factory, model, tokenizer, metrics, name):
@@ -86,6 +87,19 @@ def test_ner_saved_model_and_tflite_match_keras(ner):
             np.testing.assert_allclose([e[4] for e in entities], [e[4] for e in want_entities], atol=2e-4)
 
 
+def test_ner_evaluation_gets_the_same_tags_from_the_tflite_model(ner):
+    """ner_task's evaluation with the token-id TFLite model (apps/edge_predict.py's `EdgeModel`,
+    windows padded to its fixed length) in place of the Keras model: the same tags."""
+    model, tokenizer, spec, root = ner
+    edge = edge_module().EdgeModel(root / "tflite" / "token_ids.tflite")
+    spans = word_spans_of(tokenizer, TEXTS)
+    expected = ner_task.predict_tags(model, tokenizer, TEXTS, spans, spec.max_length, batch_size=3)
+    tags, probabilities = ner_task.predict_tags(edge, tokenizer, TEXTS, spans, spec.max_length, batch_size=3)
+    assert sum(tag != "O" for text_tags in expected[0] for tag in text_tags) > 5
+    assert tags == expected[0]
+    np.testing.assert_allclose(np.concatenate(probabilities), np.concatenate(expected[1]), atol=1e-4)
+
+
 @pytest.fixture(scope="module")
 def qa(tmp_path_factory, tokenizer):
     model = BertQuestionAnswerer(tiny_backbone())
@@ -135,6 +149,23 @@ def test_qa_edge_runner_reads_long_contexts_through_windows(qa, tmp_path):
     assert (answer["start"], answer["end"], answer["text"]) == (expected["start"], expected["end"], expected["text"])
     assert answer["windows"] > 3
     np.testing.assert_allclose(answer["score"], expected["score"], atol=1e-4)
+
+
+def test_qa_evaluation_gets_the_same_answers_from_the_tflite_model(qa):
+    """qa_task's evaluation (SQuAD EM/F1 over strided windows) with the token-id TFLite model in
+    place of the Keras model: the same answers, so the same scores."""
+    model, tokenizer, spec, root = qa
+    edge = edge_module().EdgeModel(root / "tflite" / "token_ids.tflite")
+    windowing = {"max_length": 32, "doc_stride": 8, "max_question_length": 6}
+    context = "Angela Merkel visited Paris. " * 6 + "The film was good, the cafe was bad. " * 4
+    examples = [SquadExample(f"q{i}", q, c, ["Paris"]) for i, (q, c) in enumerate(
+        zip(QUESTIONS + ["Who visited Paris?"], CONTEXTS + [context]))]
+    scores, predictions = qa_task.evaluate_examples(model, tokenizer, examples, windowing, batch_size=3)
+    assert all(predictions.values())
+    assert qa_task.evaluate_examples(edge, tokenizer, examples, windowing, batch_size=3) == (scores, predictions)
+    expected = qa_task.answer_examples(model, tokenizer, examples, windowing, batch_size=3)
+    for best, want in zip(qa_task.answer_examples(edge, tokenizer, examples, windowing, batch_size=3), expected):
+        np.testing.assert_allclose([b["score"] for b in best[:3]], [w["score"] for w in want[:3]], atol=1e-4)
 
 
 def test_backbone_embeddings_match_keras(tmp_path, tokenizer):

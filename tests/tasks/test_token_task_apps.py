@@ -107,6 +107,19 @@ def test_qa_run_and_evaluate(qa_run):
     assert len(predictions) == 9 and scores["questions"] == 9 and 0 <= scores["f1"] <= 100
 
 
+def test_qa_run_split_gives_back_the_held_out_questions(qa_run, tmp_path):
+    run, data, _ = qa_run
+    train, valid = qa_task.run_split(run)
+    assert [e.id for e in valid] == list(json.loads((run / "validation_predictions.json").read_text()))
+    assert len(train) == 6 and not {e.title for e in train} & {e.title for e in valid}
+    squad = json.loads(data.read_text())
+    for article in squad["data"]:
+        article["title"] += " (edited)"
+    (tmp_path / "other.json").write_text(json.dumps(squad))
+    with pytest.raises(ValueError, match="does not give back the validation split"):
+        qa_task.run_split(run, tmp_path / "other.json")
+
+
 def test_qa_predict_slices_the_context(qa_run):
     run, _, _ = qa_run
     context = (QA_CONTEXT + " ") * 40  # many windows of 12 tokens
