@@ -24,18 +24,21 @@ class BertAdamW(keras.optimizers.AdamW):
     """
 
     def update_step(self, gradient, variable, learning_rate):
-        lr = ops.cast(learning_rate, variable.dtype)
-        gradient = ops.cast(gradient, variable.dtype)
-        step = ops.cast(self.iterations + 1, variable.dtype)
-        beta_1_correction = 1 - ops.power(ops.cast(self.beta_1, variable.dtype), step)
-        beta_2_correction = 1 - ops.power(ops.cast(self.beta_2, variable.dtype), step)
+        dtype = variable.dtype
+        gradient = ops.cast(gradient, dtype)
+        step = ops.cast(self.iterations + 1, dtype)
+        beta_1_correction = 1 - ops.power(ops.cast(self.beta_1, dtype), step)
+        root_beta_2_correction = ops.sqrt(1 - ops.power(ops.cast(self.beta_2, dtype), step))
         m = self._momentums[self._get_variable_index(variable)]
         v = self._velocities[self._get_variable_index(variable)]
         self.assign_add(m, ops.multiply(ops.subtract(gradient, m), 1 - self.beta_1))
         self.assign_add(v, ops.multiply(ops.subtract(ops.square(gradient), v), 1 - self.beta_2))
-        denominator = ops.add(ops.sqrt(ops.divide(v, beta_2_correction)), self.epsilon)
-        self.assign_sub(variable, ops.divide(ops.multiply(m, lr / beta_1_correction), denominator))
-
+        # PyTorch's lr * m_hat / (sqrt(v_hat) + eps), with both bias corrections moved onto
+        # the scalars (one pass less over each tensor):
+        # lr * sqrt(c2) / c1 * m / (sqrt(v) + eps * sqrt(c2)).
+        step_size = ops.cast(learning_rate, dtype) * root_beta_2_correction / beta_1_correction
+        denominator = ops.add(ops.sqrt(v), self.epsilon * root_beta_2_correction)
+        self.assign_sub(variable, ops.divide(ops.multiply(m, step_size), denominator))
 
 def bert_adamw(learning_rate, total_steps, warmup_ratio=0.1, weight_decay=0.01, clipnorm=1.0):
     """AdamW as BERT trains: warmup then linear decay, no decay on LayerNorm or biases.
