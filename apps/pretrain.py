@@ -36,7 +36,7 @@ from kbert.data.pretraining_instances import TASKS
 from kbert.models.bert_backbone import BertBackbone
 from kbert.tasks.bert_pretrainer import BertPretrainer
 from kbert.text import BertTokenizer, train_wordpiece_vocabulary
-from kbert.training import bert_adamw, plot_history
+from kbert.training import bert_adamw, plot_history, use_fast_dropout_masks
 
 
 def parse_args(argv=None):
@@ -59,7 +59,7 @@ def parse_args(argv=None):
     parser.add_argument("--warmup-ratio", type=float, default=0.01)
     parser.add_argument("--holdout-lines", type=int, default=20, help="last lines of each document held out (0: none)")
     parser.add_argument("--mixed-precision", action="store_true", help="mixed_bfloat16 compute")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="seeds the initial weights and the data stream")
     return parser.parse_args(argv)
 
 
@@ -126,6 +126,8 @@ def main(argv=None):
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
     tokenizer, train, holdout = prepare_run(args, folder)
     config = BertConfig.from_dict(json.loads(pathlib.Path(args.config).read_text())) if args.config else PRESETS[args.preset]
+    use_fast_dropout_masks()
+    keras.utils.set_random_seed(args.seed)  # the initial weights (a resumed run then loads its own)
     backbone = BertBackbone(**{**config.to_dict(), "vocabulary_size": tokenizer.vocabulary_size})
     model = BertPretrainer(backbone, next_sentence=args.task != "mlm")
     epochs = math.ceil(args.steps / args.checkpoint_every)

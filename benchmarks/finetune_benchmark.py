@@ -39,7 +39,9 @@ def run_kbert(args):
 
     from kbert import BertBackbone
     from kbert.tasks import BertClassifier
-    from kbert.training import bert_adamw
+    from kbert.training import bert_adamw, use_fast_dropout_masks
+
+    use_fast_dropout_masks()
 
     keras.config.set_dtype_policy(args.dtype)
     model = BertClassifier(BertBackbone.from_preset("all_minilm_l6_v2"), 2)

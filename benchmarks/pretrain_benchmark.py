@@ -39,7 +39,9 @@ def worker(engine, preset, args):
     import keras
 
     from kbert.config import PRESETS
-    from kbert.training import bert_adamw
+    from kbert.training import bert_adamw, use_fast_dropout_masks
+
+    use_fast_dropout_masks()
 
     config = {**PRESETS[preset].to_dict(), "vocabulary_size": 30522}
     x, mask_ids, weights, labels = make_batch(args.batch_size, args.seq_len, 20, config["vocabulary_size"])

@@ -12,6 +12,7 @@ from kbert.data import SentenceBatches, SentenceExamples, read_sentence_tsv
 from kbert.metrics import accuracy, confusion_matrix, macro_f1, pearson, spearman
 from kbert.tasks.bert_classifier import BertClassifier
 from kbert.training.lora import enable_lora
+from kbert.training.fast_dropout import use_fast_dropout_masks
 from kbert.training.optimizers import bert_adamw
 from kbert.training.run_folder import load_run, write_evaluation, write_run_folder
 
@@ -73,6 +74,7 @@ def train(task, data, init, out, valid=None, epochs=3, batch_size=32, learning_r
 
     Returns: the metrics dict written to `metrics.json`.
     """
+    use_fast_dropout_masks()
     keras.utils.set_random_seed(seed)
     label_names = None if task.regression else (labels or task.label_names)
     read = dict(num_texts=task.num_texts, label_names=label_names, regression=task.regression,

@@ -110,3 +110,15 @@ def test_run_folder_model_has_the_weights_not_the_optimizer(tmp_path, lora_rank)
     np.testing.assert_array_equal(keras.ops.convert_to_numpy(loaded.predict_on_batch(batch)),
                                   keras.ops.convert_to_numpy(model.predict_on_batch(batch)))
     assert getattr(keras.saving.load_model(tmp_path / "run" / "model.keras"), "optimizer", None) is None
+
+
+def test_fast_dropout_masks_keep_the_dropout_rate():
+    from kbert.training import use_fast_dropout_masks
+
+    use_fast_dropout_masks()
+    if keras.config.backend() == "jax":
+        import jax
+
+        assert jax.config.jax_threefry_partitionable is False
+    dropped = keras.layers.Dropout(0.1, seed=3)(np.ones((64, 128, 128), "float32"), training=True)
+    assert abs(float(np.mean(keras.ops.convert_to_numpy(dropped) == 0)) - 0.1) < 0.005
