@@ -1,0 +1,345 @@
+"""What a backbone's frozen features hold: their geometry and a linear probe on a sentence TSV.
+
+    .venv/bin/python tools/backbone_probe.py saved_models/gutenberg_mini saved_models/gutenberg_mini_random
+    .venv/bin/python tools/backbone_probe.py all_minilm_l6_v2 bert_mini --train 500 --test 500
+
+Each argument is anything `kbert.load_backbone` takes (a folder written by apps/pretrain.py,
+a Hugging Face folder, a preset, "all_minilm_l6_v2"). The sentences come from a
+`sentence<TAB>label` TSV (default: SST-2's train.tsv under `kbert.paths.data_dir()`; without
+it the probe is skipped with a message). They are split as the task apps split them: the
+held-out part is `SentenceExamples.split(0.1, seed)` (the 10% apps/sentiment.py validates on),
+the probe-train sentences are the first --train of the rest in the seeded order
+`shuffled(seed)` (what `apps/sentiment.py train --limit N --seed S` trains on first), and the
+test sentences are --test of the held-out part in the order `shuffled(seed + 1)`: disjoint.
+
+For each backbone, in inference mode (no dropout), three sentence features:
+    pooled  the pooled output (tanh dense on [CLS]), what `BertClassifier` reads
+    cls     the last layer's [CLS] vector (`sequence_output[:, 0]`)
+    mean    the mean of the last layer over real tokens ([CLS] and [SEP] included)
+and for each feature, on the test sentences:
+    eff.rank  effective rank (Roy & Vetterli, 2007): center the features, take the singular
+              values s_i, p_i = s_i^2 / sum_j s_j^2 (the share of variance along each
+              principal direction); eff.rank = exp(-sum_i p_i log p_i). It is d when the
+              variance is spread evenly over d directions and 1 when all of it lies on one.
+    top PC    p_1, the share of variance along the first principal direction.
+    mean cos  mean cosine similarity (uncentered) over all pairs of distinct sentences;
+              near 1 when every sentence maps to about the same vector.
+    probe     test accuracy of a logistic regression on the standardized frozen features,
+              its inverse regularisation C picked from --c-grid by the best mean accuracy of
+              3-fold stratified cross-validation on the probe-train sentences, then refit on
+              all of them (scikit-learn's LogisticRegression when installed, else a Newton
+              solver in numpy on the same objective; --probe picks).
+The majority-class rate is the test accuracy of always answering the class most frequent
+among the probe-train sentences.
+
+For a pretraining run folder with a checkpoint (backup/latest.weights.h5 and holdout.txt,
+as apps/pretrain.py leaves them), the MLM head is read back from the checkpoint (it is not
+in backbone.keras) and run twice: on the run's held-out text, masked as apps/pretrain.py's
+held-out evaluation masks it (static masking, seed 1, rows of --mlm-seq-len tokens, pairs
+when the run has an NSP head), and on the test sentences, one a row, masked the same way
+(`mask_batch`: 15% of the tokens, at most 20 a row). Each line gives the MLM accuracy
+(beside metrics.json's, for the held-out text), that of always guessing the most frequent
+masked token, and the head's most frequent predictions. --no-mlm skips this.
+"""
+
+import argparse
+import collections
+import json
+import pathlib
+import time
+
+import keras
+import numpy as np
+
+from kbert import BertPretrainer, load_backbone, mean_pool
+from kbert.data import SentenceBatches, read_sentence_tsv
+from kbert.paths import data_dir
+
+FEATURES = ("pooled", "cls", "mean")
+VALIDATION_FRACTION = 0.1  # the task apps' --validation-fraction default
+CHECKPOINT = pathlib.Path("backup") / "latest.weights.h5"
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("backbones", nargs="+", help="backbone folders or presets, as `--init` of the apps takes them")
+    parser.add_argument("--data", help="a sentence<TAB>label TSV (default: sst2/train.tsv under $KBERT_DATA_DIR "
+                                       "or ../shared/data; skipped with a message when absent)")
+    parser.add_argument("--train", type=int, default=2000, help="probe-train sentences (default %(default)s)")
+    parser.add_argument("--test", type=int, default=1000,
+                        help="test sentences, from the held-out part (default %(default)s)")
+    parser.add_argument("--seed", type=int, default=0, help="seeds the split and the subsets (default %(default)s)")
+    parser.add_argument("--max-length", type=int, default=128,
+                        help="tokens per sentence, special tokens included (default %(default)s)")
+    parser.add_argument("--batch-size", type=int, default=64, help="sentences per forward pass (default %(default)s)")
+    parser.add_argument("--c-grid", type=float, nargs="+", default=[0.01, 0.1, 1.0],
+                        help="inverse L2 regularisation strengths the cross-validation picks from "
+                             "(default %(default)s)")
+    parser.add_argument("--probe", choices=("auto", "sklearn", "numpy"), default="auto",
+                        help="logistic-regression solver: scikit-learn, numpy, or sklearn when installed")
+    parser.add_argument("--no-mlm", action="store_true", help="skip the MLM head of pretraining run folders")
+    parser.add_argument("--mlm-seq-len", type=int, default=128,
+                        help="tokens per row of the held-out MLM evaluation (apps/pretrain.py --seq-len; "
+                             "default %(default)s)")
+    return parser.parse_args(argv)
+
+
+def probe_sentences(path, train_size, test_size, seed):
+    """(probe-train, test) `SentenceExamples`: disjoint, seeded, split as the task apps split."""
+    data = read_sentence_tsv(path)
+    train, held_out = data.split(VALIDATION_FRACTION, seed)
+    if train_size > len(train) or test_size > len(held_out):
+        raise SystemExit(f"{path}: {len(train)} training and {len(held_out)} held-out sentences; "
+                         f"asked for --train {train_size} and --test {test_size}.")
+    return train.shuffled(seed, train_size), held_out.shuffled(seed + 1, test_size)
+
+
+def feature_model(backbone):
+    """A model from the backbone's inputs to the three sentence features."""
+    inputs = backbone.input
+    out = backbone(inputs)
+    sequence = out["sequence_output"]
+    return keras.Model(inputs, {"pooled": out["pooled_output"], "cls": sequence[:, 0, :],
+                                "mean": mean_pool(sequence, inputs["padding_mask"], normalize=False)})
+
+
+def features(model, tokenizer, examples, max_length, batch_size):
+    """{feature name: (sentences, hidden) float64 array}, in inference mode."""
+    batches = SentenceBatches(examples, tokenizer, batch_size, max_length)  # each cut to its longest row
+    parts = [model.predict_on_batch(batches[i][0]) for i in range(len(batches))]
+    return {k: np.concatenate([np.asarray(part[k], "float64") for part in parts]) for k in FEATURES}
+
+
+def geometry(x):
+    """(effective rank, top principal component's share of variance, mean cosine of distinct pairs)."""
+    centered = x - x.mean(0)
+    variance = np.linalg.svd(centered, compute_uv=False) ** 2
+    p = variance / variance.sum()
+    p = p[p > 0]
+    effective_rank = float(np.exp(-(p * np.log(p)).sum()))
+    unit = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+    cosines = unit @ unit.T
+    n = len(x)
+    mean_cosine = float((cosines.sum() - np.trace(cosines)) / (n * (n - 1)))
+    return effective_rank, float(p[0]), mean_cosine
+
+
+def stratified_folds(labels, k=3):
+    """Test-fold index of each example: scikit-learn's `StratifiedKFold(k)` (no shuffling)."""
+    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    _, class_order = np.unique(first, return_inverse=True)
+    encoded = class_order[inverse]  # classes numbered by first appearance, as sklearn does
+    ordered = np.sort(encoded)
+    allocation = np.array([np.bincount(ordered[i::k], minlength=len(first)) for i in range(k)])
+    fold = np.empty(len(labels), "int64")
+    for c in range(len(first)):
+        fold[encoded == c] = np.repeat(np.arange(k), allocation[:, c])
+    return fold
+
+
+def standardize(fit_on, *others):
+    """`fit_on` and `others` scaled by `fit_on`'s mean and std (a zero std counts as 1), as StandardScaler."""
+    mean, std = fit_on.mean(0), fit_on.std(0)
+    std[std == 0] = 1.0
+    return [(x - mean) / std for x in (fit_on, *others)]
+
+
+def numpy_logistic(x, y, c, classes, iterations=100):
+    """Fits an L2 logistic regression by Newton's method; returns a predict function.
+
+    Minimises sum_i cross-entropy_i + |W|^2 / (2C) (the intercept unpenalised), with
+    class 0's logit fixed at 0: for two classes, scikit-learn's binary objective.
+    """
+    n, d = x.shape
+    k = len(classes) - 1
+    xb = np.hstack([x, np.ones((n, 1))])
+    onehot = (y[:, None] == classes[None, 1:]).astype("float64")
+    penalty = np.tile(np.r_[np.full(d, 1.0 / c), 0.0], k)  # per parameter, class-major
+    w = np.zeros(k * (d + 1))
+
+    def loss_and_probabilities(w):
+        logits = np.hstack([np.zeros((n, 1)), xb @ w.reshape(k, d + 1).T])
+        logits -= logits.max(1, keepdims=True)
+        log_p = logits - np.log(np.exp(logits).sum(1, keepdims=True))
+        picked = log_p[np.arange(n), np.searchsorted(classes, y)]
+        return -picked.sum() + 0.5 * (penalty * w * w).sum(), np.exp(log_p[:, 1:])
+
+    loss, p = loss_and_probabilities(w)
+    for _ in range(iterations):
+        gradient = ((p - onehot).T @ xb).ravel() + penalty * w
+        hessian = np.empty((k * (d + 1), k * (d + 1)))
+        for a in range(k):
+            for b in range(k):
+                weight = p[:, a] * ((a == b) - p[:, b])
+                hessian[a * (d + 1):(a + 1) * (d + 1), b * (d + 1):(b + 1) * (d + 1)] = (xb * weight[:, None]).T @ xb
+        step = np.linalg.solve(hessian + np.diag(penalty), gradient)
+        decrease, scale = gradient @ step, 1.0
+        while True:  # backtracking line search (Armijo)
+            new_loss, new_p = loss_and_probabilities(w - scale * step)
+            if new_loss <= loss - 1e-4 * scale * decrease or scale < 1e-8:
+                break
+            scale /= 2
+        w, converged = w - scale * step, loss - new_loss < 1e-10 * max(1.0, abs(loss))
+        loss, p = new_loss, new_p
+        if converged:
+            break
+    w = w.reshape(k, d + 1)
+    return lambda z: classes[np.argmax(np.hstack([np.zeros((len(z), 1)), z @ w[:, :d].T + w[:, d]]), 1)]
+
+
+def make_solver(name):
+    """fit(x, y, C) -> predict function, with scikit-learn or numpy; and the solver's description."""
+    if name in ("auto", "sklearn"):
+        try:
+            from sklearn.linear_model import LogisticRegression
+        except ImportError:
+            if name == "sklearn":
+                raise SystemExit("--probe sklearn: scikit-learn is not installed (pip install scikit-learn).")
+        else:
+            return (lambda x, y, c: LogisticRegression(C=c, max_iter=3000).fit(x, y).predict,
+                    "scikit-learn LogisticRegression (lbfgs)")
+    return (lambda x, y, c: numpy_logistic(x, y, c, np.unique(y)),
+            "numpy Newton solver (scikit-learn's objective)")
+
+
+def linear_probe(fit, x_train, y_train, x_test, y_test, c_grid):
+    """(test accuracy, chosen C, its cross-validation accuracy): C chosen by 3-fold CV on the train part."""
+    fold = stratified_folds(y_train)
+    cv = {}
+    for c in c_grid:  # the first C of the grid wins a tie
+        scores = []
+        for f in range(3):
+            fit_part, score_part = standardize(x_train[fold != f], x_train[fold == f])
+            scores.append(np.mean(fit(fit_part, y_train[fold != f], c)(score_part) == y_train[fold == f]))
+        cv[c] = float(np.mean(scores))
+    best = max(cv, key=cv.get)
+    train, test = standardize(x_train, x_test)
+    return float(np.mean(fit(train, y_train, best)(test) == y_test)), best, cv[best]
+
+
+def load_pretrainer(folder, backbone):
+    """(`BertPretrainer` with the checkpoint's heads, metrics.json's last held-out metrics), or (None, reason)."""
+    from kbert.training import bert_adamw
+
+    folder = pathlib.Path(folder)
+    missing = [str(name) for name in (CHECKPOINT, "holdout.txt") if not (folder / name).is_file()]
+    if missing:
+        return None, (f"no {' or '.join(missing)} in {folder} (a --steps 0 run saves no checkpoint; "
+                      "other folders are no apps/pretrain.py runs)")
+    metrics_file = folder / "metrics.json"
+    metrics = json.loads(metrics_file.read_text()) if metrics_file.is_file() else {}
+    last = metrics.get("end") or metrics.get("start") or {}
+    model = BertPretrainer(backbone, next_sentence="nsp_accuracy" in last or not last)
+    # The checkpoint also holds the optimizer state: load it into a built optimizer of the same kind.
+    model.compile(optimizer=bert_adamw(1e-4, 1))
+    model.optimizer.build(model.trainable_variables)
+    model.load_weights(folder / CHECKPOINT)
+    return model, last
+
+
+def held_out_batches(folder, model, tokenizer, seq_len):
+    """apps/pretrain.py's held-out MLM evaluation batches (with its default batch size and task)."""
+    from kbert.data.pretraining_dataset import pretraining_dataset
+
+    data = pretraining_dataset([pathlib.Path(folder) / "holdout.txt"], tokenizer, batch_size=32,
+                               max_seq_length=seq_len, task="nsp" if model.next_sentence else "mlm",
+                               masking="static", duplication_factor=1, repeat=False, shuffle_buffer=0, seed=1)
+    for x, y, weights in data:
+        yield {k: np.asarray(v) for k, v in x.items()}, np.asarray(y["mlm"]), np.asarray(weights["mlm"])
+
+
+def masked_sentence_batches(examples, tokenizer, batch_size, max_length, seed):
+    """The sentences, one a row, masked as pretraining masks (15%, at most 20 a row; seeded)."""
+    import tensorflow as tf
+
+    from kbert.data.pretraining_dataset import _NEVER_MASKED
+    from kbert.data.pretraining_masking import mask_batch
+
+    vocabulary = tokenizer.vocabulary()
+    special_ids = [tokenizer.token_to_id(token) for token in _NEVER_MASKED]
+    replacement_ids = [i for i, token in enumerate(vocabulary)
+                       if token not in _NEVER_MASKED and not token.startswith("[unused")]
+    is_suffix = [token.startswith("##") for token in vocabulary]
+    batches = SentenceBatches(examples, tokenizer, batch_size, max_length)
+    for i in range(len(batches)):
+        x = batches[i][0]
+        masked = mask_batch(x["token_ids"], x["padding_mask"], tf.constant([seed, i]), special_ids, is_suffix,
+                            tokenizer.mask_token_id, replacement_ids)
+        x = {**x, "token_ids": masked["token_ids"].numpy(), "mask_positions": masked["mask_positions"].numpy()}
+        yield x, masked["mask_ids"].numpy(), masked["mask_weights"].numpy()
+
+
+def mlm_line(model, tokenizer, batches, what, logged=None):
+    """One line: the MLM head's accuracy on `batches`, the most-frequent-target guess, its top predictions."""
+    predicted, target = [], []
+    for x, y, weights in batches:
+        logits = model.predict_on_batch(x)["mlm"]
+        keep = weights > 0
+        predicted.append(np.asarray(logits).argmax(-1)[keep])
+        target.append(y[keep])
+    predicted, target = np.concatenate(predicted), np.concatenate(target)
+    token = lambda i: repr(tokenizer.id_to_token(int(i)))  # noqa: E731
+    common, count = collections.Counter(target.tolist()).most_common(1)[0]
+    top = collections.Counter(predicted.tolist()).most_common(4)
+    logged = f" (metrics.json {logged:.2%})" if logged is not None else ""
+    return (f"    {what}, {len(target):,} masked tokens: accuracy {np.mean(predicted == target):.2%}{logged}; "
+            f"always {token(common)} {count / len(target):.2%}; predicts "
+            + ", ".join(f"{token(i)} {n / len(predicted):.1%}" for i, n in top))
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    start = time.perf_counter()
+    path = pathlib.Path(args.data) if args.data else data_dir() / "sst2" / "train.tsv"
+    if args.data and not path.is_file():
+        raise SystemExit(f"--data {path}: no such file.")
+    examples = None
+    if path.is_file():
+        examples = probe_sentences(path, args.train, args.test, args.seed)
+        fit, solver = make_solver(args.probe)
+        train, test = examples
+        majority = collections.Counter(train.labels.tolist()).most_common(1)[0][0]
+        names = train.label_names or []
+        majority_name = names[majority] if majority < len(names) else majority
+        print(f"{len(train)} probe-train and {len(test)} test sentences of {path} (seed {args.seed}); "
+              f"backend {keras.config.backend()}")
+        print(f"probe: {solver}, standardized features, C from {args.c_grid} by 3-fold CV on the probe-train part")
+        print(f"majority class ({majority_name!r} in the probe-train part): "
+              f"{np.mean(test.labels == majority):.1%} of the test sentences")
+    else:
+        print(f"{path} not found (set KBERT_DATA_DIR or pass --data): skipping the feature geometry and "
+              "the linear probe.")
+    for name in args.backbones:
+        backbone, tokenizer = load_backbone(name)
+        print(f"\n{name}: {backbone.num_layers} layers, hidden {backbone.hidden_dim}, "
+              f"vocabulary {backbone.vocabulary_size:,}")
+        if examples:
+            model = feature_model(backbone)
+            train_features, test_features = (features(model, tokenizer, part, args.max_length, args.batch_size)
+                                             for part in examples)
+            print(f"  {'feature':8} {'eff.rank':>8} {'top PC':>7} {'mean cos':>8} {'probe':>7}   C (CV acc)")
+            for feature in FEATURES:
+                rank, top, cosine = geometry(test_features[feature])
+                accuracy, c, cv = linear_probe(fit, train_features[feature], train.labels,
+                                               test_features[feature], test.labels, args.c_grid)
+                print(f"  {feature:8} {rank:8.1f} {top:7.1%} {cosine:8.3f} {accuracy:7.1%}   {c:g} ({cv:.1%})",
+                      flush=True)
+        if not args.no_mlm and pathlib.Path(name).is_dir():
+            saved = [keras.ops.convert_to_numpy(v) for v in backbone.weights]
+            model, last = load_pretrainer(name, backbone)
+            if model is None:
+                print(f"  MLM head: not reported, {last}")
+                continue
+            drift = max(float(np.abs(keras.ops.convert_to_numpy(v) - w).max())
+                        for v, w in zip(backbone.weights, saved))
+            print(f"  MLM head from {CHECKPOINT} (the backbone there vs backbone.keras: max |diff| {drift:.1e}):")
+            print(mlm_line(model, tokenizer, held_out_batches(name, model, tokenizer, args.mlm_seq_len),
+                           "holdout.txt", last.get("mlm_accuracy")), flush=True)
+            if examples:
+                batches = masked_sentence_batches(examples[1], tokenizer, args.batch_size, args.max_length, args.seed)
+                print(mlm_line(model, tokenizer, batches, f"the {len(examples[1])} test sentences"), flush=True)
+    print(f"\nWall time {time.perf_counter() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
