@@ -40,6 +40,14 @@ class BertAdamW(keras.optimizers.AdamW):
         denominator = ops.add(ops.sqrt(v), self.epsilon * root_beta_2_correction)
         self.assign_sub(variable, ops.divide(ops.multiply(m, step_size), denominator))
 
+    def _backend_update_step(self, grads, trainable_variables, learning_rate):
+        # Under torch, one fused update over all variables, as Keras's own torch optimizers do.
+        if keras.config.backend() != "torch":
+            return super()._backend_update_step(grads, trainable_variables, learning_rate)
+        from kbert.training.torch_foreach_adamw import foreach_update
+
+        foreach_update(self, grads, trainable_variables, learning_rate)
+
 def bert_adamw(learning_rate, total_steps, warmup_ratio=0.1, weight_decay=0.01, clipnorm=1.0):
     """AdamW as BERT trains: warmup then linear decay, no decay on LayerNorm or biases.
 
