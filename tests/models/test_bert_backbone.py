@@ -49,7 +49,7 @@ def test_dropout_only_in_training():
 
 def test_trains_with_fit():
     keras.utils.set_random_seed(0)  # the initial weights decide how fast 30 epochs fit
-    model = BertBackbone(**TINY)
+    model = BertBackbone(**{**TINY, "dropout": 0.0})  # memorising 8 rows: no dropout noise
     inputs = model.input
     logits = keras.layers.Dense(2)(model(inputs)["pooled_output"])
     classifier = keras.Model(inputs, logits)
