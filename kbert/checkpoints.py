@@ -24,6 +24,9 @@ def load_backbone(init, **overrides):
             - a kbert backbone folder written by `save_backbone` (e.g. by apps/pretrain.py).
         **overrides: constructor arguments for presets and Hugging Face folders (e.g. `dropout`).
 
+    Every kind computes under the global dtype policy (e.g. "mixed_bfloat16" for
+    `--mixed-precision`), also a saved backbone whose file names another policy.
+
     Example:
     >>> backbone, tokenizer = load_backbone("bert_tiny")
     >>> backbone.vocabulary_size == tokenizer.vocabulary_size
@@ -42,7 +45,7 @@ def load_backbone(init, **overrides):
     if (folder / BACKBONE_FILE).is_file():
         if overrides:
             raise ValueError(f"{folder}: a saved backbone is loaded as saved; got overrides {overrides}.")
-        backbone = keras.saving.load_model(folder / BACKBONE_FILE, safe_mode=True)
+        backbone = _under_global_policy(keras.saving.load_model(folder / BACKBONE_FILE, safe_mode=True))
         tokenizer = BertTokenizer.from_hf(folder)
     elif (folder / "config.json").is_file():
         backbone, tokenizer = BertBackbone.from_hf(folder, **overrides), BertTokenizer.from_hf(folder)
@@ -57,6 +60,20 @@ def load_backbone(init, **overrides):
             f"{tokenizer.vocabulary_size} tokens."
         )
     return backbone, tokenizer
+
+
+def _under_global_policy(backbone):
+    """`backbone`, rebuilt with the same weights if its file fixed another dtype policy.
+
+    Older kbert files name the policy they were built under, nearly always "float32",
+    which would otherwise override `--mixed-precision` without a word.
+    """
+    config = backbone.get_config()
+    if config["dtype"] in (None, keras.config.dtype_policy().name):
+        return backbone
+    rebuilt = backbone.__class__.from_config({**config, "dtype": None})
+    rebuilt.set_weights(backbone.get_weights())
+    return rebuilt
 
 
 def save_backbone(folder, backbone, tokenizer):

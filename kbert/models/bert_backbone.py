@@ -19,7 +19,9 @@ class BertBackbone(keras.Model):
     (batch, hidden_dim), the tanh-dense of the [CLS] vector.
 
     Args: the fields of `kbert.BertConfig`, plus `dtype` (a Keras dtype policy
-    such as "mixed_bfloat16") and the usual `keras.Model` keyword arguments.
+    such as "mixed_bfloat16"; None, the default, takes the global policy) and the usual
+    `keras.Model` keyword arguments. The config keeps `dtype` as given: a backbone built
+    under the global policy loads back under the global policy of the loading process.
 
     Example:
     >>> import numpy as np
@@ -94,6 +96,7 @@ class BertBackbone(keras.Model):
         super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
 
         self.config = config
+        self._dtype_argument = None if dtype is None else keras.dtype_policies.get(dtype).name
         self.token_embedding = token_embedding
         for name, value in config.to_dict().items():
             setattr(self, name, value)
@@ -134,7 +137,7 @@ class BertBackbone(keras.Model):
         return super().predict(x, *args, **kwargs)
 
     def get_config(self):
-        return {"name": self.name, "trainable": self.trainable, "dtype": self.dtype_policy.name,
+        return {"name": self.name, "trainable": self.trainable, "dtype": self._dtype_argument,
                 **self.config.to_dict()}
 
     @classmethod

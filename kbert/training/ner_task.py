@@ -19,12 +19,13 @@ from kbert.data.token_rows import word_spans_of
 from kbert.metrics.entity_f1 import entity_scores, format_entity_scores, get_entities
 from kbert.tasks.bert_token_classifier import BertTokenClassifier
 from kbert.training.fast_dropout import use_fast_dropout_masks
+from kbert.training.mixed_precision import bfloat16_compute
 from kbert.training.optimizers import bert_adamw
 from kbert.training.run_folder import load_run, write_evaluation, write_run_folder
 
 
 def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e-5, max_length=128,
-          validation_fraction=0.1, limit=None, patience=1, seed=0, verbose="auto"):
+          mixed_precision=False, validation_fraction=0.1, limit=None, patience=1, seed=0, verbose="auto"):
     """Fine-tunes a `BertTokenClassifier` and writes the run folder `out`.
 
     BERT's recipe: `bert_adamw` (10% warmup, linear decay), early stopping on the
@@ -39,6 +40,7 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
         valid: path of a validation CoNLL file, or None to carve one out of `data`.
         epochs, batch_size, learning_rate: the fine-tuning hyperparameters.
         max_length: int. Tokens per window, special tokens included.
+        mixed_precision: bool. Compute in bfloat16 ("mixed_bfloat16"), keep float32 weights.
         validation_fraction: float. Share of the sentences held out when `valid` is None.
         limit: int or None. Train on a seeded subset of this many sentences.
         patience: int. Epochs without improvement of the entity F1 before early stopping.
@@ -57,9 +59,10 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
         train_sentences, valid_sentences = train_sentences.split(validation_fraction, seed)
     if limit:
         train_sentences = train_sentences.shuffled(seed, limit)
-    backbone, tokenizer = load_backbone(init)
+    with bfloat16_compute(mixed_precision):
+        backbone, tokenizer = load_backbone(init)
+        model = BertTokenClassifier(backbone, label_names)
     max_length = min(max_length, backbone.max_sequence_length)
-    model = BertTokenClassifier(backbone, label_names)
     ids = {name: i for i, name in enumerate(label_names)}
     labels = [np.array([ids[tag] for tag in tags], "int32") for tags in train_sentences.tags]
     windows = NerWindows(tokenizer, train_sentences.texts(), train_sentences.word_spans(), max_length, labels)
@@ -83,7 +86,8 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
         "train_sentences": len(train_sentences), "validation_sentences": len(valid_sentences),
         "label_names": label_names, "max_length": max_length,
         "hyperparameters": {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
-                            "patience": patience, "seed": seed, "limit": limit},
+                            "mixed_precision": mixed_precision, "patience": patience, "seed": seed,
+                            "limit": limit},
         "steps": int(model.optimizer.iterations), "train_seconds": round(seconds, 1),
         "history": {k: [float(v) for v in values] for k, values in history.history.items()},
         "validation": validation,

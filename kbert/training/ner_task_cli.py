@@ -13,8 +13,8 @@ def main(argv=None, description=None):
     if args.command == "train":
         ner_task.train(args.data, args.init, args.out, valid=args.valid, epochs=args.epochs,
                        batch_size=args.batch_size, learning_rate=args.lr, max_length=args.max_length,
-                       validation_fraction=args.validation_fraction, limit=args.limit,
-                       patience=args.patience, seed=args.seed, verbose=args.verbose)
+                       mixed_precision=args.mixed_precision, validation_fraction=args.validation_fraction,
+                       limit=args.limit, patience=args.patience, seed=args.seed, verbose=args.verbose)
     elif args.command == "evaluate":
         ner_task.evaluate(args.model, args.data, out=args.out, batch_size=args.batch_size)
     else:

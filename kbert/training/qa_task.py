@@ -22,13 +22,14 @@ from kbert.data.squad_windows import SquadWindows
 from kbert.metrics.squad import squad_scores
 from kbert.tasks.bert_question_answerer import BertQuestionAnswerer
 from kbert.training.fast_dropout import use_fast_dropout_masks
+from kbert.training.mixed_precision import bfloat16_compute
 from kbert.training.optimizers import bert_adamw
 from kbert.training.run_folder import METRICS_FILE, load_run, write_evaluation, write_json_atomic, write_run_folder
 
 
 def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_length=384,
-          doc_stride=128, max_question_length=64, validation_articles=10, articles=None,
-          limit=None, validation_limit=None, seed=0, verbose="auto"):
+          doc_stride=128, max_question_length=64, mixed_precision=False, validation_articles=10,
+          articles=None, limit=None, validation_limit=None, seed=0, verbose="auto"):
     """Fine-tunes a `BertQuestionAnswerer` and writes the run folder `out`.
 
     A seeded choice of `validation_articles` whole articles is held out for validation
@@ -42,6 +43,7 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
         out: path of the run folder to write.
         epochs, batch_size, learning_rate: the fine-tuning hyperparameters.
         max_length, doc_stride, max_question_length: int. The windowing (see `SquadWindows`).
+        mixed_precision: bool. Compute in bfloat16 ("mixed_bfloat16"), keep float32 weights.
         validation_articles: int. Articles held out for validation.
         articles: int or None. Read only the first `articles` articles of `data`.
         limit: int or None. Train on a seeded subset of this many questions.
@@ -57,9 +59,10 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
     report = dict(read_squad.last_report)
     train_examples, valid_examples, held_out = split_articles(examples, validation_articles, seed, limit,
                                                               validation_limit, source=data)
-    backbone, tokenizer = load_backbone(init)
+    with bfloat16_compute(mixed_precision):
+        backbone, tokenizer = load_backbone(init)
+        model = BertQuestionAnswerer(backbone)
     max_length = min(max_length, backbone.max_sequence_length)
-    model = BertQuestionAnswerer(backbone)
     windowing = {"max_length": max_length, "doc_stride": doc_stride, "max_question_length": max_question_length}
     windows = SquadWindows(tokenizer, train_examples, **windowing, training=True)
     train_articles = len({e.title for e in examples}) - validation_articles
@@ -83,7 +86,8 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
         "train_skipped": windows.skipped, "validation_questions": len(valid_examples),
         "reader": report, **windowing,
         "hyperparameters": {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
-                            "seed": seed, "articles": articles, "limit": limit},
+                            "mixed_precision": mixed_precision, "seed": seed, "articles": articles,
+                            "limit": limit},
         "steps": int(model.optimizer.iterations), "train_seconds": round(seconds, 1),
         "history": {k: [float(v) for v in values] for k, values in history.history.items()},
         "validation": validation,

@@ -14,9 +14,9 @@ def main(argv=None, description=None):
     if args.command == "train":
         qa_task.train(args.data, args.init, args.out, epochs=args.epochs, batch_size=args.batch_size,
                       learning_rate=args.lr, max_length=args.max_length, doc_stride=args.doc_stride,
-                      max_question_length=args.max_question_length, validation_articles=args.validation_articles,
-                      articles=args.articles, limit=args.limit, validation_limit=args.validation_limit,
-                      seed=args.seed, verbose=args.verbose)
+                      max_question_length=args.max_question_length, mixed_precision=args.mixed_precision,
+                      validation_articles=args.validation_articles, articles=args.articles, limit=args.limit,
+                      validation_limit=args.validation_limit, seed=args.seed, verbose=args.verbose)
     elif args.command == "evaluate":
         qa_task.evaluate(args.model, args.data, out=args.out, batch_size=args.batch_size)
     else:

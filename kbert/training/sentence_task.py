@@ -13,6 +13,7 @@ from kbert.metrics import accuracy, confusion_matrix, macro_f1, pearson, spearma
 from kbert.tasks.bert_classifier import BertClassifier
 from kbert.training.lora import enable_lora
 from kbert.training.fast_dropout import use_fast_dropout_masks
+from kbert.training.mixed_precision import bfloat16_compute
 from kbert.training.optimizers import bert_adamw
 from kbert.training.run_folder import load_run, write_evaluation, write_run_folder
 
@@ -88,14 +89,10 @@ def train(task, data, init, out, valid=None, epochs=3, batch_size=32, learning_r
     if limit:
         train_examples = train_examples.shuffled(seed, limit)
 
-    policy = keras.config.dtype_policy()
-    keras.config.set_dtype_policy("mixed_bfloat16" if mixed_precision else "float32")
-    try:
+    with bfloat16_compute(mixed_precision):
         backbone, tokenizer = load_backbone(init)
         num_classes = 1 if task.regression else len(train_examples.label_names)
         model = BertClassifier(backbone, num_classes, label_names=train_examples.label_names)
-    finally:
-        keras.config.set_dtype_policy(policy)
     if max_length > backbone.max_sequence_length:
         print(f"--max-length {max_length} is beyond the model's {backbone.max_sequence_length} positions; "
               f"using {backbone.max_sequence_length}.")

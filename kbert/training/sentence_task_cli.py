@@ -42,7 +42,6 @@ def parser(task, description=None):
 
     train = add_train_command(commands, f"TSV ({columns}, header row)")
     train.add_argument("--lora-rank", type=int, help="train LoRA factors of this rank (and the head) only")
-    train.add_argument("--mixed-precision", action="store_true", help="compute in bfloat16")
     if not task.regression:
         train.add_argument("--labels", help=f"comma-separated classes in id order (default: "
                                             f"{','.join(task.label_names or ['from the data'])})")

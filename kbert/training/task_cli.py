@@ -11,8 +11,8 @@ def task_parser(description=None):
     >>> parser, commands = task_parser("A toy app.")
     >>> train = add_train_command(commands, "CoNLL file", "sentences", held_out=False)
     >>> args = parser.parse_args(["train", "--data", "a.txt", "--out", "run", "--verbose", "2"])
-    >>> args.command, args.epochs, args.lr, args.verbose
-    ('train', 3, 3e-05, 2)
+    >>> args.command, args.epochs, args.lr, args.mixed_precision, args.verbose
+    ('train', 3, 3e-05, False, 2)
     """
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     return parser, parser.add_subparsers(dest="command", required=True)
@@ -22,9 +22,9 @@ def add_train_command(commands, data_format, unit="examples", epochs=3, learning
                       max_length=128, held_out=True):
     """Adds the `train` command with the options every task takes; returns it to add more.
 
-    Options: --data --init --out --epochs --batch-size --lr --max-length --limit --seed
-    --verbose, and with `held_out` --valid --validation-fraction --patience (a validation
-    set, seeded split of --data by default, watched by early stopping).
+    Options: --data --init --out --epochs --batch-size --lr --max-length --mixed-precision
+    --limit --seed --verbose, and with `held_out` --valid --validation-fraction --patience
+    (a validation set, seeded split of --data by default, watched by early stopping).
 
     Args:
         commands: the subparsers of `task_parser`.
@@ -45,6 +45,7 @@ def add_train_command(commands, data_format, unit="examples", epochs=3, learning
     train.add_argument("--lr", type=float, default=learning_rate, help="peak learning rate")
     train.add_argument("--max-length", type=int, default=max_length,
                        help="tokens per model input, specials included")
+    train.add_argument("--mixed-precision", action="store_true", help="compute in bfloat16, keep float32 weights")
     if held_out:
         train.add_argument("--validation-fraction", type=float, default=0.1)
         train.add_argument("--patience", type=int, default=1, help="early stopping patience, in epochs")

@@ -4,6 +4,8 @@ import pytest
 from keras import ops
 
 from kbert import BertBackbone
+from kbert.checkpoints import BACKBONE_FILE, load_backbone
+from kbert.training.mixed_precision import bfloat16_compute
 from tests.conftest import BACKENDS, TESTS, TINY, run_python, tiny_batch
 
 
@@ -29,3 +31,27 @@ def test_keras_file_loads_under_other_backend(tmp_path, other):
     loaded_outputs = np.load(tmp_path / "y.npz")
     for key, value in model(batch).items():
         np.testing.assert_allclose(loaded_outputs[key], ops.convert_to_numpy(value), atol=1e-5)
+
+
+def compute_dtype(backbone):
+    return backbone.get_layer("transformer_layer_0").compute_dtype
+
+
+def test_only_an_explicit_dtype_policy_is_saved(tmp_path):
+    with bfloat16_compute():
+        BertBackbone(**TINY).save(tmp_path / "global.keras")
+    BertBackbone(**TINY, dtype="mixed_bfloat16").save(tmp_path / "explicit.keras")
+    assert compute_dtype(keras.saving.load_model(tmp_path / "global.keras")) == "float32"
+    assert compute_dtype(keras.saving.load_model(tmp_path / "explicit.keras")) == "bfloat16"
+
+
+def test_load_backbone_follows_the_global_policy(tmp_path):
+    saved = BertBackbone(**TINY, dtype="float32")  # as kbert files named the policy before
+    saved.save(tmp_path / BACKBONE_FILE)
+    (tmp_path / "vocab.txt").write_text("".join(f"{token}\n" for token in [
+        "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *[f"w{i}" for i in range(TINY["vocabulary_size"] - 5)]]))
+    with bfloat16_compute():
+        backbone, _ = load_backbone(tmp_path)
+    assert compute_dtype(backbone) == "bfloat16"
+    for ours, theirs in zip(backbone.get_weights(), saved.get_weights()):
+        np.testing.assert_array_equal(ours, theirs)

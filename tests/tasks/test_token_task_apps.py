@@ -58,6 +58,49 @@ def qa_run(tiny_init, tmp_path_factory):
     return folder / "run", data, metrics
 
 
+def record_models(monkeypatch, module, name):
+    """The models that `module` builds with its class `name`, appended as it builds them."""
+    built, cls = [], getattr(module, name)
+    monkeypatch.setattr(module, name, lambda *args, **kwargs: built.append(cls(*args, **kwargs)) or built[-1])
+    return built
+
+
+def check_mixed_precision_run(run, metrics, trained, texts, pairs=None):
+    """bfloat16 compute and float32 weights in training; a float32 model with finite outputs in the run folder."""
+    import keras
+
+    assert metrics["hyperparameters"]["mixed_precision"] is True
+    assert json.loads((run / "metrics.json").read_text())["hyperparameters"]["mixed_precision"] is True
+    assert trained.backbone.get_layer("transformer_layer_0").compute_dtype == "bfloat16"
+    assert {v.dtype for v in trained.weights} == {"float32"} and np.isfinite(metrics["history"]["loss"]).all()
+    assert keras.config.dtype_policy().name == "float32"  # restored after building
+    model, tokenizer, max_length = load_run(run)
+    assert model.backbone.get_layer("transformer_layer_0").compute_dtype == "float32"
+    outputs = model.predict_on_batch(tokenizer(texts, pairs, max_length=max_length, padding="longest"))
+    for output in outputs.values() if isinstance(outputs, dict) else [outputs]:
+        output = keras.ops.convert_to_numpy(output)
+        assert output.dtype == np.float32 and np.isfinite(output).all()
+
+
+def test_ner_mixed_precision(tiny_init, tmp_path, monkeypatch):
+    built = record_models(monkeypatch, ner_task, "BertTokenClassifier")
+    data = write_conll(tmp_path / "train.txt")
+    metrics = ner_task.train(data, tiny_init, tmp_path / "run", epochs=1, batch_size=4, learning_rate=1e-3,
+                             mixed_precision=True, limit=4, verbose=0)
+    assert built[0].get_layer("logits").compute_dtype == "float32"
+    check_mixed_precision_run(tmp_path / "run", metrics, built[0], NER_TEXTS)
+
+
+def test_qa_mixed_precision(tiny_init, tmp_path, monkeypatch):
+    built = record_models(monkeypatch, qa_task, "BertQuestionAnswerer")
+    data = write_squad(tmp_path / "squad.json")
+    metrics = qa_task.train(data, tiny_init, tmp_path / "run", epochs=1, batch_size=4, learning_rate=1e-3,
+                            doc_stride=6, mixed_precision=True, validation_articles=1, limit=2,
+                            validation_limit=1, verbose=0)
+    assert built[0].get_layer("span_logits").compute_dtype == "float32"
+    check_mixed_precision_run(tmp_path / "run", metrics, built[0], QA_QUESTIONS, [QA_CONTEXT] * len(QA_QUESTIONS))
+
+
 def test_ner_run_folder(ner_run):
     run, _, metrics = ner_run
     assert sorted(p.name for p in run.iterdir()) == [
@@ -155,9 +198,9 @@ def test_command_line_flags():
     from kbert.training import ner_task_cli, qa_task_cli
 
     common = ["--data", "d", "--init", "i", "--out", "o", "--epochs", "1", "--batch-size", "2", "--lr", "0.001",
-              "--max-length", "64", "--limit", "5", "--seed", "3", "--verbose", "0"]
+              "--max-length", "64", "--mixed-precision", "--limit", "5", "--seed", "3", "--verbose", "0"]
     expected = dict(command="train", data="d", init="i", out="o", epochs=1, batch_size=2, lr=0.001, max_length=64,
-                    limit=5, seed=3, verbose=0)
+                    mixed_precision=True, limit=5, seed=3, verbose=0)
     ner = ner_task_cli.parser().parse_args(["train", *common, "--valid", "v", "--validation-fraction", "0.2",
                                             "--patience", "2"])
     assert vars(ner) == {**expected, "valid": "v", "validation_fraction": 0.2, "patience": 2}
@@ -167,8 +210,8 @@ def test_command_line_flags():
                         "articles": 9, "validation_limit": 7}
     defaults = [vars(parser.parse_args(["train", "--data", "d", "--out", "o"]))
                 for parser in (ner_task_cli.parser(), qa_task_cli.parser())]
-    assert [(d["epochs"], d["lr"], d["max_length"], d["verbose"]) for d in defaults] == [
-        (3, 5e-5, 128, "auto"), (2, 5e-5, 384, "auto")]
+    assert [(d["epochs"], d["lr"], d["max_length"], d["mixed_precision"], d["verbose"]) for d in defaults] == [
+        (3, 5e-5, 128, False, "auto"), (2, 5e-5, 384, False, "auto")]
 
 
 def test_ner_command_line(ner_run, tmp_path, capsys):
