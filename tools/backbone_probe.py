@@ -252,14 +252,10 @@ def masked_sentence_batches(examples, tokenizer, batch_size, max_length, seed):
     """The sentences, one a row, masked as pretraining masks (15%, at most 20 a row; seeded)."""
     import tensorflow as tf
 
-    from kbert.data.pretraining_dataset import _NEVER_MASKED
+    from kbert.data.pretraining_dataset import masking_vocabulary
     from kbert.data.pretraining_masking import mask_batch
 
-    vocabulary = tokenizer.vocabulary()
-    special_ids = [tokenizer.token_to_id(token) for token in _NEVER_MASKED]
-    replacement_ids = [i for i, token in enumerate(vocabulary)
-                       if token not in _NEVER_MASKED and not token.startswith("[unused")]
-    is_suffix = [token.startswith("##") for token in vocabulary]
+    special_ids, is_suffix, replacement_ids = masking_vocabulary(tokenizer)
     batches = SentenceBatches(examples, tokenizer, batch_size, max_length)
     for i in range(len(batches)):
         x = batches[i][0]

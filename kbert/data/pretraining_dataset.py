@@ -69,10 +69,7 @@ def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=128, task="
     paths = [str(path) for path in ([paths] if isinstance(paths, str) else paths)]
     _check_corpus(paths, task)
     seed = int(np.random.default_rng(seed).integers(2**31))
-    vocabulary = tokenizer.vocabulary()
-    special_ids = [tokenizer.token_to_id(token) for token in _NEVER_MASKED]
-    replacement_ids = [i for i, token in enumerate(vocabulary)
-                       if token not in _NEVER_MASKED and not token.startswith("[unused")]
+    special_ids, is_suffix, replacement_ids = masking_vocabulary(tokenizer)
 
     def instances():
         yield from _instances(paths, tokenizer, max_seq_length, short_seq_prob, task, seed,
@@ -85,8 +82,7 @@ def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=128, task="
 
     def mask(step, batch):
         masked = mask_batch(batch["token_ids"], batch["padding_mask"], tf.stack([seed, step]),
-                            special_ids, [token.startswith("##") for token in vocabulary],
-                            tokenizer.mask_token_id, replacement_ids, mask_rate,
+                            special_ids, is_suffix, tokenizer.mask_token_id, replacement_ids, mask_rate,
                             max_predictions, whole_word_masking)
         return {**batch, **masked}
 
@@ -183,3 +179,13 @@ def _pack(tokenizer, first, second, label, max_seq_length):
     token_ids[:len(ids)] = ids
     return {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask,
             "label": np.int32(label)}
+
+
+def masking_vocabulary(tokenizer):
+    """`mask_batch`'s vocabulary arguments: (ids never masked, is-suffix flag per id, ids a
+    random replacement may take: all but the special and [unused] tokens)."""
+    vocabulary = tokenizer.vocabulary()
+    special_ids = [tokenizer.token_to_id(token) for token in _NEVER_MASKED]
+    replacement_ids = [i for i, token in enumerate(vocabulary)
+                       if token not in _NEVER_MASKED and not token.startswith("[unused")]
+    return special_ids, [token.startswith("##") for token in vocabulary], replacement_ids
