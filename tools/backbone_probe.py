@@ -27,8 +27,7 @@ and for each feature, on the test sentences:
     probe     test accuracy of a logistic regression on the standardized frozen features,
               its inverse regularisation C picked from --c-grid by the best mean accuracy of
               3-fold stratified cross-validation on the probe-train sentences, then refit on
-              all of them (scikit-learn's LogisticRegression when installed, else a Newton
-              solver in numpy on the same objective; --probe picks).
+              all of them (scikit-learn's LogisticRegression, from requirements-bench.txt).
 The majority-class rate is the test accuracy of always answering the class most frequent
 among the probe-train sentences.
 
@@ -75,8 +74,6 @@ def parse_args(argv=None):
     parser.add_argument("--c-grid", type=float, nargs="+", default=[0.01, 0.1, 1.0],
                         help="inverse L2 regularisation strengths the cross-validation picks from "
                              "(default %(default)s)")
-    parser.add_argument("--probe", choices=("auto", "sklearn", "numpy"), default="auto",
-                        help="logistic-regression solver: scikit-learn, numpy, or sklearn when installed")
     parser.add_argument("--no-mlm", action="store_true", help="skip the MLM head of pretraining run folders")
     parser.add_argument("--mlm-seq-len", type=int, default=128,
                         help="tokens per row of the held-out MLM evaluation (apps/pretrain.py --seq-len; "
@@ -124,97 +121,18 @@ def geometry(x):
     return effective_rank, float(p[0]), mean_cosine
 
 
-def stratified_folds(labels, k=3):
-    """Test-fold index of each example: scikit-learn's `StratifiedKFold(k)` (no shuffling)."""
-    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
-    _, class_order = np.unique(first, return_inverse=True)
-    encoded = class_order[inverse]  # classes numbered by first appearance, as sklearn does
-    ordered = np.sort(encoded)
-    allocation = np.array([np.bincount(ordered[i::k], minlength=len(first)) for i in range(k)])
-    fold = np.empty(len(labels), "int64")
-    for c in range(len(first)):
-        fold[encoded == c] = np.repeat(np.arange(k), allocation[:, c])
-    return fold
-
-
-def standardize(fit_on, *others):
-    """`fit_on` and `others` scaled by `fit_on`'s mean and std (a zero std counts as 1), as StandardScaler."""
-    mean, std = fit_on.mean(0), fit_on.std(0)
-    std[std == 0] = 1.0
-    return [(x - mean) / std for x in (fit_on, *others)]
-
-
-def numpy_logistic(x, y, c, classes, iterations=100):
-    """Fits an L2 logistic regression by Newton's method; returns a predict function.
-
-    Minimises sum_i cross-entropy_i + |W|^2 / (2C) (the intercept unpenalised), with
-    class 0's logit fixed at 0: for two classes, scikit-learn's binary objective.
-    """
-    n, d = x.shape
-    k = len(classes) - 1
-    xb = np.hstack([x, np.ones((n, 1))])
-    onehot = (y[:, None] == classes[None, 1:]).astype("float64")
-    penalty = np.tile(np.r_[np.full(d, 1.0 / c), 0.0], k)  # per parameter, class-major
-    w = np.zeros(k * (d + 1))
-
-    def loss_and_probabilities(w):
-        logits = np.hstack([np.zeros((n, 1)), xb @ w.reshape(k, d + 1).T])
-        logits -= logits.max(1, keepdims=True)
-        log_p = logits - np.log(np.exp(logits).sum(1, keepdims=True))
-        picked = log_p[np.arange(n), np.searchsorted(classes, y)]
-        return -picked.sum() + 0.5 * (penalty * w * w).sum(), np.exp(log_p[:, 1:])
-
-    loss, p = loss_and_probabilities(w)
-    for _ in range(iterations):
-        gradient = ((p - onehot).T @ xb).ravel() + penalty * w
-        hessian = np.empty((k * (d + 1), k * (d + 1)))
-        for a in range(k):
-            for b in range(k):
-                weight = p[:, a] * ((a == b) - p[:, b])
-                hessian[a * (d + 1):(a + 1) * (d + 1), b * (d + 1):(b + 1) * (d + 1)] = (xb * weight[:, None]).T @ xb
-        step = np.linalg.solve(hessian + np.diag(penalty), gradient)
-        decrease, scale = gradient @ step, 1.0
-        while True:  # backtracking line search (Armijo)
-            new_loss, new_p = loss_and_probabilities(w - scale * step)
-            if new_loss <= loss - 1e-4 * scale * decrease or scale < 1e-8:
-                break
-            scale /= 2
-        w, converged = w - scale * step, loss - new_loss < 1e-10 * max(1.0, abs(loss))
-        loss, p = new_loss, new_p
-        if converged:
-            break
-    w = w.reshape(k, d + 1)
-    return lambda z: classes[np.argmax(np.hstack([np.zeros((len(z), 1)), z @ w[:, :d].T + w[:, d]]), 1)]
-
-
-def make_solver(name):
-    """fit(x, y, C) -> predict function, with scikit-learn or numpy; and the solver's description."""
-    if name in ("auto", "sklearn"):
-        try:
-            from sklearn.linear_model import LogisticRegression
-        except ImportError:
-            if name == "sklearn":
-                raise SystemExit("--probe sklearn: scikit-learn is not installed (pip install scikit-learn).")
-        else:
-            return (lambda x, y, c: LogisticRegression(C=c, max_iter=3000).fit(x, y).predict,
-                    "scikit-learn LogisticRegression (lbfgs)")
-    return (lambda x, y, c: numpy_logistic(x, y, c, np.unique(y)),
-            "numpy Newton solver (scikit-learn's objective)")
-
-
-def linear_probe(fit, x_train, y_train, x_test, y_test, c_grid):
+def linear_probe(x_train, y_train, x_test, y_test, c_grid):
     """(test accuracy, chosen C, its cross-validation accuracy): C chosen by 3-fold CV on the train part."""
-    fold = stratified_folds(y_train)
-    cv = {}
-    for c in c_grid:  # the first C of the grid wins a tie
-        scores = []
-        for f in range(3):
-            fit_part, score_part = standardize(x_train[fold != f], x_train[fold == f])
-            scores.append(np.mean(fit(fit_part, y_train[fold != f], c)(score_part) == y_train[fold == f]))
-        cv[c] = float(np.mean(scores))
-    best = max(cv, key=cv.get)
-    train, test = standardize(x_train, x_test)
-    return float(np.mean(fit(train, y_train, best)(test) == y_test)), best, cv[best]
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    search = GridSearchCV(make_pipeline(StandardScaler(), LogisticRegression(max_iter=3000)),
+                          {"logisticregression__C": list(c_grid)}, cv=3)  # stratified folds; a tie goes to the first C
+    search.fit(x_train, y_train)
+    return (float(search.score(x_test, y_test)), search.best_params_["logisticregression__C"],
+            float(search.best_score_))
 
 
 def load_pretrainer(folder, backbone):
@@ -292,14 +210,14 @@ def main(argv=None):
     examples = None
     if path.is_file():
         examples = probe_sentences(path, args.train, args.test, args.seed)
-        fit, solver = make_solver(args.probe)
         train, test = examples
         majority = collections.Counter(train.labels.tolist()).most_common(1)[0][0]
         names = train.label_names or []
         majority_name = names[majority] if majority < len(names) else majority
         print(f"{len(train)} probe-train and {len(test)} test sentences of {path} (seed {args.seed}); "
               f"backend {keras.config.backend()}")
-        print(f"probe: {solver}, standardized features, C from {args.c_grid} by 3-fold CV on the probe-train part")
+        print(f"probe: scikit-learn LogisticRegression on standardized features, C from {args.c_grid} "
+              "by 3-fold CV on the probe-train part")
         print(f"majority class ({majority_name!r} in the probe-train part): "
               f"{np.mean(test.labels == majority):.1%} of the test sentences")
     else:
@@ -316,7 +234,7 @@ def main(argv=None):
             print(f"  {'feature':8} {'eff.rank':>8} {'top PC':>7} {'mean cos':>8} {'probe':>7}   C (CV acc)")
             for feature in FEATURES:
                 rank, top, cosine = geometry(test_features[feature])
-                accuracy, c, cv = linear_probe(fit, train_features[feature], train.labels,
+                accuracy, c, cv = linear_probe(train_features[feature], train.labels,
                                                test_features[feature], test.labels, args.c_grid)
                 print(f"  {feature:8} {rank:8.1f} {top:7.1%} {cosine:8.3f} {accuracy:7.1%}   {c:g} ({cv:.1%})",
                       flush=True)
