@@ -1,16 +1,32 @@
-"""Fine-tuning step throughput: kbert's `model.fit` on each backend beside a Hugging Face torch loop.
+"""Fine-tuning step throughput: kbert's `model.fit` on each backend beside a Hugging Face torch loop
+and, on request, keras-hub's BERT classifier on each backend.
 
-Every engine fine-tunes the real all-MiniLM-L6-v2 checkpoint with a two-class head on
-the same batch of random ids (default 16 x 128, no padding), with BERT's AdamW
-(warmup, linear decay, weight decay, clipping at 1.0), in a process of its own, one
-after another, so the figures share a run. kbert runs `model.fit` with its default
-compilation (XLA on TensorFlow and JAX, eager torch); Hugging Face runs
+Every engine fine-tunes all-MiniLM-L6-v2 with a two-class head on the same batch of
+random ids (default 16 x 128, no padding), with BERT's AdamW (warmup, linear decay, weight
+decay, clipping at 1.0), in a process of its own, one after another, so the figures share a
+run. kbert (engines `tensorflow`, `jax`, `torch`) runs `model.fit` with its default
+compilation (XLA on TensorFlow and JAX, eager torch); Hugging Face (`hf_torch`) runs
 `BertForSequenceClassification` in a plain torch loop. `--dtypes float32 mixed_bfloat16`
 also measures bfloat16 compute (Keras's mixed policy; torch.autocast for Hugging Face).
-Prints the median step time after `--warmup` steps, steps/s and ratios to Hugging Face.
 
-    python benchmarks/finetune_benchmark.py                                   # fp32, all engines
+keras-hub (engines `keras_hub_tensorflow`, `keras_hub_jax`, `keras_hub_torch`) builds
+`keras_hub.models.BertBackbone` from the checkpoint's config.json (the same MiniLM shape and
+dropout) under `keras_hub.models.BertTextClassifier(backbone, num_classes=2,
+preprocessor=None)`, with random weights: the values of the weights do not change the cost
+of a step, so this measures throughput only. Both Keras models go through the same code:
+the same batch, `bert_adamw` optimizer, loss (no metrics), dtype policy, process settings
+(the classic threefry stream on JAX, as kbert's trainers select) and `fit` step timer; only
+the model differs. The keras-hub engines are opt-in (`--engines ... keras_hub_jax` or
+`--engines all`): they add three processes with their own compilations, about doubling the
+run, and the default run stays the kbert-against-Hugging-Face comparison above.
+
+Prints the median step time after `--warmup` steps, steps/s, ratios to Hugging Face and, for
+each keras-hub engine, kbert's ratio to keras-hub on the same backend and dtype.
+
+    python benchmarks/finetune_benchmark.py                                   # fp32, kbert + HF
     python benchmarks/finetune_benchmark.py --dtypes float32 mixed_bfloat16 --steps 10
+    python benchmarks/finetune_benchmark.py --engines all                     # + keras-hub
+    python benchmarks/finetune_benchmark.py --engines jax keras_hub_jax hf_torch
 """
 
 import argparse
@@ -23,7 +39,15 @@ import time
 
 import numpy as np
 
-ENGINES = ("tensorflow", "jax", "torch", "hf_torch")
+KERAS_BACKENDS = ("tensorflow", "jax", "torch")
+KERAS_HUB_PREFIX = "keras_hub_"
+DEFAULT_ENGINES = (*KERAS_BACKENDS, "hf_torch")
+ENGINES = (*DEFAULT_ENGINES, *(KERAS_HUB_PREFIX + backend for backend in KERAS_BACKENDS))
+
+
+def backend_of(engine):
+    """The KERAS_BACKEND an engine runs under: kbert engines are named after it."""
+    return "torch" if engine == "hf_torch" else engine.removeprefix(KERAS_HUB_PREFIX)
 
 
 def make_batch(batch_size, length, seed=0):
@@ -34,19 +58,42 @@ def make_batch(batch_size, length, seed=0):
     return token_ids, labels
 
 
-def run_kbert(args):
-    import keras
-
+def build_kbert():
     from kbert import BertBackbone
     from kbert.tasks import BertClassifier
+
+    return BertClassifier(BertBackbone.from_preset("all_minilm_l6_v2"), 2)
+
+
+def build_keras_hub():
+    """keras-hub's BERT classifier in MiniLM's shape (from the checkpoint's config.json), random weights."""
+    import keras_hub
+
+    from kbert.convert import read_hf_config
+    from kbert.paths import minilm_dir
+
+    config = read_hf_config(minilm_dir())
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=config.vocabulary_size, num_layers=config.num_layers, num_heads=config.num_heads,
+        hidden_dim=config.hidden_dim, intermediate_dim=config.intermediate_dim, dropout=config.dropout,
+        max_sequence_length=config.max_sequence_length, num_segments=config.num_segments)
+    return keras_hub.models.BertTextClassifier(backbone, num_classes=2, preprocessor=None)
+
+
+def run_keras(args, build_model):
+    """Times `model.fit` steps of the classifier `build_model()` returns; the part kbert and keras-hub share."""
+    import keras
+
     from kbert.training import bert_adamw, use_fast_dropout_masks
 
     use_fast_dropout_masks()
 
     keras.config.set_dtype_policy(args.dtype)
-    model = BertClassifier(BertBackbone.from_preset("all_minilm_l6_v2"), 2)
+    model = build_model()
     total = args.warmup + args.steps
-    model.compile(optimizer=bert_adamw(3e-5, total), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    # metrics=None: keras-hub's compile would otherwise add an accuracy metric that kbert's step does not compute.
+    model.compile(optimizer=bert_adamw(3e-5, total), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=None)
     token_ids, labels = make_batch(args.batch_size, args.length)
     x = {"token_ids": np.tile(token_ids, (total, 1)), "segment_ids": np.zeros((total * args.batch_size, args.length), "int32"),
          "padding_mask": np.ones((total * args.batch_size, args.length), "int32")}
@@ -91,7 +138,10 @@ def run_hf(args):
 
 
 def worker(args):
-    times = run_hf(args) if args.worker == "hf_torch" else run_kbert(args)
+    if args.worker == "hf_torch":
+        times = run_hf(args)
+    else:
+        times = run_keras(args, build_keras_hub if args.worker.startswith(KERAS_HUB_PREFIX) else build_kbert)
     timed = times[args.warmup:]
     print(json.dumps({"engine": args.worker, "dtype": args.dtype, "first_step_s": times[0],
                       "median_step_s": statistics.median(timed), "steps_per_s": 1 / statistics.median(timed)}))
@@ -99,7 +149,9 @@ def worker(args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--engines", nargs="+", default=list(ENGINES), choices=ENGINES)
+    parser.add_argument("--engines", nargs="+", default=list(DEFAULT_ENGINES), choices=(*ENGINES, "all"), metavar="ENGINE",
+                        help=f"any of {', '.join(ENGINES)}, or all; default {' '.join(DEFAULT_ENGINES)} "
+                             "(the keras_hub_* engines are opt-in)")
     parser.add_argument("--dtypes", nargs="+", default=["float32"], choices=["float32", "mixed_bfloat16"])
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--length", type=int, default=128)
@@ -110,12 +162,14 @@ def main():
     args = parser.parse_args()
     if args.worker:
         return worker(args)
+    if "all" in args.engines:
+        args.engines = list(ENGINES)
     print(f"Fine-tuning all-MiniLM-L6-v2, batch {args.batch_size} x {args.length}, "
           f"{args.warmup} warmup + {args.steps} timed steps; {os.cpu_count()} CPU cores")
     results = []
     for dtype in args.dtypes:
         for engine in args.engines:
-            env = {**os.environ, "KERAS_BACKEND": "torch" if engine == "hf_torch" else engine}
+            env = {**os.environ, "KERAS_BACKEND": backend_of(engine)}
             command = [sys.executable, __file__, "--worker", engine, "--dtype", dtype,
                        *[f"--{k}={getattr(args, k.replace('-', '_'))}" for k in ("batch-size", "length", "steps", "warmup")]]
             done = subprocess.run(command, env=env, capture_output=True, text=True)
@@ -124,15 +178,18 @@ def main():
                 continue
             results.append(json.loads(done.stdout.strip().splitlines()[-1]))
             r = results[-1]
-            print(f"{engine:11} {dtype:15} {r['median_step_s'] * 1000:8.0f} ms/step  {r['steps_per_s']:6.2f} steps/s"
+            print(f"{engine:20} {dtype:15} {r['median_step_s'] * 1000:8.0f} ms/step  {r['steps_per_s']:6.2f} steps/s"
                   f"  (first step {r['first_step_s']:.1f} s)", flush=True)
     reference = {r["dtype"]: r["steps_per_s"] for r in results if r["engine"] == "hf_torch"}
     fp32 = {r["engine"]: r["steps_per_s"] for r in results if r["dtype"] == "float32"}
-    print("\nengine      dtype           steps/s   vs HF same dtype   vs own fp32")
+    kbert = {(r["engine"], r["dtype"]): r["steps_per_s"] for r in results if r["engine"] in KERAS_BACKENDS}
+    print("\nengine               dtype           steps/s   vs HF same dtype   vs own fp32   kbert vs keras-hub")
     for r in results:
         versus = f"{r['steps_per_s'] / reference[r['dtype']]:.2f}x" if r["dtype"] in reference else "-"
         own = f"{r['steps_per_s'] / fp32[r['engine']]:.2f}x" if r["engine"] in fp32 else "-"
-        print(f"{r['engine']:11} {r['dtype']:15} {r['steps_per_s']:7.2f}   {versus:>16}   {own:>11}")
+        mine = kbert.get((backend_of(r["engine"]), r["dtype"])) if r["engine"].startswith(KERAS_HUB_PREFIX) else None
+        hub = f"{mine / r['steps_per_s']:.2f}x" if mine else "-"
+        print(f"{r['engine']:20} {r['dtype']:15} {r['steps_per_s']:7.2f}   {versus:>16}   {own:>11}   {hub:>18}")
 
 
 if __name__ == "__main__":
