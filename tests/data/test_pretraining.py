@@ -156,6 +156,7 @@ def test_dataset_layout_and_masking_modes(corpus, tokenizer):
     static = pretraining_dataset([corpus], masking="static", duplication_factor=2, **options)
     first, second = [[batch[0]["token_ids"].numpy() for batch in static] for _ in range(2)]
     assert all((a == b).all() for a, b in zip(first, second))  # cached: the same masks
+    assert static.cardinality() == len(first) > 0  # a known length: see pretraining_dataset
     assert (first[0][0] == first[0][1]).sum() > 20  # two masked copies of one pair
 
     mlm_only = pretraining_dataset([corpus], task="mlm", **options)
