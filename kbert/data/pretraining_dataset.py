@@ -43,8 +43,8 @@ def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=128, task="
         mask_rate, max_predictions: see `mask_batch`.
         short_seq_prob: float. Probability of a shorter target length (see
             `document_instances`).
-        repeat: bool. Loop over the corpus forever (train) or once (evaluation: the corpus is
-            then tokenized once more up front, to give the dataset its length).
+        repeat: bool. Loop over the corpus forever (train) or once (evaluation: one pass up
+            front counts the batches, to give the dataset its length).
         shuffle_buffer: int. Pairs in the shuffle buffer; 0 keeps the corpus order.
         window_lines: int. Lines of text held at once; random second segments come from the
             same window (or the previous one).
@@ -97,16 +97,16 @@ def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=128, task="
     data = data.batch(batch_size, drop_remainder=True)
     if masking == "dynamic":
         data = data.enumerate().map(mask, num_parallel_calls=tf.data.AUTOTUNE)
-    data = data.map(lambda batch: _fit_layout(batch, task))
     if not repeat:
-        # Count the batches (one pass of tokenizing, no masking): on a dataset of unknown
-        # length, Keras's TensorFlow trainer runs one more step, whose `iterator.get_next()`
-        # raises OutOfRangeError, yet which still adds the static batch size to the counts of
-        # the loss trackers and unweighted metrics (they do not depend on the data): evaluate()
-        # reported the loss times n / (n + 1). A known cardinality ends the loop after n steps.
-        rows = sum(1 for _ in instances()) * (duplication_factor if masking == "static" else 1)
-        data = data.apply(tf.data.experimental.assert_cardinality(rows // batch_size))
-    return data.prefetch(tf.data.AUTOTUNE)
+        # Count the batches once (for static masking this pass fills the cache): on a dataset
+        # of unknown length, Keras's TensorFlow trainer runs one more step, whose
+        # `iterator.get_next()` raises OutOfRangeError, yet which still adds the static batch
+        # size to the counts of the loss trackers and unweighted metrics (they do not depend
+        # on the data): evaluate() reported the loss times n / (n + 1). A known cardinality
+        # ends the loop after n steps.
+        batches = int(data.reduce(0, lambda count, _: count + 1))
+        data = data.apply(tf.data.experimental.assert_cardinality(batches))
+    return data.map(lambda batch: _fit_layout(batch, task)).prefetch(tf.data.AUTOTUNE)
 
 
 def _fit_layout(batch, task):
