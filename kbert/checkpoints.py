@@ -21,7 +21,9 @@ def load_backbone(init, **overrides):
             - a preset name from `kbert.PRESETS` (random weights, MiniLM's uncased vocabulary);
             - "all_minilm_l6_v2", the real pretrained checkpoint;
             - a Hugging Face BERT folder (`config.json`, `model.safetensors`, `vocab.txt`);
-            - a kbert backbone folder written by `save_backbone` (e.g. by apps/pretrain.py).
+            - a kbert backbone folder written by `save_backbone` (e.g. by apps/pretrain.py);
+            - a task run folder (`model.keras`, e.g. from apps/qa.py): its fine-tuned backbone,
+              without the task's head, to fine-tune further.
         **overrides: constructor arguments for presets and Hugging Face folders (e.g. `dropout`).
 
     Every kind computes under the global dtype policy (e.g. "mixed_bfloat16" for
@@ -35,6 +37,7 @@ def load_backbone(init, **overrides):
     from kbert.models.bert_backbone import BertBackbone
     from kbert.paths import minilm_dir
     from kbert.text import BertTokenizer
+    from kbert.training.run_folder import MODEL_FILE
 
     init = str(init)
     if init in PRESETS:
@@ -42,17 +45,19 @@ def load_backbone(init, **overrides):
     if init == "all_minilm_l6_v2":
         return BertBackbone.from_hf(minilm_dir(), **overrides), BertTokenizer.from_hf(minilm_dir())
     folder = pathlib.Path(init)
-    if (folder / BACKBONE_FILE).is_file():
+    saved = next((folder / name for name in (BACKBONE_FILE, MODEL_FILE) if (folder / name).is_file()), None)
+    if saved:
         if overrides:
             raise ValueError(f"{folder}: a saved backbone is loaded as saved; got overrides {overrides}.")
-        backbone = _under_global_policy(keras.saving.load_model(folder / BACKBONE_FILE, safe_mode=True))
+        model = keras.saving.load_model(saved, compile=False, safe_mode=True)
+        backbone = _under_global_policy(model if saved.name == BACKBONE_FILE else model.backbone)
         tokenizer = BertTokenizer.from_hf(folder)
     elif (folder / "config.json").is_file():
         backbone, tokenizer = BertBackbone.from_hf(folder, **overrides), BertTokenizer.from_hf(folder)
     else:
         raise FileNotFoundError(
             f"--init {init!r} is neither a preset ({sorted(PRESETS)} or 'all_minilm_l6_v2'), "
-            f"a Hugging Face folder with config.json, nor a kbert folder with {BACKBONE_FILE}."
+            f"a Hugging Face folder with config.json, nor a kbert folder with {BACKBONE_FILE} or {MODEL_FILE}."
         )
     if backbone.vocabulary_size != tokenizer.vocabulary_size:
         raise ValueError(

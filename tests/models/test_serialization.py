@@ -5,6 +5,7 @@ from keras import ops
 
 from kbert import BertBackbone
 from kbert.checkpoints import BACKBONE_FILE, load_backbone
+from kbert.tasks.bert_question_answerer import BertQuestionAnswerer
 from kbert.training.mixed_precision import bfloat16_compute
 from tests.conftest import BACKENDS, TESTS, TINY, run_python, tiny_batch
 
@@ -45,13 +46,28 @@ def test_only_an_explicit_dtype_policy_is_saved(tmp_path):
     assert compute_dtype(keras.saving.load_model(tmp_path / "explicit.keras")) == "bfloat16"
 
 
+def write_tiny_vocab(folder):
+    (folder / "vocab.txt").write_text("".join(f"{token}\n" for token in [
+        "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *[f"w{i}" for i in range(TINY["vocabulary_size"] - 5)]]))
+
+
 def test_load_backbone_follows_the_global_policy(tmp_path):
     saved = BertBackbone(**TINY, dtype="float32")  # as kbert files named the policy before
     saved.save(tmp_path / BACKBONE_FILE)
-    (tmp_path / "vocab.txt").write_text("".join(f"{token}\n" for token in [
-        "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *[f"w{i}" for i in range(TINY["vocabulary_size"] - 5)]]))
+    write_tiny_vocab(tmp_path)
     with bfloat16_compute():
         backbone, _ = load_backbone(tmp_path)
     assert compute_dtype(backbone) == "bfloat16"
     for ours, theirs in zip(backbone.get_weights(), saved.get_weights()):
+        np.testing.assert_array_equal(ours, theirs)
+
+
+def test_load_backbone_takes_the_backbone_of_a_fine_tuned_run(tmp_path):
+    fine_tuned = BertQuestionAnswerer(BertBackbone(**TINY))
+    fine_tuned.save(tmp_path / "model.keras")
+    write_tiny_vocab(tmp_path)
+    backbone, tokenizer = load_backbone(tmp_path)
+    assert isinstance(backbone, BertBackbone) and tokenizer.vocabulary_size == TINY["vocabulary_size"]
+    assert len(backbone.weights) == len(fine_tuned.backbone.weights) < len(fine_tuned.weights)
+    for ours, theirs in zip(backbone.get_weights(), fine_tuned.backbone.get_weights()):
         np.testing.assert_array_equal(ours, theirs)
