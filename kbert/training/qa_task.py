@@ -87,7 +87,7 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
         "reader": report, **windowing,
         "hyperparameters": {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
                             "mixed_precision": mixed_precision, "seed": seed, "articles": articles,
-                            "limit": limit},
+                            "limit": limit, "validation_articles": validation_articles},
         "steps": int(model.optimizer.iterations), "train_seconds": round(seconds, 1),
         "history": {k: [float(v) for v in values] for k, values in history.history.items()},
         "validation": validation,
@@ -151,7 +151,7 @@ def run_split(model_dir, data=None):
     articles = settings.get("articles")
     examples = read_squad(data, articles=slice(0, articles) if articles else None)
     train_examples, valid_examples, held_out = split_articles(
-        examples, int(metrics["valid"].split()[0]), settings["seed"], settings.get("limit"),
+        examples, settings["validation_articles"], settings["seed"], settings.get("limit"),
         metrics["validation_questions"], source=data)
     if (_held_out_description(held_out, settings["seed"]) != metrics["valid"]
             or len(valid_examples) != metrics["validation_questions"]):
