@@ -10,7 +10,7 @@ on a fresh draw of the data stream (its seed moves with the step) rather than a 
 the instances the first steps saw.
 Everything lives in saved_models/<run>/: vocab.txt (given, or learned from the corpus), the
 held-out split (the last --holdout-lines lines of each document), backup/ (the checkpoint),
-logs/ (TensorBoard), history.csv, curves.png, metrics.json (held-out MLM and NSP accuracy
+logs/ (TensorBoard), history.csv, curves.png, metrics.json (the settings, held-out MLM and NSP accuracy
 before and after training) and, at the end, backbone.keras: `--init saved_models/<run>` for
 the task apps.
 """
@@ -162,6 +162,7 @@ def main(argv=None):
         print("held-out after training:", json.dumps(metrics["end"]), flush=True)
     metrics["steps"] = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
     metrics["backend"] = keras.config.backend()
+    metrics["settings"] = vars(args)  # the command line, for whoever reads the run folder later
     history = read_history(folder / "history.csv")
     if history:
         plot_history(history, folder / "curves.png",

@@ -34,7 +34,7 @@ among the probe-train sentences.
 For a pretraining run folder with a checkpoint (backup/latest.weights.h5 and holdout.txt,
 as apps/pretrain.py leaves them), the MLM head is read back from the checkpoint (it is not
 in backbone.keras) and run twice: on the run's held-out text, masked as apps/pretrain.py's
-held-out evaluation masks it (static masking, seed 1, rows of --mlm-seq-len tokens, pairs
+held-out evaluation masks it (static masking, seed 1, rows of the run's --seq-len tokens, pairs
 when the run has an NSP head), and on the test sentences, one a row, masked the same way
 (`mask_batch`: 15% of the tokens, at most 20 a row). Each line gives the MLM accuracy
 (beside metrics.json's, for the held-out text), that of always guessing the most frequent
@@ -75,9 +75,9 @@ def parse_args(argv=None):
                         help="inverse L2 regularisation strengths the cross-validation picks from "
                              "(default %(default)s)")
     parser.add_argument("--no-mlm", action="store_true", help="skip the MLM head of pretraining run folders")
-    parser.add_argument("--mlm-seq-len", type=int, default=128,
-                        help="tokens per row of the held-out MLM evaluation (apps/pretrain.py --seq-len; "
-                             "default %(default)s)")
+    parser.add_argument("--mlm-seq-len", type=int,
+                        help="tokens per row of the held-out MLM evaluation (default: the run's --seq-len, "
+                             "from its metrics.json; 128 if not recorded)")
     return parser.parse_args(argv)
 
 
@@ -153,6 +153,13 @@ def load_pretrainer(folder, backbone):
     model.optimizer.build(model.trainable_variables)
     model.load_weights(folder / CHECKPOINT)
     return model, last
+
+
+def run_seq_len(folder):
+    """The --seq-len apps/pretrain.py trained the run `folder` with (128 if not recorded)."""
+    metrics = pathlib.Path(folder) / "metrics.json"
+    settings = json.loads(metrics.read_text()).get("settings", {}) if metrics.is_file() else {}
+    return settings.get("seq_len", 128)
 
 
 def held_out_batches(folder, model, tokenizer, seq_len):
@@ -247,7 +254,7 @@ def main(argv=None):
             drift = max(float(np.abs(keras.ops.convert_to_numpy(v) - w).max())
                         for v, w in zip(backbone.weights, saved))
             print(f"  MLM head from {CHECKPOINT} (the backbone there vs backbone.keras: max |diff| {drift:.1e}):")
-            print(mlm_line(model, tokenizer, held_out_batches(name, model, tokenizer, args.mlm_seq_len),
+            print(mlm_line(model, tokenizer, held_out_batches(name, model, tokenizer, args.mlm_seq_len or run_seq_len(name)),
                            "holdout.txt", last.get("mlm_accuracy")), flush=True)
             if examples:
                 batches = masked_sentence_batches(examples[1], tokenizer, args.batch_size, args.max_length, args.seed)

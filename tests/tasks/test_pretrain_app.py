@@ -49,5 +49,6 @@ def test_a_kill_9_then_the_same_command_finishes_the_run(tmp_path):
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["steps"] == 6
     assert set(metrics) >= {"start", "end"}
+    assert metrics["settings"]["seq_len"] == 32 and metrics["settings"]["steps"] == 6
     backbone = keras.saving.load_model(run / "backbone.keras")
     assert backbone.vocabulary_size == len((run / "vocab.txt").read_text().split())
