@@ -135,8 +135,14 @@ def linear_probe(x_train, y_train, x_test, y_test, c_grid):
             float(search.best_score_))
 
 
-def load_pretrainer(folder, backbone):
-    """(`BertPretrainer` with the checkpoint's heads, metrics.json's last held-out metrics), or (None, reason)."""
+def run_metrics(folder):
+    """The metrics.json apps/pretrain.py wrote in `folder` ({} if there is none)."""
+    path = pathlib.Path(folder) / "metrics.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def load_pretrainer(folder, backbone, metrics):
+    """(`BertPretrainer` with the checkpoint's heads, `metrics`' last held-out metrics), or (None, reason)."""
     from kbert.training import bert_adamw
 
     folder = pathlib.Path(folder)
@@ -144,8 +150,6 @@ def load_pretrainer(folder, backbone):
     if missing:
         return None, (f"no {' or '.join(missing)} in {folder} (a --steps 0 run saves no checkpoint; "
                       "other folders are no apps/pretrain.py runs)")
-    metrics_file = folder / "metrics.json"
-    metrics = json.loads(metrics_file.read_text()) if metrics_file.is_file() else {}
     last = metrics.get("end") or metrics.get("start") or {}
     model = BertPretrainer(backbone, next_sentence="nsp_accuracy" in last or not last)
     # The checkpoint also holds the optimizer state: load it into a built optimizer of the same kind.
@@ -153,13 +157,6 @@ def load_pretrainer(folder, backbone):
     model.optimizer.build(model.trainable_variables)
     model.load_weights(folder / CHECKPOINT)
     return model, last
-
-
-def run_seq_len(folder):
-    """The --seq-len apps/pretrain.py trained the run `folder` with (128 if not recorded)."""
-    metrics = pathlib.Path(folder) / "metrics.json"
-    settings = json.loads(metrics.read_text()).get("settings", {}) if metrics.is_file() else {}
-    return settings.get("seq_len", 128)
 
 
 def held_out_batches(folder, model, tokenizer, seq_len):
@@ -247,14 +244,16 @@ def main(argv=None):
                       flush=True)
         if not args.no_mlm and pathlib.Path(name).is_dir():
             saved = [keras.ops.convert_to_numpy(v) for v in backbone.weights]
-            model, last = load_pretrainer(name, backbone)
+            metrics = run_metrics(name)
+            model, last = load_pretrainer(name, backbone, metrics)
             if model is None:
                 print(f"  MLM head: not reported, {last}")
                 continue
             drift = max(float(np.abs(keras.ops.convert_to_numpy(v) - w).max())
                         for v, w in zip(backbone.weights, saved))
             print(f"  MLM head from {CHECKPOINT} (the backbone there vs backbone.keras: max |diff| {drift:.1e}):")
-            print(mlm_line(model, tokenizer, held_out_batches(name, model, tokenizer, args.mlm_seq_len or run_seq_len(name)),
+            seq_len = args.mlm_seq_len or metrics.get("settings", {}).get("seq_len", 128)
+            print(mlm_line(model, tokenizer, held_out_batches(name, model, tokenizer, seq_len),
                            "holdout.txt", last.get("mlm_accuracy")), flush=True)
             if examples:
                 batches = masked_sentence_batches(examples[1], tokenizer, args.batch_size, args.max_length, args.seed)

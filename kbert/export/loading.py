@@ -6,8 +6,8 @@ import pathlib
 import keras
 
 from kbert.export.serving import ExportSpec, task_of
+from kbert.training.run_folder import MODEL_FILE
 
-MODEL_FILE = "model.keras"
 PAIR_TASKS = ("nli", "similarity")
 
 
