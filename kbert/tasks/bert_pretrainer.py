@@ -1,7 +1,7 @@
 import keras
+from keras import ops
 
 from kbert.layers.masked_lm_head import MaskedLMHead
-from kbert.metrics.perplexity import Perplexity
 from kbert.models.bert_backbone import INPUT_KEYS
 
 TASKS = ("nsp", "sop", "mlm")
@@ -17,7 +17,10 @@ class BertPretrainer(keras.Model):
     `nsp`, logits (batch, 2) on the pooled output (next-sentence or sentence-order labels).
     `compile()` fills in the loss: MLM cross-entropy averaged over the masked positions
     (weighted by `mask_weights`, passed as the sample weight of `mlm`) plus NSP
-    cross-entropy, and the metrics MLM accuracy, MLM perplexity and NSP accuracy.
+    cross-entropy, and the metrics MLM accuracy, MLM perplexity and NSP accuracy. The
+    perplexity is `exp(mlm_loss)`, the mean MLM loss of the epoch so far (as Hugging Face's
+    `run_mlm.py` reports it), read from the loss tracker rather than computed again from
+    the logits over the whole vocabulary.
     `kbert.data.pretraining_dataset` yields `(x, y, sample_weight)` in this layout.
 
     Args:
@@ -50,21 +53,29 @@ class BertPretrainer(keras.Model):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         self.backbone = backbone
         self.next_sentence = next_sentence
+        self._reports_perplexity = False
 
     def compile(self, optimizer="adam", loss=None, metrics=None, weighted_metrics=None, **kwargs):
         """`keras.Model.compile` with BERT's pretraining loss and metrics as defaults."""
+        self._reports_perplexity = loss is None  # exp(loss) is a perplexity for cross-entropy only
         if loss is None:
             loss = {"mlm": keras.losses.SparseCategoricalCrossentropy(
                 from_logits=True, reduction="mean_with_sample_weight")}
             if self.next_sentence:
                 loss["nsp"] = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
         if weighted_metrics is None:
-            weighted_metrics = {"mlm": [keras.metrics.SparseCategoricalAccuracy("accuracy"),
-                                        Perplexity("perplexity")]}
+            weighted_metrics = {"mlm": [keras.metrics.SparseCategoricalAccuracy("accuracy")]}
         if metrics is None and self.next_sentence:
             metrics = {"nsp": [keras.metrics.SparseCategoricalAccuracy("accuracy")]}
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics,
                         weighted_metrics=weighted_metrics, **kwargs)
+
+    def get_metrics_result(self):
+        """The compiled metrics, plus `mlm_perplexity` = exp(`mlm_loss`) with the default loss."""
+        logs = super().get_metrics_result()
+        if self._reports_perplexity and "mlm_loss" in logs:
+            logs["mlm_perplexity"] = ops.exp(logs["mlm_loss"])
+        return logs
 
     def get_config(self):
         return {"name": self.name, "next_sentence": self.next_sentence,
