@@ -1,9 +1,12 @@
+import warnings
+
 import keras
 import numpy as np
 import pytest
 
 from kbert import BertBackbone
-from kbert.training import WarmupLinearDecay, atomic_output_folder, bert_adamw
+from kbert.tasks import BertTokenClassifier
+from kbert.training import WarmupLinearDecay, atomic_output_folder, bert_adamw, pooler_left_out
 from tests.conftest import TINY, tiny_batch
 
 
@@ -122,3 +125,18 @@ def test_fast_dropout_masks_keep_the_dropout_rate():
         assert jax.config.jax_threefry_partitionable is False
     dropped = keras.layers.Dropout(0.1, seed=3)(np.ones((64, 128, 128), "float32"), training=True)
     assert abs(float(np.mean(keras.ops.convert_to_numpy(dropped) == 0)) - 0.1) < 0.005
+
+
+@pytest.mark.parametrize("pooler_hidden", [False, True])
+def test_pooler_left_out_hides_only_the_pooler_warning(pooler_hidden):
+    """A token classifier's loss never reaches the pooler: Keras warns about it unless told
+    (on TensorFlow and torch; JAX differentiates to zeros and never warns)."""
+    model = BertTokenClassifier(BertBackbone(**TINY), ["O", "B-X"])
+    model.compile(optimizer=bert_adamw(1e-3, 1), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    batch = tiny_batch()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pooler_left_out() if pooler_hidden else warnings.catch_warnings():
+            model.train_on_batch(batch, np.zeros(batch["token_ids"].shape, "int32"))
+    pooler_warnings = [w for w in caught if "pooled_dense" in str(w.message)]
+    assert bool(pooler_warnings) == (not pooler_hidden and keras.config.backend() != "jax")
