@@ -4,6 +4,22 @@ from keras import ops
 from kbert.layers.multi_head_self_attention import MultiHeadSelfAttention
 
 
+def exact_gelu(x):
+    """GELU in its exact erf form, `x * Phi(x)`, as BERT computes it.
+
+    On JAX it is written out as `0.5 x (1 + erf(x / sqrt 2))`: `ops.gelu(approximate=False)`
+    lowers to `erfc` there, which XLA fuses into more memory passes (4% of a bert_mini
+    pretraining step). Elsewhere the backend's own exact GELU (torch's fused kernel).
+
+    Example:
+    >>> [round(float(v), 4) for v in exact_gelu(ops.convert_to_tensor([-1.0, 0.0, 2.0]))]
+    [-0.1587, 0.0, 1.9545]
+    """
+    if keras.config.backend() == "jax":
+        return 0.5 * x * (1.0 + ops.erf(x * 0.7071067811865476))
+    return ops.gelu(x, approximate=False)
+
+
 @keras.saving.register_keras_serializable(package="kbert")
 class TransformerEncoder(keras.layers.Layer):
     """One post-LayerNorm BERT block: self-attention and a GELU feed-forward, each residual.
@@ -69,7 +85,7 @@ class TransformerEncoder(keras.layers.Layer):
         x = self.attention_layer_norm(
             inputs + self.residual_dropout(attended, training=training)
         )
-        hidden = ops.gelu(self.intermediate_dense(x), approximate=False)
+        hidden = exact_gelu(self.intermediate_dense(x))
         hidden = self.output_dense(hidden)
         return self.output_layer_norm(x + self.residual_dropout(hidden, training=training))
 
