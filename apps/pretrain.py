@@ -17,7 +17,6 @@ the task apps.
 
 import argparse
 import collections
-import contextlib
 import csv
 import importlib.util
 import json
@@ -37,7 +36,7 @@ from kbert.data.pretraining_instances import TASKS
 from kbert.models.bert_backbone import BertBackbone
 from kbert.tasks.bert_pretrainer import BertPretrainer
 from kbert.text import BertTokenizer, train_wordpiece_vocabulary
-from kbert.training import bert_adamw, plot_history, pooler_left_out, use_fast_dropout_masks
+from kbert.training import bert_adamw, plot_history, use_fast_dropout_masks
 
 
 def parse_args(argv=None):
@@ -155,9 +154,8 @@ def main(argv=None):
         callbacks.append(keras.callbacks.TensorBoard(folder / "logs"))
     else:
         print("TensorBoard logs off: pip install tensorboard to get them.", flush=True)
-    with pooler_left_out() if args.task == "mlm" else contextlib.nullcontext():
-        model.fit(data, epochs=epochs, steps_per_epoch=args.checkpoint_every, callbacks=callbacks,
-                  validation_data=held_out or None, verbose=1 if sys.stdout.isatty() else 2)
+    model.fit(data, epochs=epochs, steps_per_epoch=args.checkpoint_every, callbacks=callbacks,
+              validation_data=held_out or None, verbose=1 if sys.stdout.isatty() else 2)
 
     if held_out:
         metrics["end"] = model.evaluate(held_out, return_dict=True, verbose=0)

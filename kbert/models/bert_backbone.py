@@ -16,7 +16,7 @@ class BertBackbone(keras.Model):
     Inputs are a dict of int tensors of shape (batch, length): `token_ids`,
     `segment_ids` and `padding_mask` (1 for real tokens). Outputs are a dict:
     `sequence_output` (batch, length, hidden_dim) and `pooled_output`
-    (batch, hidden_dim), the tanh-dense of the [CLS] vector.
+    (batch, hidden_dim), the tanh-dense of the [CLS] vector (the layer `pooler`).
 
     Args: the fields of `kbert.BertConfig`, plus `dtype` (a Keras dtype policy
     such as "mixed_bfloat16"; None, the default, takes the global policy) and the usual
@@ -88,16 +88,17 @@ class BertBackbone(keras.Model):
                 dtype=dtype,
                 name=f"transformer_layer_{i}",
             )(x, padding_mask=inputs["padding_mask"])
-        pooled = keras.layers.Dense(
+        pooler = keras.layers.Dense(
             hidden_dim, activation="tanh", kernel_initializer=initializer,
             dtype=dtype, name="pooled_dense",
-        )(x[:, 0, :])
-        outputs = {"sequence_output": x, "pooled_output": pooled}
+        )
+        outputs = {"sequence_output": x, "pooled_output": pooler(x[:, 0, :])}
         super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
 
         self.config = config
         self._dtype_argument = None if dtype is None else keras.dtype_policies.get(dtype).name
         self.token_embedding = token_embedding
+        self.pooler = pooler
         for name, value in config.to_dict().items():
             setattr(self, name, value)
 

@@ -25,7 +25,8 @@ class BertPretrainer(keras.Model):
 
     Args:
         backbone: `kbert.BertBackbone`.
-        next_sentence: bool. Add the 2-way head (NSP or SOP); False for MLM only.
+        next_sentence: bool. Add the 2-way head (NSP or SOP); False for MLM only, which
+            freezes the backbone's pooler (nothing reads it).
 
     Example:
     >>> import numpy as np
@@ -50,6 +51,8 @@ class BertPretrainer(keras.Model):
             outputs["nsp"] = keras.layers.Dense(
                 2, kernel_initializer=initializer, dtype="float32", name="nsp_head",
             )(encoded["pooled_output"])
+        else:
+            backbone.pooler.trainable = False  # nothing reads the pooled output (see BertTokenClassifier)
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         self.backbone = backbone
         self.next_sentence = next_sentence

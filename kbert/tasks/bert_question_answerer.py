@@ -11,6 +11,7 @@ class BertQuestionAnswerer(keras.Model):
     float32; padding positions get -1e9 so that they never win and weigh nothing in the
     softmax, whatever the batch is padded to. Train with sparse categorical cross-entropy
     on the answer's first and last token ([CLS], position 0, when a window lacks it).
+    The backbone's pooler feeds nothing here and is frozen (see `BertTokenClassifier`).
 
     Args:
         backbone: `kbert.BertBackbone`.
@@ -40,6 +41,7 @@ class BertQuestionAnswerer(keras.Model):
             "end_logits": ops.where(real, logits[..., 1], -1e9),
         }
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        backbone.pooler.trainable = False  # nothing here reads the pooled output (see the docstring)
         self.backbone = backbone
         self.dropout = dropout
 

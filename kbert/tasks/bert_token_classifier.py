@@ -8,6 +8,9 @@ class BertTokenClassifier(keras.Model):
     The model returns logits of shape (batch, length, num_classes), one row per token;
     `kbert.data.NerWindows` puts each word's label on its first WordPiece and gives the
     other positions weight 0. The head computes in float32 even under mixed precision.
+    The backbone's pooler feeds nothing here, so its weights are frozen (kept and saved as
+    they are), as Hugging Face's token models leave it out: no backend then warns of
+    variables without gradients, and none decays them.
 
     Args:
         backbone: `kbert.BertBackbone`.
@@ -37,6 +40,7 @@ class BertTokenClassifier(keras.Model):
             dtype="float32", name="logits",
         )(x)
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
+        backbone.pooler.trainable = False  # nothing here reads the pooled output (see the docstring)
         self.backbone = backbone
         self.label_names = label_names
         self.dropout = dropout

@@ -20,7 +20,7 @@ from kbert.metrics.entity_f1 import entity_scores, format_entity_scores, get_ent
 from kbert.tasks.bert_token_classifier import BertTokenClassifier
 from kbert.training.fast_dropout import use_fast_dropout_masks
 from kbert.training.mixed_precision import bfloat16_compute
-from kbert.training.optimizers import bert_adamw, pooler_left_out
+from kbert.training.optimizers import bert_adamw
 from kbert.training.run_folder import load_run, write_evaluation, write_run_folder
 
 
@@ -77,8 +77,7 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
     stopping = keras.callbacks.EarlyStopping("val_entity_f1", mode="max", patience=patience,
                                              restore_best_weights=True)
     start = time.perf_counter()
-    with pooler_left_out():
-        history = model.fit(batches, epochs=epochs, callbacks=[scorer, stopping], verbose=verbose)
+    history = model.fit(batches, epochs=epochs, callbacks=[scorer, stopping], verbose=verbose)
     seconds = time.perf_counter() - start
     validation = scorer.best  # the epoch EarlyStopping restored
     metrics = {

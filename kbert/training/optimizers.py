@@ -1,6 +1,3 @@
-import contextlib
-import warnings
-
 import keras
 from keras import ops
 
@@ -79,26 +76,3 @@ def bert_adamw(learning_rate, total_steps, warmup_ratio=0.1, weight_decay=0.01, 
     )
     optimizer.exclude_from_weight_decay(var_names=["bias", "gamma", "beta"])
     return optimizer
-
-
-@contextlib.contextmanager
-def pooler_left_out():
-    """Hides Keras's warning that the backbone's pooler got no gradient.
-
-    Token classification, question answering and MLM-only pretraining never read the pooled
-    output, so the pooler rightly stays as it is; Keras would still warn once per compiled
-    step, asking whether a loss was forgotten. Any other variable without a gradient warns
-    as before.
-
-    Example:
-    >>> message = "Gradients do not exist for variables ['{0}/kernel', '{0}/bias'] when minimizing the loss."
-    >>> with warnings.catch_warnings(record=True) as caught, pooler_left_out():
-    ...     warnings.warn(message.format("pooled_dense"))
-    ...     warnings.warn(message.format("logits"))
-    >>> [str(w.message)[:53] for w in caught]
-    ["Gradients do not exist for variables ['logits/kernel'"]
-    """
-    with warnings.catch_warnings():
-        warnings.filterwarnings(
-            "ignore", message=r"Gradients do not exist for variables \['pooled_dense/kernel', 'pooled_dense/bias'\] ")
-        yield

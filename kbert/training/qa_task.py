@@ -23,7 +23,7 @@ from kbert.metrics.squad import squad_scores
 from kbert.tasks.bert_question_answerer import BertQuestionAnswerer
 from kbert.training.fast_dropout import use_fast_dropout_masks
 from kbert.training.mixed_precision import bfloat16_compute
-from kbert.training.optimizers import bert_adamw, pooler_left_out
+from kbert.training.optimizers import bert_adamw
 from kbert.training.run_folder import METRICS_FILE, load_run, write_evaluation, write_json_atomic, write_run_folder
 
 
@@ -76,8 +76,7 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
     model.compile(optimizer=bert_adamw(learning_rate, len(batches) * epochs),
                   loss={"start_logits": loss, "end_logits": loss})
     start = time.perf_counter()
-    with pooler_left_out():
-        history = model.fit(batches, epochs=epochs, verbose=verbose)
+    history = model.fit(batches, epochs=epochs, verbose=verbose)
     seconds = time.perf_counter() - start
     validation, predictions = evaluate_examples(model, tokenizer, valid_examples, windowing, batch_size)
     metrics = {

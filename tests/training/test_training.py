@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from kbert import BertBackbone
-from kbert.tasks import BertTokenClassifier
-from kbert.training import WarmupLinearDecay, atomic_output_folder, bert_adamw, pooler_left_out
+from kbert.tasks import BertPretrainer, BertQuestionAnswerer, BertTokenClassifier
+from kbert.training import WarmupLinearDecay, atomic_output_folder, bert_adamw
 from tests.conftest import TINY, tiny_batch
 
 
@@ -127,16 +127,39 @@ def test_fast_dropout_masks_keep_the_dropout_rate():
     assert abs(float(np.mean(keras.ops.convert_to_numpy(dropped) == 0)) - 0.1) < 0.005
 
 
-@pytest.mark.parametrize("pooler_hidden", [False, True])
-def test_pooler_left_out_hides_only_the_pooler_warning(pooler_hidden):
-    """A token classifier's loss never reaches the pooler: Keras warns about it unless told
-    (on TensorFlow and torch; JAX differentiates to zeros and never warns)."""
-    model = BertTokenClassifier(BertBackbone(**TINY), ["O", "B-X"])
-    model.compile(optimizer=bert_adamw(1e-3, 1), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+CROSS_ENTROPY = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+
+def token_classifier_step():
+    """(model, loss, x, y, sample_weight) of one training step."""
     batch = tiny_batch()
+    model = BertTokenClassifier(BertBackbone(**TINY), ["O", "B-X"])
+    return model, CROSS_ENTROPY, batch, np.ones(batch["token_ids"].shape, "int32"), None
+
+
+def question_answerer_step():
+    model = BertQuestionAnswerer(BertBackbone(**TINY))
+    return model, CROSS_ENTROPY, tiny_batch(), {"start_logits": np.array([1, 2, 0]), "end_logits": np.array([2, 3, 0])}, None
+
+
+def mlm_only_pretrainer_step():
+    batch = {**tiny_batch(), "mask_positions": np.array([[1, 2], [3, 0], [1, 1]], "int32")}
+    model = BertPretrainer(BertBackbone(**TINY), next_sentence=False)  # loss None: its own default
+    return model, None, batch, {"mlm": np.full((3, 2), 5, "int32")}, {"mlm": np.ones((3, 2), "float32")}
+
+
+@pytest.mark.parametrize("make_step", [token_classifier_step, question_answerer_step, mlm_only_pretrainer_step])
+def test_models_that_never_read_the_pooler_leave_it_as_it_is(make_step):
+    """Their loss never reaches the pooler: it must neither draw Keras's "Gradients do not
+    exist" warning (TensorFlow, torch) nor move under weight decay (JAX, whose gradients
+    are zeros), and everything else must still train."""
+    model, loss, batch, y, sample_weight = make_step()
+    model.compile(optimizer=bert_adamw(1e-2, total_steps=2, warmup_ratio=0.0), loss=loss)
+    before = {w.path: keras.ops.convert_to_numpy(w) for w in model.weights}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        with pooler_left_out() if pooler_hidden else warnings.catch_warnings():
-            model.train_on_batch(batch, np.zeros(batch["token_ids"].shape, "int32"))
-    pooler_warnings = [w for w in caught if "pooled_dense" in str(w.message)]
-    assert bool(pooler_warnings) == (not pooler_hidden and keras.config.backend() != "jax")
+        model.train_on_batch(batch, y, sample_weight=sample_weight)
+    assert not [str(w.message) for w in caught if "Gradients do not exist" in str(w.message)]
+    moved = {w.path for w in model.weights if not np.array_equal(keras.ops.convert_to_numpy(w), before[w.path])}
+    assert not {w.path for w in model.backbone.pooler.weights} & moved
+    assert "transformer_layer_0/intermediate_dense/kernel" in moved
