@@ -6,6 +6,9 @@ AdamW (weight decay 0.01, none on biases and LayerNorm, eps 1e-6), linear warmup
 
     trainer = HfTrainer(model, learning_rate=5e-5, total_steps=100)
     loss = trainer.step(input_ids=..., attention_mask=..., token_type_ids=..., labels=...)
+
+`HfTokenizer` puts Hugging Face's fast tokenizer behind kbert's call signature, so kbert's
+batch and window builders feed both sides the same rows.
 """
 
 import torch
@@ -35,4 +38,23 @@ class HfTrainer:
         self.optimizer.step()
         self.schedule.step()
         self.optimizer.zero_grad()
-        return float(loss)
+        return float(loss.detach())
+
+
+class HfTokenizer:
+    """Hugging Face's fast BERT tokenizer behind `kbert.text.BertTokenizer`'s call and output keys."""
+
+    def __init__(self, folder):
+        self.tokenizer = transformers.BertTokenizerFast.from_pretrained(folder)
+        self.pad_token_id = self.tokenizer.pad_token_id
+        self.cls_token_id = self.tokenizer.cls_token_id
+        self.sep_token_id = self.tokenizer.sep_token_id
+
+    def __call__(self, texts, pairs=None, max_length=128, padding="longest", return_offsets=False):
+        out = self.tokenizer(texts, pairs, max_length=max_length, truncation=True, padding=padding,
+                             return_offsets_mapping=return_offsets, return_tensors="np")
+        batch = {"token_ids": out["input_ids"].astype("int32"), "segment_ids": out["token_type_ids"].astype("int32"),
+                 "padding_mask": out["attention_mask"].astype("int32")}
+        if return_offsets:
+            batch["offsets"] = out["offset_mapping"].astype("int32")
+        return batch

@@ -22,22 +22,10 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import transformers  # noqa: E402
 
-from hf_recipe import HfTrainer  # noqa: E402
+from hf_recipe import HfTokenizer, HfTrainer  # noqa: E402
 from kbert.data import SentenceBatches, read_sentence_tsv  # noqa: E402
 from kbert.metrics import accuracy  # noqa: E402
 from kbert.paths import data_dir, minilm_dir  # noqa: E402
-
-
-class HfTokenizer:
-    """Hugging Face's fast BERT tokenizer behind kbert's call signature and output keys."""
-
-    def __init__(self, folder):
-        self.tokenizer = transformers.BertTokenizerFast.from_pretrained(folder)
-
-    def __call__(self, texts, pairs=None, max_length=128, padding="longest"):
-        out = self.tokenizer(texts, pairs, max_length=max_length, truncation=True, padding=padding, return_tensors="np")
-        return {"token_ids": out["input_ids"].astype("int32"), "segment_ids": out["token_type_ids"].astype("int32"),
-                "padding_mask": out["attention_mask"].astype("int32")}
 
 
 def to_torch(inputs):
