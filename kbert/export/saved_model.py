@@ -36,23 +36,24 @@ def export_saved_model(model, tokenizer, spec, out):
     require_tensorflow_backend()
     functions = serving_functions(model, tokenizer, spec)
     with atomic_output_folder(out) as folder:
-        write_saved_model(model, functions, folder)
+        write_saved_model(functions, folder)
         tokenizer.save(folder)
         write_export_json(folder, spec, {name: _signature_summary(function)
                                          for name, function in functions.items()}, "saved_model")
     return pathlib.Path(out)
 
 
-def write_saved_model(model, functions, folder):
+def write_saved_model(functions, folder):
     """Writes `functions` as the SavedModel's signatures, through Keras's `ExportArchive`.
 
-    The archive tracks the Keras variables so that the TFLite converter freezes them (a plain
-    `tf.Module` holding the model left them as resource variables, which ran as NaN).
+    The archive keeps the variables the functions use, so that the TFLite converter freezes
+    them (a plain `tf.Module` holding the model left them as resource variables, which ran
+    as NaN). The model is not `track`ed as well: that would store every weight a second
+    time, under other keys (keras-team/keras#23553).
     """
     import keras
 
     archive = keras.export.ExportArchive()
-    archive.track(model)
     for name, function in functions.items():
         archive.add_endpoint(name, function)
     archive.write_out(str(folder), verbose=False)

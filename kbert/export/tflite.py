@@ -72,7 +72,7 @@ def export_tflite(model, tokenizer, spec, out, quantize="none", text_model=True)
     sizes = {}
     with atomic_output_folder(out) as folder:
         staging = folder / ".saved_model"
-        write_saved_model(model, functions, staging)
+        write_saved_model(functions, staging)
         targets = [(IDS_FILE, "token_ids")] + ([(TEXT_FILE, "serving_default")] if text_model else [])
         for file_name, signature in targets:
             converter = tf.lite.TFLiteConverter.from_saved_model(str(staging), signature_keys=[signature])

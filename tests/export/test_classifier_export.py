@@ -55,6 +55,14 @@ def test_saved_model_matches_keras(exported):
     assert json.loads((root / "saved" / "export.json").read_text())["label_names"] == LABELS
 
 
+def test_saved_model_stores_each_weight_once(exported):
+    """`ExportArchive.track(model)` would store every weight a second time (keras-team/keras#23553)."""
+    model, _, root = exported
+    stored = tf.train.list_variables(str(root / "saved" / "variables" / "variables"))
+    assert sum(int(np.prod(shape)) for name, shape in stored if name != "_CHECKPOINTABLE_OBJECT_GRAPH") \
+        == model.count_params()
+
+
 def test_tflite_fp32_matches_keras(exported):
     model, tokenizer, root = exported
     expected = keras_probabilities(model, tokenizer, TEXTS)
