@@ -154,8 +154,9 @@ def main(argv=None):
         callbacks.append(keras.callbacks.TensorBoard(folder / "logs"))
     else:
         print("TensorBoard logs off: pip install tensorboard to get them.", flush=True)
+    # shuffle=False: the tf.data pipeline shuffles (Keras would warn that it ignores shuffle=True).
     model.fit(data, epochs=epochs, steps_per_epoch=args.checkpoint_every, callbacks=callbacks,
-              validation_data=held_out or None, verbose=1 if sys.stdout.isatty() else 2)
+              validation_data=held_out or None, shuffle=False, verbose=1 if sys.stdout.isatty() else 2)
 
     if held_out:
         metrics["end"] = model.evaluate(held_out, return_dict=True, verbose=0)

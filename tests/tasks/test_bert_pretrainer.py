@@ -80,7 +80,7 @@ def tiny_data(corpus, seed=0):
 def test_fit_lowers_the_loss(corpus):
     keras.utils.set_random_seed(0)
     model = tiny_pretrainer(steps=45)
-    history = model.fit(tiny_data(corpus), epochs=3, steps_per_epoch=15, verbose=0).history
+    history = model.fit(tiny_data(corpus), epochs=3, steps_per_epoch=15, shuffle=False, verbose=0).history
     assert history["mlm_loss"][-1] < history["mlm_loss"][0] - 0.2
     assert history["mlm_perplexity"][-1] == pytest.approx(np.exp(history["mlm_loss"][-1]), rel=1e-5)
     assert history["loss"][-1] == pytest.approx(history["mlm_loss"][-1] + history["nsp_loss"][-1], rel=1e-3)
@@ -136,7 +136,7 @@ def test_a_killed_run_resumes_at_the_same_step(corpus, tmp_path):
     backup = tmp_path / "backup"
     model = tiny_pretrainer(steps=12)
     with pytest.raises(KeyboardInterrupt):
-        model.fit(tiny_data(corpus), epochs=4, steps_per_epoch=3, verbose=0,
+        model.fit(tiny_data(corpus), epochs=4, steps_per_epoch=3, shuffle=False, verbose=0,
                   callbacks=[AtomicBackupAndRestore(backup, 3), Kill(2)])
     saved = {w.path: ops.convert_to_numpy(w) for w in model.weights}
     (backup / "partial.weights.h5").write_bytes(b"half a file")  # killed while writing
@@ -148,7 +148,7 @@ def test_a_killed_run_resumes_at_the_same_step(corpus, tmp_path):
     assert int(ops.convert_to_numpy(resumed.optimizer.iterations)) == 6
     for w in resumed.weights:
         np.testing.assert_array_equal(ops.convert_to_numpy(w), saved[w.path])
-    history = resumed.fit(tiny_data(corpus, seed=1), epochs=4, steps_per_epoch=3, verbose=0,
+    history = resumed.fit(tiny_data(corpus, seed=1), epochs=4, steps_per_epoch=3, shuffle=False, verbose=0,
                           callbacks=[AtomicBackupAndRestore(backup, 3)])
     assert history.epoch == [2, 3]
     assert int(ops.convert_to_numpy(resumed.optimizer.iterations)) == 12
