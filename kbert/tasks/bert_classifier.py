@@ -38,6 +38,8 @@ class BertClassifier(keras.Model):
             dtype="float32", name="logits",
         )(x)
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
+        if not backbone.pooler.trainable:  # a token model built on this backbone froze it
+            backbone.pooler.trainable = backbone.trainable
         self.backbone = backbone
         self.num_classes = num_classes
         self.dropout = dropout

@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 
 from kbert import BertBackbone
-from kbert.tasks import BertPretrainer, BertQuestionAnswerer, BertTokenClassifier
+from kbert.tasks import BertClassifier, BertPretrainer, BertQuestionAnswerer, BertTokenClassifier
 from kbert.training import WarmupLinearDecay, atomic_output_folder, bert_adamw
+from kbert.training.lora import enable_lora
 from tests.conftest import TINY, tiny_batch
 
 
@@ -163,3 +164,22 @@ def test_models_that_never_read_the_pooler_leave_it_as_it_is(make_step):
     moved = {w.path for w in model.weights if not np.array_equal(keras.ops.convert_to_numpy(w), before[w.path])}
     assert not {w.path for w in model.backbone.pooler.weights} & moved
     assert "transformer_layer_0/intermediate_dense/kernel" in moved
+
+
+@pytest.mark.parametrize("make_model", [lambda backbone: BertClassifier(backbone, 2),
+                                        lambda backbone: BertPretrainer(backbone, next_sentence=True)],
+                         ids=["classifier", "nsp_pretrainer"])
+def test_models_that_read_the_pooler_train_it_after_a_token_model_froze_it(make_model):
+    backbone = BertBackbone(**TINY)
+    BertTokenClassifier(backbone, ["O", "B-X"])
+    pooler_paths = {w.path for w in backbone.pooler.weights}
+    assert not pooler_paths & {w.path for w in backbone.trainable_weights}
+    model = make_model(backbone)
+    assert pooler_paths <= {w.path for w in model.trainable_weights}
+
+
+def test_a_classifier_leaves_a_lora_frozen_pooler_frozen():
+    backbone = BertBackbone(**TINY)
+    enable_lora(backbone, rank=2)
+    model = BertClassifier(backbone, 2)
+    assert not {w.path for w in backbone.pooler.weights} & {w.path for w in model.trainable_weights}
