@@ -48,6 +48,7 @@ class BertAdamW(keras.optimizers.AdamW):
 
         foreach_update(self, grads, trainable_variables, learning_rate)
 
+
 def bert_adamw(learning_rate, total_steps, warmup_ratio=0.1, weight_decay=0.01, clipnorm=1.0):
     """AdamW as BERT trains: warmup then linear decay, no decay on LayerNorm or biases.
 
