@@ -51,7 +51,7 @@ def load_backbone(init, **overrides):
             raise ValueError(f"{folder}: a saved backbone is loaded as saved; got overrides {overrides}.")
         model = keras.saving.load_model(saved, compile=False, safe_mode=True)
         backbone = _under_global_policy(model if saved.name == BACKBONE_FILE else model.backbone)
-        backbone.pooler.trainable = backbone.trainable  # NER, QA and MLM-only models froze it
+        backbone.train_pooler(True)  # NER, QA and MLM-only models froze it
         tokenizer = BertTokenizer.from_hf(folder)
     elif (folder / "config.json").is_file():
         backbone, tokenizer = BertBackbone.from_hf(folder, **overrides), BertTokenizer.from_hf(folder)

@@ -38,8 +38,7 @@ class BertClassifier(keras.Model):
             dtype="float32", name="logits",
         )(x)
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
-        if not backbone.pooler.trainable:  # a token model built on this backbone froze it
-            backbone.pooler.trainable = backbone.trainable
+        backbone.train_pooler(True)  # a token model built on this backbone may have frozen it
         self.backbone = backbone
         self.num_classes = num_classes
         self.dropout = dropout

@@ -51,10 +51,7 @@ class BertPretrainer(keras.Model):
             outputs["nsp"] = keras.layers.Dense(
                 2, kernel_initializer=initializer, dtype="float32", name="nsp_head",
             )(encoded["pooled_output"])
-            if not backbone.pooler.trainable:  # a token model built on this backbone froze it
-                backbone.pooler.trainable = backbone.trainable
-        else:
-            backbone.pooler.trainable = False  # nothing reads the pooled output (see BertTokenClassifier)
+        backbone.train_pooler(next_sentence)  # only the 2-way head reads the pooled output
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         self.backbone = backbone
         self.next_sentence = next_sentence

@@ -41,7 +41,7 @@ class BertQuestionAnswerer(keras.Model):
             "end_logits": ops.where(real, logits[..., 1], -1e9),
         }
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
-        backbone.pooler.trainable = False  # nothing here reads the pooled output (see the docstring)
+        backbone.train_pooler(False)  # nothing here reads the pooled output (see the docstring)
         self.backbone = backbone
         self.dropout = dropout
 

@@ -40,7 +40,7 @@ class BertTokenClassifier(keras.Model):
             dtype="float32", name="logits",
         )(x)
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
-        backbone.pooler.trainable = False  # nothing here reads the pooled output (see the docstring)
+        backbone.train_pooler(False)  # nothing here reads the pooled output (see the docstring)
         self.backbone = backbone
         self.label_names = label_names
         self.dropout = dropout

@@ -6,8 +6,7 @@ import pytest
 
 from kbert import BertBackbone
 from kbert.tasks import BertClassifier, BertPretrainer, BertQuestionAnswerer, BertTokenClassifier
-from kbert.training import WarmupLinearDecay, atomic_output_folder, bert_adamw
-from kbert.training.lora import enable_lora
+from kbert.training import WarmupLinearDecay, atomic_output_folder, bert_adamw, enable_lora
 from tests.conftest import TINY, tiny_batch
 
 
