@@ -110,12 +110,16 @@ def resumed_step(backup):
 
 
 def read_history(path):
-    """history.csv as {metric: [per-epoch values]}; a resumed epoch keeps its last row."""
+    """history.csv as {metric: [per-epoch values]}; a resumed epoch keeps its last row.
+
+    Without held-out data Keras's CSVLogger still writes val_ columns, all "NA": left out.
+    """
     if not path.is_file():
         return {}
     with open(path) as f:
         rows = {int(row["epoch"]): row for row in csv.DictReader(f)}
-    names = [name for name in next(iter(rows.values()), {}) if name != "epoch"]
+    names = [name for name in next(iter(rows.values()), {})
+             if name != "epoch" and all(row[name] != "NA" for row in rows.values())]
     return {name: [float(rows[epoch][name]) for epoch in sorted(rows)] for name in names}
 
 

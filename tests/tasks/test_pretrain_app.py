@@ -53,3 +53,16 @@ def test_a_kill_9_then_the_same_command_finishes_the_run(tmp_path):
     assert metrics["settings"]["seq_len"] == 32 and metrics["settings"]["steps"] == 6
     backbone = keras.saving.load_model(run / "backbone.keras")
     assert backbone.vocabulary_size == len((run / "vocab.txt").read_text().split())
+
+
+def test_a_run_without_held_out_lines_saves_its_backbone_and_curves(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    write_corpus(corpus)
+    command = [sys.executable, str(APP), "--corpus", str(corpus), "--run", "all", "--output", str(tmp_path),
+               "--preset", "bert_tiny", "--vocab-size", "120", "--steps", "2", "--checkpoint-every", "1",
+               "--batch-size", "4", "--seq-len", "32", "--holdout-lines", "0"]
+    run = subprocess.run(command, env={**os.environ, "KERAS_BACKEND": keras.config.backend()},
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert (tmp_path / "all" / "backbone.keras").is_file() and (tmp_path / "all" / "curves.png").is_file()
+    assert not {"start", "end"} & set(json.loads((tmp_path / "all" / "metrics.json").read_text()))
