@@ -1,7 +1,8 @@
 """The Hugging Face baseline for apps/sentiment.py: same checkpoint, data, batches, recipe and steps.
 
-Fine-tunes `transformers.BertForSequenceClassification` from all-MiniLM-L6-v2 in a plain
-torch loop and reports accuracy on the same seeded validation split of SST-2 train.tsv
+Fine-tunes `transformers.BertForSequenceClassification` from all-MiniLM-L6-v2 (or another
+Hugging Face model folder, `--init`, e.g. one `hf_pretrain.py` wrote; `--random-init` keeps
+its config and vocab but draws fresh weights) in a plain torch loop and reports accuracy on the same seeded validation split of SST-2 train.tsv
 and the step throughput. It reuses kbert's reader, split and `SentenceBatches` (with
 Hugging Face's tokenizer behind them), so both runs see identical batches in the same
 order; the recipe is BERT's: AdamW (weight decay 0.01, none on biases and LayerNorm,
@@ -9,6 +10,8 @@ eps 1e-6), 10% warmup then linear decay, gradient clipping at 1.0, dropout 0.1. 
 torch only (TensorFlow is never imported), so it needs no separate process of its own.
 
     python benchmarks/hf_sst2_finetune.py --limit 8000 --epochs 2 --batch-size 32 --lr 5e-5
+    python benchmarks/hf_sst2_finetune.py --init saved_models/hf_gutenberg_mini_mlm [--random-init] \
+        --limit 1000 --epochs 6 --lr 3e-4
 """
 
 import argparse
@@ -37,6 +40,8 @@ def to_torch(inputs):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", default=str(data_dir() / "sst2" / "train.tsv"))
+    parser.add_argument("--init", default=str(minilm_dir()), help="a Hugging Face model folder with its vocab.txt")
+    parser.add_argument("--random-init", action="store_true", help="--init's config and vocab, fresh weights")
     parser.add_argument("--limit", type=int, default=8000)
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=32)
@@ -51,11 +56,15 @@ def main():
     examples = read_sentence_tsv(args.data, label_names=["negative", "positive"])
     train, valid = examples.split(args.validation_fraction, args.seed)
     train = train.shuffled(args.seed, args.limit)
-    tokenizer = HfTokenizer(minilm_dir())
+    tokenizer = HfTokenizer(args.init)
     train_batches = SentenceBatches(train, tokenizer, args.batch_size, args.max_length, shuffle=True, seed=args.seed)
     valid_batches = SentenceBatches(valid, tokenizer, 64, args.max_length)
 
-    model = transformers.BertForSequenceClassification.from_pretrained(minilm_dir(), num_labels=2)
+    if args.random_init:
+        config = transformers.BertConfig.from_pretrained(args.init, num_labels=2)
+        model = transformers.BertForSequenceClassification(config)
+    else:
+        model = transformers.BertForSequenceClassification.from_pretrained(args.init, num_labels=2)
     total = len(train_batches) * args.epochs
     trainer = HfTrainer(model, args.lr, total)
     print(f"Hugging Face: {len(train)} training / {len(valid)} validation examples, {total} steps")
