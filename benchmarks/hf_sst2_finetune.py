@@ -2,12 +2,13 @@
 
 Fine-tunes `transformers.BertForSequenceClassification` from all-MiniLM-L6-v2 (or another
 Hugging Face model folder, `--init`, e.g. one `hf_pretrain.py` wrote; `--random-init` keeps
-its config and vocab but draws fresh weights) in a plain torch loop and reports accuracy on the same seeded validation split of SST-2 train.tsv
-and the step throughput. It reuses kbert's reader, split and `SentenceBatches` (with
-Hugging Face's tokenizer behind them), so both runs see identical batches in the same
-order; the recipe is BERT's: AdamW (weight decay 0.01, none on biases and LayerNorm,
-eps 1e-6), 10% warmup then linear decay, gradient clipping at 1.0, dropout 0.1. Runs on
-torch only (TensorFlow is never imported), so it needs no separate process of its own.
+its config and vocab but draws fresh weights) in a plain torch loop and reports accuracy
+on the same seeded validation split of SST-2 train.tsv and the step throughput. It reuses
+kbert's reader, split and `SentenceBatches` (with Hugging Face's tokenizer behind them), so
+both runs see identical batches in the same order; the recipe is BERT's: AdamW (weight
+decay 0.01, none on biases and LayerNorm, eps 1e-6), 10% warmup then linear decay,
+gradient clipping at 1.0, dropout 0.1. Runs on torch only (TensorFlow is never imported),
+so it needs no separate process of its own.
 
     python benchmarks/hf_sst2_finetune.py --limit 8000 --epochs 2 --batch-size 32 --lr 5e-5
     python benchmarks/hf_sst2_finetune.py --init saved_models/hf_gutenberg_mini_mlm [--random-init] \

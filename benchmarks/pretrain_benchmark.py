@@ -1,17 +1,22 @@
-"""Pretraining step throughput: kbert's BertPretrainer beside keras-hub's BertMaskedLM, per backend.
+"""Pretraining step throughput: kbert's BertPretrainer beside keras-hub's and Hugging Face's BertMaskedLM.
 
 Each (backend, engine) runs in a process of its own, one after another. Every engine trains
-the same configuration on the same random batch (32 x 128 tokens, 20 masked positions per
-row, vocabulary 30522) with the same optimizer (`kbert.training.bert_adamw`) through
+the same configuration on the same random batch (by default 32 x 128 tokens, 20 masked
+positions per row, vocabulary 30522) with the same optimizer (`kbert.training.bert_adamw`) through
 `train_on_batch`, with the backend's default compilation (XLA on TensorFlow, jax.jit on JAX,
 eager on torch). The first step (tracing, compiling, building the optimizer) is timed apart.
-keras-hub's BertMaskedLM has no next-sentence head, so kbert is also run MLM-only.
+keras-hub's BertMaskedLM has no next-sentence head, so kbert is also run MLM-only. On torch,
+`hf_torch` is the reference outside Keras: Hugging Face's `BertForMaskedLM` (head on the
+masked positions only) in a plain torch loop with torch's AdamW (`hf_pretrain.py`).
+`--mixed-precision` runs Keras under mixed_bfloat16 and the torch loop under bfloat16 autocast.
 
     python benchmarks/pretrain_benchmark.py                        # bert_mini and bert_small
     python benchmarks/pretrain_benchmark.py --presets bert_mini --steps 5 --backends jax
+    python benchmarks/pretrain_benchmark.py --presets bert_mini --backends torch --mixed-precision
 """
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -22,7 +27,7 @@ import time
 import numpy as np
 
 BACKENDS = ("tensorflow", "jax", "torch")
-ENGINES = ("keras_hub", "kbert", "kbert_mlm_only")
+ENGINES = ("keras_hub", "kbert", "kbert_mlm_only", "hf_torch")
 
 
 def make_batch(batch_size, length, predictions, vocabulary_size, seed=0):
@@ -35,6 +40,24 @@ def make_batch(batch_size, length, predictions, vocabulary_size, seed=0):
     return x, mask_ids, np.ones(positions.shape, "float32"), rng.integers(0, 2, batch_size).astype("int32")
 
 
+def hf_torch_step(config, x, mask_ids, bfloat16):
+    """One training step of Hugging Face's BertForMaskedLM on the batch, as a function."""
+    import torch
+    import transformers
+
+    from hf_pretrain import MaskedPositionsMLM
+    from hf_recipe import HfTrainer
+
+    hf_config = transformers.BertConfig(
+        vocab_size=config["vocabulary_size"], hidden_size=config["hidden_dim"], num_hidden_layers=config["num_layers"],
+        num_attention_heads=config["num_heads"], intermediate_size=config["intermediate_dim"])
+    trainer = HfTrainer(MaskedPositionsMLM(transformers.BertForMaskedLM(hf_config)), 1e-4, 10_000, bfloat16=bfloat16)
+    input_ids = torch.from_numpy(x["token_ids"]).long()
+    labels = torch.full_like(input_ids, -100)
+    labels.scatter_(1, torch.from_numpy(x["mask_positions"]).long(), torch.from_numpy(mask_ids).long())
+    return lambda: trainer.step(input_ids=input_ids, labels=labels)
+
+
 def worker(engine, preset, args):
     import keras
 
@@ -42,11 +65,15 @@ def worker(engine, preset, args):
     from kbert.training import bert_adamw, use_fast_dropout_masks
 
     use_fast_dropout_masks()
+    if args.mixed_precision:
+        keras.mixed_precision.set_global_policy("mixed_bfloat16")
 
-    config = {**PRESETS[preset].to_dict(), "vocabulary_size": 30522}
-    x, mask_ids, weights, labels = make_batch(args.batch_size, args.seq_len, 20, config["vocabulary_size"])
+    config = {**PRESETS[preset].to_dict(), "vocabulary_size": args.vocabulary_size}
+    x, mask_ids, weights, labels = make_batch(args.batch_size, args.seq_len, args.predictions, args.vocabulary_size)
     optimizer = bert_adamw(1e-4, total_steps=10_000)
-    if engine == "keras_hub":
+    if engine == "hf_torch":
+        step = hf_torch_step(config, x, mask_ids, args.mixed_precision)
+    elif engine == "keras_hub":
         import keras_hub
 
         names = ("vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim", "max_sequence_length")
@@ -63,16 +90,18 @@ def worker(engine, preset, args):
         y, sample_weight = {"mlm": mask_ids}, {"mlm": weights}
         if engine == "kbert":
             y["nsp"], sample_weight["nsp"] = labels, np.ones(len(labels), "float32")
+    if engine != "hf_torch":
+        step = functools.partial(model.train_on_batch, x, y, sample_weight=sample_weight)
     start = time.perf_counter()
-    model.train_on_batch(x, y, sample_weight=sample_weight)
+    step()
     first = time.perf_counter() - start
     times = []
     for _ in range(args.steps):
         start = time.perf_counter()
-        model.train_on_batch(x, y, sample_weight=sample_weight)
+        step()
         times.append(time.perf_counter() - start)
-    step = statistics.median(times)
-    return {"first_step_s": first, "steps_per_s": 1 / step, "tokens_per_s": args.batch_size * args.seq_len / step}
+    median = statistics.median(times)
+    return {"first_step_s": first, "steps_per_s": 1 / median, "tokens_per_s": args.batch_size * args.seq_len / median}
 
 
 def main():
@@ -82,21 +111,29 @@ def main():
     parser.add_argument("--engines", nargs="+", default=list(ENGINES), choices=ENGINES)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--seq-len", type=int, default=128)
+    parser.add_argument("--predictions", type=int, default=20, help="masked positions per row")
+    parser.add_argument("--vocabulary-size", type=int, default=30522)
     parser.add_argument("--steps", type=int, default=10, help="timed steps (the median is reported)")
+    parser.add_argument("--mixed-precision", action="store_true", help="bfloat16 compute, float32 weights")
     parser.add_argument("--worker", nargs=2, metavar=("ENGINE", "PRESET"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         print(json.dumps(worker(*args.worker, args)))
         return
-    print(f"batch {args.batch_size} x {args.seq_len}, 20 predictions per row, median of {args.steps} steps, "
-          f"{os.cpu_count()} CPU cores")
+    print(f"batch {args.batch_size} x {args.seq_len}, {args.predictions} predictions per row, "
+          f"vocabulary {args.vocabulary_size}, median of {args.steps} steps, "
+          f"{'bfloat16' if args.mixed_precision else 'float32'}, {os.cpu_count()} CPU cores")
     print(f"{'preset':<11}{'backend':<12}{'engine':<16}{'first step s':>13}{'steps/s':>9}{'tokens/s':>10}{'vs keras-hub':>13}")
     for preset in args.presets:
         for backend in args.backends:
             results = {}
             for engine in args.engines:
+                if engine == "hf_torch" and backend != "torch":
+                    continue
                 command = [sys.executable, __file__, "--worker", engine, preset, "--steps", str(args.steps),
-                           "--batch-size", str(args.batch_size), "--seq-len", str(args.seq_len)]
+                           "--batch-size", str(args.batch_size), "--seq-len", str(args.seq_len),
+                           "--predictions", str(args.predictions), "--vocabulary-size", str(args.vocabulary_size)]
+                command += ["--mixed-precision"] if args.mixed_precision else []
                 done = subprocess.run(command, env={**os.environ, "KERAS_BACKEND": backend},
                                       capture_output=True, text=True)
                 if done.returncode:
