@@ -22,12 +22,18 @@ def write_corpus(path, documents=12):
     path.write_text("\n".join(lines))
 
 
-def test_a_kill_9_then_the_same_command_finishes_the_run(tmp_path):
-    corpus = tmp_path / "corpus.txt"
+def tiny_run_command(folder, run, steps, checkpoint_every, holdout_lines):
+    """apps/pretrain.py on a tiny corpus written into `folder`, bert_tiny at 4 x 32 tokens."""
+    corpus = folder / "corpus.txt"
     write_corpus(corpus)
-    command = [sys.executable, str(APP), "--corpus", str(corpus), "--run", "tiny", "--output", str(tmp_path),
-               "--preset", "bert_tiny", "--vocab-size", "120", "--steps", "6", "--checkpoint-every", "2",
-               "--batch-size", "4", "--seq-len", "32", "--holdout-lines", "2"]
+    return [sys.executable, str(APP), "--corpus", str(corpus), "--run", run, "--output", str(folder),
+            "--preset", "bert_tiny", "--vocab-size", "120", "--steps", str(steps),
+            "--checkpoint-every", str(checkpoint_every), "--batch-size", "4", "--seq-len", "32",
+            "--holdout-lines", str(holdout_lines)]
+
+
+def test_a_kill_9_then_the_same_command_finishes_the_run(tmp_path):
+    command = tiny_run_command(tmp_path, "tiny", steps=6, checkpoint_every=2, holdout_lines=2)
     env = {**os.environ, "KERAS_BACKEND": keras.config.backend()}
     run = tmp_path / "tiny"
     metadata = run / "backup" / "training_metadata.json"
@@ -56,11 +62,7 @@ def test_a_kill_9_then_the_same_command_finishes_the_run(tmp_path):
 
 
 def test_a_run_without_held_out_lines_saves_its_backbone_and_curves(tmp_path):
-    corpus = tmp_path / "corpus.txt"
-    write_corpus(corpus)
-    command = [sys.executable, str(APP), "--corpus", str(corpus), "--run", "all", "--output", str(tmp_path),
-               "--preset", "bert_tiny", "--vocab-size", "120", "--steps", "2", "--checkpoint-every", "1",
-               "--batch-size", "4", "--seq-len", "32", "--holdout-lines", "0"]
+    command = tiny_run_command(tmp_path, "all", steps=2, checkpoint_every=1, holdout_lines=0)
     run = subprocess.run(command, env={**os.environ, "KERAS_BACKEND": keras.config.backend()},
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-3000:]
