@@ -9,7 +9,7 @@ those only, as BERT's own pretraining does); the recipe is kbert's (AdamW, warmu
 linear decay, clipping at 1.0, see `hf_recipe.py`). It prints held-out MLM accuracy (the
 run folder's holdout.txt, masked once with a fixed seed) before, during and after, and
 saves a model folder that `hf_sst2_finetune.py --init` fine-tunes. Nothing of kbert's
-model, data pipeline or optimizer is used, which makes it the independent check on what
+model, data pipeline or optimizer is used (only its preset shapes), which makes it the independent check on what
 pretraining on this corpus can buy. Runs on torch only (TensorFlow is never imported).
 
     python benchmarks/hf_pretrain.py --run-dir saved_models/gutenberg_mini_random \\
@@ -19,14 +19,26 @@ pretraining on this corpus can buy. Runs on torch only (TensorFlow is never impo
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 from types import SimpleNamespace
 
-import torch
-import transformers
+os.environ["KERAS_BACKEND"] = "torch"  # kbert.config imports keras; keep the process torch-only
 
-from hf_recipe import HfTrainer
+import torch  # noqa: E402
+import transformers  # noqa: E402
+
+from hf_recipe import HfTrainer  # noqa: E402
+from kbert.config import PRESETS  # noqa: E402
+
+
+def hf_bert_config(config, vocabulary_size):
+    """A `transformers.BertConfig` of a kbert `BertConfig`'s shape."""
+    return transformers.BertConfig(vocab_size=vocabulary_size, hidden_size=config.hidden_dim,
+                                   num_hidden_layers=config.num_layers, num_attention_heads=config.num_heads,
+                                   intermediate_size=config.intermediate_dim,
+                                   max_position_embeddings=config.max_sequence_length)
 
 
 def token_blocks(path, tokenizer, seq_len):
@@ -50,7 +62,8 @@ class MaskedPositionsMLM(torch.nn.Module):
         masked = labels != -100
         logits = self.model.cls(hidden[masked])
         loss = torch.nn.functional.cross_entropy(logits.float(), labels[masked])
-        return SimpleNamespace(loss=loss, accuracy=(logits.argmax(-1) == labels[masked]).float().mean())
+        return SimpleNamespace(loss=loss, correct=int((logits.argmax(-1) == labels[masked]).sum()),
+                               count=int(masked.sum()))
 
 
 def heldout_accuracy(mlm, batches, bfloat16):
@@ -59,9 +72,8 @@ def heldout_accuracy(mlm, batches, bfloat16):
     with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bfloat16):
         for batch in batches:
             out = mlm(batch["input_ids"], batch["labels"])
-            count = int((batch["labels"] != -100).sum())
-            correct += float(out.accuracy) * count
-            total += count
+            correct += out.correct
+            total += out.count
     mlm.train()
     return correct / total
 
@@ -71,9 +83,7 @@ def main():
     parser.add_argument("--run-dir", required=True, help="an apps/pretrain.py run folder (vocab.txt, train.txt, "
                                                          "holdout.txt)")
     parser.add_argument("--out", required=True, help="model folder to write")
-    parser.add_argument("--layers", type=int, default=4, help="default: bert_mini's shape")
-    parser.add_argument("--hidden", type=int, default=256)
-    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--preset", default="bert_mini", choices=sorted(PRESETS), help="kbert's preset of that shape")
     parser.add_argument("--steps", type=int, default=3500)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--seq-len", type=int, default=64)
@@ -85,7 +95,6 @@ def main():
     args = parser.parse_args()
 
     run_dir = Path(args.run_dir)
-    torch.manual_seed(args.seed)
     tokenizer = transformers.BertTokenizerFast(str(run_dir / "vocab.txt"), do_lower_case=True)
     collator = transformers.DataCollatorForLanguageModeling(tokenizer, mlm_probability=0.15)
     train = token_blocks(run_dir / "train.txt", tokenizer, args.seq_len)
@@ -97,10 +106,7 @@ def main():
           f"{args.steps} steps are {args.steps * args.batch_size / len(train):.1f} passes", flush=True)
 
     torch.manual_seed(args.seed)
-    config = transformers.BertConfig(vocab_size=len(tokenizer), hidden_size=args.hidden,
-                                     num_hidden_layers=args.layers, num_attention_heads=args.heads,
-                                     intermediate_size=4 * args.hidden)
-    mlm = MaskedPositionsMLM(transformers.BertForMaskedLM(config))
+    mlm = MaskedPositionsMLM(transformers.BertForMaskedLM(hf_bert_config(PRESETS[args.preset], len(tokenizer))))
     trainer = HfTrainer(mlm, args.lr, args.steps, warmup_ratio=args.warmup_ratio, bfloat16=args.bfloat16)
     curve = [{"step": 0, "heldout_mlm_accuracy": heldout_accuracy(mlm, heldout_batches, args.bfloat16)}]
     print(json.dumps(curve[-1]), flush=True)

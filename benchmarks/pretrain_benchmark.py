@@ -40,18 +40,17 @@ def make_batch(batch_size, length, predictions, vocabulary_size, seed=0):
     return x, mask_ids, np.ones(positions.shape, "float32"), rng.integers(0, 2, batch_size).astype("int32")
 
 
-def hf_torch_step(config, x, mask_ids, bfloat16):
+def hf_torch_step(preset, vocabulary_size, x, mask_ids, bfloat16):
     """One training step of Hugging Face's BertForMaskedLM on the batch, as a function."""
     import torch
     import transformers
 
-    from hf_pretrain import MaskedPositionsMLM
+    from hf_pretrain import MaskedPositionsMLM, hf_bert_config
     from hf_recipe import HfTrainer
+    from kbert.config import PRESETS
 
-    hf_config = transformers.BertConfig(
-        vocab_size=config["vocabulary_size"], hidden_size=config["hidden_dim"], num_hidden_layers=config["num_layers"],
-        num_attention_heads=config["num_heads"], intermediate_size=config["intermediate_dim"])
-    trainer = HfTrainer(MaskedPositionsMLM(transformers.BertForMaskedLM(hf_config)), 1e-4, 10_000, bfloat16=bfloat16)
+    model = transformers.BertForMaskedLM(hf_bert_config(PRESETS[preset], vocabulary_size))
+    trainer = HfTrainer(MaskedPositionsMLM(model), 1e-4, 10_000, bfloat16=bfloat16)
     input_ids = torch.from_numpy(x["token_ids"]).long()
     labels = torch.full_like(input_ids, -100)
     labels.scatter_(1, torch.from_numpy(x["mask_positions"]).long(), torch.from_numpy(mask_ids).long())
@@ -72,7 +71,7 @@ def worker(engine, preset, args):
     x, mask_ids, weights, labels = make_batch(args.batch_size, args.seq_len, args.predictions, args.vocabulary_size)
     optimizer = bert_adamw(1e-4, total_steps=10_000)
     if engine == "hf_torch":
-        step = hf_torch_step(config, x, mask_ids, args.mixed_precision)
+        step = hf_torch_step(preset, args.vocabulary_size, x, mask_ids, args.mixed_precision)
     elif engine == "keras_hub":
         import keras_hub
 
