@@ -9,7 +9,8 @@ class MaskedLMHead(keras.layers.Layer):
     The decoder is the transpose of `token_embedding`'s matrix plus an output bias, so the
     input and output vocabularies share one table. Only the rows at `mask_positions` are
     transformed, which costs (batch, predictions) instead of (batch, length) decoder rows.
-    Logits come out in float32 even under a mixed precision policy.
+    Logits come out in float32 even under a mixed precision policy. After
+    `keras.Model.quantize`, the decoder reads the embedding's dequantized table.
 
     Args:
         token_embedding: `keras.layers.Embedding`. The table to tie the decoder to.
@@ -48,7 +49,12 @@ class MaskedLMHead(keras.layers.Layer):
         positions = ops.expand_dims(ops.cast(mask_positions, "int32"), -1)
         x = ops.take_along_axis(sequence_output, positions, axis=1)
         x = self.layer_norm(ops.gelu(self.dense(x), approximate=False))
-        table = ops.cast(self.token_embedding.embeddings, x.dtype)
+        embedding = self.token_embedding
+        if embedding.quantization_mode:  # integer rows with scales: the layer dequantizes them
+            table = embedding(ops.arange(embedding.input_dim))
+        else:
+            table = embedding.embeddings
+        table = ops.cast(table, x.dtype)
         logits = ops.matmul(x, ops.transpose(table))
         return ops.cast(logits, "float32") + ops.convert_to_tensor(self.bias)
 

@@ -58,7 +58,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
 
     def call(self, inputs, padding_mask, training=None):
         batch, length = ops.shape(inputs)[0], ops.shape(inputs)[1]
-        query, key, value = (self._project(inputs, part) for part in range(3))
+        query, key, value = self._project(inputs)
         # (batch, 1, 1, length): every query may attend to every real key.
         mask = ops.cast(padding_mask, "bool")[:, None, None, :]
         if training and self.dropout > 0:
@@ -68,15 +68,27 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         context = ops.reshape(context, (batch, length, self.num_heads * self.head_dim))
         return self.output_dense(context)
 
-    def _project(self, inputs, part):
-        """Query (0), key (1) or value (2), (batch, length, heads, head_dim): `inputs` times
-        that third of the fused QKV kernel. Slicing the kernel rather than the fused output
-        spares the backward pass from padding three activation gradients back into one
-        (6% fewer bytes moved in a JAX training step of bert_mini); keras-hub projects apart too."""
-        hidden_dim = self.num_heads * self.head_dim
-        columns = slice(part * hidden_dim, (part + 1) * hidden_dim)
-        projected = ops.matmul(inputs, self.qkv_dense.kernel[:, columns]) + self.qkv_dense.bias[columns]
-        return ops.reshape(projected, (*ops.shape(inputs)[:2], self.num_heads, self.head_dim))
+    def _project(self, inputs):
+        """Query, key and value, each (batch, length, heads, head_dim).
+
+        In float, `inputs` times each third of the fused QKV kernel: slicing the kernel
+        rather than the fused output spares the backward pass from padding three activation
+        gradients back into one (6% fewer bytes moved in a JAX training step of bert_mini);
+        keras-hub projects apart too. Once `quantize` has stored the kernel as integers
+        (int8, int4) or with float8 scales, `qkv_dense` itself computes the fused projection,
+        which it knows how to dequantize, and its output is split.
+        """
+        shape = (*ops.shape(inputs)[:2], self.num_heads, self.head_dim)
+        if self.qkv_dense.quantization_mode:
+            parts = ops.split(self.qkv_dense(inputs), 3, axis=-1)
+        else:
+            kernel, bias = self.qkv_dense.kernel, self.qkv_dense.bias
+            width = self.num_heads * self.head_dim
+            parts = [
+                ops.matmul(inputs, kernel[:, i * width : (i + 1) * width]) + bias[i * width : (i + 1) * width]
+                for i in range(3)
+            ]
+        return [ops.reshape(part, shape) for part in parts]
 
     def _fused_attention(self, query, key, value, mask):
         return ops.dot_product_attention(query, key, value, mask=mask)
