@@ -13,7 +13,7 @@ signatures, for `tf.saved_model.save` and the TFLite converter alike:
 The `token_ids` signature takes `token_ids`, `segment_ids`, `padding_mask` (int32, batch x
 length) and returns the model's raw outputs (logits) plus probabilities or embeddings.
 Every text output has a `truncated` flag (the input had more than `max_length` tokens).
-Text is tokenized in the graph by `kbert.export.tokenization.encode`, one window per
+Text is tokenized in the graph by the tokenizer's own `encode`, one window per
 input; NER and QA over windows of long inputs run in `apps/edge_predict.py` (token-id model).
 """
 
@@ -21,7 +21,6 @@ import dataclasses
 
 import tensorflow as tf
 
-from kbert.export.tokenization import encode
 from kbert.layers.mean_pooling import mean_pool
 from kbert.models.bert_backbone import INPUT_KEYS
 
@@ -103,11 +102,13 @@ def serving_functions(model, tokenizer, spec, tflite=False):
     names = text_input_names(spec)
 
     def from_text(*texts):
-        encoded = encode(tokenizer, texts[0], texts[1] if len(texts) > 1 else None,
-                         max_length=spec.max_length, padding=spec.padding,
-                         truncation="only_second" if spec.task == "question_answerer" else "longest_first",
-                         max_first_length=spec.max_question_length if spec.task == "question_answerer" else None,
-                         return_offsets=spec.task in ("token_classifier", "question_answerer"))
+        encoded = tokenizer.encode(
+            texts[0], texts[1] if len(texts) > 1 else None, max_length=spec.max_length,
+            padding=spec.padding,
+            truncation="only_second" if spec.task == "question_answerer" else "longest_first",
+            return_offsets=spec.task in ("token_classifier", "question_answerer"),
+            max_first_length=spec.max_question_length if spec.task == "question_answerer" else None,
+            return_lengths=True)
         inputs = {key: encoded[key] for key in INPUT_KEYS}
         outputs = head(model, spec, inputs, model(inputs, training=False), encoded, texts, tflite)
         outputs["truncated"] = encoded["lengths"] > spec.max_length

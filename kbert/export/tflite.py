@@ -26,7 +26,7 @@ import tensorflow as tf
 from kbert.export.loading import require_tensorflow_backend
 from kbert.export.saved_model import write_export_json, write_saved_model
 from kbert.export.serving import serving_functions, text_input_names
-from kbert.export.tokenization import CUSTOM_OPS
+from kbert.text.tokenizer import CUSTOM_OPS
 
 QUANTIZATIONS = ("none", "float16", "dynamic-int8")
 TEXT_FILE, IDS_FILE = "text.tflite", "token_ids.tflite"

@@ -1,4 +1,4 @@
-"""Truncating and packing token rows into `[CLS] A [SEP] B [SEP]`, with TensorFlow ops only."""
+"""Truncating and packing token rows into `[CLS] A [SEP] B [SEP]`, in ops TFLite runs."""
 
 import tensorflow as tf
 
@@ -44,57 +44,46 @@ def truncation_lengths(lengths, budget, truncation="longest_first"):
     ]
 
 
-def pack_segments(segments, start_row, end_row, max_length, truncation="longest_first"):
-    """Truncates one or two segments to fit `max_length` and packs them between special rows.
+def pack_segments(segments, kept, start_row, end_row, pad_row, width):
+    """Packs flat token rows into `[CLS] A [SEP] (B [SEP])` rows of `width`, padded.
 
-    Each segment is a ragged tensor of shape (batch, (tokens), columns); `start_row` goes
-    first and `end_row` after each segment. A last column holds the segment id (0, then 1;
-    the special rows take the id of the segment they close or open).
+    Index arithmetic on flat tensors (no ragged ops): position `p` of a packed row gathers
+    its token from the flat values of its segment, or takes a special row.
 
     Args:
-        segments: list of one or two int32 `tf.RaggedTensor`s with the same number of columns.
-        start_row: list of int. The row for [CLS].
-        end_row: list of int. The row for [SEP].
-        max_length: int. Rows in the packed output at most, special rows included.
-        truncation: str. "longest_first" or "only_second" (see `truncation_lengths`).
+        segments: list of one or two `(values, row_splits)`: int32 values (tokens, columns),
+            the tokens of all texts one after another, and int32 row_splits (batch + 1,).
+        kept: list of int32 tensors (batch,). Tokens kept of each segment, from the start
+            (see `truncation_lengths`).
+        start_row, end_row, pad_row: list of int. The columns of [CLS], [SEP] and padding.
+        width: int or int32 scalar tensor. Positions per packed row, at least the longest.
+
+    Returns:
+        `(packed, segment_ids, padding_mask)`: int32 (batch, width, columns), int32
+        (batch, width) (1 for the second segment and its [SEP]), bool (batch, width).
 
     Example:
-    >>> a = tf.ragged.constant([[[7], [8], [9]]], ragged_rank=1)
-    >>> pack_segments([a, a], [1], [2], max_length=6).to_list()
-    [[[1, 0], [7, 0], [2, 0], [7, 1], [8, 1], [2, 1]]]
+    >>> a = (tf.constant([[7], [8], [9]]), tf.constant([0, 3]))
+    >>> packed, segment_ids, _ = pack_segments(
+    ...     [a, a], [tf.constant([1]), tf.constant([2])], [1], [2], [0], width=7)
+    >>> packed[..., 0].numpy().tolist(), segment_ids.numpy().tolist()
+    ([[1, 7, 2, 7, 8, 2, 0]], [[0, 0, 0, 1, 1, 1, 0]])
     """
-    budget = max_length - len(segments) - 1
-    if budget < 0:
-        raise ValueError(f"max_length={max_length} leaves no room for the special tokens.")
-    kept = truncation_lengths([s.row_lengths() for s in segments], budget, truncation)
-    batch = segments[0].nrows()
-    pieces = []
-    for segment_id, (segment, length) in enumerate(zip(segments, kept)):
-        if segment_id == 0:
-            pieces.append(_special(start_row, batch, segment_id))
-        pieces.append(_with_segment_id(_keep_first(segment, length), segment_id))
-        pieces.append(_special(end_row, batch, segment_id))
-    return tf.concat(pieces, axis=1)
-
-
-def _keep_first(rows, lengths):
-    """The first `lengths[i]` entries of each row `i` of a ragged tensor."""
-    position = tf.range(tf.shape(rows.values, out_type=tf.int64)[0]) - tf.gather(
-        rows.row_splits, rows.value_rowids()
-    )
-    keep = position < tf.gather(lengths, rows.value_rowids())
-    return tf.RaggedTensor.from_value_rowids(
-        tf.boolean_mask(rows.values, keep),
-        tf.boolean_mask(rows.value_rowids(), keep),
-        nrows=rows.nrows(),
-    )
-
-
-def _with_segment_id(rows, segment_id):
-    values = tf.pad(rows.values, [[0, 0], [0, 1]], constant_values=segment_id)
-    return rows.with_values(values)
-
-
-def _special(row, batch, segment_id):
-    values = tf.tile(tf.constant([[*row, segment_id]], tf.int32), [tf.cast(batch, tf.int32), 1])
-    return tf.RaggedTensor.from_uniform_row_length(values, 1, nrows=batch)
+    position = tf.range(width)[tf.newaxis, :]
+    padding_mask = position < (sum(kept) + len(segments) + 1)[:, tf.newaxis]
+    packed = tf.where(padding_mask[..., tf.newaxis], end_row, pad_row)  # [SEP] where not a token
+    packed = tf.where(tf.equal(position, 0)[..., tf.newaxis], start_row, packed)
+    begin = 1  # the position of the segment's first token
+    for (values, row_splits), length in zip(segments, kept):
+        length = length[:, tf.newaxis]
+        index = tf.minimum(tf.maximum(position - begin, 0), tf.maximum(length - 1, 0))
+        # One row of zeros after the values: a batch of empty texts still has a row to gather.
+        values = tf.concat([values, tf.zeros([1, values.shape[1]], values.dtype)], 0)
+        gathered = tf.gather(values, row_splits[:-1, tf.newaxis] + index)
+        inside = (position >= begin) & (position < begin + length)
+        packed = tf.where(inside[..., tf.newaxis], gathered, packed)
+        begin = begin + length + 1
+    second = padding_mask & (position > kept[0][:, tf.newaxis] + 1)  # after the first [SEP]
+    # A select, not a cast: with a cast from bool, the TFLite converter emitted a bool
+    # zeros_like (for Embedding's index check), which TFLite lacks.
+    return packed, tf.where(second, 1, 0), padding_mask

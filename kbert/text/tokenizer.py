@@ -8,12 +8,15 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from kbert.text.bert_normalizer import fast_bert_normalizer_model
-from kbert.text.packing import TRUNCATIONS, pack_segments
+from kbert.text.packing import TRUNCATIONS, pack_segments, truncation_lengths
 from kbert.text.wordpieces import merge_long_words, to_char_offsets
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 PADDINGS = ("max_length", "longest")
 MAX_WORD_CHARS = 100  # longer words become one [UNK], as in BERT
+# The tensorflow-text ops in `BertTokenizer.encode`'s graph, which TFLite runs as custom ops.
+CUSTOM_OPS = ("FastBertNormalize", "FastWordpieceTokenizeWithOffsets",
+              "TFText>ByteSplitWithOffsets")
 
 
 class BertTokenizer:
@@ -21,8 +24,9 @@ class BertTokenizer:
 
     Normalization (cleanup, lower-casing and accent stripping when `lowercase`), the split
     into words at spaces, punctuation and CJK characters, and WordPiece all run as
-    tensorflow-text ops, so `encode` works inside `tf.data` and exported graphs. Calling the
-    tokenizer runs the same graph and returns numpy arrays, under any Keras backend.
+    tensorflow-text ops, so `encode` works inside `tf.data` and exported graphs, TFLite
+    included. Calling the tokenizer runs the same graph and returns numpy arrays, under any
+    Keras backend.
 
     Args:
         vocabulary: str, path or list of str. A vocab.txt file (one token a line) or tokens.
@@ -179,17 +183,27 @@ class BertTokenizer:
         return {key: value.numpy() for key, value in outputs.items()}
 
     def encode(self, texts, pairs=None, max_length=128, padding="max_length",
-               truncation="longest_first", return_offsets=False):
-        """Like calling the tokenizer, but on string tensors, with TensorFlow ops only.
+               truncation="longest_first", return_offsets=False, *, max_first_length=None,
+               return_lengths=False):
+        """Like calling the tokenizer, but on string tensors, in ops that TFLite also runs.
 
-        For `tf.data` (`dataset.map(tokenizer.encode)`, on any backend) and exported graphs.
-        Texts are UTF-8 bytes; there each invalid byte acts as a space and offsets count
-        characters of the UTF-8 decoding (an invalid sequence is one character).
+        For `tf.data` (`dataset.map(tokenizer.encode)`, on any backend) and exported graphs:
+        besides TFLite builtins the graph holds only the tensorflow-text ops `CUSTOM_OPS`, and
+        packing is index arithmetic on flat tensors (no Flex op is needed).
+
+        Texts are UTF-8 bytes. Invalid UTF-8 bytes are kept as bytes: each acts as an unknown
+        character (an [UNK] token or part of one), and offsets count every byte that is not a
+        continuation byte (0x80-0xBF) as one character. Calling the tokenizer decodes with
+        replacement first, so there U+FFFD appears instead, which BERT deletes.
 
         Args:
             texts: string tensor of shape (batch,) or () (then outputs lose the batch axis).
             pairs: None or a string tensor shaped like `texts`.
             max_length, padding, truncation, return_offsets: as for calling the tokenizer.
+            max_first_length: int or None. First segments (QA questions) are cut to this many
+                tokens before `truncation` applies, as `kbert.data.SquadWindows` does.
+            return_lengths: bool. Also return `lengths` (batch,): the tokens of each row
+                before truncation, special tokens included.
 
         Example:
         >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi"])
@@ -198,6 +212,8 @@ class BertTokenizer:
         <tf.Tensor: shape=(2, 4), dtype=int32, numpy=
         array([[2, 5, 3, 0],
                [2, 5, 5, 3]], dtype=int32)>
+        >>> int(tokenizer.encode("hi hi hi", max_length=4, return_lengths=True)["lengths"])
+        5
         """
         if padding not in PADDINGS:
             raise ValueError(f"padding must be one of {PADDINGS}, got {padding!r}.")
@@ -208,55 +224,43 @@ class BertTokenizer:
         segments = [texts] if pairs is None else [texts, tf.convert_to_tensor(pairs, tf.string)]
         if scalar:
             segments = [segment[tf.newaxis] for segment in segments]
+        budget = max_length - len(segments) - 1
+        if budget < 0:
+            raise ValueError(f"max_length={max_length} leaves no room for the special tokens.")
         rows = [self._tokenize(segment, return_offsets) for segment in segments]
+        lengths = [row_splits[1:] - row_splits[:-1] for _, row_splits in rows]
+        cut = lengths if max_first_length is None else [
+            tf.minimum(lengths[0], max_first_length), *lengths[1:]]
+        kept = truncation_lengths(cut, budget, truncation)
+        width = max_length
+        if padding == "longest":
+            width = tf.reduce_max(tf.concat([sum(kept) + len(segments) + 1, [0]], 0))
         specials = [0, 0, -1] if return_offsets else []  # offsets (0, 0), word id -1
-        packed = pack_segments(rows, [self.cls_token_id, 1, *specials],
-                               [self.sep_token_id, 1, *specials], max_length, truncation)
-        pad_row = [self.pad_token_id, 0, *specials, 0]
-        width = max_length if padding == "max_length" else None
-        dense = packed.to_tensor(default_value=pad_row, shape=[None, width, len(pad_row)])
-        outputs = {"token_ids": dense[..., 0], "segment_ids": dense[..., -1],
-                   "padding_mask": dense[..., 1]}
+        packed, segment_ids, padding_mask = pack_segments(
+            rows, kept, [self.cls_token_id, *specials], [self.sep_token_id, *specials],
+            [self.pad_token_id, *specials], width)
+        outputs = {"token_ids": packed[..., 0], "segment_ids": segment_ids,
+                   "padding_mask": tf.cast(padding_mask, tf.int32)}
         if return_offsets:
-            outputs.update(offsets=dense[..., 2:4], word_ids=dense[..., 4])
+            outputs.update(offsets=packed[..., 1:3], word_ids=packed[..., 3])
+        if return_lengths:
+            outputs["lengths"] = sum(lengths) + len(segments) + 1
         return {key: value[0] for key, value in outputs.items()} if scalar else outputs
 
-    def wordpieces(self, texts, return_offsets=False):
-        """The two fast tf-text ops, as TensorFlow ops: BERT normalization, then WordPiece.
-
-        Returns `(normalized, byte_map, ids, starts, ends)`: the normalized strings, the
-        map of their bytes back to the input's (None without `return_offsets`), and ragged
-        (batch, (pieces)) ids with byte spans in `normalized`. BERT's long-word rule and
-        packing come after (`encode`; `kbert.export.tokenization` for TFLite graphs).
-
-        Example:
-        >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi", "##s"])
-        >>> tokenizer.wordpieces(["His"])[2].to_list()
-        [[5, 6]]
-        """
-        byte_map = None
+    def _tokenize(self, texts, return_offsets):
+        """Flat wordpieces: int32 (pieces, columns) [id(, start, end, word id)], row_splits."""
         if return_offsets:
             normalized, byte_map = self._normalizer.normalize_with_offsets(texts)
         else:
             normalized = self._normalizer.normalize(texts)
         ids, starts, ends = self._wordpiece.tokenize_with_offsets(normalized)
-        return normalized, byte_map, ids, starts, ends
-
-    def is_suffix(self):
-        """A bool tensor over the vocabulary: True for continuation pieces (`##...`)."""
-        return self._is_suffix
-
-    def _tokenize(self, texts, return_offsets):
-        """Wordpiece rows (batch, (tokens), columns): id, 1, and [start, end, word id]."""
-        normalized, byte_map, ids, starts, ends = self.wordpieces(texts, return_offsets)
-        words = merge_long_words(
+        pieces = merge_long_words(
             normalized, ids, starts, ends, self._is_suffix, self.unk_token_id, MAX_WORD_CHARS)
-        columns = [words.token_ids, tf.ones_like(words.token_ids)]
+        columns = [pieces.token_ids]
         if return_offsets:
-            offsets = to_char_offsets(texts, byte_map, words.starts, words.ends, words.rows)
-            columns += [*offsets, words.word_ids]
-        values = tf.stack([tf.cast(column, tf.int32) for column in columns], axis=1)
-        return tf.RaggedTensor.from_value_rowids(values, words.rows, nrows=ids.nrows())
+            columns += [*to_char_offsets(texts, byte_map, pieces.starts, pieces.ends,
+                                         pieces.row_splits), pieces.word_ids]
+        return tf.stack(columns, axis=1), pieces.row_splits
 
 
 def _read_vocabulary(vocabulary):

@@ -1,11 +1,17 @@
-"""TensorFlow ops on flat wordpiece rows: BERT's long-word rule, word ids, character offsets."""
+"""Flat wordpiece ops that TFLite runs: BERT's long-word rule, word ids, character offsets.
+
+Only TFLite builtins and tensorflow-text's `ByteSplitWithOffsets` (for character counts):
+no ragged gathers, string lengths or Unicode decoding. A character is any byte that is not
+a UTF-8 continuation byte (0x80-0xBF), which on valid UTF-8 is exact.
+"""
 
 import collections
 
 import tensorflow as tf
+import tensorflow_text as tf_text
 
 Wordpieces = collections.namedtuple(
-    "Wordpieces", ["token_ids", "starts", "ends", "rows", "word_ids"])
+    "Wordpieces", ["token_ids", "starts", "ends", "word_ids", "row_splits"])
 
 
 def merge_long_words(normalized, token_ids, starts, ends, is_suffix, unk_id, max_chars):
@@ -24,8 +30,8 @@ def merge_long_words(normalized, token_ids, starts, ends, is_suffix, unk_id, max
         max_chars: int. The longest word that keeps its pieces.
 
     Returns:
-        `Wordpieces` of flat tensors: `token_ids`, byte `starts` and `ends` in `normalized`,
-        `rows` (int64 batch index) and `word_ids` (word index within its text).
+        `Wordpieces` of flat int32 tensors: `token_ids`, byte `starts` and `ends` in
+        `normalized`, `word_ids` (word index within its text) and `row_splits` (batch + 1,).
 
     Example:
     >>> pieces = merge_long_words(tf.constant(["abc d"]), tf.ragged.constant([[7, 8, 9]]),
@@ -34,38 +40,36 @@ def merge_long_words(normalized, token_ids, starts, ends, is_suffix, unk_id, max
     >>> pieces.token_ids.numpy().tolist(), pieces.ends.numpy().tolist()
     ([1, 9], [3, 5])
     """
-    rows, row_splits = token_ids.value_rowids(), token_ids.row_splits
-    token_ids, starts, ends = token_ids.flat_values, starts.flat_values, ends.flat_values
-    begins = tf.logical_not(tf.gather(is_suffix, token_ids))
-    word = tf.cumsum(tf.cast(begins, tf.int64)) - 1
-    first_piece = tf.where(begins)[:, 0]
-    last_piece = tf.concat([first_piece, tf.shape(token_ids, out_type=tf.int64)], 0)[1:] - 1
+    row_splits = tf.cast(token_ids.row_splits, tf.int32)
+    ids = tf.cast(token_ids.flat_values, tf.int32)
+    starts, ends = tf.cast(starts.flat_values, tf.int32), tf.cast(ends.flat_values, tf.int32)
+    count = tf.shape(ids)[0]
+    rows = row_ids(row_splits, count)
+    begins = tf.logical_not(tf.gather(is_suffix, ids))
+    word = tf.cumsum(tf.cast(begins, tf.int32)) - 1  # global word index of each piece
+    word_ids = word - tf.gather(tf.concat([word, [0]], 0), tf.gather(row_splits, rows))
+    first_piece = tf.cast(tf.where(begins)[:, 0], tf.int32)
+    last_piece = tf.concat([first_piece, [count]], 0)[1:] - 1
     word_start, word_end = tf.gather(starts, first_piece), tf.gather(ends, last_piece)
-    pieces = Wordpieces(token_ids, starts, ends, rows,
-                        word - tf.gather(word, tf.gather(row_splits, rows)))
+    long_candidates = word_end - word_start > max_chars  # bytes: an upper bound on characters
+    pieces = Wordpieces(ids, starts, ends, word_ids, row_splits)
 
     def merge():
-        # Only words of more than max_chars bytes can have more than max_chars characters.
-        candidates = tf.where(word_end - word_start > max_chars)[:, 0]
-        texts = tf.gather(normalized, tf.gather(rows, tf.gather(first_piece, candidates)))
-        chars = tf.strings.length(
-            tf.strings.substr(texts, tf.gather(word_start, candidates),
-                              tf.gather(word_end - word_start, candidates)),
-            unit="UTF8_CHAR")
-        long_words = tf.scatter_nd(candidates[:, tf.newaxis],
-                                   tf.cast(chars > max_chars, tf.int32),
-                                   tf.shape(word_start, out_type=tf.int64))
-        in_long_word = tf.gather(long_words, word) > 0
-        keep = tf.logical_or(begins, tf.logical_not(in_long_word))
-        merged = pieces._replace(
-            token_ids=tf.where(in_long_word, tf.cast(unk_id, token_ids.dtype), token_ids),
-            ends=tf.where(in_long_word, tf.gather(word_end, word), ends))
-        return Wordpieces(*[tf.boolean_mask(field, keep) for field in merged])
+        cumulative, text_start = chars_before(normalized)
+        base = tf.gather(text_start, tf.gather(rows, first_piece))
+        chars = tf.gather(cumulative, base + word_end) - tf.gather(cumulative, base + word_start)
+        in_long_word = tf.gather(long_candidates & (chars > max_chars), word)
+        keep = begins | tf.logical_not(in_long_word)
+        merged = pieces._replace(token_ids=tf.where(in_long_word, unk_id, ids),
+                                 ends=tf.where(in_long_word, tf.gather(word_end, word), ends))
+        dropped = tf.concat([[0], tf.cumsum(tf.cast(tf.logical_not(keep), tf.int32))], 0)
+        return Wordpieces(*[tf.boolean_mask(field, keep) for field in merged[:-1]],
+                          row_splits - tf.gather(dropped, row_splits))
 
-    return tf.cond(tf.reduce_any(word_end - word_start > max_chars), merge, lambda: pieces)
+    return tf.cond(tf.reduce_any(long_candidates), merge, lambda: pieces)
 
 
-def to_char_offsets(texts, byte_map, starts, ends, rows):
+def to_char_offsets(texts, byte_map, starts, ends, row_splits):
     """Maps [start, end) byte spans in normalized texts to character spans in the originals.
 
     A span starts at the character where its first byte came from and ends after the
@@ -75,38 +79,62 @@ def to_char_offsets(texts, byte_map, starts, ends, rows):
         texts: string tensor (batch,). The original UTF-8 texts.
         byte_map: ragged int (batch, (bytes + 1)). For each normalized byte, its origin byte,
             from `FastBertNormalizer.normalize_with_offsets`.
-        starts, ends: int64 tensors (pieces,). Byte spans in the normalized texts.
-        rows: int64 tensor (pieces,). The text of each span.
+        starts, ends: int32 tensors (pieces,). Byte spans in the normalized texts.
+        row_splits: int32 tensor (batch + 1,). The spans of each text.
 
     Returns:
-        Two int64 tensors (pieces,): character starts and ends.
+        Two int32 tensors (pieces,): character starts and ends.
 
     Example:
-    >>> texts = tf.constant(["é b"])
     >>> byte_map = tf.ragged.constant([[0, 2, 3, 4]], dtype=tf.int64)  # "e b" came from "é b"
-    >>> spans = to_char_offsets(texts, byte_map, tf.constant([0, 2], tf.int64),
-    ...                         tf.constant([1, 3], tf.int64), tf.constant([0, 0], tf.int64))
+    >>> spans = to_char_offsets(tf.constant(["é b"]), byte_map, tf.constant([0, 2]),
+    ...                         tf.constant([1, 3]), tf.constant([0, 2]))
     >>> [s.numpy().tolist() for s in spans]
     [[0, 2], [1, 3]]
     """
-    map_start = tf.gather(byte_map.row_splits, rows)
-    first_byte = tf.gather(byte_map.values, map_start + starts)
-    last_byte = tf.gather(byte_map.values, map_start + ends - 1)
-    # In ASCII texts characters are bytes; only the other texts are decoded.
-    multibyte = tf.strings.length(texts, unit="UTF8_CHAR") < tf.strings.length(texts)
-    _, char_starts = tf.strings.unicode_decode_with_offsets(
-        tf.boolean_mask(texts, multibyte), "UTF-8")
-    # Each text's place among the decoded ones; ASCII texts point at a padding entry.
-    place = tf.gather(tf.cumsum(tf.cast(multibyte, tf.int64), exclusive=True), rows)
-    byte_lengths = tf.cast(tf.strings.length(tf.boolean_mask(texts, multibyte)), tf.int64)
-    text_start = tf.pad(tf.cumsum(byte_lengths, exclusive=True), [[0, 1]])
-    all_char_starts = char_starts.values + tf.gather(text_start, char_starts.value_rowids())
-    chars_before_text = tf.gather(char_starts.row_splits, place)
-    is_multibyte = tf.gather(multibyte, rows)
+    rows = row_ids(row_splits, tf.shape(starts)[0])
+    map_start = tf.gather(tf.cast(byte_map.row_splits, tf.int32), rows)
+    map_values = tf.cast(byte_map.flat_values, tf.int32)
+    first_byte = tf.gather(map_values, map_start + starts)
+    last_byte = tf.gather(map_values, map_start + ends - 1)
+    cumulative, text_start = chars_before(texts)
+    base = tf.gather(text_start, rows)
+    origin = tf.gather(cumulative, base)
 
-    def char_index(byte):
-        position = byte + tf.gather(text_start, place)
-        found = tf.searchsorted(all_char_starts, position, side="right", out_type=tf.int64)
-        return tf.where(is_multibyte, found - 1 - chars_before_text, byte)
+    def chars_through(byte):  # characters that start at or before `byte`
+        return tf.gather(cumulative, base + byte + 1) - origin
 
-    return char_index(first_byte), char_index(last_byte) + 1
+    return tf.maximum(chars_through(first_byte) - 1, 0), chars_through(last_byte)
+
+
+def chars_before(texts):
+    """Character counts over the concatenated bytes of `texts`, for differences of two bytes.
+
+    Args:
+        texts: string tensor (batch,).
+
+    Returns:
+        `(cumulative, text_start)`, int32: `cumulative[text_start[i] + b]` is the number of
+        characters (non-continuation bytes) in the texts before byte `b` of text `i`.
+
+    Example:
+    >>> cumulative, text_start = chars_before(tf.constant(["aé", "b"]))
+    >>> cumulative.numpy().tolist(), text_start.numpy().tolist()
+    ([0, 1, 2, 2, 3], [0, 3])
+    """
+    data = tf_text.ByteSplitter().split(texts)
+    flat = tf.cast(data.flat_values, tf.int32)
+    lead = tf.cast((flat < 128) | (flat >= 192), tf.int32)
+    return tf.concat([[0], tf.cumsum(lead)], 0), tf.cast(data.row_splits[:-1], tf.int32)
+
+
+def row_ids(row_splits, count):
+    """The row of each of `count` flat values, from int32 `row_splits` (without ragged ops).
+
+    Example:
+    >>> row_ids(tf.constant([0, 2, 2, 3]), 3).numpy().tolist()
+    [0, 0, 2]
+    """
+    marks = tf.scatter_nd(row_splits[1:-1, tf.newaxis], tf.ones_like(row_splits[1:-1]),
+                          [count + 1])
+    return tf.cumsum(marks)[:count]
