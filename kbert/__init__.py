@@ -4,7 +4,12 @@ from kbert.checkpoints import load_backbone, save_backbone
 from kbert.config import PRESETS, BertConfig
 from kbert.layers import MultiHeadSelfAttention, PositionEmbedding, TransformerEncoder, mean_pool
 from kbert.models import BertBackbone, SentenceEncoder
-from kbert.tasks import BertClassifier, BertPretrainer, BertQuestionAnswerer, BertTokenClassifier
+from kbert.tasks import (BertClassifier, BertMaskedLMPreprocessor, BertPreprocessor, BertPretrainer,
+                         BertQuestionAnswerer, BertQuestionAnswererPreprocessor, BertTask,
+                         BertTextClassifierPreprocessor, BertTokenClassifier,
+                         BertTokenClassifierPreprocessor)
+from kbert.training.optimizers import BertAdamW, bert_adamw  # registers them for load_model
+from kbert.training.schedules import WarmupLinearDecay
 
 __version__ = "0.1.0"
 

@@ -11,6 +11,8 @@ import keras
 from kbert.config import PRESETS
 
 BACKBONE_FILE = "backbone.keras"
+MODEL_FILE = "model.keras"  # a task run folder's model (`kbert.training.write_run_folder`)
+METRICS_FILE = "metrics.json"
 
 
 def load_backbone(init, **overrides):
@@ -35,37 +37,58 @@ def load_backbone(init, **overrides):
     True
     """
     from kbert.models.bert_backbone import BertBackbone
-    from kbert.paths import minilm_dir
-    from kbert.text import BertTokenizer
-    from kbert.training.run_folder import MODEL_FILE
 
     init = str(init)
     if init in PRESETS:
-        return BertBackbone.from_preset(init, **overrides), BertTokenizer.from_hf(minilm_dir())
+        return BertBackbone.from_preset(init, **overrides), load_tokenizer(init)
     if init == "all_minilm_l6_v2":
-        return BertBackbone.from_hf(minilm_dir(), **overrides), BertTokenizer.from_hf(minilm_dir())
+        return BertBackbone.from_preset(init, **overrides), load_tokenizer(init)
     folder = pathlib.Path(init)
-    saved = next((folder / name for name in (BACKBONE_FILE, MODEL_FILE) if (folder / name).is_file()), None)
-    if saved:
+    saved = load_saved_model(folder)
+    if saved is not None:
         if overrides:
             raise ValueError(f"{folder}: a saved backbone is loaded as saved; got overrides {overrides}.")
-        model = keras.saving.load_model(saved, compile=False, safe_mode=True)
-        backbone = _under_global_policy(model if saved.name == BACKBONE_FILE else model.backbone)
-        backbone.train_pooler(True)  # NER, QA and MLM-only models froze it
-        tokenizer = BertTokenizer.from_hf(folder)
-    elif (folder / "config.json").is_file():
-        backbone, tokenizer = BertBackbone.from_hf(folder, **overrides), BertTokenizer.from_hf(folder)
+        backbone = _under_global_policy(saved if isinstance(saved, BertBackbone) else saved.backbone)
     else:
-        raise FileNotFoundError(
-            f"--init {init!r} is neither a preset ({sorted(PRESETS)} or 'all_minilm_l6_v2'), "
-            f"a Hugging Face folder with config.json, nor a kbert folder with {BACKBONE_FILE} or {MODEL_FILE}."
-        )
+        backbone = BertBackbone.from_hf(folder, **overrides)
+    tokenizer = load_tokenizer(folder)
     if backbone.vocabulary_size != tokenizer.vocabulary_size:
         raise ValueError(
             f"{folder}: the backbone has {backbone.vocabulary_size} token ids but vocab.txt has "
             f"{tokenizer.vocabulary_size} tokens."
         )
     return backbone, tokenizer
+
+
+def load_saved_model(init):
+    """The Keras model saved in the kbert folder `init` (`backbone.keras` or a run's `model.keras`),
+    loaded in safe mode without its optimizer; None for presets and Hugging Face folders.
+
+    Raises FileNotFoundError, listing the presets, when `init` is none of the kinds
+    `load_backbone` takes.
+    """
+    init = str(init)
+    if init in PRESETS or init == "all_minilm_l6_v2":
+        return None
+    folder = pathlib.Path(init)
+    saved = next((folder / name for name in (BACKBONE_FILE, MODEL_FILE) if (folder / name).is_file()), None)
+    if saved is not None:
+        return keras.saving.load_model(saved, compile=False, safe_mode=True)
+    if (folder / "config.json").is_file():
+        return None
+    raise FileNotFoundError(
+        f"{init!r} is neither a preset ({', '.join(sorted(PRESETS))} or all_minilm_l6_v2), a "
+        f"Hugging Face folder with config.json, nor a kbert folder with {BACKBONE_FILE} or {MODEL_FILE}."
+    )
+
+
+def load_tokenizer(init):
+    """The `BertTokenizer` of a preset (MiniLM's uncased vocabulary) or of a folder's vocab.txt."""
+    from kbert.paths import minilm_dir
+    from kbert.text import BertTokenizer
+
+    init = str(init)
+    return BertTokenizer.from_hf(minilm_dir() if init in PRESETS or init == "all_minilm_l6_v2" else init)
 
 
 def _under_global_policy(backbone):

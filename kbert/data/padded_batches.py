@@ -65,21 +65,57 @@ class PaddedBatches(keras.utils.PyDataset):
             batch += (cut(self.sample_weight),)
         return batch if len(batch) > 1 else batch[0]
 
-    def predict(self, model):
+    def predict(self, model, verbose=0):
         """Runs `model.predict_on_batch` on every batch (unshuffled); returns the outputs in
         row order, token axes padded back with zeros to the inputs' full length.
 
         Outputs may be an array or a dict of arrays (e.g. start and end logits).
+
+        Args:
+            model: a Keras model, or anything with its `predict_on_batch`.
+            verbose: 0 silent; 1 or "auto" a progress bar over the batches (when more than one).
         """
         if self.shuffle:
             raise ValueError("predict needs the rows in order: build the batches with shuffle=False.")
+        progress = keras.utils.Progbar(len(self)) if verbose not in (0, False) and len(self) > 1 else None
         parts = []
         for index in range(len(self)):
             batch = self[index]
             parts.append(model.predict_on_batch(batch[0] if isinstance(batch, tuple) else batch))
+            if progress is not None:
+                progress.update(index + 1)
         if isinstance(parts[0], dict):
             return {key: self._join([part[key] for part in parts]) for key in parts[0]}
         return self._join(parts)
+
+    def for_fit(self):
+        """These batches in the form Keras's `fit` and `evaluate` take under the current backend.
+
+        Under TensorFlow, a `tf.data.Dataset` whose signature leaves the batch and length axes
+        open: Keras would otherwise fix the shapes it accepts from the first batches it peeks
+        at, and a later batch of another length (after a reshuffle) would stop training.
+        Other backends take the batches as they are.
+        """
+        if keras.config.backend() != "tensorflow":
+            return self
+        import tensorflow as tf
+
+        def open_spec(value):
+            value = np.asarray(value)
+            return tf.TensorSpec([None] * min(value.ndim, 2) + list(value.shape[2:]), value.dtype)
+
+        signature = keras.tree.map_structure(open_spec, self[0])
+        served = []
+
+        def generate():
+            if served:  # every pass after the first is a new epoch
+                self.on_epoch_end()
+            served.append(True)
+            for index in range(len(self)):
+                yield self[index]
+
+        data = tf.data.Dataset.from_generator(generate, output_signature=signature)
+        return data.apply(tf.data.experimental.assert_cardinality(len(self))).prefetch(2)
 
     def _join(self, parts):
         pad = lambda a: a if a.ndim < 2 else np.pad(a, [(0, 0), (0, self.width - a.shape[1])] + [(0, 0)] * (a.ndim - 2))  # noqa: E731

@@ -102,26 +102,6 @@ class BertBackbone(keras.Model):
         for name, value in config.to_dict().items():
             setattr(self, name, value)
 
-    def train_pooler(self, trained):
-        """Freezes the pooler (`trained=False`) for task models that never read `pooled_output`,
-        as Hugging Face's token models leave it out; `trained=True` makes it trainable again
-        for those that do, unless the whole backbone is frozen or the pooler was frozen
-        weight by weight (`kbert.training.enable_lora`).
-
-        Example:
-        >>> backbone = BertBackbone.from_preset("bert_tiny")
-        >>> backbone.train_pooler(False)
-        >>> backbone.pooler.trainable, len(backbone.trainable_weights) == len(backbone.weights) - 2
-        (False, True)
-        >>> backbone.train_pooler(True)
-        >>> backbone.pooler.trainable
-        True
-        """
-        if not trained:
-            self.pooler.trainable = False
-        elif not self.pooler.trainable:
-            self.pooler.trainable = self.trainable
-
     def call(self, inputs, training=None, mask=None):
         self.check_inputs(inputs)
         return super().call(inputs, training=training, mask=mask)

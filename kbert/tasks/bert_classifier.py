@@ -1,33 +1,40 @@
 import keras
+import numpy as np
+
+from kbert.tasks.bert_task import BertTask
+from kbert.tasks.bert_text_classifier_preprocessor import BertTextClassifierPreprocessor
 
 
 @keras.saving.register_keras_serializable(package="kbert")
-class BertClassifier(keras.Model):
+class BertClassifier(BertTask):
     """Sentence (or sentence-pair) classifier: backbone, dropout, a Dense head on `pooled_output`.
 
-    Pairs (NLI premise and hypothesis) come in packed as `[CLS] A [SEP] B [SEP]` with
-    segment ids 0/1, which is what the tokenizer does with `pairs=`. The model returns
-    logits of shape (batch, num_classes); with `num_classes=1` it is a regressor (STS-B
-    scores), trained with mean squared error. The head computes in float32 even under a
-    mixed precision policy, so the loss sees full-precision logits.
+    On raw inputs, `fit` takes a list of texts, or `(premises, hypotheses)` for pairs (NLI),
+    with labels as class ids or as `label_names`; `predict` returns class probabilities
+    (batch, num_classes). On token ids (`[CLS] A [SEP] B [SEP]`, segment ids 0/1) the model
+    returns logits. With `num_classes=1` it is a regressor (STS-B scores), trained with mean
+    squared error, and `predict` returns the scores (batch,). The head computes in float32
+    even under a mixed precision policy, so the loss sees full-precision logits.
 
     Args:
         backbone: `kbert.BertBackbone`.
         num_classes: int. Classes; 1 for regression.
+        preprocessor: `BertTextClassifierPreprocessor` or None (token ids only).
         dropout: float. Dropout on the pooled output before the head.
         label_names: list of str or None. Class names, kept in the saved model.
 
     Example:
-    >>> from kbert import BertBackbone
-    >>> import numpy as np
-    >>> model = BertClassifier(BertBackbone.from_preset("bert_tiny"), 3, label_names=["e", "n", "c"])
-    >>> batch = {k: np.ones((2, 8), "int32") for k in ("token_ids", "padding_mask")}
-    >>> batch["segment_ids"] = np.zeros((2, 8), "int32")
-    >>> tuple(model(batch).shape), model.label_names
-    ((2, 3), ['e', 'n', 'c'])
+    >>> model = BertClassifier.from_preset("bert_tiny", num_classes=2, label_names=["neg", "pos"])
+    >>> history = model.fit(["a gripping film", "dull and long"], ["pos", "neg"], verbose=0)
+    >>> model.predict(["not bad at all"], verbose=0).shape
+    (1, 2)
     """
 
-    def __init__(self, backbone, num_classes, dropout=0.1, label_names=None, **kwargs):
+    preprocessor_class = BertTextClassifierPreprocessor
+    reads_pooled_output = True
+    default_learning_rate = 3e-5
+
+    def __init__(self, backbone, num_classes, preprocessor=None, dropout=0.1, label_names=None, **kwargs):
         if label_names is not None and len(label_names) != num_classes:
             raise ValueError(f"Got {len(label_names)} label_names for num_classes={num_classes}.")
         inputs = backbone.input
@@ -37,24 +44,60 @@ class BertClassifier(keras.Model):
             num_classes, kernel_initializer=keras.initializers.TruncatedNormal(stddev=0.02),
             dtype="float32", name="logits",
         )(x)
-        super().__init__(inputs=inputs, outputs=logits, **kwargs)
-        backbone.train_pooler(True)  # a token model built on this backbone may have frozen it
-        self.backbone = backbone
-        self.num_classes = num_classes
-        self.dropout = dropout
-        self.label_names = None if label_names is None else [str(name) for name in label_names]
+        label_names = None if label_names is None else [str(name) for name in label_names]
+        super().__init__(inputs, logits, backbone, preprocessor, config={
+            "num_classes": num_classes, "dropout": dropout, "label_names": label_names}, **kwargs)
 
     @property
     def regression(self):
         """True when the model predicts one score (num_classes=1) rather than classes."""
         return self.num_classes == 1
 
-    def get_config(self):
-        return {"name": self.name, "trainable": self.trainable, "num_classes": self.num_classes,
-                "dropout": self.dropout, "label_names": self.label_names,
-                "backbone": keras.saving.serialize_keras_object(self.backbone)}
+    def default_compile_arguments(self):
+        if self.regression:
+            return {"loss": keras.losses.MeanSquaredError(), "metrics": [keras.metrics.MeanAbsoluteError("mae")]}
+        return {"loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                "metrics": [keras.metrics.SparseCategoricalAccuracy("accuracy")]}
 
-    @classmethod
-    def from_config(cls, config):
-        backbone = keras.saving.deserialize_keras_object(config["backbone"])
-        return cls(**{**config, "backbone": backbone})
+    def check_labels(self, y):
+        if y is None:
+            return None
+        if self.regression:
+            scores = np.asarray(y, "float32").reshape(-1, 1)
+            if not np.isfinite(scores).all():
+                raise ValueError(f"Score {int(np.flatnonzero(~np.isfinite(scores))[0])} is not finite.")
+            return scores
+        return class_ids(y, self.num_classes, self.label_names)
+
+    def decode(self, outputs, prepared):
+        outputs = np.asarray(outputs, "float32")
+        if self.regression:
+            return outputs[:, 0]
+        exp = np.exp(outputs - outputs.max(axis=-1, keepdims=True))
+        return exp / exp.sum(axis=-1, keepdims=True)
+
+
+def class_ids(labels, num_classes, label_names=None):
+    """Labels (ids, or names from `label_names`) as an int32 array; a ValueError names a bad one.
+
+    Example:
+    >>> class_ids(["pos", "neg"], 2, ["neg", "pos"]).tolist()
+    [1, 0]
+    >>> class_ids([0, 3], 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: Label 1 is 3, outside the 2 classes (ids 0 to 1).
+    """
+    ids = []
+    for i, label in enumerate(np.asarray(labels).tolist()):
+        if isinstance(label, bytes):
+            label = label.decode("utf-8")
+        if isinstance(label, str):
+            if not label_names or label not in label_names:
+                raise ValueError(f"Label {i} is {label!r}, not one of the label names {label_names}.")
+            label = label_names.index(label)
+        if not float(label).is_integer() or not 0 <= label < num_classes:
+            raise ValueError(f"Label {i} is {label}, outside the {num_classes} classes "
+                             f"(ids 0 to {num_classes - 1}).")
+        ids.append(int(label))
+    return np.array(ids, "int32")

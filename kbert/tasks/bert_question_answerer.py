@@ -1,33 +1,43 @@
 import keras
 from keras import ops
 
+from kbert.tasks.bert_question_answerer_preprocessor import BertQuestionAnswererPreprocessor
+from kbert.tasks.bert_task import BertTask
+
 
 @keras.saving.register_keras_serializable(package="kbert")
-class BertQuestionAnswerer(keras.Model):
+class BertQuestionAnswerer(BertTask):
     """Extractive QA (SQuAD): a Dense(2) head on `sequence_output` gives start and end logits.
 
-    Inputs are `[CLS] question [SEP] context [SEP]` (see `kbert.data.SquadWindows`). The
-    model returns a dict of `start_logits` and `end_logits`, each (batch, length), in
-    float32; padding positions get -1e9 so that they never win and weigh nothing in the
-    softmax, whatever the batch is padded to. Train with sparse categorical cross-entropy
-    on the answer's first and last token ([CLS], position 0, when a window lacks it).
-    The backbone's pooler feeds nothing here and is frozen (see `BertTokenClassifier`).
+    On raw inputs, `fit` takes `(questions, contexts)` and the answers (each a string found
+    in its context, or SQuAD's `{"text", "answer_start"}`); `predict` takes
+    `(questions, contexts)` and returns per question `{"text", "start", "end", "score",
+    "probability"}`, the best span over all windows of its context (text "" when no span
+    fits). On token ids (`[CLS] question [SEP] context [SEP]`) the model returns a dict of
+    `start_logits` and `end_logits`, each (batch, length), in float32; padding positions
+    get -1e9 so that they never win and weigh nothing in the softmax. Training targets are
+    the answer's first and last token ([CLS], position 0, in windows that lack it). Nothing
+    here reads the backbone's pooler, so it stays out of training (see `BertTask`).
 
     Args:
         backbone: `kbert.BertBackbone`.
+        preprocessor: `BertQuestionAnswererPreprocessor` or None (token ids only).
         dropout: float. Dropout on the token vectors before the head (BERT uses none).
+        n_best: int. Start and end candidates per window that `predict` pairs.
+        max_answer_length: int. Longest answer `predict` gives, in tokens.
 
     Example:
-    >>> from kbert import BertBackbone
-    >>> import numpy as np
-    >>> model = BertQuestionAnswerer(BertBackbone.from_preset("bert_tiny"))
-    >>> batch = {k: np.ones((2, 8), "int32") for k in ("token_ids", "padding_mask")}
-    >>> batch["segment_ids"] = np.zeros((2, 8), "int32")
-    >>> sorted((k, tuple(v.shape)) for k, v in model(batch).items())
-    [('end_logits', (2, 8)), ('start_logits', (2, 8))]
+    >>> model = BertQuestionAnswerer.from_preset("bert_tiny", sequence_length=32)
+    >>> answer = model.predict((["Who sings?"], ["Ann sings."]), verbose=0)[0]
+    >>> sorted(answer)
+    ['end', 'probability', 'score', 'start', 'text']
     """
 
-    def __init__(self, backbone, dropout=0.0, **kwargs):
+    preprocessor_class = BertQuestionAnswererPreprocessor
+    token_outputs = True
+    default_sequence_length = 384
+
+    def __init__(self, backbone, preprocessor=None, dropout=0.0, n_best=20, max_answer_length=30, **kwargs):
         inputs = backbone.input
         x = backbone(inputs)["sequence_output"]
         x = keras.layers.Dropout(dropout, name="head_dropout")(x)
@@ -40,16 +50,15 @@ class BertQuestionAnswerer(keras.Model):
             "start_logits": ops.where(real, logits[..., 0], -1e9),
             "end_logits": ops.where(real, logits[..., 1], -1e9),
         }
-        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
-        backbone.train_pooler(False)  # nothing here reads the pooled output (see the docstring)
-        self.backbone = backbone
-        self.dropout = dropout
+        super().__init__(inputs, outputs, backbone, preprocessor, config={
+            "dropout": dropout, "n_best": n_best, "max_answer_length": max_answer_length}, **kwargs)
 
-    def get_config(self):
-        return {"name": self.name, "trainable": self.trainable, "dropout": self.dropout,
-                "backbone": keras.saving.serialize_keras_object(self.backbone)}
+    def default_compile_arguments(self):
+        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        return {"loss": {"start_logits": loss, "end_logits": loss}}
 
-    @classmethod
-    def from_config(cls, config):
-        backbone = keras.saving.deserialize_keras_object(config["backbone"])
-        return cls(**{**config, "backbone": backbone})
+    def decode(self, outputs, prepared):
+        answers = prepared.windows.decode(outputs["start_logits"], outputs["end_logits"], self.n_best,
+                                          self.max_answer_length)
+        empty = {"text": "", "start": -1, "end": -1, "score": 0.0, "probability": 0.0}
+        return [best[0] if best else empty for best in answers]

@@ -7,8 +7,7 @@ import tempfile
 
 import keras
 
-MODEL_FILE = "model.keras"
-METRICS_FILE = "metrics.json"
+from kbert.checkpoints import METRICS_FILE, MODEL_FILE
 
 
 @contextlib.contextmanager
@@ -101,7 +100,12 @@ def _uncompiled(model, folder):
     """
     if getattr(model, "optimizer", None) is None:
         return model
-    copy = model.__class__.from_config(model.get_config())
+    from kbert.tasks import BertTask
+
+    config = model.get_config()
+    if isinstance(model, BertTask):
+        config["compile"] = False  # tasks compile themselves on construction
+    copy = model.__class__.from_config(config)
     weights = folder / "weights.weights.h5"
     model.save_weights(weights)
     copy.load_weights(weights)

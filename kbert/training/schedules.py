@@ -6,10 +6,17 @@ from keras import ops
 class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
     """BERT's learning rate: linear warmup from 0 to `peak`, then linear decay to 0.
 
+    The steps count from `start_step` (0: the optimizer's first step). A schedule made with
+    `planned_by_fit=True` is laid out again by each `fit` of a kbert task (`plan`): warmup
+    over `warmup_ratio` of that call's steps, then decay to 0 at its last step.
+
     Args:
         peak: float. Learning rate at the end of the warmup.
         warmup_steps: int. Steps of the linear warmup.
-        total_steps: int. Step at which the rate reaches 0 (and stays there).
+        total_steps: int. Steps after `start_step` at which the rate reaches 0 (and stays).
+        start_step: int. The optimizer step at which the warmup begins.
+        planned_by_fit: bool. Let each task `fit` call `plan` with its own step count.
+        warmup_ratio: float. Share of the steps spent warming up, when `fit` plans.
 
     Example:
     >>> schedule = WarmupLinearDecay(1e-3, warmup_steps=10, total_steps=110)
@@ -17,9 +24,13 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
     [0.0, 0.0005, 0.001, 0.0005, 0.0, 0.0]
     >>> round(float(WarmupLinearDecay(1e-3, warmup_steps=0, total_steps=100)(0)), 6)  # no warmup
     0.001
+    >>> schedule.plan(start_step=200, total_steps=20)  # a second fit: warm up and decay again
+    >>> [round(float(schedule(s)), 6) for s in (200, 202, 211, 220)]
+    [0.0, 0.001, 0.0005, 0.0]
     """
 
-    def __init__(self, peak, warmup_steps, total_steps):
+    def __init__(self, peak, warmup_steps, total_steps, start_step=0, planned_by_fit=False,
+                 warmup_ratio=0.1):
         if not 0 <= warmup_steps <= total_steps or total_steps <= 0:
             raise ValueError(
                 f"Need 0 <= warmup_steps <= total_steps and total_steps > 0; got "
@@ -28,12 +39,24 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         self.peak = peak
         self.warmup_steps = warmup_steps
         self.total_steps = total_steps
+        self.start_step = start_step
+        self.planned_by_fit = planned_by_fit
+        self.warmup_ratio = warmup_ratio
+
+    def plan(self, start_step, total_steps):
+        """Lays the warmup and decay over `total_steps` optimizer steps from `start_step`."""
+        total_steps = max(int(total_steps), 1)
+        self.start_step = int(start_step)
+        self.total_steps = total_steps
+        self.warmup_steps = int(self.warmup_ratio * total_steps)
 
     def __call__(self, step):
-        step = ops.cast(step, "float32")
+        step = ops.cast(step, "float32") - self.start_step
         warmup = step / self.warmup_steps if self.warmup_steps else 1.0
         decay = (self.total_steps - step) / max(self.total_steps - self.warmup_steps, 1)
         return self.peak * ops.clip(ops.minimum(warmup, decay), 0.0, 1.0)
 
     def get_config(self):
-        return {"peak": self.peak, "warmup_steps": self.warmup_steps, "total_steps": self.total_steps}
+        return {"peak": self.peak, "warmup_steps": self.warmup_steps, "total_steps": self.total_steps,
+                "start_step": self.start_step, "planned_by_fit": self.planned_by_fit,
+                "warmup_ratio": self.warmup_ratio}

@@ -1,0 +1,119 @@
+"""`BertPreprocessor`: the base of the layers that turn raw task inputs into BERT's token ids."""
+
+import dataclasses
+
+import keras
+import numpy as np
+
+
+@dataclasses.dataclass
+class Prepared:
+    """Raw examples made into model inputs, with what `predict` needs to map outputs back.
+
+    Args:
+        inputs: dict of int32 arrays (rows, length): `token_ids`, `segment_ids`, `padding_mask`.
+        y: array, dict of arrays, or None. Targets, one row per input row.
+        sample_weight: array or None.
+        windows: None, or the `NerWindows` / `SquadWindows` the rows were cut into.
+        examples: None, or what decoding needs of each example (e.g. its text and word spans).
+    """
+
+    inputs: dict
+    y: object = None
+    sample_weight: object = None
+    windows: object = None
+    examples: list = None
+
+
+class BertPreprocessor(keras.layers.Layer):
+    """Base of kbert's preprocessors: a `BertTokenizer` and a sequence length, saved with the task.
+
+    A preprocessor turns a task's raw inputs into the backbone's dict of token ids. Its
+    vocabulary and settings are part of its config, so a task's `.keras` file carries them.
+    `prepare` works on Python inputs (lists, numpy arrays) and returns numpy arrays;
+    preprocessors whose `call` is written in TensorFlow ops can also be mapped over a
+    `tf.data.Dataset` under any backend (`maps_over_datasets`).
+
+    Args:
+        tokenizer: `kbert.BertTokenizer`, or its config (`{"vocabulary": [...], "lowercase": bool}`).
+        sequence_length: int. Most tokens per model input, special tokens included.
+    """
+
+    maps_over_datasets = False
+
+    def __init__(self, tokenizer, sequence_length=128, **kwargs):
+        super().__init__(**kwargs)
+        self._convert_input_args = False  # TensorFlow strings, not backend tensors
+        self._allow_non_tensor_positional_args = True
+        self.built = True
+        if isinstance(tokenizer, dict):  # from get_config
+            from kbert.text.tokenizer import BertTokenizer  # TensorFlow, loaded on first use
+
+            tokenizer = BertTokenizer(**tokenizer)
+        if sequence_length < 3:
+            raise ValueError(f"sequence_length={sequence_length} leaves no room for text besides "
+                             "[CLS] and [SEP].")
+        self.tokenizer = tokenizer
+        self.sequence_length = sequence_length
+
+    def prepare(self, x, y=None, sample_weight=None):
+        """Model inputs (numpy) for Python inputs; returns a `Prepared`."""
+        raise NotImplementedError
+
+    def get_config(self):
+        return {**super().get_config(), "sequence_length": self.sequence_length,
+                "tokenizer": {"vocabulary": self.tokenizer.vocabulary(),
+                              "lowercase": self.tokenizer.lowercase}}
+
+
+def text_list(values, name="texts"):
+    """`values` as a list of str: a str is one text; a TypeError names the first item that is not text.
+
+    Args:
+        values: str, or a list, tuple or numpy array of str (or UTF-8 bytes).
+        name: str. What the values are, for messages.
+
+    Example:
+    >>> text_list(np.array(["a", "b"]))
+    ['a', 'b']
+    >>> text_list(["a", None])
+    Traceback (most recent call last):
+    ...
+    TypeError: texts[1] is None, not a string.
+    """
+    if isinstance(values, (str, bytes)):
+        values = [values]
+    if isinstance(values, np.ndarray):
+        values = values.tolist()
+    if not isinstance(values, (list, tuple)):
+        raise TypeError(f"{name} must be a list or array of strings; got {type(values).__name__}.")
+    texts = []
+    for i, value in enumerate(values):
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", "replace")
+        if not isinstance(value, str):
+            shown = "None" if value is None else type(value).__name__
+            raise TypeError(f"{name}[{i}] is {shown}, not a string.")
+        texts.append(value)
+    return texts
+
+
+def text_pairs(x, names=("texts", "pairs")):
+    """`(texts, pairs)` from one list of texts or a tuple of two lists of equal length.
+
+    Example:
+    >>> text_pairs((["a", "b"], ["c", "d"]))
+    (['a', 'b'], ['c', 'd'])
+    >>> text_pairs(["a"])
+    (['a'], None)
+    """
+    if isinstance(x, tuple) and len(x) == 2:
+        first, second = text_list(x[0], names[0]), text_list(x[1], names[1])
+        if len(first) != len(second):
+            raise ValueError(f"Got {len(first)} {names[0]} but {len(second)} {names[1]}: "
+                             "they pair up one to one.")
+        return first, second
+    if isinstance(x, tuple):
+        raise ValueError(f"Expected {names[0]}, or a tuple ({names[0]}, {names[1]}); got a tuple of "
+                         f"{len(x)}.")
+    return text_list(x, names[0]), None

@@ -1,0 +1,76 @@
+import keras
+
+from kbert.data.squad_example import SquadExample
+from kbert.data.squad_windows import SquadWindows
+from kbert.tasks.bert_preprocessor import BertPreprocessor, Prepared, text_pairs
+
+
+@keras.saving.register_keras_serializable(package="kbert")
+class BertQuestionAnswererPreprocessor(BertPreprocessor):
+    """Questions and contexts to `[CLS] question [SEP] context window [SEP]` windows.
+
+    Long contexts are read through overlapping windows (`doc_stride` tokens apart, BERT's
+    recipe; see `kbert.data.SquadWindows`), so a question has as many rows as its context
+    has windows. With answers, each window's targets are the answer's first and last token,
+    or [CLS] (position 0) where the window lacks the answer.
+
+    Args:
+        tokenizer: `kbert.BertTokenizer`.
+        sequence_length: int. Tokens per window (384 in BERT's recipe).
+        doc_stride: int. Tokens between the starts of consecutive windows.
+        max_question_length: int. Question tokens kept.
+
+    Example:
+    >>> from kbert.text import BertTokenizer
+    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "?"])
+    >>> preprocessor = BertQuestionAnswererPreprocessor(tokenizer, sequence_length=8, doc_stride=2)
+    >>> prepared = preprocessor.prepare((["a?"], ["a b a b a"]), ["b a"])
+    >>> prepared.inputs["token_ids"].tolist(), prepared.y["start_logits"].tolist()
+    ([[2, 5, 7, 3, 5, 6, 5, 3], [2, 5, 7, 3, 5, 6, 5, 3]], [5, 0])
+    """
+
+    def __init__(self, tokenizer, sequence_length=384, doc_stride=128, max_question_length=64, **kwargs):
+        super().__init__(tokenizer, sequence_length, **kwargs)
+        self.doc_stride = doc_stride
+        self.max_question_length = max_question_length
+
+    def prepare(self, x, y=None, sample_weight=None):
+        if sample_weight is not None:
+            raise ValueError("Question answering takes no sample_weight.")
+        questions, contexts = text_pairs(x, ("questions", "contexts"))
+        if y is not None and len(y) != len(questions):
+            raise ValueError(f"Got {len(questions)} questions but {len(y)} answers.")
+        examples = [SquadExample(str(i), question, context)
+                    for i, (question, context) in enumerate(zip(questions, contexts))]
+        for example, answer in zip(examples, [] if y is None else y):
+            example.answers, example.answer_start = [answer_text(answer)], answer_start(example, answer)
+        windows = SquadWindows(self.tokenizer, examples, self.sequence_length, self.doc_stride,
+                               self.max_question_length, training=y is not None)
+        if windows.skipped:
+            raise ValueError(f"{windows.skipped} answer(s) cover no context token.")
+        targets = None if y is None else {"start_logits": windows.start_positions,
+                                          "end_logits": windows.end_positions}
+        return Prepared(windows.inputs, targets, None, windows)
+
+    def get_config(self):
+        return {**super().get_config(), "doc_stride": self.doc_stride,
+                "max_question_length": self.max_question_length}
+
+
+def answer_text(answer):
+    """The text of an answer given as a str or as SQuAD's `{"text", "answer_start"}`."""
+    return answer["text"] if isinstance(answer, dict) else answer
+
+
+def answer_start(example, answer):
+    """Where `answer` starts in `example.context`; a ValueError names the example if nowhere."""
+    text = answer_text(answer)
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"Example {example.id}: the answer must be a non-empty string; got {text!r}.")
+    start = answer.get("answer_start") if isinstance(answer, dict) else None
+    if start is None:
+        start = example.context.find(text)
+    if start < 0 or example.context[start : start + len(text)] != text:
+        raise ValueError(f"Example {example.id}: the answer {text!r} is not in its context"
+                         + ("" if start < 0 else f" at character {start}") + ".")
+    return start

@@ -1,0 +1,282 @@
+"""`BertTask`: what kbert's task models share: a backbone, a preprocessor, a head, raw inputs."""
+
+import keras
+import numpy as np
+
+from kbert.data.padded_batches import PaddedBatches
+
+
+class BertTask(keras.Model):
+    """Base of kbert's task models: a `BertBackbone`, a head, and a preprocessor for raw inputs.
+
+    The model itself computes on the backbone's dict of token ids. With a `preprocessor`
+    (a `kbert.tasks.BertPreprocessor`), `fit`, `evaluate` and `predict` also take raw
+    inputs (lists or numpy arrays of strings, or a `tf.data.Dataset` of them for the
+    preprocessors that map over datasets): in-memory inputs are tokenized once and served
+    in batches of similar length, each padded to its longest row; `predict` returns what
+    the task is for (probabilities, entities, answers). Dicts of token ids pass straight
+    through, as to any Keras model.
+
+    A task compiles itself on construction with BERT's recipe (`compile()`): `BertAdamW`
+    with warmup over the first 10% of each `fit`'s steps and linear decay to 0, the task's
+    loss and metrics. Compile again to override any of it.
+
+    Subclasses build the functional graph and pass it to `__init__` with their own
+    constructor arguments as `config` (kept as attributes and saved by `get_config`), and
+    set `preprocessor_class`, `reads_pooled_output` and `default_learning_rate`.
+
+    Args:
+        inputs, outputs: the functional graph, from `backbone.input`.
+        backbone: `kbert.BertBackbone`.
+        preprocessor: a `BertPreprocessor` or None (token ids only).
+        config: dict. The subclass's own constructor arguments.
+        compile: bool. Compile with the defaults now.
+    """
+
+    preprocessor_class = None
+    reads_pooled_output = False
+    token_outputs = False  # outputs have a token axis (batch, length, ...)
+    default_learning_rate = 5e-5
+    default_sequence_length = 128
+
+    def __init__(self, inputs, outputs, backbone, preprocessor=None, config=None, compile=True, **kwargs):
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        self.backbone = backbone
+        self.preprocessor = preprocessor
+        self._arguments = dict(config or {})
+        for name, value in self._arguments.items():
+            setattr(self, name, value)
+        if compile:
+            self.compile()
+
+    # --- construction and saving ---------------------------------------------------------
+
+    @classmethod
+    def from_preset(cls, preset, preprocessor=None, sequence_length=None, compile=True, **kwargs):
+        """A task model on a preset backbone, with its preprocessor, compiled with BERT's recipe.
+
+        Args:
+            preset: str or path. A name from `kbert.PRESETS` (random weights),
+                "all_minilm_l6_v2" (the real checkpoint), a Hugging Face BERT folder, a kbert
+                backbone folder (`apps/pretrain.py`), or a run folder of a task model: one of
+                this class comes back whole, head included; another gives its backbone.
+            preprocessor: a `BertPreprocessor`, or None for this task's default on the
+                preset's vocabulary.
+            sequence_length: int or None. Tokens per input of the default preprocessor
+                (None: `default_sequence_length`, at most the backbone's positions).
+            compile: bool. Compile with the defaults.
+            **kwargs: the task's constructor arguments (e.g. `num_classes`).
+
+        Example:
+        >>> from kbert import BertClassifier
+        >>> model = BertClassifier.from_preset("bert_tiny", num_classes=2)
+        >>> model.predict(["a gripping film"], verbose=0).shape
+        (1, 2)
+        """
+        from kbert.checkpoints import load_backbone, load_saved_model, load_tokenizer
+
+        saved = load_saved_model(preset)
+        if isinstance(saved, cls) and not kwargs:
+            if preprocessor is not None or saved.preprocessor is None:  # run folders of older kbert
+                saved.preprocessor = preprocessor or cls.preprocessor_class(
+                    load_tokenizer(preset), sequence_length=sequence_length or cls.default_sequence_length)
+            if compile:
+                saved.compile()
+            return saved
+        backbone, tokenizer = load_backbone(preset)
+        length = min(sequence_length or cls.default_sequence_length, backbone.max_sequence_length)
+        preprocessor = preprocessor or cls.preprocessor_class(tokenizer, sequence_length=length)
+        return cls(backbone, preprocessor=preprocessor, compile=compile, **kwargs)
+
+    def get_config(self):
+        config = {"name": self.name, "trainable": self.trainable, **self._arguments,
+                  "backbone": keras.saving.serialize_keras_object(self.backbone)}
+        if self.preprocessor is not None:
+            config["preprocessor"] = keras.saving.serialize_keras_object(self.preprocessor)
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        for key in ("backbone", "preprocessor"):
+            if isinstance(config.get(key), dict):
+                config[key] = keras.saving.deserialize_keras_object(config[key])
+        return cls(**config)
+
+    # --- training recipe -----------------------------------------------------------------
+
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", weighted_metrics="auto",
+                learning_rate=None, **kwargs):
+        """`keras.Model.compile` with the task's defaults for every argument left "auto".
+
+        Args:
+            optimizer: "auto" for `kbert.training.bert_adamw(learning_rate)`, its schedule laid
+                over each `fit` (10% warmup, linear decay to 0); or any Keras optimizer.
+            loss, metrics, weighted_metrics: "auto" for the task's; or as for Keras.
+            learning_rate: float or None. The peak rate of the "auto" optimizer (None: the
+                task's `default_learning_rate`).
+        """
+        if optimizer == "auto":
+            from kbert.training.optimizers import bert_adamw
+
+            optimizer = bert_adamw(learning_rate or self.default_learning_rate, total_steps=None)
+        defaults = self.default_compile_arguments()
+        arguments = {"loss": loss, "metrics": metrics, "weighted_metrics": weighted_metrics}
+        arguments = {key: defaults.get(key) if value == "auto" else value for key, value in arguments.items()}
+        super().compile(optimizer=optimizer, **arguments, **kwargs)
+
+    def compile_from_config(self, config):
+        """Compiles as the saved model was compiled (`keras.saving.load_model` calls this)."""
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
+
+    def default_compile_arguments(self):
+        """The task's default `loss`, `metrics` and `weighted_metrics`, as a dict."""
+        raise NotImplementedError
+
+    @property
+    def trainable_weights(self):
+        return [v for v in super().trainable_weights if id(v) not in self._unread_weights()]
+
+    @property
+    def trainable_variables(self):
+        return [v for v in super().trainable_variables if id(v) not in self._unread_weights()]
+
+    @property
+    def non_trainable_weights(self):
+        unread = self._unread_weights()
+        return super().non_trainable_weights + [v for v in super().trainable_weights if id(v) in unread]
+
+    @property
+    def non_trainable_variables(self):
+        unread = self._unread_weights()
+        return super().non_trainable_variables + [v for v in super().trainable_variables if id(v) in unread]
+
+    def _unread_weights(self):
+        """Ids of the backbone weights no output depends on: the pooler, for most tasks.
+
+        They stay out of training (no gradient, no weight decay, no Keras warning), as Hugging
+        Face's token models leave the pooler out, without changing the backbone itself.
+        """
+        backbone = getattr(self, "backbone", None)
+        if backbone is None or self.reads_pooled_output:
+            return set()
+        return {id(v) for v in backbone.pooler.weights}
+
+    # --- raw inputs ----------------------------------------------------------------------
+
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, validation_data=None, sample_weight=None,
+            shuffle=True, **kwargs):
+        """`keras.Model.fit`, also on raw inputs (see the class docstring); shuffles each epoch."""
+        if self._takes_as_is(x):
+            data, y, sample_weight, batch_size = x, y, sample_weight, batch_size
+        else:
+            data = self._batches(x, y, sample_weight, batch_size, shuffle=shuffle)
+            y = sample_weight = batch_size = None
+            if validation_data is not None and not self._takes_as_is(validation_data):
+                valid_x, valid_y, valid_weight = keras.utils.unpack_x_y_sample_weight(validation_data)
+                validation_data = self._batches(valid_x, valid_y, valid_weight,
+                                                kwargs.pop("validation_batch_size", None))
+            shuffle = False  # the batches shuffle themselves
+        self._plan_learning_rate(data, x, y, batch_size, epochs - kwargs.get("initial_epoch", 0),
+                                 kwargs.get("steps_per_epoch"))
+        return super().fit(data, y, batch_size=batch_size, epochs=epochs, validation_data=validation_data,
+                           sample_weight=sample_weight, shuffle=shuffle, **kwargs)
+
+    def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
+        """`keras.Model.evaluate`, also on raw inputs."""
+        if self._takes_as_is(x):
+            return super().evaluate(x, y, batch_size=batch_size, sample_weight=sample_weight, **kwargs)
+        data = self._batches(x, y, sample_weight, batch_size, shuffle=False)
+        return super().evaluate(data, **kwargs)
+
+    def predict(self, x, batch_size=None, verbose="auto", **kwargs):
+        """`keras.Model.predict` on token ids; on raw inputs, what the task is for (`decode`)."""
+        if self._takes_as_is(x):
+            return super().predict(x, batch_size=batch_size, verbose=verbose, **kwargs)
+        if _is_dataset(x):
+            return self.decode(super().predict(self._batches(x, None, None, None), verbose=verbose,
+                                               **kwargs), None)
+        prepared = self.preprocessor.prepare(x)
+        if not isinstance(prepared.inputs, dict):  # tokenized per batch, in the tf.data pipeline
+            return super().predict(self._batches(x, None, None, batch_size), verbose=verbose, **kwargs)
+        batches = PaddedBatches(prepared.inputs, batch_size=batch_size or 32)
+        if self.token_outputs:  # padded back to one length across batches
+            outputs = batches.predict(self, verbose=verbose)
+        else:
+            outputs = super().predict(batches.for_fit(), verbose=verbose, **kwargs)
+        return self.decode(outputs, prepared)
+
+    def decode(self, outputs, prepared):
+        """What `predict` returns on raw inputs, from the model's outputs (numpy) on `prepared`."""
+        return outputs
+
+    def check_labels(self, y):
+        """`y` as the model's targets (e.g. class names to ids); a ValueError before training if not."""
+        return y
+
+    def _takes_as_is(self, x):
+        """True for inputs the model reads without its preprocessor (token ids, or no preprocessor)."""
+        if self.preprocessor is None or isinstance(x, (dict, keras.utils.PyDataset)):
+            return True
+        if _is_dataset(x):
+            return isinstance(keras.utils.unpack_x_y_sample_weight(x.element_spec)[0], dict)
+        return False
+
+    def _batches(self, x, y, sample_weight, batch_size, shuffle=False):
+        """Raw inputs as batches of token ids, in the form `fit` and `evaluate` take."""
+        import tensorflow as tf
+
+        if _is_dataset(x):
+            if y is not None or sample_weight is not None or batch_size is not None:
+                raise ValueError("A tf.data.Dataset carries its own labels, weights and batches: pass "
+                                 "no y, sample_weight or batch_size with it.")
+            if not self.preprocessor.maps_over_datasets:
+                raise ValueError(f"{type(self).__name__} reads raw inputs from lists or arrays; map "
+                                 "your own preprocessing over a tf.data.Dataset to feed token ids.")
+            return x.map(self.preprocessor, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+        prepared = self.preprocessor.prepare(x, self.check_labels(y), sample_weight)
+        seed = int(np.random.randint(2**31))  # seeded by keras.utils.set_random_seed
+        if not isinstance(prepared.inputs, dict):  # tokenized per batch, in the tf.data pipeline
+            elements = tuple(part for part in (prepared.inputs, prepared.y, prepared.sample_weight)
+                             if part is not None)
+            data = tf.data.Dataset.from_tensor_slices(elements)
+            if shuffle:
+                data = data.shuffle(len(data), seed=seed, reshuffle_each_iteration=True)
+            return data.batch(batch_size or 32).map(lambda *batch: self.preprocessor(*batch),
+                                                    num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
+        batches = PaddedBatches(prepared.inputs, prepared.y, prepared.sample_weight, batch_size or 32,
+                                shuffle=shuffle, seed=seed, group_by_length=shuffle)
+        return batches.for_fit()
+
+    def _plan_learning_rate(self, data, x, y, batch_size, epochs, steps_per_epoch):
+        """Lays a fit-planned learning-rate schedule over the steps of this `fit`."""
+        schedule = getattr(self.optimizer, "_learning_rate", None)
+        if not getattr(schedule, "planned_by_fit", False):
+            return
+        steps = steps_per_epoch or _steps_per_epoch(data, x, batch_size)
+        if steps is None:
+            raise ValueError("The learning-rate schedule is laid over the steps of fit, and this "
+                             "dataset's length is unknown: pass steps_per_epoch, or compile with "
+                             "an optimizer of your own.")
+        schedule.plan(int(self.optimizer.iterations), steps * max(epochs, 1))
+        self.train_function = None  # traced again with the new plan (TensorFlow, JAX)
+
+
+def _is_dataset(x):
+    import sys
+
+    tf = sys.modules.get("tensorflow")
+    return tf is not None and isinstance(x, tf.data.Dataset)
+
+
+def _steps_per_epoch(data, x, batch_size):
+    """Batches in an epoch of `data` (a PyDataset, a tf.data.Dataset or arrays), or None if unknown."""
+    if isinstance(data, keras.utils.PyDataset):
+        return len(data)
+    if _is_dataset(data):
+        count = int(data.cardinality())
+        return count if count > 0 else None
+    length = len(keras.tree.flatten(x)[0])
+    return -(-length // (batch_size or 32))

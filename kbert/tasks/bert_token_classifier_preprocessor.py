@@ -1,0 +1,54 @@
+import keras
+
+from kbert.data.ner_windows import NerWindows
+from kbert.data.tagged_sentences import joined_word_spans
+from kbert.data.token_rows import word_spans_of
+from kbert.tasks.bert_preprocessor import BertPreprocessor, Prepared, text_list
+
+
+@keras.saving.register_keras_serializable(package="kbert")
+class BertTokenClassifierPreprocessor(BertPreprocessor):
+    """Tagged words (or raw texts) to BERT windows, each word's label on its first WordPiece.
+
+    Each example is a list of words (CoNLL style), or a raw text, which the tokenizer splits
+    into words at spaces and punctuation. Words are joined by single spaces and tokenized;
+    texts longer than a window are cut at word boundaries into several windows
+    (`kbert.data.NerWindows`), so every word gets a prediction. Labels (one id per word)
+    go on each word's first WordPiece, with sample weight 1; other positions weigh 0.
+
+    Args:
+        tokenizer: `kbert.BertTokenizer`.
+        sequence_length: int. Tokens per window, special tokens included.
+
+    Example:
+    >>> from kbert.text import BertTokenizer
+    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi", "##s"])
+    >>> prepared = BertTokenClassifierPreprocessor(tokenizer).prepare([["his", "hi"]], [[1, 2]])
+    >>> prepared.inputs["token_ids"].tolist(), prepared.y.tolist()
+    ([[2, 5, 6, 5, 3]], [[0, 1, 0, 2, 0]])
+    """
+
+    def prepare(self, x, y=None, sample_weight=None):
+        if sample_weight is not None:
+            raise ValueError("Token classification weighs each word's first piece itself; "
+                             "sample_weight is not taken.")
+        texts, spans = self.words(x)
+        if y is not None:
+            for i, (labels, word_spans) in enumerate(zip(y, spans)):
+                if len(labels) != len(word_spans):
+                    raise ValueError(f"Example {i} has {len(word_spans)} words but {len(labels)} tags.")
+        windows = NerWindows(self.tokenizer, texts, spans, self.sequence_length, y)
+        return Prepared(windows.inputs, None if y is None else windows.labels, windows.sample_weight,
+                        windows, list(zip(texts, spans)))
+
+    def words(self, x):
+        """`(texts, word spans)`: each example as one string and the char span of each word."""
+        if isinstance(x, (str, bytes)) or (len(x) and isinstance(x[0], (str, bytes))):
+            texts = text_list(x)
+            return texts, word_spans_of(self.tokenizer, texts)
+        texts, spans = [], []
+        for i, words in enumerate(x):
+            words = text_list(words, f"x[{i}]")
+            texts.append(" ".join(words))
+            spans.append(joined_word_spans(words))
+        return texts, spans

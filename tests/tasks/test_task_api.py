@@ -1,0 +1,193 @@
+"""The task API: `from_preset`, `fit` / `evaluate` / `predict` on raw inputs, saving and reloading."""
+
+import json
+import pathlib
+
+import keras
+import numpy as np
+import pytest
+
+import kbert
+from kbert.tasks import BertClassifier, BertPretrainer, BertQuestionAnswerer, BertTokenClassifier
+from tests.conftest import BACKENDS, run_python
+from tests.tasks import task_examples as examples
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+
+def fitted_tasks():
+    """Each task from the bert_tiny preset, fitted for two steps on raw inputs: {name: model}."""
+    keras.utils.set_random_seed(0)
+    models = {
+        "classifier": BertClassifier.from_preset("bert_tiny", num_classes=2, label_names=["neg", "pos"]),
+        "nli": BertClassifier.from_preset("bert_tiny", num_classes=3),
+        "ner": BertTokenClassifier.from_preset("bert_tiny", label_names=["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]),
+        "qa": BertQuestionAnswerer.from_preset("bert_tiny", sequence_length=24),
+        "pretrainer": BertPretrainer.from_preset("bert_tiny", next_sentence=False),
+    }
+    data = {"classifier": examples.SENTIMENT, "nli": examples.NLI, "ner": examples.NER, "qa": examples.QA,
+            "pretrainer": (examples.TEXTS, None)}
+    for name, model in models.items():
+        model.fit(*data[name], batch_size=2, epochs=1, verbose=0)
+        assert int(model.optimizer.iterations) == 2, name
+    return models
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """(folder, this process's predictions): the fitted tasks saved as .keras files."""
+    folder = tmp_path_factory.mktemp("tasks")
+    results = {}
+    for name, model in fitted_tasks().items():
+        model.save(folder / f"{name}.keras")
+        raw = model.predict(examples.token_ids(masked=name == "pretrainer"), verbose=0)
+        results[name] = {"raw": keras.tree.map_structure(lambda a: np.asarray(a).tolist(), raw)}
+        if name in examples.PREDICT:
+            decoded = model.predict(examples.PREDICT[name], verbose=0)
+            results[name]["decoded"] = np.asarray(decoded).tolist() if name in ("classifier", "nli") else decoded
+    return folder, json.loads(json.dumps(results))
+
+
+def other_backend():
+    return BACKENDS[(BACKENDS.index(keras.config.backend()) + 1) % len(BACKENDS)]
+
+
+@pytest.mark.parametrize("backend", ["same", "other"])
+def test_saved_tasks_predict_the_same_in_a_fresh_process(saved, backend):
+    """Same backend: the same decoded answers and outputs; another backend: the same outputs (1e-5)."""
+    backend = keras.config.backend() if backend == "same" else other_backend()
+    pytest.importorskip(backend)
+    folder, expected = saved
+    run_python(HERE / "predict_saved_tasks.py", folder, backend=backend)
+    got = json.loads((folder / f"{backend}.json").read_text())
+    for name, outputs in expected.items():
+        assert got[name]["compiled_with"] == "BertAdamW", name
+        keras.tree.map_structure(lambda a, b: np.testing.assert_allclose(a, b, atol=1e-5, err_msg=name),
+                                 got[name]["raw"], outputs["raw"])
+        if backend == keras.config.backend() and "decoded" in outputs:
+            assert got[name]["decoded"] == outputs["decoded"], name
+
+
+def test_predict_returns_what_each_task_is_for(saved):
+    _, results = saved
+    probabilities = np.array(results["classifier"]["decoded"])
+    assert probabilities.shape == (2, 2) and np.allclose(probabilities.sum(axis=1), 1)
+    text = examples.PREDICT["ner"][0]
+    first = results["ner"]["decoded"][0]
+    assert first["text"] == text and len(first["tags"]) == 6  # Ann Smith sings in Paris .
+    for entity in first["entities"]:
+        assert text[entity["start"]:entity["end"]] == entity["text"]
+    answer = results["qa"]["decoded"][0]
+    context = examples.PREDICT["qa"][1][0]
+    assert answer["text"] == context[answer["start"]:answer["end"]] != ""
+
+
+def test_ner_predict_reads_long_texts_through_all_windows():
+    model = BertTokenClassifier.from_preset("bert_tiny", label_names=["O", "B-PER"], sequence_length=8)
+    text = " ".join(["Ann"] * 40)
+    assert len(model.preprocessor.prepare([text]).windows) == 7  # 6 words a window
+    [result] = model.predict([text], verbose=0)
+    assert len(result["tags"]) == 40
+
+
+def test_qa_reads_every_window_and_finds_answers_late_in_long_contexts():
+    model = BertQuestionAnswerer.from_preset("bert_tiny", sequence_length=16)
+    context = "filler words here. " * 20 + "Ann sings."
+    prepared = model.preprocessor.prepare((["Who sings?"], [context]), ["Ann"])
+    assert len(prepared.windows) > 5 and prepared.y["start_logits"].max() > 0
+
+
+def test_fit_plans_bert_schedule_over_each_call():
+    model = BertClassifier.from_preset("bert_tiny", num_classes=2, label_names=["neg", "pos"])
+    texts, labels = examples.SENTIMENT
+    model.fit(texts * 5, labels * 5, batch_size=2, epochs=2, verbose=0)  # 10 steps a epoch
+    schedule = model.optimizer._learning_rate
+    assert (schedule.start_step, schedule.warmup_steps, schedule.total_steps) == (0, 2, 20)
+    assert float(model.optimizer.learning_rate) == 0.0  # decayed to 0 at the last step
+    model.fit(texts, labels, batch_size=2, epochs=1, verbose=0)
+    assert (schedule.start_step, schedule.total_steps) == (20, 2)
+    assert float(schedule(20 + 1)) == pytest.approx(3e-5 / 2)
+
+
+def test_fit_and_predict_take_a_tf_dataset_of_strings():
+    tf = pytest.importorskip("tensorflow")
+    model = BertClassifier.from_preset("bert_tiny", num_classes=2, sequence_length=16)
+    texts, labels = examples.SENTIMENT
+    data = tf.data.Dataset.from_tensor_slices((texts, [1, 0, 1, 0])).batch(2)
+    model.fit(data, epochs=1, verbose=0)
+    assert int(model.optimizer.iterations) == 2
+    from_dataset = model.predict(tf.data.Dataset.from_tensor_slices(texts).batch(3), verbose=0)
+    np.testing.assert_allclose(from_dataset, model.predict(texts, verbose=0), atol=1e-5)
+
+
+def test_evaluate_on_raw_inputs():
+    model = BertClassifier.from_preset("bert_tiny", num_classes=2, label_names=["neg", "pos"])
+    loss, accuracy = model.evaluate(*examples.SENTIMENT, verbose=0)
+    assert np.isfinite(loss) and 0 <= accuracy <= 1
+
+
+def test_the_text_preprocessor_gives_the_tokenizer_ids_in_python_and_in_tf_data():
+    tf = pytest.importorskip("tensorflow")
+    model = BertClassifier.from_preset("bert_tiny", num_classes=3, sequence_length=12)
+    premises, hypotheses = examples.NLI[0]
+    expected = model.preprocessor.tokenizer(premises, hypotheses, max_length=12, padding="longest")
+    prepared = model.preprocessor.prepare((premises, hypotheses)).inputs
+    data = tf.data.Dataset.from_tensor_slices((premises, hypotheses)).batch(4).map(
+        lambda a, b: model.preprocessor((a, b)))
+    mapped = {key: value.numpy() for key, value in next(iter(data)).items()}
+    width = expected["token_ids"].shape[1]
+    for key, value in expected.items():
+        np.testing.assert_array_equal(prepared[key], value)
+        np.testing.assert_array_equal(mapped[key][:, :width], value)
+        assert not mapped[key][:, width:].any() and mapped[key].shape[1] % 8 == 0
+
+
+@pytest.mark.parametrize("make_call, message", [
+    (lambda m: m.fit(["a", "b"], [0, 2]), "Label 1 is 2, outside the 2 classes"),
+    (lambda m: m.fit(["a", "b"], ["pos", "meh"]), "Label 1 is 'meh', not one of"),
+    (lambda m: m.fit(["a", None], [0, 1]), r"texts\[1\] is None, not a string"),
+    (lambda m: m.fit(["a", 3], [0, 1]), r"texts\[1\] is int, not a string"),
+    (lambda m: m.fit((["a", "b"], ["c"]), [0, 1]), "Got 2 texts but 1 pairs"),
+])
+def test_bad_classifier_inputs_fail_before_any_step(make_call, message):
+    model = BertClassifier.from_preset("bert_tiny", num_classes=2, label_names=["neg", "pos"])
+    with pytest.raises((ValueError, TypeError), match=message):
+        make_call(model)
+    assert int(model.optimizer.iterations) == 0
+
+
+def test_bad_task_inputs_name_the_example():
+    qa = BertQuestionAnswerer.from_preset("bert_tiny", sequence_length=24)
+    with pytest.raises(ValueError, match="Example 1: the answer 'Zoe' is not in its context"):
+        qa.fit((["Who?", "Who?"], ["Ann sings.", "Bob runs."]), ["Ann", "Zoe"])
+    ner = BertTokenClassifier.from_preset("bert_tiny", label_names=["O", "B-PER"])
+    with pytest.raises(ValueError, match="Example 0: tag 'B-LOC' is not one of"):
+        ner.fit([["Ann", "Paris"]], [["B-PER", "B-LOC"]])
+    with pytest.raises(ValueError, match="Example 0 has 2 words but 1 tags"):
+        ner.fit([["Ann", "sings"]], [["B-PER"]])
+    nsp = BertPretrainer.from_preset("bert_tiny")
+    with pytest.raises(ValueError, match="predicts the next sentence"):
+        nsp.fit(["only texts"])
+
+
+def test_from_preset_with_an_unknown_name_lists_the_presets():
+    with pytest.raises(FileNotFoundError, match="bert_tiny.*all_minilm_l6_v2"):
+        BertClassifier.from_preset("bert_nano", num_classes=2)
+
+
+def test_from_preset_of_a_run_folder_gives_the_task_back(tmp_path):
+    model = BertClassifier.from_preset("bert_tiny", num_classes=2, label_names=["neg", "pos"])
+    model.save(tmp_path / "model.keras")
+    model.preprocessor.tokenizer.save(tmp_path)
+    again = BertClassifier.from_preset(tmp_path)
+    assert again.label_names == ["neg", "pos"]
+    np.testing.assert_allclose(again.predict(["fine"], verbose=0), model.predict(["fine"], verbose=0), atol=1e-6)
+    other_head = BertClassifier.from_preset(tmp_path, num_classes=3)  # its backbone, a new head
+    assert other_head.num_classes == 3
+
+
+def test_import_kbert_registers_every_saved_object():
+    for name in ("BertAdamW", "WarmupLinearDecay", "BertClassifier", "BertTextClassifierPreprocessor",
+                 "BertMaskedLMPreprocessor", "BertQuestionAnswererPreprocessor",
+                 "BertTokenClassifierPreprocessor", "BertBackbone"):
+        assert keras.saving.get_registered_object(f"kbert>{name}") is getattr(kbert, name)
