@@ -88,6 +88,28 @@ class NerWindows:
         return out
 
 
+    def word_tags(self, logits, label_names):
+        """The tag of every word of every text, and its probability: `(tags, probabilities)`.
+
+        Lists (per text) of lists (per word). A word without any token (only characters BERT
+        deletes) is tagged `O` with probability 1.
+
+        Args:
+            logits: array (windows, length, classes), the model's outputs on `inputs`.
+            label_names: list of str. The tags, in class-id order (with an `O`).
+        """
+        tags, probabilities = [], []
+        for word_logits in self.word_logits(logits):
+            missing = np.isnan(word_logits[:, 0])
+            word_logits = np.where(missing[:, None], 0.0, word_logits)
+            exp = np.exp(word_logits - word_logits.max(axis=-1, keepdims=True))
+            probs = exp / exp.sum(axis=-1, keepdims=True)
+            best = np.where(missing, label_names.index("O"), probs.argmax(-1))
+            tags.append([label_names[i] for i in best])
+            probabilities.append(np.where(missing, 1.0, probs.max(-1)).tolist())
+        return tags, probabilities
+
+
 def _windows(first, budget):
     """[begin, end) token ranges of at most `budget` tokens, cut before a word's first piece."""
     begin, n = 0, len(first)

@@ -37,12 +37,7 @@ class TaggedSentences:
 
     def word_spans(self):
         """Per sentence, the (words, 2) int64 [start, end) char spans of its words in `texts()`."""
-        spans = []
-        for words in self.words:
-            lengths = np.array([len(word) for word in words], "int64")
-            starts = np.concatenate([[0], np.cumsum(lengths + 1)[:-1]]) if len(words) else lengths
-            spans.append(np.stack([starts, starts + lengths], axis=1))
-        return spans
+        return [joined_word_spans(words) for words in self.words]
 
     def label_names(self):
         """`O`, then `B-X` and `I-X` for every entity type X in the tags, types sorted."""
@@ -62,3 +57,15 @@ class TaggedSentences:
         """Seeded `(train, validation)` split with `fraction` of the sentences in validation."""
         train, valid = seeded_split(len(self), fraction, seed, self.source)
         return self.take(train), self.take(valid)
+
+
+def joined_word_spans(words):
+    """The (words, 2) int64 [start, end) char spans of `words` in `" ".join(words)`.
+
+    Example:
+    >>> joined_word_spans(["Angela", "Merkel"]).tolist()
+    [[0, 6], [7, 13]]
+    """
+    lengths = np.array([len(word) for word in words], "int64")
+    starts = np.concatenate([[0], np.cumsum(lengths + 1)[:-1]]) if len(words) else lengths
+    return np.stack([starts, starts + lengths], axis=1)

@@ -30,6 +30,28 @@ def get_entities(tags):
     return entities
 
 
+def entity_spans(text, word_spans, tags, probabilities):
+    """The entities of one tagged text: type, text, [start, end) char span, mean word probability.
+
+    Args:
+        text: str.
+        word_spans: (words, 2) ints, the char span of each word in `text`.
+        tags: list of str, one per word.
+        probabilities: list of float, one per word.
+
+    Example:
+    >>> entity_spans("Ann met Bob", [[0, 3], [4, 7], [8, 11]], ["B-PER", "O", "B-PER"], [0.9, 1.0, 0.7])
+    [{'type': 'PER', 'text': 'Ann', 'start': 0, 'end': 3, 'score': 0.9}, {'type': 'PER', 'text': 'Bob', 'start': 8, 'end': 11, 'score': 0.7}]
+    """
+    entities = []
+    for kind, first, last in get_entities(tags):
+        start, end = int(word_spans[first][0]), int(word_spans[last][1])
+        score = sum(probabilities[first : last + 1]) / (last + 1 - first)
+        entities.append({"type": kind, "text": text[start:end], "start": start, "end": end,
+                         "score": round(float(score), 4)})
+    return entities
+
+
 def entity_scores(gold, predicted):
     """Micro and per-type precision, recall and F1 of predicted entities against gold ones.
 

@@ -16,7 +16,7 @@ from kbert.data.conll import read_conll
 from kbert.data.ner_windows import NerWindows
 from kbert.data.padded_batches import PaddedBatches
 from kbert.data.token_rows import word_spans_of
-from kbert.metrics.entity_f1 import entity_scores, format_entity_scores, get_entities
+from kbert.metrics.entity_f1 import entity_scores, entity_spans, format_entity_scores
 from kbert.tasks.bert_token_classifier import BertTokenClassifier
 from kbert.training.fast_dropout import use_fast_dropout_masks
 from kbert.training.mixed_precision import bfloat16_compute
@@ -163,16 +163,7 @@ def predict_tags(model, tokenizer, texts, word_spans, max_length, batch_size=64)
     """
     windows = NerWindows(tokenizer, texts, word_spans, max_length)
     logits = PaddedBatches(windows.inputs, batch_size=batch_size).predict(model)
-    tags, probabilities = [], []
-    for word_logits in windows.word_logits(logits):
-        missing = np.isnan(word_logits[:, 0])
-        word_logits = np.where(missing[:, None], 0.0, word_logits)
-        exp = np.exp(word_logits - word_logits.max(axis=-1, keepdims=True))
-        probs = exp / exp.sum(axis=-1, keepdims=True)
-        best = np.where(missing, model.label_names.index("O"), probs.argmax(-1))
-        tags.append([model.label_names[i] for i in best])
-        probabilities.append(np.where(missing, 1.0, probs.max(-1)).tolist())
-    return tags, probabilities
+    return windows.word_tags(logits, model.label_names)
 
 
 def predict(model_dir, texts, batch_size=32):
@@ -184,12 +175,5 @@ def predict(model_dir, texts, batch_size=32):
     model, tokenizer, max_length = load_run(model_dir)
     spans = word_spans_of(tokenizer, texts)
     tags, probabilities = predict_tags(model, tokenizer, texts, spans, max_length, batch_size)
-    results = []
-    for text, word_spans, word_tags, word_probs in zip(texts, spans, tags, probabilities):
-        entities = []
-        for kind, first, last in get_entities(word_tags):
-            start, end = int(word_spans[first][0]), int(word_spans[last][1])
-            entities.append({"type": kind, "text": text[start:end], "start": start, "end": end,
-                             "score": round(float(np.mean(word_probs[first : last + 1])), 4)})
-        results.append({"text": text, "entities": entities})
-    return results
+    return [{"text": text, "entities": entity_spans(text, word_spans, word_tags, word_probs)}
+            for text, word_spans, word_tags, word_probs in zip(texts, spans, tags, probabilities)]
