@@ -1,9 +1,11 @@
 import contextlib
+import inspect
 import json
 import os
 import pathlib
 import shutil
 import tempfile
+import warnings
 
 import keras
 
@@ -141,14 +143,31 @@ def write_evaluation(model_dir, data, scores, out=None, summary=None, **fields):
 def load_run(folder):
     """Returns `(model, tokenizer, max_length)` from a run folder written by `write_run_folder`.
 
-    `max_length` comes from `metrics.json` (128 if the file is missing).
+    A task model's `model.keras` carries its preprocessor: the tokenizer and `max_length`
+    come from `model.preprocessor`. A folder saved before preprocessors lived in the task
+    models gets one attached, the task's `preprocessor_class` on the folder's vocab.txt
+    with `max_length` (and any other setting of that class, e.g. `doc_stride`) from
+    `metrics.json`, so that old folders take raw inputs too. Other models come back as
+    saved, with the folder's tokenizer and `max_length` (128 without `metrics.json`).
     """
-    from kbert.text import BertTokenizer
-
     folder = pathlib.Path(folder)
     if not (folder / MODEL_FILE).is_file():
         raise FileNotFoundError(f"{folder / MODEL_FILE} does not exist: --model takes a folder written by `train`.")
-    model = keras.saving.load_model(folder / MODEL_FILE, compile=False, safe_mode=True)
+    with warnings.catch_warnings():  # a task compiles itself on construction; the file holds no optimizer
+        warnings.filterwarnings("ignore", message="Skipping variable loading for optimizer")
+        model = keras.saving.load_model(folder / MODEL_FILE, compile=False, safe_mode=True)
+    preprocessor = getattr(model, "preprocessor", None)
+    if preprocessor is not None:
+        return model, preprocessor.tokenizer, preprocessor.sequence_length
+    from kbert.text import BertTokenizer
+
     metrics_file = folder / METRICS_FILE
-    max_length = json.loads(metrics_file.read_text())["max_length"] if metrics_file.is_file() else 128
-    return model, BertTokenizer.from_hf(folder), max_length
+    metrics = json.loads(metrics_file.read_text()) if metrics_file.is_file() else {}
+    tokenizer, max_length = BertTokenizer.from_hf(folder), metrics.get("max_length", 128)
+    preprocessor_class = getattr(model, "preprocessor_class", None)
+    if preprocessor_class is not None and hasattr(model, "preprocessor"):  # a task saved before 42628e5
+        settings = set(inspect.signature(preprocessor_class.__init__).parameters) - {
+            "self", "tokenizer", "sequence_length", "kwargs"}
+        model.preprocessor = preprocessor_class(
+            tokenizer, sequence_length=max_length, **{key: metrics[key] for key in settings & set(metrics)})
+    return model, tokenizer, max_length
