@@ -7,14 +7,12 @@ import time
 import keras
 import numpy as np
 
-from kbert.checkpoints import load_backbone
-from kbert.data import SentenceBatches, SentenceExamples, read_sentence_tsv
+from kbert.data import TsvFormatError, read_sentence_tsv
 from kbert.metrics import accuracy, confusion_matrix, macro_f1, pearson, spearman
 from kbert.tasks.bert_classifier import BertClassifier
 from kbert.training.lora import enable_lora
 from kbert.training.fast_dropout import use_fast_dropout_masks
 from kbert.training.mixed_precision import bfloat16_compute
-from kbert.training.optimizers import bert_adamw
 from kbert.training.run_folder import load_run, write_evaluation, write_run_folder
 
 
@@ -50,16 +48,19 @@ def train(task, data, init, out, valid=None, epochs=3, batch_size=32, learning_r
           limit=None, patience=1, seed=0, labels=None, skip_bad_rows=False, verbose="auto"):
     """Fine-tunes a `BertClassifier` with BERT's recipe and writes the run folder `out`.
 
-    The recipe: `bert_adamw` (warmup over 10% of the steps, then linear decay), dropout
-    0.1, early stopping on the validation split that restores the best epoch. Without
-    `valid`, a seeded `validation_fraction` of `data` is held out. The folder gets
-    `model.keras`, the tokenizer (vocab.txt, tokenizer_config.json), `metrics.json` and
+    A thin layer over the task API: `BertClassifier.from_preset(init, ...)` builds the
+    backbone, the head and the preprocessor (tokenizer and `max_length`); `compile` keeps
+    BERT's defaults (`bert_adamw` at peak `learning_rate`, warmup over 10% of the steps,
+    then linear decay; dropout 0.1) and `fit` reads the raw texts, with early stopping on
+    the validation split that restores the best epoch. Without `valid`, a seeded
+    `validation_fraction` of `data` is held out. The folder gets `model.keras` (which holds
+    the preprocessor), the tokenizer (vocab.txt, tokenizer_config.json), `metrics.json` and
     `curves.png`, all at once when training has finished (`write_run_folder`).
 
     Args:
         task: `SentenceTask`.
         data: path of the training TSV file.
-        init: str. `--init` of `kbert.load_backbone`: a preset, "all_minilm_l6_v2" or a folder.
+        init: str. What `BertClassifier.from_preset` starts from: a preset, "all_minilm_l6_v2" or a folder.
         out: path of the run folder to write.
         valid: path of a validation TSV file, or None to carve one out of `data`.
         epochs, batch_size, learning_rate, max_length: the fine-tuning hyperparameters.
@@ -82,46 +83,40 @@ def train(task, data, init, out, valid=None, epochs=3, batch_size=32, learning_r
                 skip_bad_rows=skip_bad_rows)
     train_examples = read_sentence_tsv(data, **read)
     read["label_names"] = train_examples.label_names
-    if valid:
-        valid_examples = read_sentence_tsv(valid, **read)
-    else:
+    valid_examples = read_sentence_tsv(valid, **read) if valid else None
+
+    with bfloat16_compute(mixed_precision):
+        model = BertClassifier.from_preset(
+            init, num_classes=1 if task.regression else len(train_examples.label_names),
+            label_names=train_examples.label_names, sequence_length=max_length, compile=False)
+    for examples in (train_examples, valid_examples):
+        _check_labels(model, examples)
+    if valid_examples is None:
         train_examples, valid_examples = train_examples.split(validation_fraction, seed)
     if limit:
         train_examples = train_examples.shuffled(seed, limit)
-
-    with bfloat16_compute(mixed_precision):
-        backbone, tokenizer = load_backbone(init)
-        num_classes = 1 if task.regression else len(train_examples.label_names)
-        model = BertClassifier(backbone, num_classes, label_names=train_examples.label_names)
-    if max_length > backbone.max_sequence_length:
-        print(f"--max-length {max_length} is beyond the model's {backbone.max_sequence_length} positions; "
-              f"using {backbone.max_sequence_length}.")
-        max_length = backbone.max_sequence_length
+    if model.preprocessor.sequence_length < max_length:
+        print(f"--max-length {max_length} is beyond the model's {model.backbone.max_sequence_length} "
+              f"positions; using {model.preprocessor.sequence_length}.")
+        max_length = model.preprocessor.sequence_length
     if lora_rank:
-        adapted = enable_lora(backbone, lora_rank)
+        adapted = enable_lora(model.backbone, lora_rank)
         print(f"LoRA rank {lora_rank} on {adapted} layers.")
     trainable = sum(int(np.prod(v.shape)) for v in model.trainable_weights)
     total = sum(int(np.prod(v.shape)) for v in model.weights)
     print(f"{task.name}: {len(train_examples)} training / {len(valid_examples)} validation examples; "
           f"{trainable:,} trainable of {total:,} parameters.")
 
-    train_batches = SentenceBatches(train_examples, tokenizer, batch_size, max_length, shuffle=True, seed=seed)
-    valid_batches = SentenceBatches(valid_examples, tokenizer, batch_size, max_length)
-    steps = len(train_batches) * epochs
-    model.compile(
-        optimizer=bert_adamw(learning_rate, steps),
-        loss=_loss(model),
-        metrics=[keras.metrics.MeanAbsoluteError(name="mae")] if model.regression
-        else [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
-    )
+    model.compile(learning_rate=learning_rate)
     monitor, mode = ("val_loss", "min") if model.regression else ("val_accuracy", "max")
     stopping = keras.callbacks.EarlyStopping(monitor, mode=mode, patience=patience, restore_best_weights=True)
     start = time.perf_counter()
-    history = model.fit(train_batches, validation_data=valid_batches, epochs=epochs,
-                        callbacks=[stopping], verbose=verbose)
+    history = model.fit(_inputs(train_examples), train_examples.labels, batch_size=batch_size, epochs=epochs,
+                        validation_data=(_inputs(valid_examples), valid_examples.labels),
+                        validation_batch_size=batch_size, callbacks=[stopping], verbose=verbose)
     seconds = time.perf_counter() - start
     trained_steps = int(model.optimizer.iterations)
-    validation = evaluate_examples(model, tokenizer, valid_examples, max_length, batch_size)
+    validation = evaluate_examples(model, valid_examples, batch_size)
     metrics = {
         "task": task.name, "backend": keras.config.backend(), "init": str(init),
         "data": str(data), "valid": str(valid) if valid else f"{validation_fraction:.0%} of data (seed {seed})",
@@ -138,7 +133,8 @@ def train(task, data, init, out, valid=None, epochs=3, batch_size=32, learning_r
         "history": {k: [float(v) for v in values] for k, values in history.history.items()},
         "validation": validation,
     }
-    write_run_folder(out, model, tokenizer, metrics, history.history, title=f"{task.name} from {init}")
+    write_run_folder(out, model, model.preprocessor.tokenizer, metrics, history.history,
+                     title=f"{task.name} from {init}")
     print(format_metrics(validation, f"validation ({len(valid_examples)} examples)"))
     return metrics
 
@@ -149,23 +145,23 @@ def evaluate(task, model_dir, data, out=None, batch_size=64, skip_bad_rows=False
     Returns: dict of metrics, also written as JSON to `out` (default
     `MODEL_DIR/eval_<data file name>.json`).
     """
-    model, tokenizer, max_length = load_run(model_dir)
+    model, _, _ = load_run(model_dir)
     examples = read_sentence_tsv(data, task.num_texts, label_names=model.label_names,
                                  regression=model.regression, skip_bad_rows=skip_bad_rows)
-    scores = evaluate_examples(model, tokenizer, examples, max_length, batch_size)
+    _check_labels(model, examples)
+    scores = evaluate_examples(model, examples, batch_size)
     summary = format_metrics(scores, f"{data} ({len(examples)} examples)")
     return write_evaluation(model_dir, data, scores, out, summary)[0]
 
 
-def evaluate_examples(model, tokenizer, examples, max_length, batch_size=64):
-    """Metrics of `model` on labeled `examples`: accuracy, macro-F1 and the confusion
-    matrix for classes; Pearson, Spearman and MSE for regression."""
-    outputs = model.predict(SentenceBatches(examples, tokenizer, batch_size, max_length), verbose=0)
-    outputs = np.asarray(outputs, "float32")
+def evaluate_examples(model, examples, batch_size=64):
+    """Metrics of `model` (a `BertClassifier` with its preprocessor) on labeled `examples`:
+    accuracy, macro-F1 and the confusion matrix for classes; Pearson, Spearman and MSE for
+    regression."""
+    outputs = model.predict(_inputs(examples), batch_size=batch_size, verbose=0)
     if model.regression:
-        scores = outputs[:, 0]
-        return {"pearson": pearson(scores, examples.labels), "spearman": spearman(scores, examples.labels),
-                "mse": float(np.mean((scores - examples.labels) ** 2)), "examples": len(examples)}
+        return {"pearson": pearson(outputs, examples.labels), "spearman": spearman(outputs, examples.labels),
+                "mse": float(np.mean((outputs - examples.labels) ** 2)), "examples": len(examples)}
     predictions = outputs.argmax(axis=-1)
     return {"accuracy": accuracy(examples.labels, predictions),
             "macro_f1": macro_f1(examples.labels, predictions, model.num_classes),
@@ -192,21 +188,20 @@ def predict(model_dir, texts, pairs=None, batch_size=32):
         results[i].update(label=None, note="empty text: nothing to classify")
     if not keep:
         return results
-    examples = SentenceExamples([texts[i] for i in keep], None if pairs is None else [pairs[i] for i in keep])
-    lengths = tokenizer(examples.texts, examples.pairs, max_length=max_length + 1,
+    kept_texts = [texts[i] for i in keep]
+    kept_pairs = None if pairs is None else [pairs[i] for i in keep]
+    lengths = tokenizer(kept_texts, kept_pairs, max_length=max_length + 1,
                         padding="longest")["padding_mask"].sum(axis=1)
-    outputs = np.asarray(model.predict(SentenceBatches(examples, tokenizer, batch_size, max_length),
-                                       verbose=0), "float32")
+    outputs = model.predict(kept_texts if pairs is None else (kept_texts, kept_pairs),
+                            batch_size=batch_size, verbose=0)
+    names = model.label_names or list(range(model.num_classes))
     for i, output, length in zip(keep, outputs, lengths):
         if model.regression:
-            results[i]["score"] = float(output[0])
+            results[i]["score"] = float(output)
         else:
-            probabilities = _softmax(output)
-            best = int(probabilities.argmax())
-            results[i].update(label=model.label_names[best] if model.label_names else best,
-                              probability=float(probabilities[best]),
-                              probabilities=dict(zip(model.label_names or range(len(output)),
-                                                     probabilities.round(6).tolist())))
+            best = int(output.argmax())
+            results[i].update(label=names[best], probability=float(output[best]),
+                              probabilities=dict(zip(names, output.round(6).tolist())))
         if length > max_length:
             results[i]["note"] = f"long input: read its first {max_length} tokens"
     return results
@@ -228,12 +223,17 @@ def format_metrics(metrics, title):
     return "\n".join(lines)
 
 
-def _loss(model):
-    if model.regression:
-        return keras.losses.MeanSquaredError()
-    return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+def _inputs(examples):
+    """The raw inputs `BertClassifier` takes for `examples`: texts, or (texts, pairs)."""
+    return examples.texts if examples.pairs is None else (examples.texts, examples.pairs)
 
 
-def _softmax(logits):
-    exp = np.exp(logits - logits.max())
-    return exp / exp.sum()
+def _check_labels(model, examples):
+    """Refuses labels the model cannot train on (e.g. a score that is not finite) before any step,
+    through the task's own check; the message names the file."""
+    if examples is None:
+        return
+    try:
+        model.check_labels(examples.labels)
+    except ValueError as error:
+        raise TsvFormatError(f"{examples.source}: {error}") from None

@@ -112,3 +112,33 @@ def test_similarity_regression_with_lora(tiny_init, tmp_path, capsys):
     assert set(metrics["validation"]) == {"pearson", "spearman", "mse", "examples"}
     [answer] = sentence_task.predict(tmp_path / "run", ["a man plays"], ["someone plays"])
     assert isinstance(answer["score"], float)
+
+
+def test_run_folder_from_before_the_task_api(sentiment_run, tmp_path):
+    """A model.keras saved without its preprocessor (before 42628e5) gets one from vocab.txt and metrics.json."""
+    run, _, _ = sentiment_run
+    model, _, _ = sentence_task.load_run(run)
+    config = model.get_config()
+    del config["preprocessor"]
+    older = BertClassifier.from_config(config)
+    older.set_weights(model.get_weights())
+    old = tmp_path / "old"
+    old.mkdir()
+    older.save(old / "model.keras")
+    for name in ("vocab.txt", "tokenizer_config.json", "metrics.json"):
+        (old / name).write_bytes((run / name).read_bytes())
+    loaded, tokenizer, max_length = sentence_task.load_run(old)
+    assert loaded.preprocessor.sequence_length == max_length == 12
+    assert tokenizer.vocabulary() == VOCABULARY
+    texts = [*TEXTS, "good " * 20]
+    assert sentence_task.predict(old, texts) == sentence_task.predict(run, texts)
+
+
+def test_non_finite_score_is_refused_before_training(tiny_init, tmp_path):
+    data = write_nli_tsv(tmp_path / "sts.tsv", rows=12, regression=True)
+    lines = data.read_text().splitlines()
+    lines[4] = lines[4].rsplit("\t", 1)[0] + "\tnan"
+    data.write_text("\n".join(lines) + "\n")
+    with pytest.raises(TsvFormatError, match=r"sts.tsv: Score 3 is not finite"):
+        sentence_task.train(SIMILARITY, data, tiny_init, tmp_path / "run", epochs=1, batch_size=8, verbose=0)
+    assert not (tmp_path / "run").exists()
