@@ -31,8 +31,6 @@ class BertMaskedLMPreprocessor(BertPreprocessor):
     ((1, 2), ['mlm'], [[1.0, 0.0]])
     """
 
-    maps_over_datasets = True
-
     def __init__(self, tokenizer, sequence_length=128, mask_rate=0.15, max_predictions=20,
                  whole_word=False, **kwargs):
         super().__init__(tokenizer, sequence_length, **kwargs)

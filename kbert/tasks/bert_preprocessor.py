@@ -30,16 +30,14 @@ class BertPreprocessor(keras.layers.Layer):
 
     A preprocessor turns a task's raw inputs into the backbone's dict of token ids. Its
     vocabulary and settings are part of its config, so a task's `.keras` file carries them.
-    `prepare` works on Python inputs (lists, numpy arrays) and returns numpy arrays;
-    preprocessors whose `call` is written in TensorFlow ops can also be mapped over a
-    `tf.data.Dataset` under any backend (`maps_over_datasets`).
+    `prepare` works on Python inputs (lists, numpy arrays) and returns numpy arrays; `call`
+    does the same on a batch of string tensors in TensorFlow ops, so that it maps over a
+    `tf.data.Dataset` under any backend.
 
     Args:
         tokenizer: `kbert.BertTokenizer`, or its config (`{"vocabulary": [...], "lowercase": bool}`).
         sequence_length: int. Most tokens per model input, special tokens included.
     """
-
-    maps_over_datasets = False
 
     def __init__(self, tokenizer, sequence_length=128, **kwargs):
         super().__init__(**kwargs)
@@ -59,6 +57,24 @@ class BertPreprocessor(keras.layers.Layer):
     def prepare(self, x, y=None, sample_weight=None):
         """Model inputs (numpy) for Python inputs; returns a `Prepared`."""
         raise NotImplementedError
+
+    def call(self, x, y=None, sample_weight=None):
+        """`(x, y, sample_weight)` of token ids for a batch of string tensors (TensorFlow ops)."""
+        raise NotImplementedError
+
+    def pad_to_multiple(self, tensors, multiple=8):
+        """Token-aligned tensors (batch, length, ...) padded at the end to a length that is a
+        multiple of `multiple` (at most `sequence_length`), so that jit compilers (XLA,
+        `jax.jit`) see a few shapes; `token_ids` pad with [PAD], the rest with 0. TensorFlow ops.
+        """
+        import tensorflow as tf
+
+        width = tf.shape(tensors["token_ids"])[1]
+        wanted = tf.minimum(-(-width // multiple) * multiple, self.sequence_length)
+        pad = {"token_ids": self.tokenizer.pad_token_id}
+        return {key: tf.pad(value, [[0, 0], [0, wanted - width]] + [[0, 0]] * (len(value.shape) - 2),
+                            constant_values=pad.get(key, 0))
+                for key, value in tensors.items()}
 
     def get_config(self):
         return {**super().get_config(), "sequence_length": self.sequence_length,

@@ -11,8 +11,8 @@ class BertTask(keras.Model):
 
     The model itself computes on the backbone's dict of token ids. With a `preprocessor`
     (a `kbert.tasks.BertPreprocessor`), `fit`, `evaluate` and `predict` also take raw
-    inputs (lists or numpy arrays of strings, or a `tf.data.Dataset` of them for the
-    preprocessors that map over datasets): in-memory inputs are tokenized once and served
+    inputs (lists or numpy arrays of strings, or a `tf.data.Dataset` of them, which the
+    preprocessor's `call` maps over in TensorFlow ops): in-memory inputs are tokenized once and served
     in batches of similar length, each padded to its longest row; `predict` returns what
     the task is for (probabilities, entities, answers). Dicts of token ids pass straight
     through, as to any Keras model.
@@ -196,6 +196,10 @@ class BertTask(keras.Model):
         if self._takes_as_is(x):
             return super().predict(x, batch_size=batch_size, verbose=verbose, **kwargs)
         if _is_dataset(x):
+            if self.token_outputs:
+                raise ValueError(f"{type(self).__name__}.predict decodes answers from lists or arrays "
+                                 "of raw inputs; for a tf.data.Dataset, map the preprocessor and "
+                                 "predict on the token ids.")
             return self.decode(super().predict(self._batches(x, None, None, None), verbose=verbose,
                                                **kwargs), None)
         prepared = self.preprocessor.prepare(x)
@@ -232,9 +236,6 @@ class BertTask(keras.Model):
             if y is not None or sample_weight is not None or batch_size is not None:
                 raise ValueError("A tf.data.Dataset carries its own labels, weights and batches: pass "
                                  "no y, sample_weight or batch_size with it.")
-            if not self.preprocessor.maps_over_datasets:
-                raise ValueError(f"{type(self).__name__} reads raw inputs from lists or arrays; map "
-                                 "your own preprocessing over a tf.data.Dataset to feed token ids.")
             return x.map(self.preprocessor, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
         prepared = self.preprocessor.prepare(x, self.check_labels(y), sample_weight)
         seed = int(np.random.randint(2**31))  # seeded by keras.utils.set_random_seed

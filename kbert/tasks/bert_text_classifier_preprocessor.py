@@ -2,9 +2,6 @@ import keras
 
 from kbert.tasks.bert_preprocessor import BertPreprocessor, Prepared, text_pairs
 
-LENGTH_MULTIPLE = 8  # batch lengths round up to this: jit compilers see a few shapes
-
-
 @keras.saving.register_keras_serializable(package="kbert")
 class BertTextClassifierPreprocessor(BertPreprocessor):
     """Texts, or text pairs, to BERT inputs `[CLS] A [SEP] (B [SEP])` cut to `sequence_length`.
@@ -26,21 +23,12 @@ class BertTextClassifierPreprocessor(BertPreprocessor):
     [[0, 0, 0, 1, 1, 1]]
     """
 
-    maps_over_datasets = True
-
     def prepare(self, x, y=None, sample_weight=None):
         texts, pairs = text_pairs(x)
         inputs = self.tokenizer(texts, pairs, max_length=self.sequence_length, padding="longest")
         return Prepared(inputs, y, sample_weight)
 
     def call(self, x, y=None, sample_weight=None):
-        import tensorflow as tf
-
         texts, pairs = x if isinstance(x, tuple) else (x, None)
         inputs = self.tokenizer.encode(texts, pairs, max_length=self.sequence_length, padding="longest")
-        width = tf.shape(inputs["token_ids"])[1]
-        wanted = tf.minimum(-(-width // LENGTH_MULTIPLE) * LENGTH_MULTIPLE, self.sequence_length)
-        pad = {"token_ids": self.tokenizer.pad_token_id}
-        inputs = {key: tf.pad(value, [[0, 0], [0, wanted - width]], constant_values=pad.get(key, 0))
-                  for key, value in inputs.items()}
-        return keras.utils.pack_x_y_sample_weight(inputs, y, sample_weight)
+        return keras.utils.pack_x_y_sample_weight(self.pad_to_multiple(inputs), y, sample_weight)

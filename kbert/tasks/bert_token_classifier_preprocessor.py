@@ -15,6 +15,10 @@ class BertTokenClassifierPreprocessor(BertPreprocessor):
     texts longer than a window are cut at word boundaries into several windows
     (`kbert.data.NerWindows`), so every word gets a prediction. Labels (one id per word)
     go on each word's first WordPiece, with sample weight 1; other positions weigh 0.
+    `call` does the same in TensorFlow ops for a `tf.data` batch of words (a ragged string
+    tensor (batch, (words))) and tag ids (ragged int (batch, (words))), for training: there
+    a sentence longer than `sequence_length` tokens is cut to one window, as Hugging Face's
+    token-classification training truncates.
 
     Args:
         tokenizer: `kbert.BertTokenizer`.
@@ -40,6 +44,28 @@ class BertTokenClassifierPreprocessor(BertPreprocessor):
         windows = NerWindows(self.tokenizer, texts, spans, self.sequence_length, y)
         return Prepared(windows.inputs, None if y is None else windows.labels, windows.sample_weight,
                         windows, list(zip(texts, spans)))
+
+    def call(self, x, y=None, sample_weight=None):
+        import tensorflow as tf
+
+        words = x if isinstance(x, tf.RaggedTensor) else tf.RaggedTensor.from_tensor(x)
+        texts = tf.strings.reduce_join(words, axis=1, separator=" ")
+        starts = tf.math.cumsum(tf.strings.length(words, unit="UTF8_CHAR") + 1, axis=1, exclusive=True)
+        encoded = self.tokenizer.encode(texts, max_length=self.sequence_length, padding="longest",
+                                        return_offsets=True)
+        token_starts = encoded.pop("offsets")[..., 0]
+        real = encoded.pop("word_ids") >= 0
+        word = tf.searchsorted(starts.to_tensor(default_value=2**30), token_starts, side="right") - 1
+        word = tf.where(real, word, -1)  # [CLS], [SEP] and padding belong to no word
+        previous = tf.pad(word[:, :-1], [[0, 0], [1, 0]], constant_values=-1)
+        first = (word >= 0) & tf.not_equal(word, previous)
+        inputs = self.pad_to_multiple({**encoded, "first": tf.cast(first, tf.int32), "word": word})
+        first, word = inputs.pop("first"), inputs.pop("word")
+        if y is None:
+            return inputs
+        tags = y if isinstance(y, tf.RaggedTensor) else tf.RaggedTensor.from_tensor(y)
+        labels = tf.gather(tf.cast(tags.to_tensor(), tf.int32), tf.maximum(word, 0), batch_dims=1)
+        return inputs, labels * first, tf.cast(first, tf.float32)
 
     def words(self, x):
         """`(texts, word spans)`: each example as one string and the char span of each word."""

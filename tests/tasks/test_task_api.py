@@ -191,3 +191,68 @@ def test_import_kbert_registers_every_saved_object():
                  "BertMaskedLMPreprocessor", "BertQuestionAnswererPreprocessor",
                  "BertTokenClassifierPreprocessor", "BertBackbone"):
         assert keras.saving.get_registered_object(f"kbert>{name}") is getattr(kbert, name)
+
+
+def test_ner_tf_data_preprocessing_matches_the_windows_on_conll(data_dir):
+    """`call` (tf.data) against `prepare` (NerWindows) on real CoNLL sentences that fit a window."""
+    tf = pytest.importorskip("tensorflow")
+    from kbert.data.conll import read_conll
+
+    sentences = read_conll(data_dir / "conll2003" / "train.txt").take(range(300))
+    model = BertTokenClassifier.from_preset("bert_tiny", label_names=sentences.label_names(), sequence_length=64)
+    tags = model.check_labels(sentences.tags)
+    prepared = model.preprocessor.prepare(sentences.words, tags)
+    fits = np.bincount(prepared.windows.window_texts, minlength=len(sentences)) == 1
+    words = [w for w, ok in zip(sentences.words, fits) if ok]
+    labels = [t.tolist() for t, ok in zip(tags, fits) if ok]
+    assert len(words) > 250
+    data = tf.data.Dataset.from_tensor_slices((tf.ragged.constant(words), tf.ragged.constant(labels)))
+    x, y, weights = model.preprocessor(*next(iter(data.batch(len(words)))))
+    rows = np.flatnonzero(fits)
+    width = prepared.inputs["token_ids"].shape[1]
+    for key, value in prepared.inputs.items():
+        np.testing.assert_array_equal(x[key].numpy()[:, :width], value[rows][:, :x[key].shape[1]])
+    np.testing.assert_array_equal(y.numpy()[:, :width], prepared.y[rows][:, :y.shape[1]])
+    np.testing.assert_array_equal(weights.numpy()[:, :width], prepared.sample_weight[rows][:, :y.shape[1]])
+
+
+def test_qa_tf_data_preprocessing_matches_the_windows_on_squad(data_dir):
+    """`call` (tf.data) against `prepare` (SquadWindows): the same windows and answer positions."""
+    tf = pytest.importorskip("tensorflow")
+    from kbert.data.squad import read_squad
+
+    examples = [e for e in read_squad(data_dir / "squad" / "train-v1.1.json", articles=slice(0, 1),
+                                      verbose=False) if e.answer_start is not None][:60]
+    model = BertQuestionAnswerer.from_preset("bert_tiny", sequence_length=96)
+    model.preprocessor.doc_stride = 32
+    x = ([e.question for e in examples], [e.context for e in examples])
+    answers = [{"text": e.answers[0], "answer_start": e.answer_start} for e in examples]
+    prepared = model.preprocessor.prepare(x, answers)
+    assert len(prepared.windows) > 2 * len(examples)  # long contexts: several windows each
+    data = tf.data.Dataset.from_tensor_slices((x, {"text": [a["text"] for a in answers],
+                                                   "answer_start": [a["answer_start"] for a in answers]}))
+    inputs, targets = model.preprocessor(*next(iter(data.batch(len(examples)))))
+    width = prepared.inputs["token_ids"].shape[1]
+    for key, value in prepared.inputs.items():
+        np.testing.assert_array_equal(inputs[key].numpy()[:, :width], value)
+    for key, value in prepared.y.items():
+        np.testing.assert_array_equal(targets[key].numpy(), value)
+
+
+@pytest.mark.parametrize("task", ["ner", "qa"])
+def test_token_tasks_fit_on_a_tf_dataset(task):
+    tf = pytest.importorskip("tensorflow")
+    if task == "ner":
+        model = BertTokenClassifier.from_preset("bert_tiny", label_names=["O", "B-LOC", "I-LOC", "B-PER", "I-PER"])
+        words, tags = examples.NER
+        data = tf.data.Dataset.from_tensor_slices((tf.ragged.constant(words), tf.ragged.constant(
+            [t.tolist() for t in model.check_labels(tags)])))
+    else:
+        model = BertQuestionAnswerer.from_preset("bert_tiny", sequence_length=24)
+        (questions, contexts), _ = examples.QA
+        data = tf.data.Dataset.from_tensor_slices(((questions, contexts), {
+            "text": ["Ann", "Bob", "Paris", "Paris"], "answer_start": [0, 0, 3, 0]}))
+    model.fit(data.batch(2), epochs=1, verbose=0)
+    assert int(model.optimizer.iterations) == 2
+    with pytest.raises(ValueError, match="decodes answers from lists"):
+        model.predict(data.batch(2))
