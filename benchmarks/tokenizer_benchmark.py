@@ -3,6 +3,9 @@
 Both tokenize, truncate and pad to --max-length a batch of real sentences (SST-2, STS-B, SNLI,
 SQuAD questions and CoNLL sentences from kbert.paths.data_dir(), or embedded samples if that
 folder is missing) and return character offsets; Hugging Face runs `encode_batch` (parallel).
+A third line maps the task API's `BertTextClassifierPreprocessor` over a `tf.data` pipeline
+of the same sentences in batches of 256 (no offsets; each batch padded to its longest row),
+as `BertClassifier.fit` does with a dataset of strings.
 
     python benchmarks/tokenizer_benchmark.py --sentences 20000
 """
@@ -13,7 +16,10 @@ import time
 
 import tokenizers
 
+import tensorflow as tf
+
 from kbert.paths import data_dir, minilm_dir
+from kbert.tasks import BertTextClassifierPreprocessor
 from kbert.text import BertTokenizer
 
 SAMPLES = [
@@ -77,10 +83,16 @@ def main():
         lambda: kbert_tokenizer(texts, max_length=args.max_length, return_offsets=True),
         args.repeats)
     hf_seconds = best_seconds(lambda: hf_tokenizer.encode_batch(texts), args.repeats)
+    preprocessor = BertTextClassifierPreprocessor(kbert_tokenizer, sequence_length=args.max_length)
+    pipeline = tf.data.Dataset.from_tensor_slices(texts).batch(256).map(
+        preprocessor, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    pipeline_seconds = best_seconds(lambda: [None for _ in pipeline], args.repeats)
     print(f"{len(texts)} sentences, max_length {args.max_length}, with offsets")
     print(f"kbert BertTokenizer:        {len(texts) / kbert_seconds:10.0f} sentences/s")
     print(f"HF tokenizers encode_batch: {len(texts) / hf_seconds:10.0f} sentences/s")
     print(f"ratio kbert / HF:           {hf_seconds / kbert_seconds:10.2f}")
+    print(f"kbert preprocessor, tf.data:{len(texts) / pipeline_seconds:10.0f} sentences/s "
+          f"({hf_seconds / pipeline_seconds:.2f}x HF)")
 
 
 if __name__ == "__main__":
