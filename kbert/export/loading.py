@@ -5,8 +5,8 @@ import pathlib
 
 import keras
 
+from kbert.checkpoints import METRICS_FILE, MODEL_FILE
 from kbert.export.serving import ExportSpec, task_of
-from kbert.training.run_folder import MODEL_FILE
 
 PAIR_TASKS = ("nli", "similarity")
 
@@ -24,34 +24,44 @@ def require_tensorflow_backend():
 def load_exportable(path, max_length=None, padding="max_length", num_texts=None):
     """Returns `(model, tokenizer, spec)` for `path`, ready for `export_saved_model` / `export_tflite`.
 
+    A task model that carries its preprocessor (the task API's `from_preset`, and run folders
+    of the apps) exports with the preprocessor's tokenizer and settings: its sequence length,
+    and for QA its question length and document stride.
+
     Args:
-        path: a run folder written by the task apps (`model.keras`, vocab.txt, metrics.json:
-            sentiment, NLI, similarity, NER, QA), a backbone folder (`backbone.keras`), a
-            Hugging Face BERT folder, or a preset name (the bare backbone, for embeddings).
-        max_length: int or None. Tokens per input; default: the run's `max_length` (128
-            for a backbone, capped by the model's positions).
+        path: a `.keras` file saved by a task model (`model.save`), a run folder written by
+            the task apps (`model.keras`, vocab.txt, metrics.json: sentiment, NLI,
+            similarity, NER, QA), a backbone folder (`backbone.keras`), a Hugging Face BERT
+            folder, or a preset name (the bare backbone, for embeddings).
+        max_length: int or None. Tokens per input; default: the preprocessor's sequence
+            length (else the run's `max_length`; 128 for a backbone), capped by the model's
+            positions.
         padding: "max_length" or "longest".
         num_texts: int or None. 2 for a sentence-pair classifier; default from the run's task.
     """
     from kbert.text import BertTokenizer
 
     require_tensorflow_backend()
-    folder = pathlib.Path(path)
-    metrics = {}
-    if (folder / MODEL_FILE).is_file():
-        model = keras.saving.load_model(folder / MODEL_FILE, compile=False, safe_mode=True)
-        tokenizer = BertTokenizer.from_hf(folder)
-        if (folder / "metrics.json").is_file():
-            metrics = json.loads((folder / "metrics.json").read_text())
+    path = pathlib.Path(path)
+    folder = path.parent if path.suffix == ".keras" else path
+    metrics = json.loads((folder / METRICS_FILE).read_text()) if (folder / METRICS_FILE).is_file() else {}
+    saved = path if path.suffix == ".keras" else folder / MODEL_FILE
+    if saved.is_file():
+        model = keras.saving.load_model(saved, compile=False, safe_mode=True)
     else:
         from kbert.checkpoints import load_backbone
 
         model, tokenizer = load_backbone(path)
+    preprocessor = getattr(model, "preprocessor", None)
+    settings = {**metrics, **({} if preprocessor is None else preprocessor.get_config())}
+    if preprocessor is not None:
+        tokenizer, settings["max_length"] = preprocessor.tokenizer, preprocessor.sequence_length
+    elif saved.is_file():
+        tokenizer = BertTokenizer.from_hf(folder)
     task = task_of(model)
     backbone = model if task == "backbone" else model.backbone
-    positions = backbone.max_sequence_length
-    default = metrics.get("max_length", 384 if task == "question_answerer" else 128)
-    max_length = min(max_length or default, positions)
+    default = settings.get("max_length", 384 if task == "question_answerer" else 128)
+    max_length = min(max_length or default, backbone.max_sequence_length)
     if num_texts is None:
         num_texts = 2 if metrics.get("task") in PAIR_TASKS else 1
     if task == "question_answerer":
@@ -61,6 +71,6 @@ def load_exportable(path, max_length=None, padding="max_length", num_texts=None)
     label_names = getattr(model, "label_names", None)
     spec = ExportSpec(task, max_length, padding, num_texts,
                       None if label_names is None else tuple(label_names),
-                      max_question_length=metrics.get("max_question_length", 64),
-                      doc_stride=metrics.get("doc_stride", 128))
+                      max_question_length=settings.get("max_question_length", 64),
+                      doc_stride=settings.get("doc_stride", 128))
     return model, tokenizer, spec

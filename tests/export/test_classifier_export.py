@@ -112,3 +112,19 @@ def test_unsupported_combinations_say_which_and_why(run, tmp_path):
 
     with pytest.raises(ValueError, match="Cannot export a BertPretrainer"):
         task_of(BertPretrainer(tiny_backbone()))
+
+
+def test_a_keras_file_of_the_task_api_exports_with_its_preprocessor(tmp_path, tokenizer):
+    from kbert.tasks import BertTextClassifierPreprocessor
+
+    model = BertClassifier(tiny_backbone(), 3, label_names=LABELS,
+                           preprocessor=BertTextClassifierPreprocessor(tokenizer, sequence_length=20))
+    model.save(tmp_path / "sst.keras")
+    loaded, loaded_tokenizer, spec = load_exportable(tmp_path / "sst.keras")
+    assert spec.max_length == 20 and spec.label_names == tuple(LABELS)
+    assert loaded_tokenizer.vocabulary() == tokenizer.vocabulary()
+    export_tflite(loaded, loaded_tokenizer, spec, tmp_path / "tflite")
+    runner = interpreter(tmp_path / "tflite" / "text.tflite").get_signature_runner()
+    expected = model.predict(TEXTS[:4], verbose=0)
+    got = runner(texts=np.array(TEXTS[:4], dtype=object))["probabilities"]
+    np.testing.assert_allclose(got, expected, atol=1e-5)
