@@ -3,9 +3,11 @@
     python apps/export.py --model saved_models/sst2 --format saved_model --out exports/sst2
     python apps/export.py --model saved_models/conll --format tflite --quantize dynamic-int8 --out exports/conll_tflite
     python apps/export.py --model all_minilm_l6_v2 --format tflite --out exports/minilm   # embeddings
+    python apps/export.py --model sst2.keras --format tflite --out exports/sst2_tflite        # model.save(...)
 
---model takes a run folder of apps/sentiment.py, nli.py, similarity.py, ner.py or qa.py, or a
-backbone (a preset, all_minilm_l6_v2, a folder of apps/pretrain.py or a Hugging Face folder),
+--model takes a .keras file saved by a task model of the Python API (its preprocessor gives the
+tokenizer and lengths), a run folder of apps/sentiment.py, nli.py, similarity.py, ner.py or
+qa.py, or a backbone (a preset, all_minilm_l6_v2, a folder of apps/pretrain.py or a Hugging Face folder),
 trained under any backend. Export runs under TensorFlow: the .keras file is reloaded there
 (this script re-runs itself with KERAS_BACKEND=tensorflow when needed). The output folder is
 written whole or not at all. See kbert/export/serving.py for each task's inputs and outputs.
@@ -19,7 +21,7 @@ import sys
 
 def parser():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", required=True, help="run folder, backbone folder or preset")
+    parser.add_argument("--model", required=True, help="task .keras file, run folder, backbone folder or preset")
     parser.add_argument("--format", required=True, choices=("saved_model", "tflite"))
     parser.add_argument("--out", required=True, help="folder to write")
     parser.add_argument("--quantize", default="none", choices=("none", "float16", "dynamic-int8", "int8"),
