@@ -120,10 +120,12 @@ def test_fit_and_predict_take_a_tf_dataset_of_strings():
     np.testing.assert_allclose(from_dataset, model.predict(texts, verbose=0), atol=1e-5)
 
 
-def test_evaluate_on_raw_inputs():
+def test_evaluate_on_raw_inputs_as_lists_or_numpy_arrays():
     model = BertClassifier.from_preset("bert_tiny", num_classes=2, label_names=["neg", "pos"])
-    loss, accuracy = model.evaluate(*examples.SENTIMENT, verbose=0)
+    texts, labels = examples.SENTIMENT
+    loss, accuracy = model.evaluate(texts, labels, verbose=0)
     assert np.isfinite(loss) and 0 <= accuracy <= 1
+    assert model.evaluate(np.array(texts), np.array(labels), verbose=0) == pytest.approx([loss, accuracy])
 
 
 def test_the_text_preprocessor_gives_the_tokenizer_ids_in_python_and_in_tf_data():
