@@ -1,26 +1,23 @@
 """Fine-tune, evaluate and run named-entity recognizers (CoNLL-2003 style): the library side of
-apps/ner.py.
+apps/ner.py, over `kbert.BertTokenClassifier` (its preset, compile, fit and predict).
 
 Sentences longer than `max_length` tokens are cut into windows at word boundaries, which do
 not overlap (see `kbert.data.ner_windows.NerWindows`), so every word gets a prediction. Scores are
-entity-level precision / recall / F1 as conlleval counts them (micro and per type).
+entity-level precision / recall / F1 as conlleval counts them (micro and per type); they are
+computed by `evaluate_sentences`, which also runs apps/edge_predict.py's `EdgeModel`.
 """
 
 import time
 
 import keras
-import numpy as np
 
-from kbert.checkpoints import load_backbone
 from kbert.data.conll import read_conll
 from kbert.data.ner_windows import NerWindows
 from kbert.data.padded_batches import PaddedBatches
-from kbert.data.token_rows import word_spans_of
-from kbert.metrics.entity_f1 import entity_scores, entity_spans, format_entity_scores
+from kbert.metrics.entity_f1 import entity_scores, format_entity_scores
 from kbert.tasks.bert_token_classifier import BertTokenClassifier
 from kbert.training.fast_dropout import use_fast_dropout_masks
 from kbert.training.mixed_precision import bfloat16_compute
-from kbert.training.optimizers import bert_adamw
 from kbert.training.run_folder import load_run, write_evaluation, write_run_folder
 
 
@@ -28,18 +25,21 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
           mixed_precision=False, validation_fraction=0.1, limit=None, patience=1, seed=0, verbose="auto"):
     """Fine-tunes a `BertTokenClassifier` and writes the run folder `out`.
 
-    BERT's recipe: `bert_adamw` (10% warmup, linear decay), early stopping on the
-    validation entity F1, restoring the best epoch. Without `valid`, a seeded
-    `validation_fraction` of the sentences is held out. The folder gets `model.keras`, the
-    tokenizer, `metrics.json` and `curves.png`, all at once at the end.
+    The task API's recipe (`BertTokenClassifier.from_preset`, `compile(learning_rate=...)`:
+    `bert_adamw`, 10% warmup, linear decay over the steps of `fit`), fitted on the words and
+    tags of the sentences, with early stopping on the validation entity F1, restoring the
+    best epoch. Without `valid`, a seeded `validation_fraction` of the sentences is held
+    out. The folder gets `model.keras` (with its preprocessor), the tokenizer,
+    `metrics.json` and `curves.png`, all at once at the end.
 
     Args:
         data: path of the training CoNLL file (`token TAG` per line; BIO or IOB1 tags).
-        init: str. `--init` of `kbert.load_backbone`: a preset, "all_minilm_l6_v2" or a folder.
+        init: str. The preset of `BertTokenClassifier.from_preset`: a preset name,
+            "all_minilm_l6_v2" or a folder (of a run folder, the backbone, with a new head).
         out: path of the run folder to write.
         valid: path of a validation CoNLL file, or None to carve one out of `data`.
         epochs, batch_size, learning_rate: the fine-tuning hyperparameters.
-        max_length: int. Tokens per window, special tokens included.
+        max_length: int. Tokens per window, special tokens included (at most the backbone's positions).
         mixed_precision: bool. Compute in bfloat16 ("mixed_bfloat16"), keep float32 weights.
         validation_fraction: float. Share of the sentences held out when `valid` is None.
         limit: int or None. Train on a seeded subset of this many sentences.
@@ -60,24 +60,17 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
     if limit:
         train_sentences = train_sentences.shuffled(seed, limit)
     with bfloat16_compute(mixed_precision):
-        backbone, tokenizer = load_backbone(init)
-        model = BertTokenClassifier(backbone, label_names)
-    max_length = min(max_length, backbone.max_sequence_length)
-    ids = {name: i for i, name in enumerate(label_names)}
-    labels = [np.array([ids[tag] for tag in tags], "int32") for tags in train_sentences.tags]
-    windows = NerWindows(tokenizer, train_sentences.texts(), train_sentences.word_spans(), max_length, labels)
-    print(f"ner: {len(train_sentences)} training sentences ({len(windows)} windows), "
-          f"{len(valid_sentences)} validation sentences; labels {label_names}.")
-    batches = PaddedBatches(windows.inputs, windows.labels, windows.sample_weight, batch_size,
-                            shuffle=True, seed=seed, group_by_length=True)
-    model.compile(optimizer=bert_adamw(learning_rate, len(batches) * epochs),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  weighted_metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")])
-    scorer = EntityF1Callback(tokenizer, valid_sentences, max_length, batch_size)
+        model = BertTokenClassifier.from_preset(init, label_names=label_names, sequence_length=max_length)
+    model.compile(learning_rate=learning_rate)
+    max_length = model.preprocessor.sequence_length
+    print(f"ner: {len(train_sentences)} training sentences, {len(valid_sentences)} validation sentences; "
+          f"labels {label_names}.")
+    scorer = EntityF1Callback(valid_sentences, batch_size)
     stopping = keras.callbacks.EarlyStopping("val_entity_f1", mode="max", patience=patience,
                                              restore_best_weights=True)
     start = time.perf_counter()
-    history = model.fit(batches, epochs=epochs, callbacks=[scorer, stopping], verbose=verbose)
+    history = model.fit(train_sentences.words, train_sentences.tags, batch_size=batch_size, epochs=epochs,
+                        callbacks=[scorer, stopping], verbose=verbose)
     seconds = time.perf_counter() - start
     validation = scorer.best  # the epoch EarlyStopping restored
     metrics = {
@@ -93,7 +86,8 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
         "validation": validation,
     }
     curves = {k: v for k, v in history.history.items() if k != "val_entity_f1"}
-    write_run_folder(out, model, tokenizer, metrics, curves | {"entity_f1": history.history["val_entity_f1"]},
+    write_run_folder(out, model, model.preprocessor.tokenizer, metrics,
+                     curves | {"entity_f1": history.history["val_entity_f1"]},
                      title=f"ner from {init} (entity_f1: validation)")
     print(format_entity_scores(validation, f"validation ({len(valid_sentences)} sentences)"))
     return metrics
@@ -102,24 +96,23 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
 class EntityF1Callback(keras.callbacks.Callback):
     """Adds `val_entity_f1` (conlleval micro F1 on `sentences`) to the logs after each epoch.
 
-    `best` keeps the full scores of the best epoch so far.
+    The model is a `BertTokenClassifier` with its preprocessor, whose tokenizer and
+    sequence length the scoring uses. `best` keeps the full scores of the best epoch so far.
 
     Args:
-        tokenizer: `kbert.text.BertTokenizer`.
         sentences: `kbert.data.tagged_sentences.TaggedSentences`, tagged.
-        max_length: int. Tokens per window.
         batch_size: int.
     """
 
-    def __init__(self, tokenizer, sentences, max_length, batch_size):
+    def __init__(self, sentences, batch_size=64):
         super().__init__()
-        self.tokenizer, self.sentences = tokenizer, sentences
-        self.max_length, self.batch_size = max_length, batch_size
+        self.sentences, self.batch_size = sentences, batch_size
         self.best = None
 
     def on_epoch_end(self, epoch, logs=None):
-        scores = evaluate_sentences(self.model, self.tokenizer, self.sentences, self.max_length,
-                                    self.batch_size)
+        preprocessor = self.model.preprocessor
+        scores = evaluate_sentences(self.model, preprocessor.tokenizer, self.sentences,
+                                    preprocessor.sequence_length, self.batch_size)
         logs["val_entity_f1"] = scores["f1"]
         if self.best is None or scores["f1"] > self.best["f1"]:
             self.best = scores
@@ -169,11 +162,10 @@ def predict_tags(model, tokenizer, texts, word_spans, max_length, batch_size=64)
 def predict(model_dir, texts, batch_size=32):
     """The entities of each raw text: type, text, [start, end) char span, mean probability.
 
-    Words are the tokenizer's (split at spaces and punctuation), so "Paris." gives the
-    entity "Paris". Returns: list of dicts `{"text", "entities": [...]}`.
+    `BertTokenClassifier.predict` of the run's model. Words are the tokenizer's (split at
+    spaces and punctuation), so "Paris." gives the entity "Paris". Returns: list of dicts
+    `{"text", "entities": [...]}`.
     """
-    model, tokenizer, max_length = load_run(model_dir)
-    spans = word_spans_of(tokenizer, texts)
-    tags, probabilities = predict_tags(model, tokenizer, texts, spans, max_length, batch_size)
-    return [{"text": text, "entities": entity_spans(text, word_spans, word_tags, word_probs)}
-            for text, word_spans, word_tags, word_probs in zip(texts, spans, tags, probabilities)]
+    model = load_run(model_dir)[0]
+    results = model.predict(list(texts), batch_size=batch_size, verbose=0)
+    return [{"text": result["text"], "entities": result["entities"]} for result in results]

@@ -1,10 +1,11 @@
 """Fine-tune, evaluate and run extractive question answerers (SQuAD v1.1): the library side of
-apps/qa.py.
+apps/qa.py, over `kbert.BertQuestionAnswerer` (its preset, preprocessor, compile and fit).
 
 Contexts longer than a window are read through overlapping windows (`max_length` 384,
 `doc_stride` 128: BERT's recipe, see `kbert.data.squad_windows.SquadWindows`); answers are
 decoded over all windows of a question and sliced from the original context. Scores are
-the official v1.1 exact match and F1 (%).
+the official v1.1 exact match and F1 (%), computed by `evaluate_examples`, which also runs
+apps/edge_predict.py's `EdgeModel`.
 """
 
 import json
@@ -14,16 +15,15 @@ import time
 import keras
 import numpy as np
 
-from kbert.checkpoints import load_backbone
 from kbert.data.padded_batches import PaddedBatches
 from kbert.data.squad import read_squad
 from kbert.data.squad_example import SquadExample
 from kbert.data.squad_windows import SquadWindows
 from kbert.metrics.squad import squad_scores
 from kbert.tasks.bert_question_answerer import BertQuestionAnswerer
+from kbert.tasks.bert_question_answerer_preprocessor import BertQuestionAnswererPreprocessor
 from kbert.training.fast_dropout import use_fast_dropout_masks
 from kbert.training.mixed_precision import bfloat16_compute
-from kbert.training.optimizers import bert_adamw
 from kbert.training.run_folder import METRICS_FILE, load_run, write_evaluation, write_json_atomic, write_run_folder
 
 
@@ -32,17 +32,24 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
           articles=None, limit=None, validation_limit=None, seed=0, verbose="auto"):
     """Fine-tunes a `BertQuestionAnswerer` and writes the run folder `out`.
 
-    A seeded choice of `validation_articles` whole articles is held out for validation
-    (questions on one paragraph never straddle the split). The folder gets `model.keras`,
-    the tokenizer, `metrics.json` (with the windowing settings), `curves.png` and the
-    validation predictions, all at once at the end.
+    The task API's recipe (`BertQuestionAnswerer.from_preset` with a
+    `BertQuestionAnswererPreprocessor` of these windowing settings, `compile(learning_rate=...)`:
+    `bert_adamw`, 10% warmup, linear decay over the steps of `fit`), fitted on the questions,
+    contexts and answers. Questions whose answer was not located in its context (by the
+    reader, or on no context token) are skipped and counted (`train_skipped`). A seeded
+    choice of `validation_articles` whole articles is held out for validation (questions on
+    one paragraph never straddle the split). The folder gets `model.keras` (with its
+    preprocessor), the tokenizer, `metrics.json` (with the windowing settings), `curves.png`
+    and the validation predictions, all at once at the end.
 
     Args:
         data: path of a SQuAD v1.1 JSON file.
-        init: str. `--init` of `kbert.load_backbone`: a preset, "all_minilm_l6_v2" or a folder.
+        init: str. The preset of `BertQuestionAnswerer.from_preset`: a preset name,
+            "all_minilm_l6_v2" or a folder (a QA run folder comes back with its head).
         out: path of the run folder to write.
         epochs, batch_size, learning_rate: the fine-tuning hyperparameters.
-        max_length, doc_stride, max_question_length: int. The windowing (see `SquadWindows`).
+        max_length, doc_stride, max_question_length: int. The windowing (see `SquadWindows`);
+            `max_length` at most the backbone's positions.
         mixed_precision: bool. Compute in bfloat16 ("mixed_bfloat16"), keep float32 weights.
         validation_articles: int. Articles held out for validation.
         articles: int or None. Read only the first `articles` articles of `data`.
@@ -60,30 +67,29 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
     train_examples, valid_examples, held_out = split_articles(examples, validation_articles, seed, limit,
                                                               validation_limit, source=data)
     with bfloat16_compute(mixed_precision):
-        backbone, tokenizer = load_backbone(init)
-        model = BertQuestionAnswerer(backbone)
-    max_length = min(max_length, backbone.max_sequence_length)
+        model = BertQuestionAnswerer.from_preset(init, sequence_length=max_length)
+    max_length = min(max_length, model.backbone.max_sequence_length)
+    tokenizer = model.preprocessor.tokenizer
+    model.preprocessor = BertQuestionAnswererPreprocessor(tokenizer, max_length, doc_stride, max_question_length)
+    model.compile(learning_rate=learning_rate)
     windowing = {"max_length": max_length, "doc_stride": doc_stride, "max_question_length": max_question_length}
-    windows = SquadWindows(tokenizer, train_examples, **windowing, training=True)
+    located, train_windows = _located_answers(train_examples, tokenizer, windowing)
+    skipped = len(train_examples) - len(located)
     train_articles = len({e.title for e in examples}) - validation_articles
-    print(f"qa: {len(train_examples)} training questions ({len(windows)} windows, {windows.skipped} "
+    print(f"qa: {len(train_examples)} training questions ({train_windows} windows, {skipped} "
           f"skipped: answer not in context) from {train_articles} articles; "
           f"{len(valid_examples)} validation questions from {validation_articles} articles.")
-    targets = {"start_logits": windows.start_positions, "end_logits": windows.end_positions}
-    batches = PaddedBatches(windows.inputs, targets, batch_size=batch_size, shuffle=True, seed=seed,
-                            group_by_length=True)
-    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    model.compile(optimizer=bert_adamw(learning_rate, len(batches) * epochs),
-                  loss={"start_logits": loss, "end_logits": loss})
+    questions, contexts = [e.question for e in located], [e.context for e in located]
+    answers = [{"text": e.answers[0], "answer_start": e.answer_start} for e in located]
     start = time.perf_counter()
-    history = model.fit(batches, epochs=epochs, verbose=verbose)
+    history = model.fit((questions, contexts), answers, batch_size=batch_size, epochs=epochs, verbose=verbose)
     seconds = time.perf_counter() - start
     validation, predictions = evaluate_examples(model, tokenizer, valid_examples, windowing, batch_size)
     metrics = {
         "task": "qa", "backend": keras.config.backend(), "init": str(init), "data": str(data),
         "valid": _held_out_description(held_out, seed),
-        "train_questions": len(train_examples), "train_windows": len(windows),
-        "train_skipped": windows.skipped, "validation_questions": len(valid_examples),
+        "train_questions": len(train_examples), "train_windows": train_windows,
+        "train_skipped": skipped, "validation_questions": len(valid_examples),
         "reader": report, **windowing,
         "hyperparameters": {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
                             "mixed_precision": mixed_precision, "seed": seed, "articles": articles,
@@ -97,6 +103,16 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
     print(f"validation ({len(valid_examples)} questions): exact match {validation['exact_match']:.2f}, "
           f"F1 {validation['f1']:.2f}")
     return metrics
+
+
+def _located_answers(examples, tokenizer, windowing):
+    """`(examples, windows)`: the examples whose answer covers a context token, and their window count.
+
+    The others (no `answer_start` from the reader, or an answer on no token) are those
+    `SquadWindows` skips in training, which `BertQuestionAnswerer.fit` would reject.
+    """
+    windows = SquadWindows(tokenizer, examples, **windowing, training=True)
+    return [examples[i] for i in np.unique(windows.window_examples)], len(windows)
 
 
 def split_articles(examples, validation_articles, seed=0, limit=None, validation_limit=None, source=""):
@@ -216,9 +232,9 @@ def predict(model_dir, context, questions, n_best=20, max_answer_length=30, batc
 
 
 def load_qa_run(folder):
-    """(model, tokenizer, windowing settings) of a run folder written by `train`."""
-    model, tokenizer, max_length = load_run(folder)
-    metrics = json.loads((pathlib.Path(folder) / METRICS_FILE).read_text())
-    windowing = {"max_length": max_length, "doc_stride": metrics.get("doc_stride", 128),
-                 "max_question_length": metrics.get("max_question_length", 64)}
+    """(model, tokenizer, windowing settings) of a run folder written by `train`: those of its preprocessor."""
+    model, tokenizer, _ = load_run(folder)
+    preprocessor = model.preprocessor
+    windowing = {"max_length": preprocessor.sequence_length, "doc_stride": preprocessor.doc_stride,
+                 "max_question_length": preprocessor.max_question_length}
     return model, tokenizer, windowing

@@ -58,10 +58,11 @@ def qa_run(tiny_init, tmp_path_factory):
     return folder / "run", data, metrics
 
 
-def record_models(monkeypatch, module, name):
-    """The models that `module` builds with its class `name`, appended as it builds them."""
-    built, cls = [], getattr(module, name)
-    monkeypatch.setattr(module, name, lambda *args, **kwargs: built.append(cls(*args, **kwargs)) or built[-1])
+def record_models(monkeypatch, cls):
+    """The models that `cls.from_preset` builds, appended as it builds them."""
+    built, from_preset = [], cls.from_preset
+    monkeypatch.setattr(cls, "from_preset", lambda *args, **kwargs: built.append(from_preset(*args, **kwargs))
+                        or built[-1])
     return built
 
 
@@ -83,7 +84,7 @@ def check_mixed_precision_run(run, metrics, trained, texts, pairs=None):
 
 
 def test_ner_mixed_precision(tiny_init, tmp_path, monkeypatch):
-    built = record_models(monkeypatch, ner_task, "BertTokenClassifier")
+    built = record_models(monkeypatch, BertTokenClassifier)
     data = write_conll(tmp_path / "train.txt")
     metrics = ner_task.train(data, tiny_init, tmp_path / "run", epochs=1, batch_size=4, learning_rate=1e-3,
                              mixed_precision=True, limit=4, verbose=0)
@@ -92,7 +93,7 @@ def test_ner_mixed_precision(tiny_init, tmp_path, monkeypatch):
 
 
 def test_qa_mixed_precision(tiny_init, tmp_path, monkeypatch):
-    built = record_models(monkeypatch, qa_task, "BertQuestionAnswerer")
+    built = record_models(monkeypatch, BertQuestionAnswerer)
     data = write_squad(tmp_path / "squad.json")
     metrics = qa_task.train(data, tiny_init, tmp_path / "run", epochs=1, batch_size=4, learning_rate=1e-3,
                             doc_stride=6, mixed_precision=True, validation_articles=1, limit=2,
