@@ -151,6 +151,25 @@ def test_qa_run_and_evaluate(qa_run):
     assert len(predictions) == 9 and scores["questions"] == 9 and 0 <= scores["f1"] <= 100
 
 
+def test_qa_skips_and_counts_answers_not_in_their_context(tiny_init, tmp_path):
+    """As the reader leaves them: not found (no answer_start), or found on no token (a deleted
+    character); training skips both and counts them, where BertQuestionAnswerer.fit would raise."""
+    squad = json.loads(write_squad(tmp_path / "squad.json").read_text())
+    for a, article in enumerate(squad["data"]):
+        paragraph = article["paragraphs"][0]
+        paragraph["context"] += " \u200b"
+        paragraph["qas"] += [
+            {"id": f"{a}-lost", "question": "who flies ?", "answers": [{"text": "a bird", "answer_start": 0}]},
+            {"id": f"{a}-blank", "question": "what is blank ?",
+             "answers": [{"text": "\u200b", "answer_start": len(paragraph["context"]) - 1}]}]
+    (tmp_path / "squad.json").write_text(json.dumps(squad))
+    metrics = qa_task.train(tmp_path / "squad.json", tiny_init, tmp_path / "run", epochs=1, batch_size=4,
+                            doc_stride=6, validation_articles=1, verbose=0)
+    assert metrics["reader"]["answers_not_found"] == 3
+    assert metrics["train_questions"] == 10 and metrics["train_skipped"] == 4
+    assert metrics["validation_questions"] == 5 and metrics["steps"] > 0
+
+
 def test_qa_run_split_gives_back_the_held_out_questions(qa_run, tmp_path):
     run, data, _ = qa_run
     train, valid = qa_task.run_split(run)
