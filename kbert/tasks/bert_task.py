@@ -97,7 +97,9 @@ class BertTask(keras.Model):
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
+        # Uncompiled: `load_model` compiles a model that was saved compiled (compile_from_config),
+        # and `fit` compiles with the defaults a model that never was.
+        config = {"compile": False, **config}
         for key in ("backbone", "preprocessor"):
             if isinstance(config.get(key), dict):
                 config[key] = keras.saving.deserialize_keras_object(config[key])
@@ -169,6 +171,8 @@ class BertTask(keras.Model):
     def fit(self, x=None, y=None, batch_size=None, epochs=1, validation_data=None, sample_weight=None,
             shuffle=True, **kwargs):
         """`keras.Model.fit`, also on raw inputs (see the class docstring); shuffles each epoch."""
+        if not self.compiled:
+            self.compile()
         if self._takes_as_is(x):
             data, y, sample_weight, batch_size = x, y, sample_weight, batch_size
         else:
@@ -186,6 +190,8 @@ class BertTask(keras.Model):
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
         """`keras.Model.evaluate`, also on raw inputs."""
+        if not self.compiled:
+            self.compile()
         if self._takes_as_is(x):
             return super().evaluate(x, y, batch_size=batch_size, sample_weight=sample_weight, **kwargs)
         data = self._batches(x, y, sample_weight, batch_size, shuffle=False)

@@ -5,7 +5,6 @@ import os
 import pathlib
 import shutil
 import tempfile
-import warnings
 
 import keras
 
@@ -102,12 +101,7 @@ def _uncompiled(model, folder):
     """
     if getattr(model, "optimizer", None) is None:
         return model
-    from kbert.tasks import BertTask
-
-    config = model.get_config()
-    if isinstance(model, BertTask):
-        config["compile"] = False  # tasks compile themselves on construction
-    copy = model.__class__.from_config(config)
+    copy = model.__class__.from_config(model.get_config())
     weights = folder / "weights.weights.h5"
     model.save_weights(weights)
     copy.load_weights(weights)
@@ -153,9 +147,7 @@ def load_run(folder):
     folder = pathlib.Path(folder)
     if not (folder / MODEL_FILE).is_file():
         raise FileNotFoundError(f"{folder / MODEL_FILE} does not exist: --model takes a folder written by `train`.")
-    with warnings.catch_warnings():  # a task compiles itself on construction; the file holds no optimizer
-        warnings.filterwarnings("ignore", message="Skipping variable loading for optimizer")
-        model = keras.saving.load_model(folder / MODEL_FILE, compile=False, safe_mode=True)
+    model = keras.saving.load_model(folder / MODEL_FILE, compile=False, safe_mode=True)
     preprocessor = getattr(model, "preprocessor", None)
     if preprocessor is not None:
         return model, preprocessor.tokenizer, preprocessor.sequence_length
