@@ -80,6 +80,8 @@ class BertTask(keras.Model):
             if preprocessor is not None or saved.preprocessor is None:  # run folders of older kbert
                 saved.preprocessor = preprocessor or cls.preprocessor_class(
                     load_tokenizer(preset), sequence_length=sequence_length or cls.default_sequence_length)
+            elif sequence_length:
+                saved.preprocessor.sequence_length = min(sequence_length, saved.backbone.max_sequence_length)
             if compile:
                 saved.compile()
             return saved

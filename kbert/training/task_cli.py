@@ -39,7 +39,8 @@ def add_train_command(commands, data_format, unit="examples", epochs=3, learning
         train.add_argument("--valid", help=f"validation {data_format} (default: a seeded split of --data)")
     train.add_argument("--init", default="all_minilm_l6_v2",
                        help="preset, 'all_minilm_l6_v2', a folder from apps/pretrain.py, or a run folder "
-                            "of a fine-tuned model (its backbone, without the head)")
+                            "of a fine-tuned model (of the same task and labels: trained further, head "
+                            "included; of another: its backbone, with a new head)")
     train.add_argument("--out", required=True, help="run folder to write (e.g. saved_models/NAME)")
     train.add_argument("--epochs", type=int, default=epochs)
     train.add_argument("--batch-size", type=int, default=32)

@@ -184,6 +184,7 @@ def test_from_preset_of_a_run_folder_gives_the_task_back(tmp_path):
     again = BertClassifier.from_preset(tmp_path)
     assert again.label_names == ["neg", "pos"]
     np.testing.assert_allclose(again.predict(["fine"], verbose=0), model.predict(["fine"], verbose=0), atol=1e-6)
+    assert BertClassifier.from_preset(tmp_path, sequence_length=16).preprocessor.sequence_length == 16
     other_head = BertClassifier.from_preset(tmp_path, num_classes=3)  # its backbone, a new head
     assert other_head.num_classes == 3
 
