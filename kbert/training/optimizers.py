@@ -13,6 +13,11 @@ class BertAdamW(keras.optimizers.AdamW):
     gradients then move weights far less than under `torch.optim.AdamW`, the optimizer
     Hugging Face fine-tunes with. This one follows PyTorch's update, so the same
     recipe gives the same steps. Weight decay is Keras's (decoupled, `lr * wd * w`).
+    On TensorFlow, embedding gradients (IndexedSlices) are summed per row before the
+    update, as the other backends hand them. With `gradient_accumulation_steps=N`, a
+    learning-rate schedule is read at the optimizer step (`iterations`, one per N batches),
+    as Hugging Face's Trainer steps its scheduler, not at the batch count that Keras passes
+    it: N micro-batches then update the weights as one step on their concatenation.
 
     Example:
     >>> import numpy as np
@@ -22,6 +27,21 @@ class BertAdamW(keras.optimizers.AdamW):
     >>> [round(float(x), 4) for x in keras.ops.convert_to_numpy(w)]  # each moves ~lr, tiny gradients too
     [0.9091, 1.1]
     """
+
+    def apply(self, grads, trainable_variables=None):
+        if keras.config.backend() == "tensorflow":
+            import tensorflow as tf
+
+            # An embedding's gradient comes as IndexedSlices, a row per occurrence of a token,
+            # which Keras squares before it sums them (Adam's second moment, the global norm):
+            # a token seen k times got sum(g_i^2), not (sum g_i)^2. Summed here first.
+            grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
+        return super().apply(grads, trainable_variables)
+
+    def _get_current_learning_rate(self):
+        if isinstance(self._learning_rate, keras.optimizers.schedules.LearningRateSchedule):
+            return self._learning_rate(self.iterations)
+        return super()._get_current_learning_rate()
 
     def update_step(self, gradient, variable, learning_rate):
         dtype = variable.dtype
@@ -49,7 +69,8 @@ class BertAdamW(keras.optimizers.AdamW):
         foreach_update(self, grads, trainable_variables, learning_rate)
 
 
-def bert_adamw(learning_rate, total_steps, warmup_ratio=0.1, weight_decay=0.01, clipnorm=1.0):
+def bert_adamw(learning_rate, total_steps, warmup_ratio=0.1, weight_decay=0.01, clipnorm=1.0,
+               gradient_accumulation_steps=None):
     """AdamW as BERT trains: warmup then linear decay, no decay on LayerNorm or biases.
 
     The update is PyTorch's (`BertAdamW`), so a recipe carried over from Hugging Face
@@ -61,6 +82,9 @@ def bert_adamw(learning_rate, total_steps, warmup_ratio=0.1, weight_decay=0.01, 
         warmup_ratio: float. Share of the steps spent warming up.
         weight_decay: float. Decoupled weight decay on kernels and embeddings.
         clipnorm: float or None. Global gradient-norm clipping.
+        gradient_accumulation_steps: int or None. Average the gradients of this many
+            batches into each optimizer step (as one step on their concatenation, for a
+            mean-reduced loss); `total_steps` and the schedule count optimizer steps.
 
     Example:
     >>> optimizer = bert_adamw(3e-5, total_steps=1000)
@@ -74,6 +98,7 @@ def bert_adamw(learning_rate, total_steps, warmup_ratio=0.1, weight_decay=0.01, 
         beta_2=0.999,
         epsilon=1e-6,
         global_clipnorm=clipnorm,
+        gradient_accumulation_steps=gradient_accumulation_steps,
     )
     optimizer.exclude_from_weight_decay(var_names=["bias", "gamma", "beta"])
     return optimizer

@@ -18,7 +18,7 @@ def foreach_update(optimizer, grads, variables, learning_rate):
     `w -= lr * sqrt(c2) / c1 * m / (sqrt(v) + eps * sqrt(c2))`, with `c1 = 1 - beta_1**t`
     and `c2 = 1 - beta_2**t`.
     """
-    step = float(optimizer.iterations.value) + 1
+    step = int(optimizer.iterations) + 1  # a tensor, not a Variable, under gradient accumulation
     root_beta_2_correction = math.sqrt(1 - optimizer.beta_2**step)
     step_size = float(learning_rate) * root_beta_2_correction / (1 - optimizer.beta_1**step)
     index = optimizer._get_variable_index
