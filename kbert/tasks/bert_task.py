@@ -269,7 +269,8 @@ class BertTask(keras.Model):
             raise ValueError("The learning-rate schedule is laid over the steps of fit, and this "
                              "dataset's length is unknown: pass steps_per_epoch, or compile with "
                              "an optimizer of your own.")
-        schedule.plan(int(self.optimizer.iterations), steps * max(epochs, 1))
+        accumulation = self.optimizer.gradient_accumulation_steps or 1  # batches per optimizer step
+        schedule.plan(int(self.optimizer.iterations), steps * max(epochs, 1) // accumulation)
         self.train_function = None  # traced again with the new plan (TensorFlow, JAX)
 
 

@@ -78,7 +78,9 @@ def bert_adamw(learning_rate, total_steps, warmup_ratio=0.1, weight_decay=0.01, 
 
     Args:
         learning_rate: float. Peak learning rate (2e-5..5e-5 to fine-tune, 1e-4 to pretrain).
-        total_steps: int. Optimizer steps of the whole run.
+        total_steps: int or None. Optimizer steps of the whole run; None lets each `fit` of
+            a kbert task lay the warmup and decay over its own steps
+            (`WarmupLinearDecay.plan`).
         warmup_ratio: float. Share of the steps spent warming up.
         weight_decay: float. Decoupled weight decay on kernels and embeddings.
         clipnorm: float or None. Global gradient-norm clipping.
@@ -92,7 +94,9 @@ def bert_adamw(learning_rate, total_steps, warmup_ratio=0.1, weight_decay=0.01, 
     0.0
     """
     optimizer = BertAdamW(
-        learning_rate=WarmupLinearDecay(learning_rate, int(warmup_ratio * total_steps), total_steps),
+        learning_rate=WarmupLinearDecay(
+            learning_rate, int(warmup_ratio * (total_steps or 1)), total_steps or 1,
+            planned_by_fit=total_steps is None, warmup_ratio=warmup_ratio),
         weight_decay=weight_decay,
         beta_1=0.9,
         beta_2=0.999,

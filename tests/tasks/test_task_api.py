@@ -109,6 +109,16 @@ def test_fit_plans_bert_schedule_over_each_call():
     assert float(schedule(20 + 1)) == pytest.approx(3e-5 / 2)
 
 
+def test_fit_plans_the_schedule_in_optimizer_steps_under_gradient_accumulation():
+    from kbert.training.optimizers import bert_adamw
+
+    model = BertClassifier.from_preset("bert_tiny", num_classes=2, label_names=["neg", "pos"])
+    model.compile(optimizer=bert_adamw(3e-5, total_steps=None, gradient_accumulation_steps=2))
+    texts, labels = examples.SENTIMENT
+    model.fit(texts * 4, labels * 4, batch_size=2, epochs=1, verbose=0)  # 8 batches, 4 optimizer steps
+    assert model.optimizer._learning_rate.total_steps == 4 and int(model.optimizer.iterations) == 4
+
+
 def test_fit_and_predict_take_a_tf_dataset_of_strings():
     tf = pytest.importorskip("tensorflow")
     model = BertClassifier.from_preset("bert_tiny", num_classes=2, sequence_length=16)
