@@ -36,7 +36,8 @@ from kbert.data.pretraining_instances import TASKS
 from kbert.models.bert_backbone import BertBackbone
 from kbert.tasks.bert_pretrainer import BertPretrainer
 from kbert.text import BertTokenizer, train_wordpiece_vocabulary
-from kbert.training import bert_adamw, plot_history, use_fast_dropout_masks
+from kbert.optimizers import bert_adamw
+from kbert.training import plot_history, use_fast_dropout_masks
 
 
 def parse_args(argv=None):

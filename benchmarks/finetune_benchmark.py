@@ -84,7 +84,8 @@ def run_keras(args, build_model):
     """Times `model.fit` steps of the classifier `build_model()` returns; the part kbert and keras-hub share."""
     import keras
 
-    from kbert.training import bert_adamw, use_fast_dropout_masks
+    from kbert.optimizers import bert_adamw
+    from kbert.training import use_fast_dropout_masks
 
     use_fast_dropout_masks()
 

@@ -61,7 +61,8 @@ def worker(engine, preset, args):
     import keras
 
     from kbert.config import PRESETS
-    from kbert.training import bert_adamw, use_fast_dropout_masks
+    from kbert.optimizers import bert_adamw
+    from kbert.training import use_fast_dropout_masks
 
     use_fast_dropout_masks()
     if args.mixed_precision:

@@ -8,8 +8,8 @@ from kbert.tasks import (BertClassifier, BertMaskedLMPreprocessor, BertPreproces
                          BertQuestionAnswerer, BertQuestionAnswererPreprocessor, BertTask,
                          BertTextClassifierPreprocessor, BertTokenClassifier,
                          BertTokenClassifierPreprocessor)
-from kbert.training.optimizers import BertAdamW, bert_adamw  # registers them for load_model
-from kbert.training.schedules import WarmupLinearDecay
+from kbert.optimizers import BertAdamW, bert_adamw  # registers them for load_model
+from kbert.optimizers.schedules import WarmupLinearDecay
 
 __version__ = "0.1.0"
 

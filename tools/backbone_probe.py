@@ -143,7 +143,7 @@ def run_metrics(folder):
 
 def load_pretrainer(folder, backbone, metrics):
     """(`BertPretrainer` with the checkpoint's heads, `metrics`' last held-out metrics), or (None, reason)."""
-    from kbert.training import bert_adamw
+    from kbert.optimizers import bert_adamw
 
     folder = pathlib.Path(folder)
     missing = [str(name) for name in (CHECKPOINT, "holdout.txt") if not (folder / name).is_file()]

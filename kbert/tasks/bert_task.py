@@ -4,6 +4,7 @@ import keras
 import numpy as np
 
 from kbert.data.padded_batches import PaddedBatches
+from kbert.optimizers import bert_adamw
 
 
 class BertTask(keras.Model):
@@ -114,15 +115,13 @@ class BertTask(keras.Model):
         """`keras.Model.compile` with the task's defaults for every argument left "auto".
 
         Args:
-            optimizer: "auto" for `kbert.training.bert_adamw(learning_rate)`, its schedule laid
+            optimizer: "auto" for `kbert.optimizers.bert_adamw(learning_rate)`, its schedule laid
                 over each `fit` (10% warmup, linear decay to 0); or any Keras optimizer.
             loss, metrics, weighted_metrics: "auto" for the task's; or as for Keras.
             learning_rate: float or None. The peak rate of the "auto" optimizer (None: the
                 task's `default_learning_rate`).
         """
         if optimizer == "auto":
-            from kbert.training.optimizers import bert_adamw
-
             optimizer = bert_adamw(learning_rate or self.default_learning_rate, total_steps=None)
         defaults = self.default_compile_arguments()
         arguments = {"loss": loss, "metrics": metrics, "weighted_metrics": weighted_metrics}

@@ -2,10 +2,8 @@ from kbert.training.atomic_backup_and_restore import AtomicBackupAndRestore
 from kbert.training.curves import plot_history
 from kbert.training.fast_dropout import use_fast_dropout_masks
 from kbert.training.mixed_precision import bfloat16_compute
-from kbert.training.optimizers import bert_adamw
 from kbert.training.run_folder import (atomic_output_folder, load_run, write_evaluation, write_json_atomic,
                                       write_run_folder)
-from kbert.training.schedules import WarmupLinearDecay
 from kbert.training.lora import enable_lora
 from kbert.training.sentence_task import NLI, SENTIMENT, SIMILARITY, SentenceTask
 from kbert.training import ner_task, qa_task, sentence_task

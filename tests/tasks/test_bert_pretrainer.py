@@ -12,7 +12,7 @@ from kbert.training import AtomicBackupAndRestore
 from kbert.data.pretraining_dataset import pretraining_dataset
 from kbert.tasks.bert_pretrainer import BertPretrainer
 from kbert.text import BertTokenizer
-from kbert.training import bert_adamw
+from kbert.optimizers import bert_adamw
 from tests.conftest import TINY, tiny_batch
 
 WORDS = ["the", "cat", "dog", "sat", "ran", "on", "mat", "far", "home", "and"]

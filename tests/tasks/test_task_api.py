@@ -110,7 +110,7 @@ def test_fit_plans_bert_schedule_over_each_call():
 
 
 def test_fit_plans_the_schedule_in_optimizer_steps_under_gradient_accumulation():
-    from kbert.training.optimizers import bert_adamw
+    from kbert.optimizers import bert_adamw
 
     model = BertClassifier.from_preset("bert_tiny", num_classes=2, label_names=["neg", "pos"])
     model.compile(optimizer=bert_adamw(3e-5, total_steps=None, gradient_accumulation_steps=2))

@@ -2,7 +2,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from kbert.training.optimizers import BertAdamW
+from kbert.optimizers import BertAdamW
 
 
 def test_a_token_seen_several_times_steps_by_its_summed_gradient():

@@ -3,7 +3,7 @@ import numpy as np
 from keras import ops
 
 from kbert import BertBackbone
-from kbert.training import bert_adamw
+from kbert.optimizers import bert_adamw
 from tests.conftest import TINY
 
 MICRO_BATCH, STEPS = 2, 3  # micro-batches of 2 examples, 3 of them per optimizer step

@@ -6,7 +6,8 @@ import pytest
 
 from kbert import BertBackbone
 from kbert.tasks import BertClassifier, BertPretrainer, BertQuestionAnswerer, BertTokenClassifier
-from kbert.training import WarmupLinearDecay, atomic_output_folder, bert_adamw, enable_lora
+from kbert.optimizers import WarmupLinearDecay, bert_adamw
+from kbert.training import atomic_output_folder, enable_lora
 from tests.conftest import TINY, tiny_batch
 
 

@@ -1,7 +1,7 @@
 import keras
 from keras import ops
 
-from kbert.training.schedules import WarmupLinearDecay
+from kbert.optimizers.schedules import WarmupLinearDecay
 
 
 @keras.saving.register_keras_serializable(package="kbert")
@@ -64,7 +64,7 @@ class BertAdamW(keras.optimizers.AdamW):
         # Under torch, one fused update over all variables, as Keras's own torch optimizers do.
         if keras.config.backend() != "torch":
             return super()._backend_update_step(grads, trainable_variables, learning_rate)
-        from kbert.training.torch_foreach_adamw import foreach_update
+        from kbert.optimizers.torch_foreach_adamw import foreach_update
 
         foreach_update(self, grads, trainable_variables, learning_rate)
 
