@@ -138,13 +138,24 @@ def test_evaluate_on_raw_inputs_as_lists_or_numpy_arrays():
     assert model.evaluate(np.array(texts), np.array(labels), verbose=0) == pytest.approx([loss, accuracy])
 
 
+def sentence_pairs(data_dir, count=2000):
+    """Real STS-B sentence pairs (the toy NLI pairs when the data folder is missing)."""
+    path = data_dir / "stsb" / "train.tsv" if data_dir else None
+    if path is None or not path.is_file():
+        return examples.NLI[0]
+    rows = [line.split("\t") for line in path.read_text("utf-8").split("\n")[1 : count + 1] if line]
+    return [row[0] for row in rows], [row[1] for row in rows]
+
+
 def test_the_text_preprocessor_gives_the_tokenizer_ids_in_python_and_in_tf_data():
     tf = pytest.importorskip("tensorflow")
-    model = BertClassifier.from_preset("bert_tiny", num_classes=3, sequence_length=12)
-    premises, hypotheses = examples.NLI[0]
-    expected = model.preprocessor.tokenizer(premises, hypotheses, max_length=12, padding="longest")
+    from kbert.paths import data_dir
+
+    model = BertClassifier.from_preset("bert_tiny", num_classes=3, sequence_length=24)
+    premises, hypotheses = sentence_pairs(data_dir() if data_dir().is_dir() else None)
+    expected = model.preprocessor.tokenizer(premises, hypotheses, max_length=24, padding="longest")
     prepared = model.preprocessor.prepare((premises, hypotheses)).inputs
-    data = tf.data.Dataset.from_tensor_slices((premises, hypotheses)).batch(4).map(
+    data = tf.data.Dataset.from_tensor_slices((premises, hypotheses)).batch(len(premises)).map(
         lambda a, b: model.preprocessor((a, b)))
     mapped = {key: value.numpy() for key, value in next(iter(data)).items()}
     width = expected["token_ids"].shape[1]
