@@ -1,3 +1,4 @@
+import importlib.util
 import json
 import os
 import pathlib
@@ -9,6 +10,7 @@ import numpy as np
 import pytest
 
 TESTS = pathlib.Path(__file__).resolve().parent
+APPS = TESTS.parent / "apps"
 BACKENDS = ("tensorflow", "jax", "torch")
 
 # Small enough to build in milliseconds; two heads and a non-4x FFN catch layout mistakes.
@@ -33,6 +35,19 @@ def tiny_batch(batch=3, length=7, vocabulary_size=50, seed=0):
         "segment_ids": segment_ids * padding_mask,
         "padding_mask": padding_mask,
     }
+
+
+def app_module(name):
+    """apps/NAME.py, imported from its path (apps/ is not a package).
+
+    The apps import their siblings (`from task_cli import task_parser`), as Python lets a script
+    do: apps/ goes on sys.path for those imports."""
+    if str(APPS) not in sys.path:
+        sys.path.append(str(APPS))
+    spec = importlib.util.spec_from_file_location(name, APPS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def run_python(script, *args, backend=None, cwd=None):

@@ -1,16 +1,15 @@
-import importlib.util
 import string
 
 import keras
 import pytest
 
-from tests.conftest import TESTS
+from tests.conftest import APPS, app_module
 
 # Export runs in a TensorFlow-backend process (apps/export.py switches to one): the export
 # tests skip under the other backends.
 TENSORFLOW_ONLY = pytest.mark.skipif(keras.config.backend() != "tensorflow",
                                      reason="export runs under the TensorFlow backend only")
-EDGE_PREDICT = TESTS.parent / "apps" / "edge_predict.py"
+EDGE_PREDICT = APPS / "edge_predict.py"
 
 WORDS = ["the", "film", "good", "bad", "paris", "angela", "merkel", "visited", "who", "what",
          "is", "was", "un", "##aff", "##able", "cafe", "naive"]
@@ -36,8 +35,5 @@ def tiny_backbone():
 
 
 def edge_module():
-    """apps/edge_predict.py, imported from its path (apps/ is not a package)."""
-    spec = importlib.util.spec_from_file_location("edge_predict", EDGE_PREDICT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """apps/edge_predict.py, imported from its path."""
+    return app_module("edge_predict")
