@@ -9,7 +9,8 @@ The premise and hypothesis are packed as `[CLS] premise [SEP] hypothesis [SEP]`.
 """
 
 from kbert.training import NLI
-from kbert.training.sentence_task_cli import main
+
+from sentence_cli import main
 
 if __name__ == "__main__":
     main(NLI, description=__doc__)

@@ -7,7 +7,8 @@
 """
 
 from kbert.training import SENTIMENT
-from kbert.training.sentence_task_cli import main
+
+from sentence_cli import main
 
 if __name__ == "__main__":
     main(SENTIMENT, description=__doc__)

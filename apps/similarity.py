@@ -7,7 +7,8 @@ with one output trained by mean squared error; evaluated by Pearson and Spearman
 """
 
 from kbert.training import SIMILARITY
-from kbert.training.sentence_task_cli import main
+
+from sentence_cli import main
 
 if __name__ == "__main__":
     main(SIMILARITY, description=__doc__)

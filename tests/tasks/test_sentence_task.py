@@ -8,11 +8,10 @@ import kbert.training.curves
 from kbert.data import TsvFormatError
 from kbert.tasks import BertClassifier
 from kbert.training import NLI, SENTIMENT, SIMILARITY, sentence_task
-from kbert.training.sentence_task_cli import main
-from tests.conftest import BACKENDS, TESTS, run_python
+from tests.conftest import APPS, BACKENDS, app_module, run_python
 from tests.tasks.conftest import VOCABULARY, write_nli_tsv, write_sentiment_tsv
 
-APPS = TESTS.parent / "apps"
+main = app_module("sentence_cli").main  # the command line of apps/sentiment.py, nli.py, similarity.py
 TEXTS = ["a good film", "a dull and boring film", "fun fun fun", "the man is not very fine"]
 
 
