@@ -12,7 +12,42 @@ prediction. Scores are entity-level precision / recall / F1 as conlleval counts 
 and per type).
 """
 
-from kbert.training.ner_task_cli import main
+import json
+
+from kbert.training import ner_task
+from kbert.training.task_cli import (add_evaluate_command, add_predict_command, add_train_command, task_parser,
+                                     texts_or_stdin)
+
+
+def main(argv=None):
+    """Runs the command in `argv` (default sys.argv)."""
+    args = parser().parse_args(argv)
+    if args.command == "train":
+        ner_task.train(args.data, args.init, args.out, valid=args.valid, epochs=args.epochs,
+                       batch_size=args.batch_size, learning_rate=args.lr, max_length=args.max_length,
+                       mixed_precision=args.mixed_precision, validation_fraction=args.validation_fraction,
+                       limit=args.limit, patience=args.patience, seed=args.seed, verbose=args.verbose)
+    elif args.command == "evaluate":
+        ner_task.evaluate(args.model, args.data, out=args.out, batch_size=args.batch_size)
+    else:
+        for result in ner_task.predict(args.model, texts_or_stdin(args.texts), batch_size=args.batch_size):
+            print(json.dumps(result) if args.json else _describe(result))
+
+
+def parser():
+    """The argparse parser of this app."""
+    parser, commands = task_parser(__doc__)
+    add_train_command(commands, "CoNLL file (token TAG per line)", "sentences", learning_rate=5e-5)
+    add_evaluate_command(commands, "entity P/R/F1 of a run folder on a CoNLL file", "CoNLL file")
+    add_predict_command(commands, "entities of raw texts")
+    return parser
+
+
+def _describe(result):
+    lines = [result["text"]]
+    lines += [f"  {e['type']:5} {e['text']!r} [{e['start']}, {e['end']}) {e['score']:.3f}" for e in result["entities"]]
+    return "\n".join(lines if result["entities"] else [*lines, "  (no entities)"])
+
 
 if __name__ == "__main__":
-    main(description=__doc__)
+    main()

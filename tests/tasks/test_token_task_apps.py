@@ -8,11 +8,11 @@ from kbert.metrics.entity_f1 import entity_scores
 from kbert.tasks.bert_question_answerer import BertQuestionAnswerer
 from kbert.tasks.bert_token_classifier import BertTokenClassifier
 from kbert.training import load_run, ner_task, qa_task
-from kbert.training.ner_task_cli import main as ner_main
 from kbert.training.qa_task_cli import main as qa_main
-from tests.conftest import BACKENDS, TESTS, run_python
+from tests.conftest import BACKENDS, TESTS, app_module, run_python
 from tests.tasks.predict_token_tasks import NER_TEXTS, QA_CONTEXT, QA_QUESTIONS
 
+ner_app = app_module("ner")  # apps/ner.py
 PEOPLE, PLACES = ["man", "someone", "nobody"], ["film", "fun"]
 
 
@@ -215,33 +215,33 @@ def test_same_predictions_under_the_next_backend(ner_run, qa_run, tmp_path):
 
 
 def test_command_line_flags():
-    from kbert.training import ner_task_cli, qa_task_cli
+    from kbert.training import qa_task_cli
 
     common = ["--data", "d", "--init", "i", "--out", "o", "--epochs", "1", "--batch-size", "2", "--lr", "0.001",
               "--max-length", "64", "--mixed-precision", "--limit", "5", "--seed", "3", "--verbose", "0"]
     expected = dict(command="train", data="d", init="i", out="o", epochs=1, batch_size=2, lr=0.001, max_length=64,
                     mixed_precision=True, limit=5, seed=3, verbose=0)
-    ner = ner_task_cli.parser().parse_args(["train", *common, "--valid", "v", "--validation-fraction", "0.2",
-                                            "--patience", "2"])
+    ner = ner_app.parser().parse_args(["train", *common, "--valid", "v", "--validation-fraction", "0.2",
+                                       "--patience", "2"])
     assert vars(ner) == {**expected, "valid": "v", "validation_fraction": 0.2, "patience": 2}
     qa = qa_task_cli.parser().parse_args(["train", *common, "--doc-stride", "32", "--max-question-length", "16",
                                           "--validation-articles", "2", "--articles", "9", "--validation-limit", "7"])
     assert vars(qa) == {**expected, "doc_stride": 32, "max_question_length": 16, "validation_articles": 2,
                         "articles": 9, "validation_limit": 7}
     defaults = [vars(parser.parse_args(["train", "--data", "d", "--out", "o"]))
-                for parser in (ner_task_cli.parser(), qa_task_cli.parser())]
+                for parser in (ner_app.parser(), qa_task_cli.parser())]
     assert [(d["epochs"], d["lr"], d["max_length"], d["mixed_precision"], d["verbose"]) for d in defaults] == [
         (3, 5e-5, 128, False, "auto"), (2, 5e-5, 384, False, "auto")]
 
 
 def test_ner_command_line(ner_run, tmp_path, capsys):
     run, data, _ = ner_run
-    ner_main(["predict", "--model", str(run), "--json", *NER_TEXTS])
+    ner_app.main(["predict", "--model", str(run), "--json", *NER_TEXTS])
     assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == ner_task.predict(run, NER_TEXTS)
-    ner_main(["predict", "--model", str(run), "--batch-size", "1", *NER_TEXTS])
+    ner_app.main(["predict", "--model", str(run), "--batch-size", "1", *NER_TEXTS])
     lines = capsys.readouterr().out.splitlines()  # each text, then its entities indented
     assert [line for line in lines if not line.startswith("  ")] == NER_TEXTS
-    ner_main(["evaluate", "--model", str(run), "--data", str(data), "--out", str(tmp_path / "scores.json")])
+    ner_app.main(["evaluate", "--model", str(run), "--data", str(data), "--out", str(tmp_path / "scores.json")])
     assert json.loads((tmp_path / "scores.json").read_text())["sentences"] == 16
 
 
