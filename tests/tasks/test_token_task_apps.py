@@ -8,11 +8,10 @@ from kbert.metrics.entity_f1 import entity_scores
 from kbert.tasks.bert_question_answerer import BertQuestionAnswerer
 from kbert.tasks.bert_token_classifier import BertTokenClassifier
 from kbert.training import load_run, ner_task, qa_task
-from kbert.training.qa_task_cli import main as qa_main
 from tests.conftest import BACKENDS, TESTS, app_module, run_python
 from tests.tasks.predict_token_tasks import NER_TEXTS, QA_CONTEXT, QA_QUESTIONS
 
-ner_app = app_module("ner")  # apps/ner.py
+ner_app, qa_app = app_module("ner"), app_module("qa")  # apps/ner.py, apps/qa.py
 PEOPLE, PLACES = ["man", "someone", "nobody"], ["film", "fun"]
 
 
@@ -215,8 +214,6 @@ def test_same_predictions_under_the_next_backend(ner_run, qa_run, tmp_path):
 
 
 def test_command_line_flags():
-    from kbert.training import qa_task_cli
-
     common = ["--data", "d", "--init", "i", "--out", "o", "--epochs", "1", "--batch-size", "2", "--lr", "0.001",
               "--max-length", "64", "--mixed-precision", "--limit", "5", "--seed", "3", "--verbose", "0"]
     expected = dict(command="train", data="d", init="i", out="o", epochs=1, batch_size=2, lr=0.001, max_length=64,
@@ -224,12 +221,12 @@ def test_command_line_flags():
     ner = ner_app.parser().parse_args(["train", *common, "--valid", "v", "--validation-fraction", "0.2",
                                        "--patience", "2"])
     assert vars(ner) == {**expected, "valid": "v", "validation_fraction": 0.2, "patience": 2}
-    qa = qa_task_cli.parser().parse_args(["train", *common, "--doc-stride", "32", "--max-question-length", "16",
-                                          "--validation-articles", "2", "--articles", "9", "--validation-limit", "7"])
+    qa = qa_app.parser().parse_args(["train", *common, "--doc-stride", "32", "--max-question-length", "16",
+                                     "--validation-articles", "2", "--articles", "9", "--validation-limit", "7"])
     assert vars(qa) == {**expected, "doc_stride": 32, "max_question_length": 16, "validation_articles": 2,
                         "articles": 9, "validation_limit": 7}
     defaults = [vars(parser.parse_args(["train", "--data", "d", "--out", "o"]))
-                for parser in (ner_app.parser(), qa_task_cli.parser())]
+                for parser in (ner_app.parser(), qa_app.parser())]
     assert [(d["epochs"], d["lr"], d["max_length"], d["mixed_precision"], d["verbose"]) for d in defaults] == [
         (3, 5e-5, 128, False, "auto"), (2, 5e-5, 384, False, "auto")]
 
@@ -248,13 +245,13 @@ def test_ner_command_line(ner_run, tmp_path, capsys):
 def test_qa_command_line(qa_run, tmp_path, capsys):
     run, _, _ = qa_run
     (tmp_path / "context.txt").write_text(QA_CONTEXT)
-    qa_main(["predict", "--model", str(run), "--context", str(tmp_path / "context.txt"), "--json",
-             *[arg for question in QA_QUESTIONS for arg in ("--question", question)]])
+    qa_app.main(["predict", "--model", str(run), "--context", str(tmp_path / "context.txt"), "--json",
+                 *[arg for question in QA_QUESTIONS for arg in ("--question", question)]])
     answers = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [a["text"] for a in answers] == [a["text"] for a in qa_task.predict(run, QA_CONTEXT, QA_QUESTIONS)]
-    qa_main(["predict", "--model", str(run), "--context", QA_CONTEXT, "--question", QA_QUESTIONS[0]])
+    qa_app.main(["predict", "--model", str(run), "--context", QA_CONTEXT, "--question", QA_QUESTIONS[0]])
     question, answer = capsys.readouterr().out.splitlines()
     assert question == QA_QUESTIONS[0] and " probability " in answer
     (tmp_path / "empty.txt").write_text(" \n")
     with pytest.raises(SystemExit, match="the context file is empty"):
-        qa_main(["predict", "--model", str(run), "--context", str(tmp_path / "empty.txt"), "--question", "who ?"])
+        qa_app.main(["predict", "--model", str(run), "--context", str(tmp_path / "empty.txt"), "--question", "who ?"])
