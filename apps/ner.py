@@ -15,8 +15,8 @@ and per type).
 import json
 
 from kbert.training import ner_task
-from kbert.training.task_cli import (add_evaluate_command, add_predict_command, add_train_command, task_parser,
-                                     texts_or_stdin)
+
+from task_cli import add_evaluate_command, add_predict_command, add_train_command, task_parser, texts_or_stdin
 
 
 def main(argv=None):

@@ -14,7 +14,8 @@ import pathlib
 import sys
 
 from kbert.training import qa_task
-from kbert.training.task_cli import add_evaluate_command, add_predict_command, add_train_command, task_parser
+
+from task_cli import add_evaluate_command, add_predict_command, add_train_command, task_parser
 
 
 def main(argv=None):

@@ -4,8 +4,8 @@ import json
 import sys
 
 from kbert.training import sentence_task
-from kbert.training.task_cli import (add_evaluate_command, add_predict_command, add_train_command, task_parser,
-                                     texts_or_stdin)
+
+from task_cli import add_evaluate_command, add_predict_command, add_train_command, task_parser, texts_or_stdin
 
 
 def main(task, argv=None, description=None):
