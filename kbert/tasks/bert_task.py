@@ -175,7 +175,7 @@ class BertTask(keras.Model):
         if not self.compiled:
             self.compile()
         if self._takes_as_is(x):
-            data, y, sample_weight, batch_size = x, y, sample_weight, batch_size
+            data, y = x, _as_array(y)  # Keras takes arrays of labels, not lists
         else:
             data = self._batches(x, y, sample_weight, batch_size, shuffle=shuffle)
             y = sample_weight = batch_size = None
@@ -194,7 +194,8 @@ class BertTask(keras.Model):
         if not self.compiled:
             self.compile()
         if self._takes_as_is(x):
-            return super().evaluate(x, y, batch_size=batch_size, sample_weight=sample_weight, **kwargs)
+            return super().evaluate(x, _as_array(y), batch_size=batch_size, sample_weight=sample_weight,
+                                    **kwargs)
         data = self._batches(x, y, sample_weight, batch_size, shuffle=False)
         return super().evaluate(data, **kwargs)
 
@@ -271,6 +272,11 @@ class BertTask(keras.Model):
         accumulation = self.optimizer.gradient_accumulation_steps or 1  # batches per optimizer step
         schedule.plan(int(self.optimizer.iterations), steps * max(epochs, 1) // accumulation)
         self.train_function = None  # traced again with the new plan (TensorFlow, JAX)
+
+
+def _as_array(values):
+    """Lists and tuples of labels as numpy arrays; anything else as it is."""
+    return np.asarray(values) if isinstance(values, (list, tuple)) else values
 
 
 def _is_dataset(x):

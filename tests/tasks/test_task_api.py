@@ -136,6 +136,10 @@ def test_evaluate_on_raw_inputs_as_lists_or_numpy_arrays():
     loss, accuracy = model.evaluate(texts, labels, verbose=0)
     assert np.isfinite(loss) and 0 <= accuracy <= 1
     assert model.evaluate(np.array(texts), np.array(labels), verbose=0) == pytest.approx([loss, accuracy])
+    tokens = model.preprocessor.tokenizer(texts, max_length=128, padding="longest")  # token ids as they are
+    assert model.evaluate(tokens, [1, 0, 1, 0], verbose=0) == pytest.approx([loss, accuracy], rel=1e-5)
+    model.fit(tokens, [1, 0, 1, 0], batch_size=2, verbose=0)
+    assert int(model.optimizer.iterations) == 2
 
 
 def sentence_pairs(data_dir, count=2000):
