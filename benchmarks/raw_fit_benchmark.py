@@ -10,7 +10,8 @@ sample, repeated, when the data folder is missing) three ways, alternating in on
 - arrays: `model.fit(token_ids, labels)` on arrays padded to the longest sentence, as a plain
   Keras user would (Keras shuffles): raw / arrays is what the length grouping buys.
 Each backend runs in its own process. A warm-up epoch of each way comes first (compiling,
-tracing); then --rounds timed epochs of each. Prints the median seconds per epoch and the
+tracing); then --rounds timed epochs of each, each a `fit` call of one epoch, under a
+learning-rate schedule of fixed length. Prints the median seconds per epoch and the
 ratios (below 1: the raw path is faster).
 
     python benchmarks/raw_fit_benchmark.py --backends tensorflow jax torch --sentences 2000
@@ -55,10 +56,14 @@ def worker(args):
 
     from kbert import BertClassifier
     from kbert.data.padded_batches import PaddedBatches
+    from kbert.optimizers import bert_adamw
 
     keras.utils.set_random_seed(0)
     texts, labels = sentences(args.sentences)
     model = BertClassifier.from_preset(args.init, num_classes=2, sequence_length=args.max_length)
+    # A schedule of fixed length: the default one is laid again over each fit call, which
+    # traces the train step again (TensorFlow, JAX) and would time compiling, not the data path.
+    model.compile(optimizer=bert_adamw(3e-5, total_steps=3 * (args.rounds + 1) * -(-args.sentences // args.batch_size)))
     tokens = model.preprocessor.tokenizer(texts, max_length=args.max_length, padding="longest")
 
     batches = PaddedBatches(tokens, np.array(labels, "int32"), batch_size=args.batch_size, shuffle=True,
