@@ -38,11 +38,8 @@ def load_backbone(init, **overrides):
     """
     from kbert.models.bert_backbone import BertBackbone
 
-    init = str(init)
-    if init in PRESETS:
-        return BertBackbone.from_preset(init, **overrides), load_tokenizer(init)
-    if init == "all_minilm_l6_v2":
-        return BertBackbone.from_preset(init, **overrides), load_tokenizer(init)
+    if _is_preset(init):
+        return BertBackbone.from_preset(str(init), **overrides), load_tokenizer(init)
     folder = pathlib.Path(init)
     saved = load_saved_model(folder)
     if saved is not None:
@@ -67,8 +64,7 @@ def load_saved_model(init):
     Raises FileNotFoundError, listing the presets, when `init` is none of the kinds
     `load_backbone` takes.
     """
-    init = str(init)
-    if init in PRESETS or init == "all_minilm_l6_v2":
+    if _is_preset(init):
         return None
     folder = pathlib.Path(init)
     saved = next((folder / name for name in (BACKBONE_FILE, MODEL_FILE) if (folder / name).is_file()), None)
@@ -77,7 +73,7 @@ def load_saved_model(init):
     if (folder / "config.json").is_file():
         return None
     raise FileNotFoundError(
-        f"{init!r} is neither a preset ({', '.join(sorted(PRESETS))} or all_minilm_l6_v2), a "
+        f"{str(init)!r} is neither a preset ({', '.join(sorted(PRESETS))} or all_minilm_l6_v2), a "
         f"Hugging Face folder with config.json, nor a kbert folder with {BACKBONE_FILE} or {MODEL_FILE}."
     )
 
@@ -87,8 +83,12 @@ def load_tokenizer(init):
     from kbert.paths import minilm_dir
     from kbert.text import BertTokenizer
 
-    init = str(init)
-    return BertTokenizer.from_hf(minilm_dir() if init in PRESETS or init == "all_minilm_l6_v2" else init)
+    return BertTokenizer.from_hf(minilm_dir() if _is_preset(init) else init)
+
+
+def _is_preset(init):
+    """True for a preset name (`PRESETS` or "all_minilm_l6_v2"), False for a folder."""
+    return str(init) in PRESETS or str(init) == "all_minilm_l6_v2"
 
 
 def _under_global_policy(backbone):
