@@ -5,6 +5,10 @@ import dataclasses
 import keras
 import numpy as np
 
+# `call` pads each batch to its longest row rounded up to a multiple of this, so that jit
+# compilers (XLA, `jax.jit`) see a few shapes.
+PAD_TO_MULTIPLE_OF = 8
+
 
 @dataclasses.dataclass
 class Prepared:
@@ -62,10 +66,10 @@ class BertPreprocessor(keras.layers.Layer):
         """`(x, y, sample_weight)` of token ids for a batch of string tensors (TensorFlow ops)."""
         raise NotImplementedError
 
-    def pad_to_multiple(self, tensors, multiple=8):
+    def pad_to_multiple(self, tensors, multiple=PAD_TO_MULTIPLE_OF):
         """Token-aligned tensors (batch, length, ...) padded at the end to a length that is a
-        multiple of `multiple` (at most `sequence_length`), so that jit compilers (XLA,
-        `jax.jit`) see a few shapes; `token_ids` pad with [PAD], the rest with 0. TensorFlow ops.
+        multiple of `multiple` (at most `sequence_length`); `token_ids` pad with [PAD], the
+        rest with 0. TensorFlow ops.
         """
         import tensorflow as tf
 

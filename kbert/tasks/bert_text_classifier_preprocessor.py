@@ -1,6 +1,7 @@
 import keras
 
-from kbert.tasks.bert_preprocessor import BertPreprocessor, Prepared, text_pairs
+from kbert.tasks.bert_preprocessor import (PAD_TO_MULTIPLE_OF, BertPreprocessor, Prepared,
+                                          text_pairs)
 
 @keras.saving.register_keras_serializable(package="kbert")
 class BertTextClassifierPreprocessor(BertPreprocessor):
@@ -30,5 +31,6 @@ class BertTextClassifierPreprocessor(BertPreprocessor):
 
     def call(self, x, y=None, sample_weight=None):
         texts, pairs = x if isinstance(x, tuple) else (x, None)
-        inputs = self.tokenizer.encode(texts, pairs, max_length=self.sequence_length, padding="longest")
-        return keras.utils.pack_x_y_sample_weight(self.pad_to_multiple(inputs), y, sample_weight)
+        inputs = self.tokenizer.encode(texts, pairs, max_length=self.sequence_length,
+                                       padding="longest", pad_to_multiple_of=PAD_TO_MULTIPLE_OF)
+        return keras.utils.pack_x_y_sample_weight(inputs, y, sample_weight)

@@ -3,7 +3,7 @@ import keras
 from kbert.data.ner_windows import NerWindows
 from kbert.data.tagged_sentences import joined_word_spans
 from kbert.data.token_rows import word_spans_of
-from kbert.tasks.bert_preprocessor import BertPreprocessor, Prepared, text_list
+from kbert.tasks.bert_preprocessor import PAD_TO_MULTIPLE_OF, BertPreprocessor, Prepared, text_list
 
 
 @keras.saving.register_keras_serializable(package="kbert")
@@ -52,20 +52,18 @@ class BertTokenClassifierPreprocessor(BertPreprocessor):
         texts = tf.strings.reduce_join(words, axis=1, separator=" ")
         starts = tf.math.cumsum(tf.strings.length(words, unit="UTF8_CHAR") + 1, axis=1, exclusive=True)
         encoded = self.tokenizer.encode(texts, max_length=self.sequence_length, padding="longest",
-                                        return_offsets=True)
+                                        return_offsets=True, pad_to_multiple_of=PAD_TO_MULTIPLE_OF)
         token_starts = encoded.pop("offsets")[..., 0]
         real = encoded.pop("word_ids") >= 0
         word = tf.searchsorted(starts.to_tensor(default_value=2**30), token_starts, side="right") - 1
         word = tf.where(real, word, -1)  # [CLS], [SEP] and padding belong to no word
         previous = tf.pad(word[:, :-1], [[0, 0], [1, 0]], constant_values=-1)
         first = (word >= 0) & tf.not_equal(word, previous)
-        inputs = self.pad_to_multiple({**encoded, "first": tf.cast(first, tf.int32), "word": word})
-        first, word = inputs.pop("first"), inputs.pop("word")
         if y is None:
-            return inputs
+            return encoded
         tags = y if isinstance(y, tf.RaggedTensor) else tf.RaggedTensor.from_tensor(y)
         labels = tf.gather(tf.cast(tags.to_tensor(), tf.int32), tf.maximum(word, 0), batch_dims=1)
-        return inputs, labels * first, tf.cast(first, tf.float32)
+        return encoded, labels * tf.cast(first, tf.int32), tf.cast(first, tf.float32)
 
     def words(self, x):
         """`(texts, word spans)`: each example as one string and the char span of each word."""

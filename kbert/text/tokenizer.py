@@ -184,7 +184,7 @@ class BertTokenizer:
 
     def encode(self, texts, pairs=None, max_length=128, padding="max_length",
                truncation="longest_first", return_offsets=False, *, max_first_length=None,
-               return_lengths=False):
+               return_lengths=False, pad_to_multiple_of=None):
         """Like calling the tokenizer, but on string tensors, in ops that TFLite also runs.
 
         For `tf.data` (`dataset.map(tokenizer.encode)`, on any backend) and exported graphs:
@@ -204,6 +204,8 @@ class BertTokenizer:
                 tokens before `truncation` applies, as `kbert.data.SquadWindows` does.
             return_lengths: bool. Also return `lengths` (batch,): the tokens of each row
                 before truncation, special tokens included.
+            pad_to_multiple_of: None or int. With `padding="longest"`, round the width up to
+                a multiple of this (at most `max_length`), so that jit compilers see few shapes.
 
         Example:
         >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi"])
@@ -235,6 +237,8 @@ class BertTokenizer:
         width = max_length
         if padding == "longest":
             width = tf.reduce_max(tf.concat([sum(kept) + len(segments) + 1, [0]], 0))
+            if pad_to_multiple_of:
+                width = tf.minimum(-(-width // pad_to_multiple_of) * pad_to_multiple_of, max_length)
         specials = [0, 0, -1] if return_offsets else []  # offsets (0, 0), word id -1
         packed, segment_ids, padding_mask = pack_segments(
             rows, kept, [self.cls_token_id, *specials], [self.sep_token_id, *specials],

@@ -8,7 +8,7 @@ a UTF-8 continuation byte (0x80-0xBF), which on valid UTF-8 is exact.
 import collections
 
 import tensorflow as tf
-import tensorflow_text as tf_text
+from tensorflow_text.python.ops.byte_splitter import gen_byte_splitter
 
 Wordpieces = collections.namedtuple(
     "Wordpieces", ["token_ids", "starts", "ends", "word_ids", "row_splits"])
@@ -51,22 +51,22 @@ def merge_long_words(normalized, token_ids, starts, ends, is_suffix, unk_id, max
     first_piece = tf.cast(tf.where(begins)[:, 0], tf.int32)
     last_piece = tf.concat([first_piece, [count]], 0)[1:] - 1
     word_start, word_end = tf.gather(starts, first_piece), tf.gather(ends, last_piece)
-    long_candidates = word_end - word_start > max_chars  # bytes: an upper bound on characters
-    pieces = Wordpieces(ids, starts, ends, word_ids, row_splits)
-
-    def merge():
-        cumulative, text_start = chars_before(normalized)
-        base = tf.gather(text_start, tf.gather(rows, first_piece))
-        chars = tf.gather(cumulative, base + word_end) - tf.gather(cumulative, base + word_start)
-        in_long_word = tf.gather(long_candidates & (chars > max_chars), word)
-        keep = begins | tf.logical_not(in_long_word)
-        merged = pieces._replace(token_ids=tf.where(in_long_word, unk_id, ids),
-                                 ends=tf.where(in_long_word, tf.gather(word_end, word), ends))
-        dropped = tf.concat([[0], tf.cumsum(tf.cast(tf.logical_not(keep), tf.int32))], 0)
-        return Wordpieces(*[tf.boolean_mask(field, keep) for field in merged[:-1]],
-                          row_splits - tf.gather(dropped, row_splits))
-
-    return tf.cond(tf.reduce_any(long_candidates), merge, lambda: pieces)
+    # Characters are counted only in words with more bytes than `max_chars` (bytes bound
+    # characters from above): in the texts of those words alone, so usually in none.
+    candidates = tf.cast(tf.where(word_end - word_start > max_chars)[:, 0], tf.int32)
+    cumulative, base = chars_before(
+        tf.gather(normalized, tf.gather(rows, tf.gather(first_piece, candidates))))
+    chars = (tf.gather(cumulative, base + tf.gather(word_end, candidates))
+             - tf.gather(cumulative, base + tf.gather(word_start, candidates)))
+    too_long = tf.scatter_nd(candidates[:, tf.newaxis], tf.cast(chars > max_chars, tf.int32),
+                             tf.shape(first_piece)) > 0
+    in_long_word = tf.gather(too_long, word)
+    keep = begins | tf.logical_not(in_long_word)
+    ids = tf.where(in_long_word, unk_id, ids)
+    ends = tf.where(in_long_word, tf.gather(word_end, word), ends)
+    dropped = tf.concat([[0], tf.cumsum(tf.cast(tf.logical_not(keep), tf.int32))], 0)
+    return Wordpieces(*[tf.boolean_mask(field, keep) for field in (ids, starts, ends, word_ids)],
+                      row_splits - tf.gather(dropped, row_splits))
 
 
 def to_char_offsets(texts, byte_map, starts, ends, row_splits):
@@ -122,10 +122,12 @@ def chars_before(texts):
     >>> cumulative.numpy().tolist(), text_start.numpy().tolist()
     ([0, 1, 2, 2, 3], [0, 3])
     """
-    data = tf_text.ByteSplitter().split(texts)
-    flat = tf.cast(data.flat_values, tf.int32)
+    # The op under `tf_text.ByteSplitter`, without its ragged checks: those add nine `If` ops,
+    # and each costs as much as the rest of the tokenizer in a `tf.data` map.
+    flat, row_splits, _, _ = gen_byte_splitter.tf_text_byte_split_with_offsets(texts)
+    flat = tf.cast(flat, tf.int32)
     lead = tf.cast((flat < 128) | (flat >= 192), tf.int32)
-    return tf.concat([[0], tf.cumsum(lead)], 0), tf.cast(data.row_splits[:-1], tf.int32)
+    return tf.concat([[0], tf.cumsum(lead)], 0), tf.cast(row_splits[:-1], tf.int32)
 
 
 def row_ids(row_splits, count):
