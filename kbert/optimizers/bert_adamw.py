@@ -18,6 +18,9 @@ class BertAdamW(keras.optimizers.AdamW):
     learning-rate schedule is read at the optimizer step (`iterations`, one per N batches),
     as Hugging Face's Trainer steps its scheduler, not at the batch count that Keras passes
     it: N micro-batches then update the weights as one step on their concatenation.
+    A `WarmupLinearDecay(planned_by_fit=True)` schedule reads its plan from the variable
+    `fit_plan`, which `plan_fit` sets: each `fit` of a kbert task plans anew without
+    tracing its train step again.
 
     Example:
     >>> import numpy as np
@@ -38,7 +41,31 @@ class BertAdamW(keras.optimizers.AdamW):
             grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
         return super().apply(grads, trainable_variables)
 
+    def build(self, var_list):
+        if self.built:
+            return
+        super().build(var_list)
+        if self.planned_by_fit:
+            schedule = self._learning_rate
+            self.fit_plan = self.add_variable((3,), initializer="zeros", dtype="float32",
+                                              name="fit_plan")
+            self.fit_plan.assign([schedule.start_step, schedule.warmup_steps, schedule.total_steps])
+
+    @property
+    def planned_by_fit(self):
+        """Whether each `fit` of a kbert task lays out the learning-rate schedule (`plan_fit`)."""
+        return getattr(self._learning_rate, "planned_by_fit", False)
+
+    def plan_fit(self, total_steps):
+        """Lays the schedule's warmup and decay over the next `total_steps` optimizer steps."""
+        schedule = self._learning_rate
+        schedule.plan(int(self.iterations), total_steps)
+        if self.built:
+            self.fit_plan.assign([schedule.start_step, schedule.warmup_steps, schedule.total_steps])
+
     def _get_current_learning_rate(self):
+        if self.planned_by_fit and self.built:
+            return self._learning_rate(self.iterations, plan=self.fit_plan)
         if isinstance(self._learning_rate, keras.optimizers.schedules.LearningRateSchedule):
             return self._learning_rate(self.iterations)
         return super()._get_current_learning_rate()

@@ -50,10 +50,15 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         self.total_steps = total_steps
         self.warmup_steps = int(self.warmup_ratio * total_steps)
 
-    def __call__(self, step):
-        step = ops.cast(step, "float32") - self.start_step
-        warmup = step / self.warmup_steps if self.warmup_steps else 1.0
-        decay = (self.total_steps - step) / max(self.total_steps - self.warmup_steps, 1)
+    def __call__(self, step, plan=None):
+        """The rate at `step`; `plan`: a float tensor `[start_step, warmup_steps, total_steps]`
+        to read instead of the attributes (the optimizer's `fit_plan` variable)."""
+        if plan is None:
+            plan = [self.start_step, self.warmup_steps, self.total_steps]
+        start_step, warmup_steps, total_steps = (ops.cast(plan[i], "float32") for i in range(3))
+        step = ops.cast(step, "float32") - start_step
+        warmup = ops.where(warmup_steps > 0, step / ops.maximum(warmup_steps, 1.0), 1.0)
+        decay = (total_steps - step) / ops.maximum(total_steps - warmup_steps, 1.0)
         return self.peak * ops.clip(ops.minimum(warmup, decay), 0.0, 1.0)
 
     def get_config(self):

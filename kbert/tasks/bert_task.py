@@ -261,17 +261,19 @@ class BertTask(keras.Model):
 
     def _plan_learning_rate(self, data, x, y, batch_size, epochs, steps_per_epoch):
         """Lays a fit-planned learning-rate schedule over the steps of this `fit`."""
-        schedule = getattr(self.optimizer, "_learning_rate", None)
-        if not getattr(schedule, "planned_by_fit", False):
+        optimizer = getattr(self.optimizer, "inner_optimizer", self.optimizer)  # under loss scaling
+        if not getattr(getattr(optimizer, "_learning_rate", None), "planned_by_fit", False):
             return
+        if not hasattr(optimizer, "plan_fit"):
+            raise ValueError("A learning-rate schedule planned by fit needs the optimizer "
+                             "kbert.optimizers.BertAdamW, which holds the plan.")
         steps = steps_per_epoch or _steps_per_epoch(data, x, batch_size)
         if steps is None:
             raise ValueError("The learning-rate schedule is laid over the steps of fit, and this "
                              "dataset's length is unknown: pass steps_per_epoch, or compile with "
                              "an optimizer of your own.")
-        accumulation = self.optimizer.gradient_accumulation_steps or 1  # batches per optimizer step
-        schedule.plan(int(self.optimizer.iterations), steps * max(epochs, 1) // accumulation)
-        self.train_function = None  # traced again with the new plan (TensorFlow, JAX)
+        accumulation = optimizer.gradient_accumulation_steps or 1  # batches per optimizer step
+        optimizer.plan_fit(steps * max(epochs, 1) // accumulation)
 
 
 def _as_array(values):

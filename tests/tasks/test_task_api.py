@@ -104,9 +104,16 @@ def test_fit_plans_bert_schedule_over_each_call():
     schedule = model.optimizer._learning_rate
     assert (schedule.start_step, schedule.warmup_steps, schedule.total_steps) == (0, 2, 20)
     assert float(model.optimizer.learning_rate) == 0.0  # decayed to 0 at the last step
+    train_function = model.train_function
+    weights = [np.array(w) for w in model.trainable_weights]
     model.fit(texts, labels, batch_size=2, epochs=1, verbose=0)
     assert (schedule.start_step, schedule.total_steps) == (20, 2)
     assert float(schedule(20 + 1)) == pytest.approx(3e-5 / 2)
+    # The new plan reached the train step without a new trace: under the first plan the rate
+    # stays 0 after step 20, and no weight would move.
+    assert model.train_function is train_function
+    moved = max(float(np.abs(np.array(w) - old).max()) for w, old in zip(model.trainable_weights, weights))
+    assert moved > 1e-6
 
 
 def test_fit_plans_the_schedule_in_optimizer_steps_under_gradient_accumulation():
