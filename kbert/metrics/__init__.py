@@ -1,4 +1,4 @@
-"""Evaluation metrics computed in numpy on predictions."""
+"""Evaluation metrics on predictions (numpy in, floats out)."""
 
 from kbert.metrics.classification import accuracy, confusion_matrix, macro_f1
 from kbert.metrics.correlation import pearson, spearman

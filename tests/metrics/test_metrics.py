@@ -22,7 +22,7 @@ def test_macro_f1_counts_a_never_predicted_class_as_zero():
     assert macro_f1([0, 1], [0, 1], 3) == pytest.approx(2 / 3)  # absent class 2 scores 0
 
 
-def test_correlations_by_formula_and_against_scipy():
+def test_correlations_by_formula():
     rng = np.random.default_rng(0)
     x = rng.normal(size=50)
     y = x + rng.normal(size=50)
@@ -30,6 +30,4 @@ def test_correlations_by_formula_and_against_scipy():
     assert pearson(x, y) == pytest.approx(np.corrcoef(x, y)[0, 1])
     assert spearman([1, 2, 3], [30, 20, 10]) == pytest.approx(-1.0)
     assert spearman([1, 2, 2, 3], [10, 20, 20, 5]) == pytest.approx(-1 / 3)  # ranks by hand
-    stats = pytest.importorskip("scipy.stats")
-    assert pearson(x, y) == pytest.approx(stats.pearsonr(x, y)[0])
-    assert spearman(x, np.round(y)) == pytest.approx(stats.spearmanr(x, np.round(y))[0])
+    assert np.isnan(pearson([1, 1, 1], [1, 2, 3]))
