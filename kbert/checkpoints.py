@@ -38,23 +38,16 @@ def load_backbone(init, **overrides):
     """
     from kbert.models.bert_backbone import BertBackbone
 
-    if _is_preset(init):
-        return BertBackbone.from_preset(str(init), **overrides), load_tokenizer(init)
-    folder = pathlib.Path(init)
-    saved = load_saved_model(folder)
+    saved = load_saved_model(init)
     if saved is not None:
         if overrides:
-            raise ValueError(f"{folder}: a saved backbone is loaded as saved; got overrides {overrides}.")
+            raise ValueError(f"{init}: a saved backbone is loaded as saved; got overrides {overrides}.")
         backbone = _under_global_policy(saved if isinstance(saved, BertBackbone) else saved.backbone)
+    elif _is_preset(init):
+        backbone = BertBackbone.from_preset(str(init), **overrides)
     else:
-        backbone = BertBackbone.from_hf(folder, **overrides)
-    tokenizer = load_tokenizer(folder)
-    if backbone.vocabulary_size != tokenizer.vocabulary_size:
-        raise ValueError(
-            f"{folder}: the backbone has {backbone.vocabulary_size} token ids but vocab.txt has "
-            f"{tokenizer.vocabulary_size} tokens."
-        )
-    return backbone, tokenizer
+        backbone = BertBackbone.from_hf(init, **overrides)
+    return backbone, load_tokenizer(init, backbone)
 
 
 def load_saved_model(init):
@@ -78,12 +71,42 @@ def load_saved_model(init):
     )
 
 
-def load_tokenizer(init):
-    """The `BertTokenizer` of a preset (MiniLM's uncased vocabulary) or of a folder's vocab.txt."""
+def load_tokenizer(init, model=None):
+    """The `BertTokenizer` of a preset (MiniLM's uncased vocabulary) or of a folder's vocab.txt.
+
+    Given the `model` it serves (a backbone or a task model), a vocabulary of another size
+    than the model's `vocabulary_size` raises a ValueError (`check_vocabulary`).
+    """
     from kbert.paths import minilm_dir
     from kbert.text import BertTokenizer
 
-    return BertTokenizer.from_hf(minilm_dir() if _is_preset(init) else init)
+    folder = minilm_dir() if _is_preset(init) else pathlib.Path(init)
+    tokenizer = BertTokenizer.from_hf(folder)
+    if model is not None:
+        check_vocabulary(getattr(model, "backbone", model), tokenizer, folder / "vocab.txt")
+    return tokenizer
+
+
+def check_vocabulary(backbone, tokenizer, source):
+    """Raises a ValueError unless `tokenizer` has as many tokens as `backbone` has token ids.
+
+    A longer vocabulary gives ids past the embedding table (an error on TensorFlow, NaN on
+    JAX), a shorter one silently wrong tokens: the two do not belong together.
+
+    Args:
+        backbone: `kbert.BertBackbone`.
+        tokenizer: `kbert.BertTokenizer`.
+        source: str or path. Where the vocabulary comes from, for the message.
+
+    Example:
+    >>> load_backbone("bert_tiny", vocabulary_size=1000)
+    Traceback (most recent call last):
+    ValueError: .../vocab.txt has 30522 tokens but the model's vocabulary_size is 1000: ...
+    """
+    if tokenizer.vocabulary_size != backbone.vocabulary_size:
+        raise ValueError(f"{source} has {tokenizer.vocabulary_size} tokens but the model's "
+                         f"vocabulary_size is {backbone.vocabulary_size}: the vocabulary and "
+                         "the model do not belong together.")
 
 
 def _is_preset(init):
