@@ -151,11 +151,11 @@ def load_run(folder):
     preprocessor = getattr(model, "preprocessor", None)
     if preprocessor is not None:
         return model, preprocessor.tokenizer, preprocessor.sequence_length
-    from kbert.text import BertTokenizer
+    from kbert.checkpoints import load_tokenizer
 
     metrics_file = folder / METRICS_FILE
     metrics = json.loads(metrics_file.read_text()) if metrics_file.is_file() else {}
-    tokenizer, max_length = BertTokenizer.from_hf(folder), metrics.get("max_length", 128)
+    tokenizer, max_length = load_tokenizer(folder, model), metrics.get("max_length", 128)
     preprocessor_class = getattr(model, "preprocessor_class", None)
     if preprocessor_class is not None and hasattr(model, "preprocessor"):  # a task saved before 42628e5
         settings = set(inspect.signature(preprocessor_class.__init__).parameters) - {
