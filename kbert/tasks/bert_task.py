@@ -3,6 +3,7 @@
 import keras
 import numpy as np
 
+from kbert.checkpoints import check_vocabulary
 from kbert.data.padded_batches import PaddedBatches
 from kbert.optimizers import bert_adamw
 
@@ -29,7 +30,8 @@ class BertTask(keras.Model):
     Args:
         inputs, outputs: the functional graph, from `backbone.input`.
         backbone: `kbert.BertBackbone`.
-        preprocessor: a `BertPreprocessor` or None (token ids only).
+        preprocessor: a `BertPreprocessor` or None (token ids only). Its tokenizer must have
+            the backbone's `vocabulary_size` tokens (else a ValueError).
         config: dict. The subclass's own constructor arguments.
         compile: bool. Compile with the defaults now.
     """
@@ -41,6 +43,8 @@ class BertTask(keras.Model):
     default_sequence_length = 128
 
     def __init__(self, inputs, outputs, backbone, preprocessor=None, config=None, compile=True, **kwargs):
+        if preprocessor is not None:
+            check_vocabulary(backbone, preprocessor.tokenizer, "the preprocessor's tokenizer")
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         self.backbone = backbone
         self.preprocessor = preprocessor
@@ -78,9 +82,12 @@ class BertTask(keras.Model):
 
         saved = load_saved_model(preset)
         if isinstance(saved, cls) and not kwargs:
-            if preprocessor is not None or saved.preprocessor is None:  # run folders of older kbert
-                saved.preprocessor = preprocessor or cls.preprocessor_class(
-                    load_tokenizer(preset), sequence_length=sequence_length or cls.default_sequence_length)
+            if preprocessor is not None:
+                check_vocabulary(saved.backbone, preprocessor.tokenizer, "the preprocessor's tokenizer")
+                saved.preprocessor = preprocessor
+            elif saved.preprocessor is None:  # run folders of older kbert
+                saved.preprocessor = cls.preprocessor_class(
+                    load_tokenizer(preset, saved), sequence_length=sequence_length or cls.default_sequence_length)
             elif sequence_length:
                 saved.preprocessor.sequence_length = min(sequence_length, saved.backbone.max_sequence_length)
             if compile:
