@@ -5,7 +5,7 @@ import pathlib
 
 import keras
 
-from kbert.checkpoints import METRICS_FILE, MODEL_FILE
+from kbert.checkpoints import METRICS_FILE, MODEL_FILE, load_backbone, load_tokenizer
 from kbert.export.serving import ExportSpec, task_of
 
 PAIR_TASKS = ("nli", "similarity")
@@ -39,8 +39,6 @@ def load_exportable(path, max_length=None, padding="max_length", num_texts=None)
         padding: "max_length" or "longest".
         num_texts: int or None. 2 for a sentence-pair classifier; default from the run's task.
     """
-    from kbert.text import BertTokenizer
-
     require_tensorflow_backend()
     path = pathlib.Path(path)
     folder = path.parent if path.suffix == ".keras" else path
@@ -49,15 +47,13 @@ def load_exportable(path, max_length=None, padding="max_length", num_texts=None)
     if saved.is_file():
         model = keras.saving.load_model(saved, compile=False, safe_mode=True)
     else:
-        from kbert.checkpoints import load_backbone
-
         model, tokenizer = load_backbone(path)
     preprocessor = getattr(model, "preprocessor", None)
     settings = {**metrics, **({} if preprocessor is None else preprocessor.get_config())}
     if preprocessor is not None:
         tokenizer, settings["max_length"] = preprocessor.tokenizer, preprocessor.sequence_length
     elif saved.is_file():
-        tokenizer = BertTokenizer.from_hf(folder)
+        tokenizer = load_tokenizer(folder, model)
     task = task_of(model)
     backbone = model if task == "backbone" else model.backbone
     default = settings.get("max_length", 384 if task == "question_answerer" else 128)
