@@ -1,12 +1,19 @@
-"""The only module that knows Hugging Face's names: BERT checkpoints in, kbert weights out.
+"""The only module that knows Hugging Face's names: BERT checkpoints in and out of kbert.
 
 Reads `config.json` and `model.safetensors` with the `safetensors` numpy reader, so no
 torch is needed, and refuses pickled `pytorch_model.bin` files (unpickling runs code).
+Heads come with their task: `BertForSequenceClassification` <-> `BertClassifier`,
+`BertForTokenClassification` <-> `BertTokenClassifier`, `BertForQuestionAnswering` <->
+`BertQuestionAnswerer`, `BertForPreTraining` and `BertForMaskedLM` <-> `BertPretrainer`
+(with and without its next-sentence head), `BertModel` <-> `BertBackbone`. Only
+`model_type: bert` is read: RoBERTa and other relatives are refused by name.
 """
 
+import collections
 import json
 import pathlib
 
+import keras
 import numpy as np
 
 from kbert.config import BertConfig
@@ -43,6 +50,37 @@ _IGNORED_KEYS = {
 _UNUSED_WEIGHTS = ("embeddings.position_ids", "cls.")
 
 
+def _dense_head(hf_name, layer):
+    """{kbert variable path: (Hugging Face weight, transposed)} of a Dense head."""
+    return {f"{layer}/kernel": (f"{hf_name}.weight", True), f"{layer}/bias": (f"{hf_name}.bias", False)}
+
+
+_MASKED_LM_HEAD = {
+    **_dense_head("cls.predictions.transform.dense", "mlm_head/dense"),
+    "mlm_head/layer_norm/gamma": ("cls.predictions.transform.LayerNorm.weight", False),
+    "mlm_head/layer_norm/beta": ("cls.predictions.transform.LayerNorm.bias", False),
+    "mlm_head/bias": ("cls.predictions.bias", False),
+}
+# Copies that Hugging Face may save of tied weights: (copy, the weight it must equal).
+_TIED_COPIES = {"cls.predictions.decoder.weight": "embeddings.word_embeddings.weight",
+                "cls.predictions.decoder.bias": "cls.predictions.bias"}
+
+
+class _Architecture(collections.namedtuple("_Architecture", ["task", "head", "pooler"])):
+    """A Hugging Face BERT class: the kbert class it loads into, its head, whether it has a pooler."""
+
+
+ARCHITECTURES = {
+    "BertModel": _Architecture("BertBackbone", {}, True),
+    "BertForSequenceClassification": _Architecture("BertClassifier", _dense_head("classifier", "logits"), True),
+    "BertForTokenClassification": _Architecture("BertTokenClassifier", _dense_head("classifier", "logits"), False),
+    "BertForQuestionAnswering": _Architecture("BertQuestionAnswerer", _dense_head("qa_outputs", "span_logits"), False),
+    "BertForMaskedLM": _Architecture("BertPretrainer", _MASKED_LM_HEAD, False),
+    "BertForPreTraining": _Architecture(
+        "BertPretrainer", {**_MASKED_LM_HEAD, **_dense_head("cls.seq_relationship", "nsp_head")}, True),
+}
+
+
 def read_hf_config(path):
     """Reads a Hugging Face BERT `config.json` into a `BertConfig`.
 
@@ -55,9 +93,7 @@ def read_hf_config(path):
     384
     """
     file = _checkpoint_folder(path) / "config.json"
-    if not file.is_file():
-        raise FileNotFoundError(f"{file}: no config.json in the checkpoint folder.")
-    values = json.loads(file.read_text())
+    values = _read_config(file)
     for key, expected in _REQUIRED_VALUES.items():
         if key in values and values[key] != expected:
             raise ValueError(f"{file}: {key}={values[key]!r} is not supported; kbert needs {expected!r}.")
@@ -88,60 +124,128 @@ def read_hf_weights(path):
     return {key.removeprefix("bert."): value for key, value in weights.items()}
 
 
-def hf_to_kbert_weights(hf_weights, num_layers):
+def read_hf_architecture(path):
+    """The Hugging Face class a checkpoint folder was saved from: a key of `ARCHITECTURES`
+    (`BertModel` when config.json names none).
+
+    Example:
+    >>> from kbert.paths import minilm_dir
+    >>> read_hf_architecture(minilm_dir())
+    'BertModel'
+    """
+    file = _checkpoint_folder(path) / "config.json"
+    names = _read_config(file).get("architectures") or ["BertModel"]
+    if len(names) != 1 or names[0] not in ARCHITECTURES:
+        raise ValueError(f"{file}: architectures={names} is not supported; kbert reads one of "
+                         f"{sorted(ARCHITECTURES)}.")
+    return names[0]
+
+
+def hf_task_arguments(path):
+    """`(kbert class name, constructor arguments)` of the task model a checkpoint folder holds.
+
+    Classes come from `id2label` (a regressor for `problem_type: regression`, or one label
+    and no problem type); the pretrainer predicts the next sentence for `BertForPreTraining`.
+
+    Example:
+    >>> from kbert.paths import minilm_dir
+    >>> hf_task_arguments(minilm_dir())
+    ('BertBackbone', {})
+    """
+    architecture = read_hf_architecture(path)
+    task = ARCHITECTURES[architecture].task
+    file = _checkpoint_folder(path) / "config.json"
+    values = _read_config(file)
+    dropout = values.get("classifier_dropout")
+    dropout = {} if dropout is None else {"dropout": dropout}
+    labels = [str(name) for _, name in sorted(
+        (int(i), name) for i, name in (values.get("id2label") or {"0": "LABEL_0", "1": "LABEL_1"}).items())]
+    if task == "BertClassifier":
+        problem = values.get("problem_type")
+        if problem not in (None, "regression", "single_label_classification"):
+            raise ValueError(f"{file}: problem_type={problem!r} is not supported; kbert classifies "
+                             "into one class or scores (regression).")
+        if problem == "regression" or (problem is None and len(labels) == 1):
+            return task, {"num_classes": 1, **dropout}
+        return task, {"num_classes": len(labels), "label_names": labels, **dropout}
+    if task == "BertTokenClassifier":
+        return task, {"label_names": labels, **dropout}
+    if task == "BertPretrainer":
+        return task, {"next_sentence": architecture == "BertForPreTraining"}
+    return task, {}
+
+
+def _encoder_weights(num_layers, pooler=True):
+    """`(Hugging Face name, kbert path, kind)` of each part of the encoder, for both directions.
+
+    Kinds: "table" (an embedding), "norm" (LayerNorm: weight, bias <-> gamma, beta), "dense"
+    (weight, transposed as torch stores (out, in), and bias) and "qkv" (query, key and value
+    denses <-> one fused `qkv_dense`).
+    """
+    parts = [("embeddings.word_embeddings", "token_embedding", "table"),
+             ("embeddings.token_type_embeddings", "segment_embedding", "table"),
+             ("embeddings.position_embeddings", "position_embedding", "table"),
+             ("embeddings.LayerNorm", "embeddings_layer_norm", "norm")]
+    if pooler:
+        parts.append(("pooler.dense", "pooled_dense", "dense"))
+    for i in range(num_layers):
+        hf, kb = f"encoder.layer.{i}", f"transformer_layer_{i}"
+        parts += [(f"{hf}.attention.self", f"{kb}/self_attention/qkv_dense", "qkv"),
+                  (f"{hf}.attention.output.dense", f"{kb}/self_attention/output_dense", "dense"),
+                  (f"{hf}.attention.output.LayerNorm", f"{kb}/attention_layer_norm", "norm"),
+                  (f"{hf}.intermediate.dense", f"{kb}/intermediate_dense", "dense"),
+                  (f"{hf}.output.dense", f"{kb}/output_dense", "dense"),
+                  (f"{hf}.output.LayerNorm", f"{kb}/output_layer_norm", "norm")]
+    return parts
+
+
+def hf_to_kbert_weights(hf_weights, num_layers, pooler=True):
     """Maps Hugging Face BERT weight names and layouts to kbert variable paths.
 
-    Dense kernels are transposed (torch stores (out, in)); query, key and value are
-    concatenated into the fused `qkv_dense`.
+    `pooler=False` leaves out the pooler (token and masked-LM checkpoints have none).
     """
     def take(key):
         if key not in hf_weights:
             raise KeyError(key)
         return np.asarray(hf_weights[key])
 
-    def dense(hf_name, kbert_name):
-        return {
-            f"{kbert_name}/kernel": take(f"{hf_name}.weight").T,
-            f"{kbert_name}/bias": take(f"{hf_name}.bias"),
-        }
-
-    def layer_norm(hf_name, kbert_name):
-        return {
-            f"{kbert_name}/gamma": take(f"{hf_name}.weight"),
-            f"{kbert_name}/beta": take(f"{hf_name}.bias"),
-        }
-
-    weights = {
-        "token_embedding/embeddings": take("embeddings.word_embeddings.weight"),
-        "segment_embedding/embeddings": take("embeddings.token_type_embeddings.weight"),
-        "position_embedding/embeddings": take("embeddings.position_embeddings.weight"),
-        **layer_norm("embeddings.LayerNorm", "embeddings_layer_norm"),
-        **dense("pooler.dense", "pooled_dense"),
-    }
-    for i in range(num_layers):
-        hf, kb = f"encoder.layer.{i}", f"transformer_layer_{i}"
-        qkv = [f"{hf}.attention.self.{part}" for part in ("query", "key", "value")]
-        weights[f"{kb}/self_attention/qkv_dense/kernel"] = np.concatenate(
-            [take(f"{name}.weight").T for name in qkv], axis=1
-        )
-        weights[f"{kb}/self_attention/qkv_dense/bias"] = np.concatenate(
-            [take(f"{name}.bias") for name in qkv]
-        )
-        weights.update(dense(f"{hf}.attention.output.dense", f"{kb}/self_attention/output_dense"))
-        weights.update(layer_norm(f"{hf}.attention.output.LayerNorm", f"{kb}/attention_layer_norm"))
-        weights.update(dense(f"{hf}.intermediate.dense", f"{kb}/intermediate_dense"))
-        weights.update(dense(f"{hf}.output.dense", f"{kb}/output_dense"))
-        weights.update(layer_norm(f"{hf}.output.LayerNorm", f"{kb}/output_layer_norm"))
+    weights = {}
+    for hf, kb, kind in _encoder_weights(num_layers, pooler):
+        if kind == "table":
+            weights[f"{kb}/embeddings"] = take(f"{hf}.weight")
+        elif kind == "norm":
+            weights.update({f"{kb}/gamma": take(f"{hf}.weight"), f"{kb}/beta": take(f"{hf}.bias")})
+        else:
+            names = [f"{hf}.{part}" for part in ("query", "key", "value")] if kind == "qkv" else [hf]
+            weights[f"{kb}/kernel"] = np.concatenate([take(f"{name}.weight").T for name in names], axis=1)
+            weights[f"{kb}/bias"] = np.concatenate([take(f"{name}.bias") for name in names])
     return weights
 
 
-def assign_weights(backbone, weights, source="weights"):
-    """Assigns a {variable path: array} dict to a backbone: all of it or nothing.
+def kbert_to_hf_weights(values, num_layers, pooler=True):
+    """The inverse of `hf_to_kbert_weights`: {kbert path: array} to Hugging Face names."""
+    weights = {}
+    for hf, kb, kind in _encoder_weights(num_layers, pooler):
+        if kind == "table":
+            weights[f"{hf}.weight"] = values[f"{kb}/embeddings"]
+        elif kind == "norm":
+            weights.update({f"{hf}.weight": values[f"{kb}/gamma"], f"{hf}.bias": values[f"{kb}/beta"]})
+        else:
+            names = [f"{hf}.{part}" for part in ("query", "key", "value")] if kind == "qkv" else [hf]
+            kernels = np.split(values[f"{kb}/kernel"], len(names), axis=1)
+            biases = np.split(values[f"{kb}/bias"], len(names))
+            for name, kernel, bias in zip(names, kernels, biases):
+                weights.update({f"{name}.weight": kernel.T, f"{name}.bias": bias})
+    return weights
 
-    Every variable must get a value of its exact shape, and every value a variable.
+
+def assign_weights(variables, weights, source="weights", optional=()):
+    """Assigns a {variable path: array} dict to {variable path: variable}: all of it or nothing.
+
+    Every variable must get a value of its exact shape (those starting with a prefix in
+    `optional` may keep theirs), and every value a variable.
     """
-    variables = {v.path.removeprefix(f"{backbone.name}/"): v for v in backbone.weights}
-    missing = sorted(set(variables) - set(weights))
+    missing = sorted(path for path in set(variables) - set(weights) if not path.startswith(tuple(optional)))
     unexpected = sorted(set(weights) - set(variables))
     if missing or unexpected:
         raise ValueError(f"{source}: missing weights {missing[:5]}, unexpected weights {unexpected[:5]}.")
@@ -156,36 +260,139 @@ def assign_weights(backbone, weights, source="weights"):
 
 
 def load_hf_weights(backbone, path):
-    """Loads a Hugging Face BERT checkpoint folder into a `kbert.BertBackbone`."""
+    """Loads the encoder of a Hugging Face BERT checkpoint folder into a `kbert.BertBackbone`.
+
+    A task checkpoint's head is left out (`load_hf_head` loads it into its task model); a
+    checkpoint without a pooler leaves the backbone's as it is.
+    """
     file = _checkpoint_folder(path) / "model.safetensors"
+    architecture = ARCHITECTURES[read_hf_architecture(path)]
     hf_weights = read_hf_weights(path)
+    head = {name for name, _ in architecture.head.values()} | set(_TIED_COPIES)
     unused = sorted(k for k in hf_weights if not k.startswith(("encoder.", "embeddings.", "pooler."))
-                    and not k.startswith(_UNUSED_WEIGHTS))
+                    and k not in head and not k.startswith(_UNUSED_WEIGHTS))
     if unused:
         raise ValueError(f"{file}: weights {unused[:5]} are not part of a BERT encoder.")
+    pooler = architecture.pooler or "pooler.dense.weight" in hf_weights
     try:
-        weights = hf_to_kbert_weights(hf_weights, backbone.num_layers)
+        weights = hf_to_kbert_weights(hf_weights, backbone.num_layers, pooler)
     except KeyError as error:
         raise ValueError(f"{file}: missing weight {error.args[0]!r}.") from None
-    known = _hf_names(backbone.num_layers)
+    known = _hf_names(backbone.num_layers) | head
     extra = sorted(k for k in hf_weights if k not in known and not k.startswith(_UNUSED_WEIGHTS))
     if extra:
         raise ValueError(f"{file}: weights {extra[:5]} do not fit a {backbone.num_layers}-layer BERT.")
-    assign_weights(backbone, weights, source=str(file))
+    variables = {v.path.removeprefix(f"{backbone.name}/"): v for v in backbone.weights}
+    assign_weights(variables, weights, str(file), optional=() if pooler else ("pooled_dense/",))
+
+
+def load_hf_head(model, path):
+    """Loads the head of a Hugging Face task checkpoint into the kbert task model of its class.
+
+    All of the head or nothing: each weight must be there with the shape `model` has.
+    """
+    file = _checkpoint_folder(path) / "model.safetensors"
+    architecture = read_hf_architecture(path)
+    head = ARCHITECTURES[architecture].head
+    hf_weights = read_hf_weights(path)
+    missing = sorted(name for name, _ in head.values() if name not in hf_weights)
+    if missing:
+        raise ValueError(f"{file}: missing head weight(s) {missing} of a {architecture}.")
+    for copy, original in _TIED_COPIES.items():
+        if copy in hf_weights and original in hf_weights and not np.array_equal(
+                hf_weights[copy], hf_weights[original]):
+            raise ValueError(f"{file}: {copy} differs from {original}; kbert ties the two.")
+    weights = {kbert: np.asarray(hf_weights[name]).T if transposed else np.asarray(hf_weights[name])
+               for kbert, (name, transposed) in head.items()}
+    layers = {kbert.split("/")[0] for kbert in head}
+    variables = {v.path: v for v in model.weights if v.path.split("/")[0] in layers}
+    assign_weights(variables, weights, str(file))
+
+
+def save_hf(model, path, tokenizer=None):
+    """Writes a kbert backbone or task model as a Hugging Face folder that `transformers` loads.
+
+    The folder holds `config.json`, `model.safetensors` and, with a `tokenizer` (a task's
+    own by default), `vocab.txt` and `tokenizer_config.json`: `AutoModel...from_pretrained`
+    of the matching class (`BertModel`, `BertForSequenceClassification`, ...) computes what
+    `model` computes. `BertTask.export_to_transformers` calls this.
+
+    Example:
+    >>> import tempfile, kbert
+    >>> folder = tempfile.mkdtemp()
+    >>> save_hf(kbert.BertClassifier.from_preset("bert_tiny", num_classes=3), folder)
+    >>> read_hf_architecture(folder), hf_task_arguments(folder)[1]["num_classes"]
+    ('BertForSequenceClassification', 3)
+    """
+    from safetensors.numpy import save_file
+
+    architecture = _architecture_of(model)
+    backbone = model if architecture == "BertModel" else model.backbone
+    pooler = ARCHITECTURES[architecture].pooler
+    values = {v.path: keras.ops.convert_to_numpy(v) for v in model.weights}
+    if architecture != "BertModel":
+        values.update({v.path.removeprefix(f"{backbone.name}/"): keras.ops.convert_to_numpy(v)
+                       for v in backbone.weights})
+    weights = kbert_to_hf_weights(values, backbone.num_layers, pooler)
+    prefix = "" if architecture == "BertModel" else "bert."
+    weights = {prefix + name: value for name, value in weights.items()}
+    weights.update({name: values[kbert].T if transposed else values[kbert]
+                    for kbert, (name, transposed) in ARCHITECTURES[architecture].head.items()})
+    folder = pathlib.Path(path)
+    folder.mkdir(parents=True, exist_ok=True)
+    save_file({name: np.ascontiguousarray(value, "float32") for name, value in weights.items()},
+              str(folder / "model.safetensors"), metadata={"format": "pt"})
+    config = {"architectures": [architecture], **_hf_config(backbone), **_hf_head_config(model)}
+    (folder / "config.json").write_text(json.dumps(config, indent=2), "utf-8")
+    tokenizer = tokenizer or getattr(getattr(model, "preprocessor", None), "tokenizer", None)
+    if tokenizer is not None:
+        tokenizer.save(folder)
+
+
+def _architecture_of(model):
+    """The Hugging Face class of a kbert model (`ARCHITECTURES` backwards)."""
+    kind = type(model).__name__
+    if kind == "BertPretrainer":
+        return "BertForPreTraining" if model.next_sentence else "BertForMaskedLM"
+    for architecture, (task, _, _) in ARCHITECTURES.items():
+        if task == kind:
+            return architecture
+    raise TypeError(f"{kind} has no Hugging Face counterpart; kbert writes "
+                    f"{sorted({a.task for a in ARCHITECTURES.values()})}.")
+
+
+def _hf_config(backbone):
+    """Hugging Face's config.json of a backbone (`read_hf_config` backwards)."""
+    config = backbone.get_config()
+    values = {key: config[field] for key, field in _CONFIG_FIELDS.items()}
+    return {"model_type": "bert", "hidden_act": "gelu", "position_embedding_type": "absolute",
+            **values, "attention_probs_dropout_prob": config["dropout"], "pad_token_id": 0}
+
+
+def _hf_head_config(model):
+    """The label keys of a task model's config.json."""
+    label_names = getattr(model, "label_names", None)
+    if getattr(model, "num_classes", None) == 1:
+        return {"problem_type": "regression", "id2label": {"0": "LABEL_0"}, "label2id": {"LABEL_0": 0},
+                "classifier_dropout": model.dropout}
+    if label_names is None and hasattr(model, "num_classes"):
+        label_names = [f"LABEL_{i}" for i in range(model.num_classes)]
+    if label_names is None:
+        return {}
+    return {"id2label": {str(i): name for i, name in enumerate(label_names)},
+            "label2id": {name: i for i, name in enumerate(label_names)},
+            "classifier_dropout": model.dropout}
 
 
 def _hf_names(num_layers):
-    names = {
-        f"embeddings.{part}.weight" for part in
-        ("word_embeddings", "token_type_embeddings", "position_embeddings")
-    } | {"embeddings.LayerNorm.weight", "embeddings.LayerNorm.bias",
-         "pooler.dense.weight", "pooler.dense.bias"}
-    for i in range(num_layers):
-        for part in ("attention.self.query", "attention.self.key", "attention.self.value",
-                     "attention.output.dense", "attention.output.LayerNorm",
-                     "intermediate.dense", "output.dense", "output.LayerNorm"):
-            names |= {f"encoder.layer.{i}.{part}.weight", f"encoder.layer.{i}.{part}.bias"}
-    return names
+    """The Hugging Face names of a `num_layers` encoder's weights, pooler included."""
+    return set(kbert_to_hf_weights(collections.defaultdict(lambda: np.zeros((3, 3))), num_layers))
+
+
+def _read_config(file):
+    if not file.is_file():
+        raise FileNotFoundError(f"{file}: no config.json in the checkpoint folder.")
+    return json.loads(file.read_text("utf-8"))
 
 
 def _checkpoint_folder(path):

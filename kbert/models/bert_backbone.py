@@ -175,6 +175,22 @@ class BertBackbone(keras.Model):
         load_hf_weights(backbone, path)
         return backbone
 
+    def export_to_transformers(self, path, tokenizer=None):
+        """Writes this backbone as a Hugging Face `BertModel` folder (config.json,
+        model.safetensors, and the `tokenizer`'s files if given) that `from_hf` and
+        `transformers.BertModel.from_pretrained` read back.
+
+        Example:
+        >>> import tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> BertBackbone.from_preset("bert_tiny").export_to_transformers(folder)
+        >>> BertBackbone.from_hf(folder).num_layers
+        2
+        """
+        from kbert.convert import save_hf
+
+        save_hf(self, path, tokenizer)
+
 
 def _concrete_values(tensor):
     """The numpy values of `tensor`, or None while it is symbolic (jit, tf.function)."""

@@ -63,8 +63,10 @@ class BertTask(keras.Model):
         Args:
             preset: str or path. A name from `kbert.PRESETS` (random weights),
                 "all_minilm_l6_v2" (the real checkpoint), a Hugging Face BERT folder, a kbert
-                backbone folder (`apps/pretrain.py`), or a run folder of a task model: one of
-                this class comes back whole, head included; another gives its backbone.
+                backbone folder (`apps/pretrain.py`), or a run folder of a task model. A run
+                folder or Hugging Face checkpoint of this task (e.g. `BertForTokenClassification`
+                for `BertTokenClassifier`) comes back whole, head and labels included, unless
+                `kwargs` ask for other classes; another task gives its backbone.
             preprocessor: a `BertPreprocessor`, or None for this task's default on the
                 preset's vocabulary.
             sequence_length: int or None. Tokens per input of the default preprocessor
@@ -96,7 +98,30 @@ class BertTask(keras.Model):
         backbone, tokenizer = load_backbone(preset)
         length = min(sequence_length or cls.default_sequence_length, backbone.max_sequence_length)
         preprocessor = preprocessor or cls.preprocessor_class(tokenizer, sequence_length=length)
-        return cls(backbone, preprocessor=preprocessor, compile=compile, **kwargs)
+        head = _hf_head_arguments(cls, preset, saved, kwargs)
+        if head is None:
+            return cls(backbone, preprocessor=preprocessor, compile=compile, **kwargs)
+        from kbert.convert import load_hf_head
+
+        model = cls(backbone, preprocessor=preprocessor, compile=compile, **{**head, **kwargs})
+        load_hf_head(model, preset)
+        return model
+
+    def export_to_transformers(self, path):
+        """Writes this model as a Hugging Face folder (config, safetensors weights, tokenizer)
+        that `transformers` loads with the matching `BertFor...from_pretrained`.
+
+        Example:
+        >>> import tempfile
+        >>> from kbert import BertClassifier
+        >>> folder = tempfile.mkdtemp()
+        >>> BertClassifier.from_preset("bert_tiny", num_classes=2).export_to_transformers(folder)
+        >>> BertClassifier.from_preset(folder).num_classes  # the head comes back too
+        2
+        """
+        from kbert.convert import save_hf
+
+        save_hf(self, path)
 
     def get_config(self):
         config = {"name": self.name, "trainable": self.trainable, **self._arguments,
@@ -281,6 +306,22 @@ class BertTask(keras.Model):
                              "an optimizer of your own.")
         accumulation = optimizer.gradient_accumulation_steps or 1  # batches per optimizer step
         optimizer.plan_fit(steps * max(epochs, 1) // accumulation)
+
+
+def _hf_head_arguments(cls, preset, saved, kwargs):
+    """The head arguments of a Hugging Face checkpoint of task `cls` that `kwargs` keep (else None)."""
+    from kbert.checkpoints import _is_preset
+
+    if saved is not None or _is_preset(preset):
+        return None
+    from kbert.convert import hf_task_arguments
+
+    task, head = hf_task_arguments(preset)
+    changed = [key for key in ("num_classes", "label_names", "next_sentence")
+               if key in kwargs and key in head and kwargs[key] != head[key]]
+    if task != cls.__name__ or changed:
+        return None  # another task, or another head: the backbone alone
+    return head
 
 
 def _as_array(values):

@@ -1,0 +1,194 @@
+"""Hugging Face checkpoints with their heads, both ways, against `transformers` itself.
+
+Tiny random checkpoints of every BERT class that kbert reads are made by `transformers` in a
+process of its own (`hf_heads_reference.py`); kbert loads each into its task model and must
+give every output within 1e-4. kbert's models written back as Hugging Face folders must load
+in `transformers` and give kbert's outputs.
+"""
+
+import importlib.util
+import json
+
+import keras
+import numpy as np
+import pytest
+from safetensors.numpy import load_file, save_file
+
+import kbert
+from kbert import BertBackbone
+from kbert.checkpoints import load_tokenizer
+from tests.conftest import run_python
+from tests.models import hf_heads_reference as reference
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("transformers") is None,
+                                reason="transformers is a test-only dependency")
+
+SCRIPT = reference.__file__
+TASKS = {
+    "BertModel": lambda folder: BertBackbone.from_hf(folder),
+    "BertForPreTraining": lambda folder: kbert.BertPretrainer.from_preset(folder),
+    "BertForMaskedLM": lambda folder: kbert.BertPretrainer.from_preset(folder),
+    "BertForSequenceClassification": lambda folder: kbert.BertClassifier.from_preset(folder),
+    "BertForTokenClassification": lambda folder: kbert.BertTokenClassifier.from_preset(folder),
+    "BertForQuestionAnswering": lambda folder: kbert.BertQuestionAnswerer.from_preset(folder),
+}
+MASK_POSITIONS = [[1, 5], [2, 4]]
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("hf_heads")
+    run_python(SCRIPT, "make", folder)
+    return folder
+
+
+def kbert_outputs(model):
+    """`model`'s outputs on the reference inputs, by Hugging Face's names."""
+    inputs = {"token_ids": np.array(reference.INPUTS["input_ids"]),
+              "segment_ids": np.array(reference.INPUTS["token_type_ids"]),
+              "padding_mask": np.array(reference.INPUTS["attention_mask"])}
+    backbone = model if isinstance(model, BertBackbone) else model.backbone
+    encoded = backbone(inputs)
+    arrays = {"hidden_states": encoded["sequence_output"], "pooler_output": encoded["pooled_output"]}
+    if isinstance(model, kbert.BertPretrainer):
+        outputs = model({**inputs, "mask_positions": np.array(MASK_POSITIONS)})
+        arrays["prediction_logits"] = outputs["mlm"]
+        if "nsp" in outputs:
+            arrays["seq_relationship_logits"] = outputs["nsp"]
+    elif isinstance(model, kbert.BertQuestionAnswerer):
+        arrays.update(model(inputs))
+    elif not isinstance(model, BertBackbone):
+        arrays["logits"] = model(inputs)
+    return {key: keras.ops.convert_to_numpy(value) for key, value in arrays.items()}
+
+
+def assert_same_outputs(kbert_arrays, hf_arrays, tolerance=1e-4):
+    """Every output both sides have, at the real (unpadded) positions."""
+    real = np.array(reference.INPUTS["attention_mask"], bool)
+    hf_arrays = dict(hf_arrays)
+    if "prediction_logits" in hf_arrays:  # kbert predicts at the masked positions only
+        hf_arrays["prediction_logits"] = np.take_along_axis(
+            hf_arrays["prediction_logits"], np.array(MASK_POSITIONS)[..., None], axis=1)
+    compared = []
+    for key, value in kbert_arrays.items():
+        if key not in hf_arrays or (key == "pooler_output" and "pooler_output" not in hf_arrays):
+            continue
+        expected = hf_arrays[key]
+        if value.shape[:2] == real.shape and key != "prediction_logits":
+            value, expected = value[real], expected[real]
+        np.testing.assert_allclose(value, expected, atol=tolerance, rtol=0, err_msg=key)
+        compared.append(key)
+    return compared
+
+
+@pytest.mark.parametrize("architecture", reference.CLASSES)
+def test_checkpoints_load_with_their_heads(checkpoints, architecture):
+    model = TASKS[architecture](checkpoints / architecture)
+    compared = assert_same_outputs(kbert_outputs(model), np.load(checkpoints / f"{architecture}.npz"))
+    head = {"BertModel": "pooler_output", "BertForPreTraining": "seq_relationship_logits",
+            "BertForMaskedLM": "prediction_logits", "BertForQuestionAnswering": "start_logits"}
+    assert head.get(architecture, "logits") in compared and "hidden_states" in compared, compared
+
+
+def test_labels_come_from_id2label(checkpoints):
+    model = kbert.BertTokenClassifier.from_preset(checkpoints / "BertForTokenClassification")
+    assert model.label_names == ["O", "B-PER", "I-PER"]
+    classifier = kbert.BertClassifier.from_preset(checkpoints / "BertForSequenceClassification")
+    assert (classifier.num_classes, classifier.label_names) == (3, ["O", "B-PER", "I-PER"])
+
+
+def test_other_classes_or_another_task_take_the_backbone_alone(checkpoints):
+    folder = checkpoints / "BertForSequenceClassification"
+    fresh = kbert.BertClassifier.from_preset(folder, num_classes=2)
+    assert fresh.num_classes == 2
+    tagger = kbert.BertTokenClassifier.from_preset(folder, label_names=["O", "B-X"])
+    hf = np.load(checkpoints / "BertForSequenceClassification.npz")
+    assert_same_outputs({"hidden_states": kbert_outputs(tagger)["hidden_states"]}, hf)
+
+
+def test_kbert_models_load_in_transformers_with_the_same_outputs(tmp_path):
+    keras.utils.set_random_seed(1)
+    models = {
+        "backbone": BertBackbone.from_preset("bert_tiny"),
+        "classifier": kbert.BertClassifier.from_preset("bert_tiny", num_classes=3, label_names=list("abc")),
+        "regressor": kbert.BertClassifier.from_preset("bert_tiny", num_classes=1),
+        "tagger": kbert.BertTokenClassifier.from_preset("bert_tiny", label_names=["O", "B-LOC"]),
+        "qa": kbert.BertQuestionAnswerer.from_preset("bert_tiny"),
+        "pretrainer": kbert.BertPretrainer.from_preset("bert_tiny"),
+        "mlm": kbert.BertPretrainer.from_preset("bert_tiny", next_sentence=False),
+    }
+    for name, model in models.items():
+        rng = np.random.default_rng(0)
+        for variable in model.weights:  # non-zero biases and LayerNorms, so that a dropped one shows
+            noise = 0.05 * rng.normal(size=variable.shape)
+            variable.assign((keras.ops.convert_to_numpy(variable) + noise).astype("float32"))
+        if isinstance(model, BertBackbone):
+            model.export_to_transformers(tmp_path / name, load_tokenizer("bert_tiny"))
+        else:
+            model.export_to_transformers(tmp_path / name)
+    run_python(SCRIPT, "run", *[tmp_path / name for name in models])
+    for name, model in models.items():
+        compared = assert_same_outputs(kbert_outputs(model), np.load(tmp_path / name / "hf_outputs.npz"))
+        assert len(compared) >= 2, (name, compared)
+        assert (tmp_path / name / "vocab.txt").is_file()
+
+
+@pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="weights only: runs once")
+def test_the_real_checkpoint_round_trips_exactly(tmp_path, minilm_dir):
+    BertBackbone.from_preset("all_minilm_l6_v2").export_to_transformers(tmp_path, load_tokenizer(minilm_dir))
+    exported, original = load_file(str(tmp_path / "model.safetensors")), load_file(str(minilm_dir / "model.safetensors"))
+    original = {key: value for key, value in original.items() if key != "embeddings.position_ids"}
+    assert set(exported) == set(original)
+    assert max(float(np.abs(exported[key] - original[key]).max()) for key in original) == 0.0
+
+
+# --- bad checkpoints: a clear error naming the file and the weight, never a partial load ---------
+
+@pytest.fixture
+def classifier_checkpoint(checkpoints, tmp_path):
+    folder = tmp_path / "classifier"
+    folder.mkdir()
+    for name in ("config.json", "model.safetensors", "vocab.txt"):
+        (folder / name).write_bytes((checkpoints / "BertForSequenceClassification" / name).read_bytes())
+    return folder
+
+
+def edit_weights(folder, edit):
+    weights = load_file(str(folder / "model.safetensors"))
+    edit(weights)
+    save_file(weights, str(folder / "model.safetensors"), metadata={"format": "pt"})
+
+
+def edit_config(folder, **changes):
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, **changes}))
+
+
+def test_a_head_that_disagrees_with_its_labels_is_refused(classifier_checkpoint):
+    edit_config(classifier_checkpoint, id2label={"0": "neg", "1": "pos"})
+    with pytest.raises(ValueError, match=r"model\.safetensors: weight logits/kernel has shape"):
+        kbert.BertClassifier.from_preset(classifier_checkpoint)
+
+
+def test_a_missing_head_weight_is_named(classifier_checkpoint):
+    edit_weights(classifier_checkpoint, lambda weights: weights.pop("classifier.bias"))
+    with pytest.raises(ValueError, match=r"model\.safetensors: missing head weight.*classifier\.bias"):
+        kbert.BertClassifier.from_preset(classifier_checkpoint)
+
+
+def test_an_extra_weight_is_named(classifier_checkpoint):
+    edit_weights(classifier_checkpoint, lambda weights: weights.update(
+        {"classifier2.weight": np.zeros((3, 32), "float32")}))
+    with pytest.raises(ValueError, match=r"model\.safetensors.*classifier2\.weight"):
+        kbert.BertClassifier.from_preset(classifier_checkpoint)
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"architectures": ["BertForNextSentencePrediction"]}, "BertForNextSentencePrediction.*is not supported"),
+    ({"model_type": "roberta"}, "model_type='roberta' is not supported"),
+    ({"problem_type": "multi_label_classification"}, "multi_label_classification.*is not supported"),
+])
+def test_unsupported_checkpoints_are_refused_by_name(classifier_checkpoint, changes, message):
+    edit_config(classifier_checkpoint, **changes)
+    with pytest.raises(ValueError, match=rf"config\.json.*{message}"):
+        kbert.BertClassifier.from_preset(classifier_checkpoint)
