@@ -58,8 +58,10 @@ def merge_long_words(normalized, token_ids, starts, ends, is_suffix, unk_id, max
         tf.gather(normalized, tf.gather(rows, tf.gather(first_piece, candidates))))
     chars = (tf.gather(cumulative, base + tf.gather(word_end, candidates))
              - tf.gather(cumulative, base + tf.gather(word_start, candidates)))
+    # One spare slot: TFLite's ScatterNd divides by the output size, so a batch without a
+    # word (all texts empty) must not scatter into a 0-sized output.
     too_long = tf.scatter_nd(candidates[:, tf.newaxis], tf.cast(chars > max_chars, tf.int32),
-                             tf.shape(first_piece)) > 0
+                             tf.shape(first_piece) + 1) > 0
     in_long_word = tf.gather(too_long, word)
     keep = begins | tf.logical_not(in_long_word)
     ids = tf.where(in_long_word, unk_id, ids)

@@ -18,6 +18,8 @@ VOCAB = (["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS + list(string.as
 
 TEXTS = ["The film was good!", "", "   ", "Angela Merkel visited Paris.", "unaffable café, naïve",
          "a bad film " * 30, "x" * 150 + " good", "日本 émoji 😀 text\u200b"]
+# Batches without a single wordpiece: every row is [CLS] [SEP] ("\u200b" is deleted).
+EMPTY_BATCHES = ([""], ["", "  ", "\u200b"])
 
 
 @pytest.fixture(scope="session")

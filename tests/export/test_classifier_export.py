@@ -11,7 +11,7 @@ from kbert.export import ExportError, export_saved_model, export_tflite, load_ex
 from kbert.export.tflite import interpreter
 from kbert.tasks import BertClassifier
 from kbert.training.run_folder import write_run_folder
-from tests.export.conftest import TENSORFLOW_ONLY, TEXTS, tiny_backbone
+from tests.export.conftest import EMPTY_BATCHES, TENSORFLOW_ONLY, TEXTS, tiny_backbone
 
 pytestmark = TENSORFLOW_ONLY
 
@@ -86,6 +86,20 @@ def test_bad_input_has_defined_outputs(exported):
     np.testing.assert_allclose(lite["probabilities"], saved["probabilities"].numpy(), atol=1e-4)
     assert np.isfinite(lite["probabilities"]).all()
     assert lite["truncated"].tolist() == [False, True, False, False, False]
+
+
+def test_batches_without_a_wordpiece_give_the_keras_outputs_of_cls_sep(exported):
+    """An all-empty batch and a lone "": finite probabilities, those of [CLS] [SEP] in Keras."""
+    model, tokenizer, root = exported
+    served = tf.saved_model.load(str(root / "saved")).signatures["serving_default"]
+    lite = interpreter(root / "tflite" / "text.tflite").get_signature_runner()
+    for texts in EMPTY_BATCHES:
+        expected = keras_probabilities(model, tokenizer, texts)
+        for out in ({k: v.numpy() for k, v in served(texts=tf.constant(texts)).items()},
+                    lite(texts=np.array(texts, dtype=object))):
+            assert np.isfinite(out["probabilities"]).all()
+            np.testing.assert_allclose(out["probabilities"], expected, atol=1e-4)
+            assert out["truncated"].tolist() == [False] * len(texts)
 
 
 def test_interrupted_export_leaves_nothing(run, tmp_path, monkeypatch):

@@ -18,7 +18,8 @@ from kbert.tasks import BertQuestionAnswerer, BertTokenClassifier
 from kbert.training import ner_task, qa_task
 from kbert.training.run_folder import write_run_folder
 from tests.conftest import run_python
-from tests.export.conftest import EDGE_PREDICT, TENSORFLOW_ONLY, TEXTS, edge_module, tiny_backbone
+from tests.export.conftest import (EDGE_PREDICT, EMPTY_BATCHES, TENSORFLOW_ONLY, TEXTS, edge_module,
+                                   tiny_backbone)
 
 pytestmark = TENSORFLOW_ONLY
 
@@ -87,6 +88,21 @@ def test_ner_saved_model_and_tflite_match_keras(ner):
             np.testing.assert_allclose([e[4] for e in entities], [e[4] for e in want_entities], atol=2e-4)
 
 
+def test_ner_batches_without_a_wordpiece_give_the_keras_tags_of_cls_sep(ner):
+    model, tokenizer, spec, root = ner
+    saved = tf.saved_model.load(str(root / "saved")).signatures["serving_default"]
+    lite = interpreter(root / "tflite" / "text.tflite").get_signature_runner()
+    for texts in EMPTY_BATCHES:
+        logits = model(tokenizer(texts, max_length=spec.max_length))
+        expected = keras.ops.convert_to_numpy(keras.ops.softmax(logits, axis=-1))
+        for out in ({k: v.numpy() for k, v in saved(texts=tf.constant(texts)).items()},
+                    lite(texts=np.array(texts, dtype=object))):
+            np.testing.assert_array_equal(out["tag_ids"], expected.argmax(-1))
+            assert np.isfinite(out["tag_probabilities"]).all()
+            np.testing.assert_allclose(out["tag_probabilities"], expected.max(-1), atol=1e-4)
+            assert out["entity_count"].tolist() == [0] * len(texts)
+
+
 def test_ner_evaluation_gets_the_same_tags_from_the_tflite_model(ner):
     """ner_task's evaluation with the token-id TFLite model (apps/edge_predict.py's `EdgeModel`,
     windows padded to its fixed length) in place of the Keras model: the same tags."""
@@ -137,6 +153,21 @@ def test_qa_saved_model_and_tflite_match_keras(qa):
         assert saved["answer_text"].numpy()[i].decode() == want["text"]
 
 
+def test_qa_batches_without_a_wordpiece_give_the_keras_logits_of_cls_sep_sep(qa):
+    model, tokenizer, spec, root = qa
+    saved = tf.saved_model.load(str(root / "saved")).signatures["serving_default"]
+    lite = interpreter(root / "tflite" / "text.tflite").get_signature_runner()
+    for texts in EMPTY_BATCHES:
+        expected = model(tokenizer(texts, texts, max_length=spec.max_length, truncation="only_second"))
+        for out in ({k: v.numpy() for k, v in saved(questions=tf.constant(texts), contexts=tf.constant(texts)).items()},
+                    lite(questions=np.array(texts, dtype=object), contexts=np.array(texts, dtype=object))):
+            for key in ("start_logits", "end_logits"):
+                assert np.isfinite(out[key]).all()
+                np.testing.assert_allclose(out[key], keras.ops.convert_to_numpy(expected[key]), atol=1e-4)
+            assert out["found"].tolist() == [False] * len(texts)
+            assert out["answer_start"].tolist() == [-1] * len(texts)
+
+
 def test_qa_edge_runner_reads_long_contexts_through_windows(qa, tmp_path):
     """The LiteRT-only runner (token ids + pure-Python WordPiece + windows) equals SquadWindows.decode."""
     model, tokenizer, spec, root = qa
@@ -179,5 +210,11 @@ def test_backbone_embeddings_match_keras(tmp_path, tokenizer):
     export_saved_model(model, tokenizer, spec, tmp_path / "saved")
     batch = tokenizer(TEXTS, max_length=24, padding="longest")
     expected = keras.ops.convert_to_numpy(mean_pool(model(batch)["sequence_output"], batch["padding_mask"]))
-    out = tf.saved_model.load(str(tmp_path / "saved")).signatures["serving_default"](texts=tf.constant(TEXTS))
-    np.testing.assert_allclose(out["embeddings"].numpy(), expected, atol=1e-5)
+    served = tf.saved_model.load(str(tmp_path / "saved")).signatures["serving_default"]
+    np.testing.assert_allclose(served(texts=tf.constant(TEXTS))["embeddings"].numpy(), expected, atol=1e-5)
+    for texts in EMPTY_BATCHES:  # [CLS] [SEP] rows
+        batch = tokenizer(texts, max_length=24, padding="longest")
+        expected = keras.ops.convert_to_numpy(mean_pool(model(batch)["sequence_output"], batch["padding_mask"]))
+        got = served(texts=tf.constant(texts))["embeddings"].numpy()
+        assert np.isfinite(got).all()
+        np.testing.assert_allclose(got, expected, atol=1e-5)
