@@ -3,12 +3,13 @@
 import pathlib
 
 from kbert.data.tagged_sentences import TaggedSentences
+from kbert.data.text_file import DataFormatError, open_text, utf8_error
 
 DOCUMENT_START = "-DOCSTART-"
 
 
-class ConllFormatError(ValueError):
-    """A line of a CoNLL file that cannot be read; the message names the file and the line."""
+class ConllFormatError(DataFormatError):
+    """A line of a CoNLL file that cannot be read; the message starts with `path:line:`."""
 
 
 def read_conll(path, label_names=None, labeled=True):
@@ -20,8 +21,9 @@ def read_conll(path, label_names=None, labeled=True):
     lines at the start or end and a missing final blank line are all fine. `-DOCSTART-`
     lines are document separators and are skipped. Tags are `O`, `B-X` or `I-X`; an `I-X`
     that does not continue an X entity (IOB1, or sloppy BIO) becomes `B-X`, as conlleval
-    reads it. A line with a single column, a tag of another scheme (`E-X`, `S-X`, `PER`) or,
-    with `label_names`, a tag outside them raises `ConllFormatError` naming file and line.
+    reads it. A line with bytes that are not UTF-8, a single column, a tag of another scheme
+    (`E-X`, `S-X`, `PER`) or, with `label_names`, a tag outside them raises `ConllFormatError`
+    naming the file and line (`path:line: ...`).
 
     Args:
         path: str or path. The file.
@@ -40,8 +42,10 @@ def read_conll(path, label_names=None, labeled=True):
     allowed = None if label_names is None else set(label_names)
     sentences, tags, lines = [], [], []
     words, sentence_tags, first_line = [], [], None
-    with open(path, encoding="utf-8-sig", newline=None) as file:
+    with open_text(path) as file:
         for number, line in enumerate(file, start=1):
+            if utf8_error(line):
+                raise ConllFormatError(f"{path}:{number}: {utf8_error(line)}")
             fields = line.split()
             if fields and fields[0] == DOCUMENT_START:
                 fields = []
@@ -54,14 +58,14 @@ def read_conll(path, label_names=None, labeled=True):
                 continue
             if labeled:
                 if len(fields) < 2:
-                    raise ConllFormatError(f"{path}, line {number}: expected 'token TAG', found "
+                    raise ConllFormatError(f"{path}:{number}: expected 'token TAG', found "
                                            f"one column {line.strip()!r}")
                 tag = fields[-1]
                 if tag != "O" and (tag[:2] not in ("B-", "I-") or len(tag) < 3):
-                    raise ConllFormatError(f"{path}, line {number}: tag {tag!r} is not O, B-TYPE "
+                    raise ConllFormatError(f"{path}:{number}: tag {tag!r} is not O, B-TYPE "
                                            "or I-TYPE (BIO or IOB1)")
                 if allowed is not None and tag not in allowed:
-                    raise ConllFormatError(f"{path}, line {number}: tag {tag!r} is not among the "
+                    raise ConllFormatError(f"{path}:{number}: tag {tag!r} is not among the "
                                            f"model's labels {sorted(allowed)}")
                 sentence_tags.append(tag)
             first_line = first_line if words else number

@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from kbert.data.pretraining_instances import TASKS, document_instances, read_documents
 from kbert.data.pretraining_masking import mask_batch
+from kbert.data.text_file import check_utf8
 
 MASKINGS = ("dynamic", "static")
 _NEVER_MASKED = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -119,7 +120,10 @@ def _fit_layout(batch, task):
 
 
 def _check_corpus(paths, task):
-    """Refuses, before training starts, a corpus with no text, or one document for NSP."""
+    """Refuses, before training starts, a corpus with bytes that are not UTF-8 (naming the file
+    and line), with no text, or with one document for NSP."""
+    for path in paths:
+        check_utf8(path)
     documents = list(itertools.islice(read_documents(paths), 2))
     if not documents:
         raise ValueError(f"The pretraining corpus {paths} holds no text.")

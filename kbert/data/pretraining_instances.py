@@ -4,6 +4,8 @@ import re
 
 import numpy as np
 
+from kbert.data.text_file import DataFormatError, open_text, utf8_error
+
 # A sentence ends at . ! or ? (plus closing quotes or brackets) before a capitalized word;
 # common English titles are not ends.
 _SENTENCE_END = re.compile(
@@ -30,22 +32,24 @@ def split_sentences(line):
 def read_documents(paths):
     """Yields documents (lists of sentences) from text files; blank lines separate documents.
 
-    Each line is a sentence or a paragraph (split into sentences). Bytes that are not UTF-8
-    are read as U+FFFD, which the tokenizer drops; files are read line by line, so a corpus
-    larger than memory streams.
+    Each line is a sentence or a paragraph (split into sentences). Files are read line by
+    line, so a corpus larger than memory streams. Bytes that are not UTF-8 raise
+    `kbert.data.text_file.DataFormatError` naming the file and line (`path:line: ...`).
 
     Example:
     >>> import pathlib, tempfile
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "corpus.txt"
-    >>> _ = path.write_bytes(b"One. Two.\\nThree\\n\\n\\nOther \\xff doc.\\n")
+    >>> _ = path.write_bytes(b"One. Two.\\nThree\\n\\n\\nOther doc.\\n")
     >>> list(read_documents([path]))
-    [['One.', 'Two.', 'Three'], ['Other \\ufffd doc.']]
+    [['One.', 'Two.', 'Three'], ['Other doc.']]
     """
     for path in paths:
         document = []
-        with open(path, "rb") as lines:
-            for line in lines:
-                line = line.decode("utf-8", "replace").strip()
+        with open_text(path) as lines:
+            for number, line in enumerate(lines, start=1):
+                if utf8_error(line):
+                    raise DataFormatError(f"{path}:{number}: {utf8_error(line)}")
+                line = line.strip()
                 if line:
                     document.extend(split_sentences(line))
                 elif document:

@@ -5,12 +5,14 @@ import pathlib
 import numpy as np
 
 from kbert.data.sentence_examples import SentenceExamples
+from kbert.data.text_file import DataFormatError, open_text, utf8_error
 
 HEADER_LABELS = ("label", "score", "gold_label", "similarity")
+LARGEST_SCORE = 1e18  # the squared errors of a batch of scores stay finite in float32 (up to 3.4e38)
 
 
-class TsvFormatError(ValueError):
-    """A row of a TSV file that cannot be read; the message names the file and the line."""
+class TsvFormatError(DataFormatError):
+    """A row of a TSV file that cannot be read; the message starts with `path:line:`."""
 
 
 def read_sentence_tsv(path, num_texts=1, label_names=None, regression=False, labeled=True,
@@ -21,8 +23,9 @@ def read_sentence_tsv(path, num_texts=1, label_names=None, regression=False, lab
     and is skipped. A BOM and CRLF line ends are accepted. Labels may be class names or
     integer ids: with `label_names` given, a label must be one of them or an id below
     their count; without, ids 0..K-1 (all integers) or sorted names (words) define the
-    classes. A bad row (wrong number of columns, an empty text, an unknown label, a score
-    that is not a number) raises `TsvFormatError` naming the file and line, or, with
+    classes. A bad row (bytes that are not UTF-8, a wrong number of columns, an empty text,
+    an unknown label, a score that is not a finite number of at most `LARGEST_SCORE`)
+    raises `TsvFormatError` naming the file and line (`path:line: ...`), or, with
     `skip_bad_rows`, is skipped; the count and the first reason are then printed.
 
     Args:
@@ -43,7 +46,7 @@ def read_sentence_tsv(path, num_texts=1, label_names=None, regression=False, lab
     """
     path = pathlib.Path(path)
     rows, raw_labels, skipped = [], [], []
-    with open(path, encoding="utf-8-sig", newline=None) as lines:
+    with open_text(path) as lines:
         for number, line in enumerate(lines, start=1):
             line = line.rstrip("\n")
             fields = line.split("\t")
@@ -52,11 +55,13 @@ def read_sentence_tsv(path, num_texts=1, label_names=None, regression=False, lab
             try:
                 if not line.strip():
                     raise TsvFormatError("blank line")
+                if utf8_error(line):
+                    raise TsvFormatError(utf8_error(line))
                 rows.append(_texts(fields, num_texts, labeled))
                 raw_labels.append((number, fields[num_texts].strip()) if labeled else None)
             except TsvFormatError as error:
                 if not skip_bad_rows:
-                    raise TsvFormatError(f"{path}, line {number}: {error}") from None
+                    raise TsvFormatError(f"{path}:{number}: {error}") from None
                 skipped.append((number, str(error)))
     if not rows:
         raise TsvFormatError(f"{path}: no examples.")
@@ -64,7 +69,7 @@ def read_sentence_tsv(path, num_texts=1, label_names=None, regression=False, lab
     if bad:
         if not skip_bad_rows:
             number, reason = min(bad.items())
-            raise TsvFormatError(f"{path}, line {number}: {reason}")
+            raise TsvFormatError(f"{path}:{number}: {reason}")
         keep = [i for i, (number, _) in enumerate(raw_labels) if number not in bad]
         rows, labels = [rows[i] for i in keep], labels[keep]
         skipped += sorted(bad.items())
@@ -95,15 +100,14 @@ def _labels(raw, label_names, regression):
     if regression:
         values = []
         for number, field in raw:
-            try:
-                values.append(float(field))
-            except ValueError:
-                bad[number] = f"the score {field!r} is not a number"
-                values.append(np.nan)
+            value, reason = _score(field)
+            values.append(value)
+            if reason:
+                bad[number] = reason
         return np.array(values, "float32"), None, bad
     fields = [field for _, field in raw]
     if label_names is None:
-        if all(field.isdigit() for field in fields):
+        if all(field.isdecimal() for field in fields):
             label_names = [str(i) for i in range(max(int(field) for field in fields) + 1)]
         else:
             label_names = sorted(set(fields))
@@ -113,9 +117,23 @@ def _labels(raw, label_names, regression):
     for number, field in raw:
         if field in ids:
             values.append(ids[field])
-        elif field.isdigit() and int(field) < len(label_names):
+        elif field.isdecimal() and int(field) < len(label_names):
             values.append(int(field))
         else:
             bad[number] = f"unknown label {field!r}; the labels are {label_names} (or ids 0..{len(label_names) - 1})"
             values.append(-1)
     return np.array(values, "int32"), label_names, bad
+
+
+def _score(field):
+    """(score, None), or (nan, why it cannot be trained on)."""
+    try:
+        value = float(field)
+    except ValueError:
+        return np.nan, f"the score {field!r} is not a number"
+    if not np.isfinite(value):
+        return np.nan, f"the score {field!r} is not finite"
+    if abs(value) > LARGEST_SCORE:
+        return np.nan, (f"the score {field!r} is too large: scores are at most {LARGEST_SCORE:g} in "
+                        "magnitude (their squared errors must stay finite in float32)")
+    return value, None

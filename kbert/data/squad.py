@@ -4,17 +4,20 @@ import json
 import pathlib
 
 from kbert.data.squad_example import SquadExample
+from kbert.data.text_file import DataFormatError, read_text
 
 
-class SquadFormatError(ValueError):
-    """An entry of a SQuAD file that cannot be read; the message names the file and entry."""
+class SquadFormatError(DataFormatError):
+    """An entry of a SQuAD file that cannot be read; the message names the file and the entry (or line)."""
 
 
 def read_squad(path, articles=None, verbose=True):
     """Reads a SQuAD v1.1 JSON file into a list of `SquadExample`, one per question.
 
-    A question or context that is empty or not a string, or an entry missing a field,
-    raises `SquadFormatError` naming the file, article, paragraph and question id. An
+    Bytes that are not UTF-8 or text that is not JSON raise `SquadFormatError` naming the
+    file and line (`path:line: ...`). A question or context that is empty or not a string,
+    an entry missing a field, or an `answer_start` that is not an int offset inside the
+    context raises it naming the file, article, paragraph and question id. An
     answer whose text is not at its `answer_start` is counted and, when the text occurs
     elsewhere in the context, moved to the nearest occurrence; when it does not occur at
     all the example keeps no `answer_start` (training skips it; evaluation still scores
@@ -38,10 +41,14 @@ def read_squad(path, articles=None, verbose=True):
     """
     path = pathlib.Path(path)
     try:
-        document = json.loads(path.read_text("utf-8-sig"))
-        data = document["data"]
-    except (json.JSONDecodeError, KeyError, TypeError) as error:
-        raise SquadFormatError(f"{path}: not SQuAD JSON with a 'data' list ({error}).") from None
+        document = json.loads(read_text(path))
+    except DataFormatError as error:
+        raise SquadFormatError(str(error)) from None
+    except json.JSONDecodeError as error:
+        raise SquadFormatError(f"{path}:{error.lineno}: not JSON: {error.msg} (column {error.colno}).") from None
+    data = document.get("data") if isinstance(document, dict) else None
+    if not isinstance(data, list):
+        raise SquadFormatError(f"{path}: not SQuAD JSON: no 'data' list.")
     examples, moved, missing = [], 0, 0
     for a, article in enumerate(data[articles] if articles is not None else data):
         title = article.get("title", f"#{a}") if isinstance(article, dict) else f"#{a}"
@@ -58,9 +65,10 @@ def read_squad(path, articles=None, verbose=True):
                     raise SquadFormatError(f"{path}, {entry}: the question is empty.")
                 answers = qa.get("answers", [])
                 texts = [str(_field(answer, "text", path, entry)) for answer in answers]
+                starts = [_answer_start(answer, context, path, entry) for answer in answers]
                 start = None
                 if answers:
-                    start, status = _locate(context, texts[0], answers[0].get("answer_start"))
+                    start, status = _locate(context, texts[0], starts[0])
                     moved += status == "moved"
                     missing += status == "missing"
                 examples.append(SquadExample(question_id, question, context, texts, start, title))
@@ -79,9 +87,19 @@ def _field(entry, key, path, where):
     return entry[key]
 
 
+def _answer_start(answer, context, path, where):
+    """The answer's `answer_start`: None if absent, else an int offset inside the context."""
+    start = answer.get("answer_start")
+    if start is not None and (not isinstance(start, int) or isinstance(start, bool)
+                              or not 0 <= start < len(context)):
+        raise SquadFormatError(f"{path}, {where}: answer_start {start!r} is not a character offset "
+                               f"in the context (an int from 0 to {len(context) - 1}).")
+    return start
+
+
 def _locate(context, text, start):
     """(start, status): the given start if the text is there, else the nearest occurrence."""
-    if isinstance(start, int) and context[start : start + len(text)] == text and text:
+    if start is not None and context[start : start + len(text)] == text and text:
         return start, "ok"
     if not text:
         return None, "missing"
@@ -91,5 +109,4 @@ def _locate(context, text, start):
         at = context.find(text, at + 1)
     if not found:
         return None, "missing"
-    reference = start if isinstance(start, int) else 0
-    return min(found, key=lambda i: abs(i - reference)), "moved"
+    return min(found, key=lambda i: abs(i - (start or 0))), "moved"

@@ -1,3 +1,4 @@
+import keras
 import pytest
 
 from kbert.data.conll import ConllFormatError, read_conll
@@ -25,14 +26,22 @@ def test_iob1_and_four_columns_become_bio(tmp_path):
 
 
 def test_errors_name_file_and_line(tmp_path):
-    with pytest.raises(ConllFormatError, match=r"ner.txt, line 2: expected 'token TAG'"):
+    with pytest.raises(ConllFormatError, match=r"ner.txt:2: expected 'token TAG'"):
         read_conll(write(tmp_path, "a O\nlonely\n"))
-    with pytest.raises(ConllFormatError, match=r"line 3: tag 'E-PER' is not O, B-TYPE or I-TYPE"):
+    with pytest.raises(ConllFormatError, match=r"ner.txt:3: tag 'E-PER' is not O, B-TYPE or I-TYPE"):
         read_conll(write(tmp_path, "a O\n\nb E-PER\n"))
-    with pytest.raises(ConllFormatError, match=r"line 1: tag 'B-FOO' is not among the model's labels"):
+    with pytest.raises(ConllFormatError, match=r"ner.txt:1: tag 'B-FOO' is not among the model's labels"):
         read_conll(write(tmp_path, "a B-FOO\n"), label_names=["O", "B-PER", "I-PER"])
     with pytest.raises(ConllFormatError, match="no sentences"):
         read_conll(write(tmp_path, "\n\n"))
+
+
+@pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")
+def test_invalid_utf8_names_the_line(tmp_path):
+    path = tmp_path / "ner.txt"
+    path.write_bytes(b"EU B-ORG\n\nPar\xeds B-LOC\n")
+    with pytest.raises(ConllFormatError, match="ner.txt:3: invalid UTF-8: byte 0xed at column 4"):
+        read_conll(path)
 
 
 def test_unlabeled_and_label_names(tmp_path):

@@ -1,9 +1,11 @@
 """Pretraining data: the rates BERT specifies, pairing, and refusals of bad corpora."""
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from kbert.data import DataFormatError
 from kbert.data.pretraining_dataset import pretraining_dataset
 from kbert.data.pretraining_instances import document_instances, read_documents, split_sentences
 from kbert.data.pretraining_masking import mask_batch
@@ -118,12 +120,21 @@ def test_long_lines_are_split_into_sequences_not_dropped():
     assert all(len(first) <= 62 for first, _, _ in rows)
 
 
-def test_reading_splits_sentences_documents_and_replaces_bad_bytes(tmp_path):
+def test_reading_splits_sentences_and_documents(tmp_path):
     path = tmp_path / "corpus.txt"
-    path.write_bytes(b"Mr. Darcy bowed. She smiled!\n\xff\xfe oops\n\n\n\nNext book.\n")
-    assert list(read_documents([path])) == [
-        ["Mr. Darcy bowed.", "She smiled!", "\ufffd\ufffd oops"], ["Next book."]]
+    path.write_bytes(b"\xef\xbb\xbfMr. Darcy bowed. She smiled!\r\nOops\n\n\n\nNext book.\n")
+    assert list(read_documents([path])) == [["Mr. Darcy bowed.", "She smiled!", "Oops"], ["Next book."]]
     assert split_sentences("No end") == ["No end"]
+
+
+@pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")
+def test_invalid_utf8_is_refused_before_training_naming_the_line(tmp_path, tokenizer):
+    path = tmp_path / "corpus.txt"
+    path.write_bytes(b"One doc.\n\nAnother.\n\n" + b"More.\n" * 50 + b"Bad \xff\xfe byte.\n")
+    with pytest.raises(DataFormatError, match="corpus.txt:55: invalid UTF-8: byte 0xff at column 5"):
+        list(read_documents([path]))
+    with pytest.raises(DataFormatError, match="corpus.txt:55: invalid UTF-8"):  # not 2 documents in: at once
+        pretraining_dataset([path], tokenizer, 2)
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,6 @@
 import re
 
+import keras
 import numpy as np
 import pytest
 
@@ -42,7 +43,7 @@ def test_labels_inferred_from_the_data(tmp_path):
 ])
 def test_bad_rows_name_the_file_and_line(tmp_path, text, line, message):
     path = write(tmp_path, text)
-    with pytest.raises(TsvFormatError, match=re.escape(f"data.tsv, line {line}: {message}")):
+    with pytest.raises(TsvFormatError, match=re.escape(f"data.tsv:{line}: {message}")):
         read_sentence_tsv(path, label_names=["negative", "positive"])
 
 
@@ -57,8 +58,35 @@ def test_regression_scores(tmp_path):
     path = write(tmp_path, "sentence1\tsentence2\tlabel\na\tb\t4.200\nc\td\t0\n")
     data = read_sentence_tsv(path, num_texts=2, regression=True)
     np.testing.assert_allclose(data.labels, [4.2, 0.0])
-    with pytest.raises(TsvFormatError, match="line 1: the score 'high' is not a number"):
+    with pytest.raises(TsvFormatError, match="bad.tsv:1: the score 'high' is not a number"):
         read_sentence_tsv(write(tmp_path, "a\tb\thigh\n", "bad.tsv"), num_texts=2, regression=True)
+
+
+once = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")
+
+
+@once
+@pytest.mark.parametrize("score, reason", [
+    ("nan", "the score 'nan' is not finite"),
+    ("-inf", "the score '-inf' is not finite"),
+    ("1e30", "the score '1e30' is too large"),  # its squared error overflows float32
+])
+def test_scores_a_model_cannot_train_on_are_bad_rows(tmp_path, score, reason):
+    path = write(tmp_path, f"sentence1\tsentence2\tscore\na\tb\t4.2\nc\td\t{score}\ne\tf\t1e3\n")
+    with pytest.raises(TsvFormatError, match=re.escape(f"data.tsv:3: {reason}")):
+        read_sentence_tsv(path, num_texts=2, regression=True)
+    data = read_sentence_tsv(path, num_texts=2, regression=True, skip_bad_rows=True)
+    assert data.texts == ["a", "e"] and data.labels.tolist() == pytest.approx([4.2, 1000])
+
+
+@once
+def test_invalid_utf8_names_the_line_or_is_skipped(tmp_path, capsys):
+    path = tmp_path / "data.tsv"
+    path.write_bytes(b"sentence\tlabel\nfine\t1\ncaf\xe9 noir\t0\nok\t0\n")
+    with pytest.raises(TsvFormatError, match=re.escape("data.tsv:3: invalid UTF-8: byte 0xe9 at column 4")):
+        read_sentence_tsv(path, label_names=["negative", "positive"])
+    data = read_sentence_tsv(path, label_names=["negative", "positive"], skip_bad_rows=True)
+    assert data.texts == ["fine", "ok"] and "skipped 1 bad row(s)" in capsys.readouterr().out
 
 
 def test_unlabeled_and_empty_files(tmp_path):

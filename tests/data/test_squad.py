@@ -1,5 +1,7 @@
 import json
+import re
 
+import keras
 import numpy as np
 import pytest
 
@@ -47,6 +49,32 @@ def test_empty_entries_are_named(tmp_path):
     (tmp_path / "bad.json").write_text("[1, 2]")
     with pytest.raises(SquadFormatError, match="not SQuAD JSON"):
         read_squad(tmp_path / "bad.json")
+
+
+once = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")
+
+
+@once
+@pytest.mark.parametrize("start", [-6, 40, "3", 3.0, True, None])
+def test_answer_start_is_an_int_inside_the_context(tmp_path, start):
+    path = write(tmp_path, [{"context": "In Paris.", "qas": [qa("Where?", "Paris", start)]}])
+    if start is None:  # no offset given: the answer is looked up in the context
+        assert read_squad(path, verbose=False)[0].answer_start == 3
+        return
+    message = f"question q1: answer_start {start!r} is not a character offset in the context (an int from 0 to 8)"
+    with pytest.raises(SquadFormatError, match=re.escape(message)):
+        read_squad(path)
+
+
+@once
+def test_invalid_utf8_and_json_errors_name_the_line(tmp_path):
+    path = tmp_path / "squad.json"
+    path.write_bytes(b'{"data": [\n{"title": "T", "paragraphs": [{"context": "Caf\xe9", "qas": []}]}]}')
+    with pytest.raises(SquadFormatError, match="squad.json:2: invalid UTF-8: byte 0xe9 at column 47"):
+        read_squad(path)
+    path.write_text('{"data": [\n  {"title": "T",}\n]}')
+    with pytest.raises(SquadFormatError, match=r"squad.json:2: not JSON: Expecting property name .* \(column 17\)"):
+        read_squad(path)
 
 
 def test_windows_answer_positions_and_cls(tokenizer):

@@ -134,7 +134,7 @@ def test_ner_predict_spans_index_the_original_text(ner_run):
 def test_ner_evaluate_rejects_unknown_tags(ner_run, tmp_path):
     run, _, _ = ner_run
     (tmp_path / "bad.txt").write_text("a O\nman B-ORG\n")
-    with pytest.raises(ConllFormatError, match=r"bad.txt, line 2: tag 'B-ORG' is not among"):
+    with pytest.raises(ConllFormatError, match=r"bad.txt:2: tag 'B-ORG' is not among"):
         ner_task.evaluate(run, tmp_path / "bad.txt")
 
 
