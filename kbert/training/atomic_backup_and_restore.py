@@ -1,53 +1,169 @@
 import json
 import os
 import pathlib
+import shutil
 
 import keras
+import numpy as np
+
+from kbert.training.non_finite_loss import NonFiniteLossError, non_finite_weights, stop_message
+
+METADATA_FILE = "training_metadata.json"
+# The state a resumed fit needs of Keras's early stopping (`on_train_begin` resets it).
+_EARLY_STOPPING_STATE = ("wait", "best", "best_epoch", "stopped_epoch", "best_weights")
 
 
 class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
     """`keras.callbacks.BackupAndRestore` whose backups survive a kill at any moment.
 
     Keras writes the backup in place, so a kill during the write (even `kill -9`) leaves a
-    half-written file that the next run fails to load. Here each file is written beside its
-    final name and renamed over it (atomic on one file system). The backup holds the
-    weights and the optimizer state, so the learning-rate schedule resumes at the same step.
-    The epoch to resume at comes from the restored optimizer's step count, which is
-    always consistent with the weights. Back up once per epoch; to back up every N steps,
-    fit with `steps_per_epoch=N`.
+    half-written file that the next run fails to load. Here each backup is written under
+    new names (`step-N.weights.h5`, and `step-N.arrays.npz` for the callbacks' arrays), then
+    `training_metadata.json`, which names them, is replaced by a rename (atomic on one file
+    system): it always names a complete backup. A backup holds the weights and the
+    optimizer state (the learning-rate schedule resumes at the same step), the epoch logs
+    so far (restored into `fit`'s `History`) and the state of `callbacks` (early stopping's
+    best score, patience count and best weights), so that a resumed `fit` goes on as the
+    killed one would have, and a run that early stopping had ended ends. A backup is made
+    at the end of every epoch; to back up every N steps, fit with `steps_per_epoch=N`.
+
+    A backup never replaces the last good one with a model whose loss or weights are NaN or
+    infinite: it raises `kbert.training.NonFiniteLossError` instead. With `settings`, a
+    backup of a run with other settings is deleted rather than restored (a note says so).
 
     Args:
         backup_dir: str or path. A folder used by this run only.
-        steps_per_epoch: int. The `steps_per_epoch` given to `fit`.
+        steps_per_epoch: int or None. The `steps_per_epoch` given to `fit`: the epoch to
+            resume at is then the restored step count over it; None: the backup's epoch.
+        settings: dict of JSON values or None. What the run was started with.
+        callbacks: list of callbacks whose state the backups hold: `keras.callbacks.EarlyStopping`,
+            or any with a `backed_up` tuple of attribute names (JSON values or numpy arrays).
+            Put the backup after them in `fit`'s list.
 
     Example:
-    >>> import numpy as np, tempfile
+    >>> import tempfile
     >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     >>> model.compile("sgd", "mse")
-    >>> backup = AtomicBackupAndRestore(tempfile.mkdtemp(), steps_per_epoch=2)
+    >>> backup = AtomicBackupAndRestore(tempfile.mkdtemp())
     >>> x, y = np.zeros((4, 2)), np.zeros((4, 1))
     >>> _ = model.fit(x, y, batch_size=2, epochs=3, callbacks=[backup], verbose=0)
-    >>> len(model.fit(x, y, batch_size=2, epochs=5, callbacks=[backup], verbose=0).epoch)
-    2
+    >>> history = model.fit(x, y, batch_size=2, epochs=5, callbacks=[backup], verbose=0)
+    Resuming from the backup in ... (epoch 3, step 6).
+    >>> history.epoch, len(history.history["loss"])
+    ([3, 4], 5)
     """
 
-    def __init__(self, backup_dir, steps_per_epoch):
+    def __init__(self, backup_dir, steps_per_epoch=None, settings=None, callbacks=()):
         super().__init__(str(backup_dir), save_freq="epoch", delete_checkpoint=False)
         self.steps_per_epoch = steps_per_epoch
+        self.settings = None if settings is None else json.loads(json.dumps(settings))
+        self.callbacks = list(callbacks)
+        self.resumed_step = 0  # the step a resumed fit started at
+
+    def last_checkpoint(self):
+        """The last backup, described ("folder (epoch E, step S)"), or None."""
+        metadata = self._metadata()
+        return metadata and f"{self.backup_dir} (epoch {metadata['epoch']}, step {metadata['step']})"
+
+    def delete(self):
+        """Deletes the backups (once the run's results are saved)."""
+        shutil.rmtree(self.backup_dir, ignore_errors=True)
+
+    def _metadata(self):
+        path = pathlib.Path(self._training_metadata_path)
+        return json.loads(path.read_text()) if path.is_file() else None
 
     def _load_model(self):
-        super()._load_model()
-        if os.path.exists(self._weights_path):
-            steps = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
-            self.model._initial_epoch = steps // self.steps_per_epoch
+        metadata = self._metadata()
+        if metadata is None:
+            return
+        if self.settings is not None and metadata.get("settings") != self.settings:
+            changed = sorted(key for key in {**self.settings, **(metadata.get("settings") or {})}
+                             if self.settings.get(key) != (metadata.get("settings") or {}).get(key))
+            print(f"The backup in {self.backup_dir} is of a run with other settings ({', '.join(changed)}): "
+                  "starting afresh.")
+            self.delete()
+            return
+        if self.model.optimizer is not None and not self.model.optimizer.built:
+            self.model.optimizer.build(self.model.trainable_variables)
+        folder = pathlib.Path(self.backup_dir)
+        self.model.load_weights(folder / metadata.get("weights", "latest.weights.h5"))  # (older backups)
+        self.resumed_step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+        epoch = self.resumed_step // self.steps_per_epoch if self.steps_per_epoch else metadata["epoch"]
+        arrays = {}
+        if metadata.get("arrays"):
+            with np.load(folder / metadata["arrays"], allow_pickle=False) as saved:
+                arrays = dict(saved)
+        for callback, state in zip(self.callbacks, metadata.get("callbacks", [])):
+            for name, value in state.items():
+                setattr(callback, name, _decode(value, arrays))
+        history = getattr(self.model, "history", None)
+        if isinstance(history, keras.callbacks.History):
+            history.history.update({key: list(values) for key, values in metadata.get("history", {}).items()})
+        self.model._initial_epoch = self.params["epochs"] if metadata.get("stopped") else epoch
+        print(f"Resuming from the backup in {self.backup_dir} (epoch {epoch}, step {self.resumed_step}).")
 
-    def _save_model(self):
+    def on_epoch_end(self, epoch, logs=None):
+        self._current_epoch = epoch + 1
+        self._save_model(logs or {})
+
+    def on_train_end(self, logs=None):
+        self.model._initial_epoch = None  # Keras keeps it for the model's next fit otherwise
+
+    def _save_model(self, logs):
+        step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+        loss = logs.get("loss")
+        if loss is not None and not np.isfinite(float(loss)):
+            raise NonFiniteLossError(stop_message(f"The epoch's training loss is {float(loss)}", step, self))
+        bad = non_finite_weights(self.model)
+        if bad:
+            raise NonFiniteLossError(stop_message(f"The weights {bad[:3]} are not finite", step, self))
         folder = pathlib.Path(self.backup_dir)
         folder.mkdir(parents=True, exist_ok=True)
-        partial = folder / "partial.weights.h5"
-        self.model.save_weights(partial, overwrite=True)
-        os.replace(partial, self._weights_path)
-        metadata = {"epoch": self._current_epoch,
-                    "step": int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))}
-        (folder / "partial.json").write_text(json.dumps(metadata))
-        os.replace(folder / "partial.json", self._training_metadata_path)
+        history = {key: list(values) for key, values in getattr(self.model.history, "history", {}).items()}
+        for key, value in logs.items():  # this epoch's logs: `History` comes after the backup
+            history.setdefault(key, []).append(float(value))
+        arrays = []
+        metadata = {"epoch": self._current_epoch, "step": step, "weights": f"step-{step}.weights.h5",
+                    "stopped": bool(self.model.stop_training), "history": history,
+                    "callbacks": [_encode({name: getattr(callback, name) for name in _state_names(callback)},
+                                          arrays) for callback in self.callbacks],
+                    "settings": self.settings}
+        self.model.save_weights(folder / metadata["weights"], overwrite=True)
+        if arrays:
+            metadata["arrays"] = f"step-{step}.arrays.npz"
+            np.savez(folder / metadata["arrays"], *arrays)
+        partial = folder / f"partial.{METADATA_FILE}"
+        partial.write_text(json.dumps(metadata))
+        os.replace(partial, self._training_metadata_path)
+        for path in folder.iterdir():  # earlier backups, and a write a kill cut short
+            if path.name not in (METADATA_FILE, metadata["weights"], metadata.get("arrays")):
+                path.unlink()
+
+
+def _state_names(callback):
+    if isinstance(callback, keras.callbacks.EarlyStopping):
+        return _EARLY_STOPPING_STATE
+    return callback.backed_up
+
+
+def _encode(value, arrays):
+    """`value` as JSON values, its numpy arrays appended to `arrays` and replaced by {"array": index}."""
+    if isinstance(value, np.ndarray):
+        arrays.append(value)
+        return {"array": len(arrays) - 1}
+    if isinstance(value, (list, tuple)):
+        return [_encode(item, arrays) for item in value]
+    if isinstance(value, dict):
+        return {key: _encode(item, arrays) for key, item in value.items()}
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _decode(value, arrays):
+    if isinstance(value, dict):
+        if list(value) == ["array"]:
+            return arrays[f"arr_{value['array']}"]
+        return {key: _decode(item, arrays) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_decode(item, arrays) for item in value]
+    return value

@@ -18,6 +18,8 @@ from kbert.metrics.entity_f1 import entity_scores, format_entity_scores
 from kbert.tasks.bert_token_classifier import BertTokenClassifier
 from kbert.training.fast_dropout import use_fast_dropout_masks
 from kbert.training.mixed_precision import bfloat16_compute
+from kbert.training.non_finite_loss import StopOnNonFiniteLoss
+from kbert.training.run_backup import run_backup
 from kbert.training.run_folder import load_run, write_evaluation, write_run_folder
 
 
@@ -30,7 +32,10 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
     tags of the sentences, with early stopping on the validation entity F1, restoring the
     best epoch. Without `valid`, a seeded `validation_fraction` of the sentences is held
     out. The folder gets `model.keras` (with its preprocessor), the tokenizer,
-    `metrics.json` and `curves.png`, all at once at the end.
+    `metrics.json` and `curves.png`, all at once at the end. Each epoch is backed up
+    beside `out`: the same call after a kill resumes from the last epoch (`run_backup`);
+    a loss that goes NaN or infinite raises `kbert.training.NonFiniteLossError`, keeping
+    the last good backup.
 
     Args:
         data: path of the training CoNLL file (`token TAG` per line; BIO or IOB1 tags).
@@ -68,20 +73,22 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
     scorer = EntityF1Callback(valid_sentences, batch_size)
     stopping = keras.callbacks.EarlyStopping("val_entity_f1", mode="max", patience=patience,
                                              restore_best_weights=True)
+    run = {"task": "ner", "init": str(init), "data": str(data),
+           "valid": str(valid) if valid else f"{validation_fraction:.0%} of data (seed {seed})",
+           "train_sentences": len(train_sentences), "validation_sentences": len(valid_sentences),
+           "label_names": label_names, "max_length": max_length}
+    hyperparameters = {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
+                       "mixed_precision": mixed_precision, "patience": patience, "seed": seed, "limit": limit}
+    backup = run_backup(out, {**run, **hyperparameters}, [scorer, stopping])
     start = time.perf_counter()
     history = model.fit(train_sentences.words, train_sentences.tags, batch_size=batch_size, epochs=epochs,
-                        callbacks=[scorer, stopping], verbose=verbose)
+                        callbacks=[StopOnNonFiniteLoss(backup), scorer, stopping, backup], verbose=verbose)
     seconds = time.perf_counter() - start
     validation = scorer.best  # the epoch EarlyStopping restored
     metrics = {
-        "task": "ner", "backend": keras.config.backend(), "init": str(init), "data": str(data),
-        "valid": str(valid) if valid else f"{validation_fraction:.0%} of data (seed {seed})",
-        "train_sentences": len(train_sentences), "validation_sentences": len(valid_sentences),
-        "label_names": label_names, "max_length": max_length,
-        "hyperparameters": {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
-                            "mixed_precision": mixed_precision, "patience": patience, "seed": seed,
-                            "limit": limit},
-        "steps": int(model.optimizer.iterations), "train_seconds": round(seconds, 1),
+        "task": "ner", "backend": keras.config.backend(), **run, "hyperparameters": hyperparameters,
+        "steps": int(model.optimizer.iterations), "resumed_at_step": backup.resumed_step,
+        "train_seconds": round(seconds, 1),
         "history": {k: [float(v) for v in values] for k, values in history.history.items()},
         "validation": validation,
     }
@@ -89,6 +96,7 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
     write_run_folder(out, model, model.preprocessor.tokenizer, metrics,
                      curves | {"entity_f1": history.history["val_entity_f1"]},
                      title=f"ner from {init} (entity_f1: validation)")
+    backup.delete()
     print(format_entity_scores(validation, f"validation ({len(valid_sentences)} sentences)"))
     return metrics
 
@@ -97,12 +105,15 @@ class EntityF1Callback(keras.callbacks.Callback):
     """Adds `val_entity_f1` (conlleval micro F1 on `sentences`) to the logs after each epoch.
 
     The model is a `BertTokenClassifier` with its preprocessor, whose tokenizer and
-    sequence length the scoring uses. `best` keeps the full scores of the best epoch so far.
+    sequence length the scoring uses. `best` keeps the full scores of the best epoch so far
+    (a resumed fit gets it back from the backup: `backed_up`).
 
     Args:
         sentences: `kbert.data.tagged_sentences.TaggedSentences`, tagged.
         batch_size: int.
     """
+
+    backed_up = ("best",)  # what `AtomicBackupAndRestore` saves and restores
 
     def __init__(self, sentences, batch_size=64):
         super().__init__()

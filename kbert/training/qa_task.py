@@ -24,6 +24,8 @@ from kbert.tasks.bert_question_answerer import BertQuestionAnswerer
 from kbert.tasks.bert_question_answerer_preprocessor import BertQuestionAnswererPreprocessor
 from kbert.training.fast_dropout import use_fast_dropout_masks
 from kbert.training.mixed_precision import bfloat16_compute
+from kbert.training.non_finite_loss import StopOnNonFiniteLoss
+from kbert.training.run_backup import run_backup
 from kbert.training.run_folder import METRICS_FILE, load_run, write_evaluation, write_json_atomic, write_run_folder
 
 
@@ -40,7 +42,10 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
     choice of `validation_articles` whole articles is held out for validation (questions on
     one paragraph never straddle the split). The folder gets `model.keras` (with its
     preprocessor), the tokenizer, `metrics.json` (with the windowing settings), `curves.png`
-    and the validation predictions, all at once at the end.
+    and the validation predictions, all at once at the end. Each epoch is backed up beside
+    `out`: the same call after a kill resumes from the last epoch (`run_backup`); a loss
+    that goes NaN or infinite raises `kbert.training.NonFiniteLossError`, keeping the last
+    good backup.
 
     Args:
         data: path of a SQuAD v1.1 JSON file.
@@ -81,25 +86,29 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
           f"{len(valid_examples)} validation questions from {validation_articles} articles.")
     questions, contexts = [e.question for e in located], [e.context for e in located]
     answers = [{"text": e.answers[0], "answer_start": e.answer_start} for e in located]
+    run = {"task": "qa", "init": str(init), "data": str(data), "valid": _held_out_description(held_out, seed),
+           "train_questions": len(train_examples), "train_windows": train_windows,
+           "train_skipped": skipped, "validation_questions": len(valid_examples),
+           "reader": report, **windowing}
+    hyperparameters = {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
+                       "mixed_precision": mixed_precision, "seed": seed, "articles": articles,
+                       "limit": limit, "validation_articles": validation_articles}
+    backup = run_backup(out, {**run, **hyperparameters})
     start = time.perf_counter()
-    history = model.fit((questions, contexts), answers, batch_size=batch_size, epochs=epochs, verbose=verbose)
+    history = model.fit((questions, contexts), answers, batch_size=batch_size, epochs=epochs, verbose=verbose,
+                        callbacks=[StopOnNonFiniteLoss(backup), backup])
     seconds = time.perf_counter() - start
     validation, predictions = evaluate_examples(model, tokenizer, valid_examples, windowing, batch_size)
     metrics = {
-        "task": "qa", "backend": keras.config.backend(), "init": str(init), "data": str(data),
-        "valid": _held_out_description(held_out, seed),
-        "train_questions": len(train_examples), "train_windows": train_windows,
-        "train_skipped": skipped, "validation_questions": len(valid_examples),
-        "reader": report, **windowing,
-        "hyperparameters": {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
-                            "mixed_precision": mixed_precision, "seed": seed, "articles": articles,
-                            "limit": limit, "validation_articles": validation_articles},
-        "steps": int(model.optimizer.iterations), "train_seconds": round(seconds, 1),
+        "task": "qa", "backend": keras.config.backend(), **run, "hyperparameters": hyperparameters,
+        "steps": int(model.optimizer.iterations), "resumed_at_step": backup.resumed_step,
+        "train_seconds": round(seconds, 1),
         "history": {k: [float(v) for v in values] for k, values in history.history.items()},
         "validation": validation,
     }
     write_run_folder(out, model, tokenizer, metrics, history.history, title=f"qa from {init}",
                      extra_json={"validation_predictions.json": predictions})
+    backup.delete()
     print(f"validation ({len(valid_examples)} questions): exact match {validation['exact_match']:.2f}, "
           f"F1 {validation['f1']:.2f}")
     return metrics

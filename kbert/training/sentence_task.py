@@ -13,6 +13,8 @@ from kbert.tasks.bert_classifier import BertClassifier
 from kbert.training.lora import enable_lora
 from kbert.training.fast_dropout import use_fast_dropout_masks
 from kbert.training.mixed_precision import bfloat16_compute
+from kbert.training.non_finite_loss import StopOnNonFiniteLoss
+from kbert.training.run_backup import run_backup
 from kbert.training.run_folder import load_run, write_evaluation, write_run_folder
 
 
@@ -56,6 +58,10 @@ def train(task, data, init, out, valid=None, epochs=3, batch_size=32, learning_r
     `validation_fraction` of `data` is held out. The folder gets `model.keras` (which holds
     the preprocessor), the tokenizer (vocab.txt, tokenizer_config.json), `metrics.json` and
     `curves.png`, all at once when training has finished (`write_run_folder`).
+
+    Each epoch is backed up beside `out`: the same call after a kill resumes from the last
+    epoch (`run_backup`). A loss that goes NaN or infinite stops training with
+    `kbert.training.NonFiniteLossError`, keeping the last good backup.
 
     Args:
         task: `SentenceTask`.
@@ -110,24 +116,27 @@ def train(task, data, init, out, valid=None, epochs=3, batch_size=32, learning_r
     model.compile(learning_rate=learning_rate)
     monitor, mode = ("val_loss", "min") if model.regression else ("val_accuracy", "max")
     stopping = keras.callbacks.EarlyStopping(monitor, mode=mode, patience=patience, restore_best_weights=True)
+    run = {"task": task.name, "init": str(init), "data": str(data),
+           "valid": str(valid) if valid else f"{validation_fraction:.0%} of data (seed {seed})",
+           "train_examples": len(train_examples), "validation_examples": len(valid_examples),
+           "label_names": model.label_names, "max_length": max_length}
+    hyperparameters = {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
+                       "lora_rank": lora_rank, "mixed_precision": mixed_precision,
+                       "patience": patience, "seed": seed, "limit": limit}
+    backup = run_backup(out, {**run, **hyperparameters}, [stopping])
     start = time.perf_counter()
     history = model.fit(_inputs(train_examples), train_examples.labels, batch_size=batch_size, epochs=epochs,
                         validation_data=(_inputs(valid_examples), valid_examples.labels),
-                        validation_batch_size=batch_size, callbacks=[stopping], verbose=verbose)
+                        validation_batch_size=batch_size, callbacks=[StopOnNonFiniteLoss(backup), stopping, backup],
+                        verbose=verbose)
     seconds = time.perf_counter() - start
     trained_steps = int(model.optimizer.iterations)
     validation = evaluate_examples(model, valid_examples, batch_size)
     metrics = {
-        "task": task.name, "backend": keras.config.backend(), "init": str(init),
-        "data": str(data), "valid": str(valid) if valid else f"{validation_fraction:.0%} of data (seed {seed})",
-        "train_examples": len(train_examples), "validation_examples": len(valid_examples),
-        "label_names": model.label_names, "max_length": max_length,
-        "hyperparameters": {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
-                            "lora_rank": lora_rank, "mixed_precision": mixed_precision,
-                            "patience": patience, "seed": seed, "limit": limit},
+        "task": task.name, "backend": keras.config.backend(), **run, "hyperparameters": hyperparameters,
         "trainable_parameters": trainable, "parameters": total,
-        "steps": trained_steps, "fit_seconds": round(seconds, 1),
-        "steps_per_second": round(trained_steps / seconds, 3),
+        "steps": trained_steps, "resumed_at_step": backup.resumed_step, "fit_seconds": round(seconds, 1),
+        "steps_per_second": round((trained_steps - backup.resumed_step) / seconds, 3),
         "best_epoch": int(np.argmax(history.history[monitor]) if mode == "max"
                           else np.argmin(history.history[monitor])) + 1,
         "history": {k: [float(v) for v in values] for k, values in history.history.items()},
@@ -135,6 +144,7 @@ def train(task, data, init, out, valid=None, epochs=3, batch_size=32, learning_r
     }
     write_run_folder(out, model, model.preprocessor.tokenizer, metrics, history.history,
                      title=f"{task.name} from {init}")
+    backup.delete()
     print(format_metrics(validation, f"validation ({len(valid_examples)} examples)"))
     return metrics
 

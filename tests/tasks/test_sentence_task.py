@@ -1,17 +1,25 @@
 import json
+import math
+import os
+import signal
+import subprocess
+import sys
 
 import keras
 import numpy as np
 import pytest
 
 import kbert.training.curves
+from kbert import BertBackbone
+from kbert.checkpoints import BACKBONE_FILE
 from kbert.data import TsvFormatError
 from kbert.tasks import BertClassifier
-from kbert.training import NLI, SENTIMENT, SIMILARITY, sentence_task
-from tests.conftest import APPS, BACKENDS, app_module, run_python
+from kbert.training import NLI, SENTIMENT, SIMILARITY, NonFiniteLossError, sentence_task
+from tests.conftest import APPS, BACKENDS, TESTS, TINY, app_module, run_python
 from tests.tasks.conftest import VOCABULARY, write_nli_tsv, write_sentiment_tsv
 
 main = app_module("sentence_cli").main  # the command line of apps/sentiment.py, nli.py, similarity.py
+once = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")
 TEXTS = ["a good film", "a dull and boring film", "fun fun fun", "the man is not very fine"]
 
 
@@ -53,7 +61,7 @@ def test_unseen_label_at_evaluation(sentiment_run, tmp_path):
     run, _, _ = sentiment_run
     data = tmp_path / "eval.tsv"
     data.write_text("sentence\tlabel\na good film\tpositive\na film\tmixed\n")
-    with pytest.raises(TsvFormatError, match="eval.tsv, line 3: unknown label 'mixed'"):
+    with pytest.raises(TsvFormatError, match="eval.tsv:3: unknown label 'mixed'"):
         sentence_task.evaluate(SENTIMENT, run, data)
 
 
@@ -85,7 +93,7 @@ def test_failed_run_writes_nothing(tiny_init, tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match="disk full"):
         sentence_task.train(SENTIMENT, write_sentiment_tsv(tmp_path / "t.tsv", rows=16), tiny_init,
                             tmp_path / "run", epochs=1, batch_size=8, verbose=0)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.tsv"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".run.backup", "t.tsv"]  # kept: a rerun resumes
 
 
 def test_nli_app_pairs(tiny_init, tmp_path, capsys):
@@ -133,11 +141,56 @@ def test_run_folder_from_before_the_task_api(sentiment_run, tmp_path):
     assert sentence_task.predict(old, texts) == sentence_task.predict(run, texts)
 
 
+@once
 def test_non_finite_score_is_refused_before_training(tiny_init, tmp_path):
     data = write_nli_tsv(tmp_path / "sts.tsv", rows=12, regression=True)
     lines = data.read_text().splitlines()
     lines[4] = lines[4].rsplit("\t", 1)[0] + "\tnan"
     data.write_text("\n".join(lines) + "\n")
-    with pytest.raises(TsvFormatError, match=r"sts.tsv: Score 3 is not finite"):
+    with pytest.raises(TsvFormatError, match=r"sts.tsv:5: the score 'nan' is not finite"):
         sentence_task.train(SIMILARITY, data, tiny_init, tmp_path / "run", epochs=1, batch_size=8, verbose=0)
     assert not (tmp_path / "run").exists()
+
+
+@once
+def test_a_loss_that_goes_nan_stops_the_run_and_writes_nothing(tmp_path):
+    backbone = BertBackbone(**TINY)
+    backbone.set_weights([np.full_like(w, np.nan) if i == 0 else w for i, w in enumerate(backbone.get_weights())])
+    init = tmp_path / "nan_init"
+    init.mkdir()
+    backbone.save(init / BACKBONE_FILE)
+    (init / "vocab.txt").write_text("".join(f"{token}\n" for token in VOCABULARY))
+    data = write_sentiment_tsv(tmp_path / "t.tsv", rows=16)
+    with pytest.raises(NonFiniteLossError, match="The training loss is nan at step 1: training stopped and there "
+                                                 "is no checkpoint before it"):
+        sentence_task.train(SENTIMENT, data, init, tmp_path / "run", epochs=2, batch_size=8, verbose=0)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["nan_init", "t.tsv"]
+
+
+KILLED_AFTER_THE_FIRST_BACKUP = """
+import os, signal, sys
+from kbert.training import AtomicBackupAndRestore, SENTIMENT, sentence_task
+
+save = AtomicBackupAndRestore._save_model
+def save_then_die(self, logs):
+    save(self, logs)
+    os.kill(os.getpid(), signal.SIGKILL)
+AtomicBackupAndRestore._save_model = save_then_die
+sentence_task.train(SENTIMENT, sys.argv[1], sys.argv[2], sys.argv[3], epochs=3, batch_size=8, patience=3, verbose=0)
+"""
+
+
+@pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="the process side is the same on every backend")
+def test_fine_tuning_resumes_after_kill_9(tiny_init, tmp_path, capsys):
+    data, out = write_sentiment_tsv(tmp_path / "t.tsv", rows=24), tmp_path / "run"
+    killed = subprocess.run([sys.executable, "-c", KILLED_AFTER_THE_FIRST_BACKUP, str(data), str(tiny_init), str(out)],
+                            cwd=TESTS.parent, env={**os.environ, "KERAS_BACKEND": "tensorflow"}, capture_output=True)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()[-2000:]
+    assert sorted(p.name for p in (tmp_path / ".run.backup").iterdir())[-1] == "training_metadata.json"
+    (tmp_path / ".run.partial-x1").mkdir()  # as a kill while the run folder is written leaves
+    metrics = sentence_task.train(SENTIMENT, data, tiny_init, out, epochs=3, batch_size=8, patience=3, verbose=0)
+    steps_per_epoch = math.ceil(metrics["train_examples"] / 8)
+    assert "Resuming from the backup in" in capsys.readouterr().out
+    assert (metrics["resumed_at_step"], metrics["steps"]) == (steps_per_epoch, 3 * steps_per_epoch)
+    assert len(metrics["history"]["loss"]) == len(metrics["history"]["val_accuracy"]) == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run", "t.tsv"]

@@ -108,7 +108,8 @@ def test_run_folder_model_has_the_weights_not_the_optimizer(tmp_path, lora_rank)
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     batch = tiny_batch(batch=4)
     model.fit(batch, np.array([0, 1, 0, 1]), batch_size=2, epochs=1, verbose=0)
-    tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "film"])
+    special = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]  # and as many words as the model's vocabulary_size
+    tokenizer = BertTokenizer(special + [f"w{i}" for i in range(TINY["vocabulary_size"] - len(special))])
     write_run_folder(tmp_path / "run", model, tokenizer, {"max_length": 8}, {"loss": [1.0]})
     loaded, _, _ = load_run(tmp_path / "run")
     np.testing.assert_array_equal(keras.ops.convert_to_numpy(loaded.predict_on_batch(batch)),

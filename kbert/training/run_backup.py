@@ -1,0 +1,53 @@
+import glob
+import pathlib
+import shutil
+
+from kbert.training.atomic_backup_and_restore import AtomicBackupAndRestore
+
+
+def run_backup(out, settings, callbacks=()):
+    """The `AtomicBackupAndRestore` of a training that writes the run folder `out`.
+
+    It backs up into `.NAME.backup/` beside `out` at the end of every epoch, with the state
+    of `callbacks` (e.g. early stopping): the same training run again after a kill (even
+    `kill -9`) resumes from the last backup, so at most an epoch is lost. A backup of a run
+    with other `settings` is not resumed but deleted. Call its `delete()` once the run
+    folder is written; after a failure the backups stay (the last good one, after a
+    `NonFiniteLossError`). Leftovers of a killed write of `out` are removed first
+    (`remove_leftovers`): one training at a time writes `out`.
+
+    Fit with `callbacks=[StopOnNonFiniteLoss(backup), *callbacks, backup]`.
+
+    Args:
+        out: path of the run folder the training writes.
+        settings: dict of JSON values. What the training was started with.
+        callbacks: list of callbacks whose state the backups hold (see `AtomicBackupAndRestore`).
+
+    Example:
+    >>> import tempfile, keras, numpy as np
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "run"
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> model.compile("sgd", "mse")
+    >>> backup = run_backup(out, {"epochs": 2})
+    >>> _ = model.fit(np.zeros((4, 2)), np.zeros((4, 1)), epochs=2, callbacks=[backup], verbose=0)
+    >>> [p.name for p in out.parent.iterdir()]
+    ['.run.backup']
+    >>> backup.delete()  # the run folder is written
+    """
+    out = pathlib.Path(out)
+    remove_leftovers(out)
+    return AtomicBackupAndRestore(out.parent / f".{out.name}.backup", settings=settings, callbacks=callbacks)
+
+
+def remove_leftovers(out):
+    """Removes what a killed write of the run folder `out` left beside it (see
+    `kbert.training.atomic_output_folder`): `.NAME.partial-*` folders, and `.NAME.old-*`
+    ones, after putting back the previous run folder a kill between two renames left there."""
+    out = pathlib.Path(out)
+    name = glob.escape(out.name)
+    for old in sorted(out.parent.glob(f".{name}.old-*")):
+        if (old / out.name).is_dir() and not out.exists():
+            (old / out.name).rename(out)
+        shutil.rmtree(old, ignore_errors=True)
+    for partial in out.parent.glob(f".{name}.partial-*"):
+        shutil.rmtree(partial, ignore_errors=True)
