@@ -1,14 +1,198 @@
 import contextlib
+import fcntl
 import inspect
 import json
 import os
 import pathlib
 import shutil
 import tempfile
+import zipfile
 
 import keras
 
-from kbert.checkpoints import METRICS_FILE, MODEL_FILE
+from kbert.checkpoints import BACKBONE_FILE, METRICS_FILE, MODEL_FILE
+
+SETTINGS_FILE = "settings.json"  # the settings a resumable run started with (apps/pretrain.py)
+
+
+class RunFolderError(ValueError):
+    """A run folder that cannot be used as asked: not writable, in use, of another task, other settings."""
+
+
+def check_writable(path, what="--out"):
+    """Raises `RunFolderError` now, before any work, when the file or folder `path` could not be written.
+
+    That is: a file stands where a folder of its path should be, or the nearest existing
+    folder does not take new entries (read-only, no permission). Tries by creating and
+    removing an empty folder there, so a read-only file system is caught too. `what`
+    names the argument in the message.
+
+    Example:
+    >>> folder = tempfile.mkdtemp()
+    >>> _ = open(os.path.join(folder, "taken"), "w").close()
+    >>> check_writable(os.path.join(folder, "taken", "run"))
+    Traceback (most recent call last):
+    kbert.training.run_folder.RunFolderError: --out .../taken/run: .../taken is a file, not a folder.
+    """
+    path = pathlib.Path(path)
+    base = path.parent
+    while not base.exists() and base != base.parent:
+        base = base.parent
+    for folder in [*reversed(path.parents), path]:  # a file in the way, wherever it is
+        if folder.exists() and not folder.is_dir() and folder != path:
+            raise RunFolderError(f"{what} {path}: {folder} is a file, not a folder.")
+        if not folder.exists():
+            break
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".write-check-", dir=base))
+    except OSError as error:
+        raise RunFolderError(f"{what} {path}: cannot write in {base} ({error.strerror or error}).") from None
+
+
+@contextlib.contextmanager
+def claim_run_folder(path, what="--out", replaces=True):
+    """Checks that the run folder `path` can be written, and keeps other runs out of it while the block runs.
+
+    The lock is `.NAME.lock` beside the folder, holding this process's id, taken with
+    `fcntl.flock`: the system releases it when the process ends, even by `kill -9`, so a
+    lock file left behind blocks nobody. A second run on the same folder is refused at once.
+
+    Args:
+        path: the run folder.
+        what: str. The argument that named it, for messages (`--out`, `--run`).
+        replaces: bool. The run writes the folder anew (`write_run_folder`): an existing
+            folder that is not a run folder (files, but no model.keras) is refused rather
+            than replaced. False for a run that resumes in its folder.
+
+    Example:
+    >>> folder = os.path.join(tempfile.mkdtemp(), "run")
+    >>> with claim_run_folder(folder):
+    ...     with claim_run_folder(folder):
+    ...         pass
+    Traceback (most recent call last):
+    kbert.training.run_folder.RunFolderError: --out .../run is in use by another run (process ...)...
+    """
+    path = pathlib.Path(path)
+    check_writable(path, what)
+    if path.exists() and not path.is_dir():
+        raise RunFolderError(f"{what} {path} is a file, not a run folder.")
+    if replaces and path.is_dir() and any(path.iterdir()) and not (path / MODEL_FILE).is_file():
+        raise RunFolderError(f"{what} {path} holds files but no {MODEL_FILE}: not a run folder, which "
+                             f"training would replace whole. Choose another {what}, or empty it.")
+    created = [folder for folder in path.parents if not folder.exists()]  # removed again if the run fails
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = path.parent / f".{path.name}.lock"
+    try:
+        descriptor = _lock(lock, f"{what} {path}", what)
+    except BaseException:
+        _remove_empty(created)
+        raise
+    try:
+        yield path
+    finally:
+        lock.unlink(missing_ok=True)
+        os.close(descriptor)
+        if not path.exists():
+            _remove_empty(created)
+
+
+def _lock(lock, name, what):
+    """An open descriptor of the file `lock`, exclusively `flock`ed, holding this process's id."""
+    while True:
+        descriptor = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(descriptor, 32).decode(errors="replace").strip() or "unknown"
+            os.close(descriptor)
+            raise RunFolderError(f"{name} is in use by another run (process {holder}, lock {lock}): "
+                                 f"wait for it to end, or choose another {what}.") from None
+        if lock.exists() and os.stat(lock).st_ino == os.fstat(descriptor).st_ino:
+            break
+        os.close(descriptor)  # its last holder removed it between our open and our lock: take a new one
+    os.ftruncate(descriptor, 0)
+    os.write(descriptor, f"{os.getpid()}\n".encode())
+    return descriptor
+
+
+def _remove_empty(folders):
+    """Removes the folders in `folders` (deepest first) that are empty."""
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
+def check_run_task(folder, task, model_class, regression=None, what="--model"):
+    """Raises `RunFolderError` unless `folder` is a run folder of `task`, before anything loads.
+
+    Reads what the folder records: the task of `metrics.json` (written by `train`) and the
+    class of the model in `model.keras` (its config, without loading the weights).
+
+    Args:
+        folder: the run folder.
+        task: str. The task name `train` records ("sentiment", "nli", "similarity", "ner", "qa").
+        model_class: str. The task model's class name, e.g. "BertClassifier".
+        regression: bool or None. For a `BertClassifier`: one score (True) or classes (False).
+        what: str. The argument that named the folder, for messages.
+    """
+    folder = pathlib.Path(folder)
+    model_file = folder / MODEL_FILE
+    if not model_file.is_file():
+        kind = ("a pretraining run (backbone.keras): give it to `train --init`" if (folder / BACKBONE_FILE).is_file()
+                else "a file, not a folder" if folder.is_file() else
+                "no such folder" if not folder.exists() else f"no {MODEL_FILE} in it")
+        raise RunFolderError(f"{what} {folder}: {kind}; {what} takes a run folder written by `train`.")
+    try:
+        with zipfile.ZipFile(model_file) as archive:
+            config = json.loads(archive.read("config.json"))
+    except (zipfile.BadZipFile, KeyError, ValueError):
+        raise RunFolderError(f"{what} {folder}: {model_file} is not a Keras model file.") from None
+    metrics = _read_json(folder / METRICS_FILE) if (folder / METRICS_FILE).is_file() else {}
+    recorded = metrics.get("task") if isinstance(metrics, dict) else None
+    found = config.get("class_name")
+    if recorded not in (None, task) or found != model_class:
+        name = recorded or f"a {found}"
+        raise RunFolderError(f"{what} {folder} is a run folder of {name}, not of {task}: "
+                             f"use the app that trained it{f' (apps/{recorded}.py)' if recorded else ''}.")
+    predicts_a_score = config.get("config", {}).get("num_classes") == 1
+    if regression is not None and predicts_a_score != regression:
+        kinds = {True: "a score (regression)", False: "classes"}
+        raise RunFolderError(f"{what} {folder} predicts {kinds[predicts_a_score]}, not {kinds[regression]} "
+                             f"as {task} does.")
+
+
+def check_run_settings(folder, settings, may_change=()):
+    """Raises `RunFolderError` when the run in `folder` started with settings other than `settings`.
+
+    The settings it started with are in `folder/settings.json`; a setting in `may_change`
+    may differ. Nothing is checked when the file does not exist (a new run).
+
+    Example:
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> write_json_atomic(folder / SETTINGS_FILE, {"corpus": ["a.txt"], "steps": 10})
+    >>> check_run_settings(folder, {"corpus": ["a.txt"], "steps": 20}, may_change=["steps"])
+    >>> check_run_settings(folder, {"corpus": ["b.txt"], "steps": 10})
+    Traceback (most recent call last):
+    kbert.training.run_folder.RunFolderError: .../settings.json: this run started with --corpus ['a.txt'], not
+    ['b.txt']...
+    """
+    path = pathlib.Path(folder) / SETTINGS_FILE
+    if not path.is_file():
+        return
+    started = _read_json(path)
+    for name in sorted(set(started) | set(settings)):
+        if name not in may_change and started.get(name) != settings.get(name):
+            option = "--" + name.replace("_", "-")
+            raise RunFolderError(f"{path}: this run started with {option} {started.get(name)!r}, not "
+                                 f"{settings.get(name)!r}. Repeat its settings to resume it, or start over "
+                                 f"with --restart.")
+
+
+def _read_json(path):
+    try:
+        return json.loads(pathlib.Path(path).read_text("utf-8"))
+    except (ValueError, UnicodeDecodeError) as error:
+        raise RunFolderError(f"{path}: not a JSON file ({error}).") from None
 
 
 @contextlib.contextmanager
