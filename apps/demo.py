@@ -35,6 +35,9 @@ import warnings
 
 import numpy as np  # this module imports neither Keras nor TensorFlow at the top: the edge worker runs it
 
+from cli_errors import add_debug_option, run
+from task_cli import positive_float, positive_int, sequence_length
+
 APPS = pathlib.Path(__file__).resolve().parent
 VALIDATION_FILE = "validation.tsv"
 EXPORTS = {"TFLite fp32": ("tflite_fp32", "none"), "TFLite dynamic-int8": ("tflite_int8", "dynamic-int8")}
@@ -57,21 +60,23 @@ def parser():
                         "weights), or a folder (default: %(default)s)")
     parser.add_argument("--data", help="a sentence<TAB>label TSV (default: ../shared/data/sst2/train.tsv when "
                         "present, else kbert/data/samples/sentiment_sample.tsv)")
-    parser.add_argument("--limit", type=int, default=8000,
+    parser.add_argument("--limit", type=positive_int, default=8000,
                         help="training sentences, a seeded subset (default: %(default)s; sets the run time)")
-    parser.add_argument("--epochs", type=int, default=1, help="default: %(default)s")
-    parser.add_argument("--valid-size", type=int, default=500,
+    parser.add_argument("--epochs", type=positive_int, default=1, help="default: %(default)s")
+    parser.add_argument("--valid-size", type=positive_int, default=500,
                         help="sentences held out for validation, at most a fifth of the data (default: %(default)s)")
-    parser.add_argument("--max-length", type=int, default=64,
+    parser.add_argument("--max-length", type=sequence_length, default=64,
                         help="tokens per sentence in training and in the exports (default: %(default)s; "
                         "4 of SST-2's 67,349 sentences are longer)")
-    parser.add_argument("--batch-size", type=int, default=32, help="default: %(default)s")
-    parser.add_argument("--learning-rate", type=float, default=5e-5, help="peak learning rate (default: %(default)s)")
+    parser.add_argument("--batch-size", type=positive_int, default=32, help="default: %(default)s")
+    parser.add_argument("--learning-rate", type=positive_float, default=5e-5,
+                        help="peak learning rate (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="seeds the split, the subset and the training")
-    parser.add_argument("--repeats", type=int, default=20, help="timed calls per latency, median reported")
+    parser.add_argument("--repeats", type=positive_int, default=20, help="timed calls per latency, median reported")
     parser.add_argument("--reuse", action="store_true",
                         help="skip fine-tuning when --out already holds a model.keras; export and evaluate it")
     parser.add_argument("--edge-worker", action="store_true", help=argparse.SUPPRESS)
+    add_debug_option(parser)
     return parser
 
 
@@ -82,6 +87,14 @@ def main(argv=None):
     if args.edge_worker:  # step 4, in a process of its own
         print(json.dumps(edge_results(out, sentences, args.repeats)))
         return
+    from kbert.training.run_folder import claim_run_folder
+
+    with claim_run_folder(out):  # refused now, not after training, when --out cannot be written
+        demo(args, out, sentences)
+
+
+def demo(args, out, sentences):
+    """Steps 1 to 4 into the folder `out`, then the summary table (printed, and in OUT/demo.json)."""
     start = time.perf_counter()
     import keras
 
@@ -204,9 +217,11 @@ def export_tflite_models(out):
     print(f"Keras runs on {keras.config.backend()}: exporting {out / 'model.keras'} in a TensorFlow-backend "
           "process (apps/export.py).")
     for folder, quantize in EXPORTS.values():
-        subprocess.run([sys.executable, str(APPS / "export.py"), "--model", str(out), "--format", "tflite",
-                        "--quantize", quantize, "--out", str(out / folder)],
-                       env={**os.environ, "KERAS_BACKEND": "tensorflow"}, check=True)
+        export = subprocess.run([sys.executable, str(APPS / "export.py"), "--model", str(out), "--format", "tflite",
+                                 "--quantize", quantize, "--out", str(out / folder)],
+                                env={**os.environ, "KERAS_BACKEND": "tensorflow"})
+        if export.returncode:
+            sys.exit(f"apps/export.py failed (exit {export.returncode}) on {out}: see its message above.")
 
 
 def run_edge_worker(out, sentences, repeats):
@@ -215,7 +230,8 @@ def run_edge_worker(out, sentences, repeats):
                "--", *sentences]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode:
-        sys.exit(f"The edge runner failed:\n{result.stderr[-3000:]}")
+        last = (result.stderr.strip().splitlines() or ["no message"])[-1]
+        sys.exit(f"the edge runner failed (exit {result.returncode}): {last}")
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
@@ -278,4 +294,4 @@ def format_predictions(sentences, predictions, width=50):
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

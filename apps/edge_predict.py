@@ -417,4 +417,9 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        from cli_errors import run  # apps/cli_errors.py: one line per error; a copy of this file alone runs bare
+    except ImportError:
+        main()
+    else:
+        run(main)

@@ -13,6 +13,10 @@ import time
 import keras
 
 import kbert
+from kbert.data.text_file import read_text
+
+from cli_errors import add_debug_option, run
+from task_cli import sequence_length
 
 EXAMPLES = [
     "A man is playing a guitar.",
@@ -28,14 +32,15 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("sentences", nargs="*", help="texts to compare (default: six embedded examples)")
     parser.add_argument("--file", help="a UTF-8 text file, one sentence per line (blank lines skipped)")
-    parser.add_argument("--max-length", type=int, default=256, help="tokens per sentence, [CLS] and [SEP] included")
+    parser.add_argument("--max-length", type=sequence_length, default=256,
+                        help="tokens per sentence, [CLS] and [SEP] included")
+    add_debug_option(parser)
     return parser.parse_args(argv)
 
 
 def read_sentences(args):
     if args.file:
-        with open(args.file, encoding="utf-8") as f:
-            return [line.strip() for line in f if line.strip()]
+        return [line.strip() for line in read_text(args.file).split("\n") if line.strip()]
     return args.sentences or EXAMPLES
 
 
@@ -68,4 +73,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

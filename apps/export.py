@@ -74,4 +74,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    from cli_errors import run
+
+    run(main)

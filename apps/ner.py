@@ -13,9 +13,12 @@ and per type).
 """
 
 import json
+import pathlib
 
 from kbert.training import ner_task
+from kbert.training.run_folder import check_run_task, check_writable, claim_run_folder
 
+from cli_errors import run
 from task_cli import add_evaluate_command, add_predict_command, add_train_command, task_parser, texts_or_stdin
 
 
@@ -23,11 +26,15 @@ def main(argv=None):
     """Runs the command in `argv` (default sys.argv)."""
     args = parser().parse_args(argv)
     if args.command == "train":
-        ner_task.train(args.data, args.init, args.out, valid=args.valid, epochs=args.epochs,
-                       batch_size=args.batch_size, learning_rate=args.lr, max_length=args.max_length,
-                       mixed_precision=args.mixed_precision, validation_fraction=args.validation_fraction,
-                       limit=args.limit, patience=args.patience, seed=args.seed, verbose=args.verbose)
-    elif args.command == "evaluate":
+        with claim_run_folder(args.out):
+            ner_task.train(args.data, args.init, args.out, valid=args.valid, epochs=args.epochs,
+                           batch_size=args.batch_size, learning_rate=args.lr, max_length=args.max_length,
+                           mixed_precision=args.mixed_precision, validation_fraction=args.validation_fraction,
+                           limit=args.limit, patience=args.patience, seed=args.seed, verbose=args.verbose)
+        return
+    check_run_task(args.model, "ner", "BertTokenClassifier")
+    if args.command == "evaluate":
+        check_writable(args.out or pathlib.Path(args.model) / "eval.json", "--out" if args.out else "--model")
         ner_task.evaluate(args.model, args.data, out=args.out, batch_size=args.batch_size)
     else:
         for result in ner_task.predict(args.model, texts_or_stdin(args.texts), batch_size=args.batch_size):
@@ -50,4 +57,4 @@ def _describe(result):
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

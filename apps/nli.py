@@ -8,9 +8,12 @@ The premise and hypothesis are packed as `[CLS] premise [SEP] hypothesis [SEP]`.
     printf 'A man plays.\\tSomeone plays.\\n' | python apps/nli.py predict --model saved_models/snli --json
 """
 
+import functools
+
 from kbert.training import NLI
 
+from cli_errors import run
 from sentence_cli import main
 
 if __name__ == "__main__":
-    main(NLI, description=__doc__)
+    run(functools.partial(main, NLI, description=__doc__))

@@ -3,6 +3,7 @@
     python apps/qa.py train --data ../shared/data/squad/train-v1.1.json --out saved_models/squad
     python apps/qa.py evaluate --model saved_models/squad --data dev-v1.1.json
     python apps/qa.py predict --model saved_models/squad --context article.txt --question "Who ...?"
+    python apps/qa.py predict --model saved_models/squad --context "The text itself." --question "Who ...?"
 
 Contexts longer than a window are read through overlapping windows (--max-length 384,
 --doc-stride 128, BERT's recipe); answers are decoded over all windows of a question and
@@ -11,31 +12,38 @@ sliced from the original context. Scores are the official v1.1 exact match and F
 
 import json
 import pathlib
+import re
 import sys
 
+from kbert.data.text_file import read_text
 from kbert.training import qa_task
+from kbert.training.run_folder import check_run_task, check_writable, claim_run_folder
 
-from task_cli import add_evaluate_command, add_predict_command, add_train_command, task_parser
+from cli_errors import run
+from task_cli import add_evaluate_command, add_predict_command, add_train_command, positive_int, task_parser
+
+FILE_NAME = re.compile(r"\S*(/|\\)\S*|\S+\.(txt|text|md|json|html?|tsv|csv)", re.IGNORECASE)
 
 
 def main(argv=None):
     """Runs the command in `argv` (default sys.argv)."""
     args = parser().parse_args(argv)
     if args.command == "train":
-        qa_task.train(args.data, args.init, args.out, epochs=args.epochs, batch_size=args.batch_size,
-                      learning_rate=args.lr, max_length=args.max_length, doc_stride=args.doc_stride,
-                      max_question_length=args.max_question_length, mixed_precision=args.mixed_precision,
-                      validation_articles=args.validation_articles, articles=args.articles, limit=args.limit,
-                      validation_limit=args.validation_limit, seed=args.seed, verbose=args.verbose)
-    elif args.command == "evaluate":
+        with claim_run_folder(args.out):
+            qa_task.train(args.data, args.init, args.out, epochs=args.epochs, batch_size=args.batch_size,
+                          learning_rate=args.lr, max_length=args.max_length, doc_stride=args.doc_stride,
+                          max_question_length=args.max_question_length, mixed_precision=args.mixed_precision,
+                          validation_articles=args.validation_articles, articles=args.articles, limit=args.limit,
+                          validation_limit=args.validation_limit, seed=args.seed, verbose=args.verbose)
+        return
+    check_run_task(args.model, "qa", "BertQuestionAnswerer")
+    if args.command == "evaluate":
+        check_writable(args.out or pathlib.Path(args.model) / "eval.json", "--out" if args.out else "--model")
         qa_task.evaluate(args.model, args.data, out=args.out, batch_size=args.batch_size)
     else:
-        context = _read_context(args.context)
-        try:
-            results = qa_task.predict(args.model, context, args.question, args.n_best, args.max_answer_length,
-                                      batch_size=args.batch_size)
-        except ValueError as error:
-            sys.exit(str(error))
+        context = read_context(args.context)
+        results = qa_task.predict(args.model, context, args.question, args.n_best, args.max_answer_length,
+                                  batch_size=args.batch_size)
         for result in results:
             print(json.dumps(result) if args.json else _describe(result))
 
@@ -45,28 +53,46 @@ def parser():
     parser, commands = task_parser(__doc__)
     train = add_train_command(commands, "SQuAD v1.1 JSON file", "questions", epochs=2, learning_rate=5e-5,
                               max_length=384, held_out=False)
-    train.add_argument("--doc-stride", type=int, default=128, help="tokens between window starts")
-    train.add_argument("--max-question-length", type=int, default=64)
-    train.add_argument("--validation-articles", type=int, default=10, help="articles held out for validation")
-    train.add_argument("--articles", type=int, help="read only the first N articles")
-    train.add_argument("--validation-limit", type=int, help="score a seeded subset of this many validation questions")
+    train.add_argument("--doc-stride", type=positive_int, default=128, help="tokens between window starts")
+    train.add_argument("--max-question-length", type=positive_int, default=64)
+    train.add_argument("--validation-articles", type=positive_int, default=10,
+                       help="articles held out for validation")
+    train.add_argument("--articles", type=positive_int, help="read only the first N articles")
+    train.add_argument("--validation-limit", type=positive_int,
+                       help="score a seeded subset of this many validation questions")
     add_evaluate_command(commands, "exact match and F1 of a run folder on SQuAD JSON", "SQuAD v1.1 JSON file")
     predict = add_predict_command(commands, "answer questions about a context", texts=False)
-    predict.add_argument("--context", required=True, help="a text file, or the text itself")
+    predict.add_argument("--context", required=True,
+                         help="a UTF-8 text file, or the text itself; a one-word value that looks like a file "
+                              "name (a '/', or an ending such as .txt) must name an existing file")
     predict.add_argument("--question", action="append", required=True, help="a question (repeatable)")
-    predict.add_argument("--n-best", type=int, default=20)
-    predict.add_argument("--max-answer-length", type=int, default=30, help="in tokens")
+    predict.add_argument("--n-best", type=positive_int, default=20)
+    predict.add_argument("--max-answer-length", type=positive_int, default=30, help="in tokens")
     return parser
 
 
-def _read_context(value):
-    """The text of the file `value` if it names one, else `value` itself."""
+def read_context(value):
+    """The text of the file `value` if it names one, else `value` itself.
+
+    A value without spaces that looks like a file name (a path separator, or an ending
+    such as .txt or .json) but names no file is refused: a mistyped file name would
+    otherwise be answered from as if it were the context.
+    """
     path = pathlib.Path(value)
-    is_file = len(value) < 4096 and "\n" not in value and path.is_file()
-    context = path.read_text("utf-8") if is_file else value
-    if is_file and not context.strip():
-        sys.exit(f"{path}: the context file is empty.")
-    return context
+    try:
+        is_file, exists = path.is_file(), path.exists()
+    except (OSError, ValueError):  # too long for a file name, or a NUL byte: the text itself
+        is_file = exists = False
+    if is_file:
+        context = read_text(path)
+        if not context.strip():
+            sys.exit(f"--context {path}: the context file is empty.")
+        return context
+    if exists:
+        sys.exit(f"--context {path} is a folder, not a text file.")
+    if FILE_NAME.fullmatch(value.strip()):
+        sys.exit(f"--context {value}: no such file. Give an existing text file, or the context text itself.")
+    return value
 
 
 def _describe(result):
@@ -77,4 +103,4 @@ def _describe(result):
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

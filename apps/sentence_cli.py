@@ -1,11 +1,15 @@
 """The command line shared by apps/sentiment.py, apps/nli.py and apps/similarity.py."""
 
+import argparse
 import json
+import pathlib
 import sys
 
 from kbert.training import sentence_task
+from kbert.training.run_folder import check_run_task, check_writable, claim_run_folder
 
-from task_cli import add_evaluate_command, add_predict_command, add_train_command, task_parser, texts_or_stdin
+from task_cli import (add_evaluate_command, add_predict_command, add_train_command, positive_int, task_parser,
+                      texts_or_stdin)
 
 
 def main(task, argv=None, description=None):
@@ -18,14 +22,17 @@ def main(task, argv=None, description=None):
     """
     args = parser(task, description).parse_args(argv)
     if args.command == "train":
-        sentence_task.train(
-            task, args.data, args.init, args.out, valid=args.valid, epochs=args.epochs,
-            batch_size=args.batch_size, learning_rate=args.lr, max_length=args.max_length,
-            lora_rank=args.lora_rank, mixed_precision=args.mixed_precision,
-            validation_fraction=args.validation_fraction, limit=args.limit, patience=args.patience,
-            seed=args.seed, labels=args.labels.split(",") if args.labels else None,
-            skip_bad_rows=args.skip_bad_rows, verbose=args.verbose)
-    elif args.command == "evaluate":
+        with claim_run_folder(args.out):
+            sentence_task.train(
+                task, args.data, args.init, args.out, valid=args.valid, epochs=args.epochs,
+                batch_size=args.batch_size, learning_rate=args.lr, max_length=args.max_length,
+                lora_rank=args.lora_rank, mixed_precision=args.mixed_precision,
+                validation_fraction=args.validation_fraction, limit=args.limit, patience=args.patience,
+                seed=args.seed, labels=args.labels, skip_bad_rows=args.skip_bad_rows, verbose=args.verbose)
+        return
+    check_run_task(args.model, task.name, "BertClassifier", regression=task.regression)
+    if args.command == "evaluate":
+        check_writable(args.out or pathlib.Path(args.model) / "eval.json", "--out" if args.out else "--model")
         sentence_task.evaluate(task, args.model, args.data, out=args.out, batch_size=args.batch_size,
                                skip_bad_rows=args.skip_bad_rows)
     else:
@@ -41,10 +48,10 @@ def parser(task, description=None):
     columns = "sentence<TAB>label" if task.num_texts == 1 else "sentence1<TAB>sentence2<TAB>label"
 
     train = add_train_command(commands, f"TSV ({columns}, header row)")
-    train.add_argument("--lora-rank", type=int, help="train LoRA factors of this rank (and the head) only")
+    train.add_argument("--lora-rank", type=positive_int, help="train LoRA factors of this rank (and the head) only")
     if not task.regression:
-        train.add_argument("--labels", help=f"comma-separated classes in id order (default: "
-                                            f"{','.join(task.label_names or ['from the data'])})")
+        train.add_argument("--labels", type=_label_names, help=f"comma-separated classes in id order (default: "
+                                                               f"{','.join(task.label_names or ['from the data'])})")
     train.add_argument("--skip-bad-rows", action="store_true", help="skip unreadable rows instead of failing")
     train.set_defaults(labels=None)
 
@@ -74,6 +81,14 @@ def _predict_inputs(task, args):
         texts.append(fields[0])
         pairs.append(fields[1])
     return texts, pairs
+
+
+def _label_names(text):
+    """argparse type of --labels: two or more distinct, non-empty names."""
+    names = [name.strip() for name in text.split(",")]
+    if len(names) < 2 or "" in names or len(set(names)) < len(names):
+        raise argparse.ArgumentTypeError(f"expected two or more distinct comma-separated names, got {text!r}")
+    return names
 
 
 def _describe(result):

@@ -6,9 +6,12 @@
     echo "a gripping film" | python apps/sentiment.py predict --model saved_models/sst2 --json
 """
 
+import functools
+
 from kbert.training import SENTIMENT
 
+from cli_errors import run
 from sentence_cli import main
 
 if __name__ == "__main__":
-    main(SENTIMENT, description=__doc__)
+    run(functools.partial(main, SENTIMENT, description=__doc__))

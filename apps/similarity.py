@@ -6,9 +6,12 @@ with one output trained by mean squared error; evaluated by Pearson and Spearman
     python apps/similarity.py predict --model saved_models/stsb --premise "A cat sits." --hypothesis "A cat is sitting."
 """
 
+import functools
+
 from kbert.training import SIMILARITY
 
+from cli_errors import run
 from sentence_cli import main
 
 if __name__ == "__main__":
-    main(SIMILARITY, description=__doc__)
+    run(functools.partial(main, SIMILARITY, description=__doc__))

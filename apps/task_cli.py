@@ -1,7 +1,11 @@
-"""The argparse builder shared by the task apps (sentence, NER and QA): `train | evaluate | predict`."""
+"""The argparse builder shared by the task apps (sentence, NER and QA): `train | evaluate | predict`,
+and the argument types that refuse a bad number before any work (also used by pretrain, demo, embed)."""
 
 import argparse
+import math
 import sys
+
+from cli_errors import add_debug_option
 
 
 def task_parser(description=None):
@@ -15,6 +19,7 @@ def task_parser(description=None):
     ('train', 3, 3e-05, False, 2)
     """
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_debug_option(parser)
     return parser, parser.add_subparsers(dest="command", required=True)
 
 
@@ -41,20 +46,22 @@ def add_train_command(commands, data_format, unit="examples", epochs=3, learning
                        help="preset, 'all_minilm_l6_v2', a folder from apps/pretrain.py, or a run folder "
                             "of a fine-tuned model (of the same task and labels: trained further, head "
                             "included; of another: its backbone, with a new head)")
-    train.add_argument("--out", required=True, help="run folder to write (e.g. saved_models/NAME)")
-    train.add_argument("--epochs", type=int, default=epochs)
-    train.add_argument("--batch-size", type=int, default=32)
-    train.add_argument("--lr", type=float, default=learning_rate, help="peak learning rate")
-    train.add_argument("--max-length", type=int, default=max_length,
-                       help="tokens per model input, specials included")
+    train.add_argument("--out", required=True,
+                       help="run folder to write (e.g. saved_models/NAME), checked before training; an existing "
+                            "one must be a run folder (it is replaced at the end), and one run at a time writes it")
+    train.add_argument("--epochs", type=positive_int, default=epochs)
+    train.add_argument("--batch-size", type=positive_int, default=32)
+    train.add_argument("--lr", type=positive_float, default=learning_rate, help="peak learning rate")
+    train.add_argument("--max-length", type=sequence_length, default=max_length,
+                       help="tokens per model input, specials included (at least 3)")
     train.add_argument("--mixed-precision", action="store_true", help="compute in bfloat16, keep float32 weights")
     if held_out:
-        train.add_argument("--validation-fraction", type=float, default=0.1)
-        train.add_argument("--patience", type=int, default=1, help="early stopping patience, in epochs")
-    train.add_argument("--limit", type=int, help=f"train on a seeded subset of this many {unit}")
+        train.add_argument("--validation-fraction", type=fraction, default=0.1)
+        train.add_argument("--patience", type=non_negative_int, default=1, help="early stopping patience, in epochs")
+    train.add_argument("--limit", type=positive_int, help=f"train on a seeded subset of this many {unit}")
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--verbose", type=_verbosity, default="auto",
-                       help="0 silent, 1 progress bar, 2 one line per epoch")
+                       help="0 silent, 1 progress bar, 2 one line per epoch, auto")
     return train
 
 
@@ -64,7 +71,7 @@ def add_evaluate_command(commands, help, data_format):
     evaluate.add_argument("--model", required=True, help="run folder written by train")
     evaluate.add_argument("--data", required=True, help=data_format)
     evaluate.add_argument("--out", help="metrics JSON (default: MODEL/eval_<data name>.json)")
-    evaluate.add_argument("--batch-size", type=int, default=64)
+    evaluate.add_argument("--batch-size", type=positive_int, default=64)
     return evaluate
 
 
@@ -75,17 +82,72 @@ def add_predict_command(commands, help, texts=True):
     if texts:
         predict.add_argument("texts", nargs="*", help="texts (default: one per line on stdin)")
     predict.add_argument("--json", action="store_true", help="one JSON object per line")
-    predict.add_argument("--batch-size", type=int, default=32)
+    predict.add_argument("--batch-size", type=positive_int, default=32)
     return predict
 
 
 def texts_or_stdin(texts):
-    """`texts` if any, else the lines of stdin; exits with a message when both are empty."""
-    texts = texts or [line.rstrip("\r\n") for line in sys.stdin]
+    """`texts` if any, else the lines of stdin; exits with a message when both are empty.
+
+    A line of stdin that is not UTF-8 raises ValueError naming it (`stdin:3: invalid UTF-8: ...`).
+    """
+    if not texts:
+        from kbert.data.text_file import utf8_error
+
+        if hasattr(sys.stdin, "reconfigure"):
+            sys.stdin.reconfigure(errors="surrogateescape")  # a bad byte reaches utf8_error, which names it
+        texts = []
+        for number, line in enumerate(sys.stdin, start=1):
+            problem = utf8_error(line)
+            if problem:
+                raise ValueError(f"stdin:{number}: {problem}")
+            texts.append(line.rstrip("\r\n"))
     if not texts:
         sys.exit("Nothing to predict: give texts as arguments or lines on stdin.")
     return texts
 
 
-def _verbosity(value):
-    return value if value == "auto" else int(value)
+def positive_int(text):
+    """argparse type: an integer above 0."""
+    return _checked(int, text, lambda value: value > 0, "a positive integer")
+
+
+def non_negative_int(text):
+    """argparse type: an integer, 0 or more."""
+    return _checked(int, text, lambda value: value >= 0, "an integer >= 0")
+
+
+def positive_float(text):
+    """argparse type: a finite number above 0."""
+    return _checked(float, text, lambda value: 0 < value < math.inf, "a finite number above 0")
+
+
+def fraction(text):
+    """argparse type: a number strictly between 0 and 1."""
+    return _checked(float, text, lambda value: 0 < value < 1, "a number between 0 and 1 (exclusive)")
+
+
+def ratio(text):
+    """argparse type: a number from 0 to 1."""
+    return _checked(float, text, lambda value: 0 <= value <= 1, "a number from 0 to 1")
+
+
+def sequence_length(text):
+    """argparse type: tokens per input, at least 3 ([CLS], one token, [SEP])."""
+    return _checked(int, text, lambda value: value >= 3, "an integer >= 3 ([CLS], a token, [SEP])")
+
+
+def _checked(kind, text, is_valid, expected):
+    try:
+        value = kind(text)
+    except ValueError:
+        value = None
+    if value is None or not is_valid(value):
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+    return value
+
+
+def _verbosity(text):
+    if text not in ("0", "1", "2", "auto"):
+        raise argparse.ArgumentTypeError(f"expected 0, 1, 2 or auto, got {text!r}")
+    return text if text == "auto" else int(text)
