@@ -7,8 +7,12 @@
 Kill it at any moment (Ctrl-C, kill -9) and rerun the same command: it resumes from the last
 checkpoint (every --checkpoint-every steps) at the same step of the learning-rate schedule,
 on a fresh draw of the data stream (its seed moves with the step) rather than a replay of
-the instances the first steps saw.
-Everything lives in saved_models/<run>/: vocab.txt (given, or learned from the corpus), the
+the instances the first steps saw. A rerun must repeat the run's settings (settings.json):
+one that differs (another --corpus, --checkpoint-every, --seq-len, ...) is refused, naming the
+setting, unless --restart starts the run over. Only --steps may change: raised, it trains the
+run further (the learning rate then decays to the new end; it cannot go below the steps
+already trained). One process at a time writes a run folder (a lock, .<run>.lock beside it).
+Everything lives in saved_models/<run>/: settings.json, vocab.txt (given, or learned from the corpus), the
 held-out split (the last --holdout-lines lines of each document), backup/ (the checkpoint),
 logs/ (TensorBoard), history.csv, curves.png, metrics.json (the settings, held-out MLM and NSP accuracy
 before and after training) and, at the end, backbone.keras: `--init saved_models/<run>` for
@@ -18,26 +22,36 @@ the task apps.
 import argparse
 import collections
 import csv
+import glob
 import importlib.util
 import json
 import math
 import os
 import pathlib
+import shutil
 import sys
 import tempfile
 
 import keras
 
 from kbert.training import AtomicBackupAndRestore
-from kbert.checkpoints import save_backbone
+from kbert.checkpoints import BACKBONE_FILE, MODEL_FILE, save_backbone
 from kbert.config import PRESETS, BertConfig
 from kbert.data.pretraining_dataset import pretraining_dataset
 from kbert.data.pretraining_instances import TASKS
+from kbert.data.text_file import check_utf8
 from kbert.models.bert_backbone import BertBackbone
 from kbert.tasks.bert_pretrainer import BertPretrainer
 from kbert.text import BertTokenizer, train_wordpiece_vocabulary
 from kbert.optimizers import bert_adamw
-from kbert.training import plot_history, use_fast_dropout_masks
+from kbert.training import plot_history, use_fast_dropout_masks, write_json_atomic
+from kbert.training.run_folder import SETTINGS_FILE, RunFolderError, check_run_settings, claim_run_folder
+
+from cli_errors import add_debug_option, run
+from task_cli import non_negative_int, positive_float, positive_int, ratio, sequence_length
+
+MAY_CHANGE = ("steps",)  # the settings a resumed run may change; the others make the run what it is
+NOT_SETTINGS = ("run", "output", "restart")
 
 
 def parse_args(argv=None):
@@ -45,23 +59,119 @@ def parse_args(argv=None):
     parser.add_argument("--corpus", nargs="+", required=True, help="text files: a sentence or paragraph a line, blank line between documents")
     parser.add_argument("--run", required=True, help="run name: the folder saved_models/<run>")
     parser.add_argument("--output", default="saved_models", help="parent folder of the run folder")
+    parser.add_argument("--restart", action="store_true",
+                        help="start the run over: delete what its folder holds (checkpoint included) first")
     parser.add_argument("--preset", default="bert_mini", choices=sorted(PRESETS))
     parser.add_argument("--config", help="a JSON file of BertConfig fields (instead of --preset)")
     parser.add_argument("--vocab", help="a vocab.txt (or a folder with one); default: learn one from the corpus")
-    parser.add_argument("--vocab-size", type=int, default=8192, help="size of the learned vocabulary")
+    parser.add_argument("--vocab-size", type=positive_int, default=8192, help="size of the learned vocabulary")
     parser.add_argument("--task", default="nsp", choices=TASKS, help="second objective: nsp, sop (ALBERT) or mlm (none)")
     parser.add_argument("--whole-word-masking", action="store_true")
-    parser.add_argument("--duplication-factor", type=int, default=0, help="static masking with this many copies (default: dynamic)")
-    parser.add_argument("--steps", type=int, default=10000, help="optimizer steps of the whole run (0: save the random init)")
-    parser.add_argument("--checkpoint-every", type=int, default=200, help="steps between checkpoints (one Keras epoch)")
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--seq-len", type=int, default=128)
-    parser.add_argument("--lr", type=float, default=1e-4, help="peak learning rate")
-    parser.add_argument("--warmup-ratio", type=float, default=0.01)
-    parser.add_argument("--holdout-lines", type=int, default=20, help="last lines of each document held out (0: none)")
+    parser.add_argument("--duplication-factor", type=non_negative_int, default=0, help="static masking with this many copies (default: dynamic)")
+    parser.add_argument("--steps", type=non_negative_int, default=10000,
+                        help="optimizer steps of the whole run, a multiple of --checkpoint-every (0: save the "
+                             "random init); may be raised on a rerun to train further")
+    parser.add_argument("--checkpoint-every", type=positive_int, default=200, help="steps between checkpoints (one Keras epoch)")
+    parser.add_argument("--batch-size", type=positive_int, default=32)
+    parser.add_argument("--seq-len", type=sequence_length, default=128)
+    parser.add_argument("--lr", type=positive_float, default=1e-4, help="peak learning rate")
+    parser.add_argument("--warmup-ratio", type=ratio, default=0.01, help="share of the steps warming up, in [0, 1]")
+    parser.add_argument("--holdout-lines", type=non_negative_int, default=20, help="last lines of each document held out (0: none)")
     parser.add_argument("--mixed-precision", action="store_true", help="mixed_bfloat16 compute")
     parser.add_argument("--seed", type=int, default=0, help="seeds the initial weights and the data stream")
-    return parser.parse_args(argv)
+    add_debug_option(parser)
+    args = parser.parse_args(argv)
+    if args.steps % args.checkpoint_every:
+        parser.error(f"--steps {args.steps} is not a multiple of --checkpoint-every {args.checkpoint_every} "
+                     f"(a run trains whole checkpoint intervals)")
+    run_name = pathlib.PurePath(args.run)
+    if not args.run.strip() or run_name.is_absolute() or {".", ".."} & set(run_name.parts) or not run_name.parts:
+        parser.error(f"--run {args.run!r}: give a name for the folder inside --output ({args.output})")
+    return args
+
+
+def check_inputs(args):
+    """Raises an error naming the argument (and the line) when a file of --corpus or --vocab is
+    missing, or a corpus line is not UTF-8: before the run folder is touched."""
+    for path in map(pathlib.Path, args.corpus):
+        if not path.is_file():
+            problem = "a folder, not a text file" if path.is_dir() else "no such file"
+            raise FileNotFoundError(f"--corpus {path}: {problem}.")
+        check_utf8(path)
+    vocab = args.vocab and pathlib.Path(args.vocab)
+    if vocab and not (vocab.is_file() or (vocab / "vocab.txt").is_file()):
+        raise FileNotFoundError(f"--vocab {vocab}: neither a vocab.txt nor a folder holding one.")
+
+
+def run_settings(args):
+    """The settings that make the run what it is (settings.json): the arguments, with the files they
+    name made absolute, the size of each corpus file (an edited corpus is another run) and the
+    content of --config."""
+    corpus = [pathlib.Path(path) for path in args.corpus]
+    settings = {key: value for key, value in vars(args).items() if key not in NOT_SETTINGS}
+    settings.update(corpus=[f"{path.resolve()} ({path.stat().st_size} bytes)" for path in corpus],
+                    vocab=args.vocab and str(pathlib.Path(args.vocab).resolve()), config=read_config(args.config))
+    return settings
+
+
+def read_config(path):
+    """The fields of the BertConfig JSON file `path` (None without one); errors name the file."""
+    if path is None:
+        return None
+    try:
+        fields = json.loads(pathlib.Path(path).read_text("utf-8"))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"--config {path}: no such file.") from None
+    except ValueError as error:  # bad JSON, or not UTF-8
+        raise ValueError(f"--config {path}: not a JSON file ({error}).") from None
+    if not isinstance(fields, dict):
+        raise ValueError(f"--config {path}: expected a JSON object of BertConfig fields.")
+    try:
+        BertConfig.from_dict(fields)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"--config {path}: {error}") from None
+    return fields
+
+
+def check_resumable(folder, settings):
+    """Raises RunFolderError unless `folder` is new, or a pretraining run started with `settings`
+    (but `MAY_CHANGE`) that has not trained past `settings["steps"]`."""
+    if not folder.is_dir() or not any(folder.iterdir()):
+        return
+    if not (folder / SETTINGS_FILE).is_file():
+        if (folder / MODEL_FILE).is_file():
+            raise RunFolderError(f"--run {folder} holds a fine-tuned model ({MODEL_FILE}), not a pretraining run: "
+                                 f"choose another --run.")
+        if (folder / "vocab.txt").is_file():
+            raise RunFolderError(f"--run {folder} records no {SETTINGS_FILE} (a run from before kbert kept them), "
+                                 f"so a rerun cannot be checked against it: start over with --restart, or choose "
+                                 f"another --run.")
+        return  # a run killed while writing its data split, before it was prepared: prepared again
+    check_run_settings(folder, settings, may_change=MAY_CHANGE)
+    trained = resumed_step(folder / "backup")
+    if settings["steps"] < trained:
+        raise RunFolderError(f"--run {folder} has trained {trained} steps already: --steps {settings['steps']} "
+                             f"cannot undo them (start over with --restart).")
+
+
+def start_over(folder):
+    """Deletes the pretraining run folder `folder` (for --restart); refuses a folder of anything else."""
+    if not folder.exists():
+        return
+    marks = (SETTINGS_FILE, "backup", BACKBONE_FILE, "train.txt", "history.csv")
+    if not folder.is_dir() or (folder / MODEL_FILE).exists() or not any((folder / m).exists() for m in marks):
+        raise RunFolderError(f"--restart: {folder} is not a pretraining run folder; not deleting it. "
+                             f"Choose another --run.")
+    trash = pathlib.Path(tempfile.mkdtemp(prefix=f".{folder.name}.deleted-", dir=folder.parent))
+    folder.rename(trash / folder.name)  # gone at once: a kill during the deletion leaves no half run
+    shutil.rmtree(trash)
+    print(f"--restart: deleted {folder}.", flush=True)
+
+
+def remove_deleted(folder):
+    """Removes what a kill during `start_over` left beside `folder`."""
+    for trash in folder.parent.glob(f".{glob.escape(folder.name)}.deleted-*"):
+        shutil.rmtree(trash, ignore_errors=True)
 
 
 def split_holdout(paths, train_path, holdout_path, lines):
@@ -81,8 +191,8 @@ def split_holdout(paths, train_path, holdout_path, lines):
                         tail.clear()
 
 
-def prepare_run(args, folder):
-    """Writes the vocabulary and the data split once; a resumed run reads them back."""
+def prepare_run(args, folder, settings):
+    """Writes the settings, the vocabulary and the data split once; a resumed run reads them back."""
     if not (folder / "vocab.txt").is_file():
         folder.mkdir(parents=True, exist_ok=True)
         corpus = [pathlib.Path(path) for path in args.corpus]
@@ -95,10 +205,13 @@ def prepare_run(args, folder):
         else:
             print(f"Learning a {args.vocab_size}-token WordPiece vocabulary from {corpus}", flush=True)
             tokenizer = BertTokenizer(train_wordpiece_vocabulary(corpus, args.vocab_size))
+        write_json_atomic(folder / SETTINGS_FILE, settings)
         with tempfile.TemporaryDirectory(dir=folder) as temporary:
             tokenizer.save(temporary)
             for name in ("tokenizer_config.json", "vocab.txt"):  # vocab.txt last: marks "prepared"
                 os.replace(pathlib.Path(temporary) / name, folder / name)
+    elif json.loads((folder / SETTINGS_FILE).read_text()) != settings:  # --steps raised: the run goes further
+        write_json_atomic(folder / SETTINGS_FILE, settings)
     train = [folder / "train.txt"] if args.holdout_lines else args.corpus
     holdout = folder / "holdout.txt" if args.holdout_lines else None
     return BertTokenizer.from_hf(folder), train, holdout
@@ -127,10 +240,22 @@ def read_history(path):
 def main(argv=None):
     args = parse_args(argv)
     folder = pathlib.Path(args.output) / args.run
+    check_inputs(args)
+    settings = run_settings(args)
+    with claim_run_folder(folder, "--run", replaces=False):
+        remove_deleted(folder)
+        if args.restart:
+            start_over(folder)
+        check_resumable(folder, settings)
+        pretrain(args, folder, settings)
+
+
+def pretrain(args, folder, settings):
+    """Prepares (or resumes) the run in `folder` and trains it to `args.steps`; saves backbone.keras."""
     if args.mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
-    tokenizer, train, holdout = prepare_run(args, folder)
-    config = BertConfig.from_dict(json.loads(pathlib.Path(args.config).read_text())) if args.config else PRESETS[args.preset]
+    tokenizer, train, holdout = prepare_run(args, folder, settings)
+    config = BertConfig.from_dict(settings["config"]) if settings["config"] else PRESETS[args.preset]
     use_fast_dropout_masks()
     keras.utils.set_random_seed(args.seed)  # the initial weights (a resumed run then loads its own)
     backbone = BertBackbone(**{**config.to_dict(), "vocabulary_size": tokenizer.vocabulary_size})
@@ -181,4 +306,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

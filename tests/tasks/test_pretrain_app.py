@@ -3,12 +3,17 @@
 import json
 import os
 import pathlib
+import re
 import signal
 import subprocess
 import sys
 import time
 
 import keras
+import pytest
+
+from kbert.training.run_folder import RunFolderError
+from tests.conftest import app_module
 
 APP = pathlib.Path(__file__).parents[2] / "apps" / "pretrain.py"
 SENTENCES = ["The cat sat on the mat.", "A dog ran home at night.", "Rain fell on the old town.",
@@ -68,3 +73,37 @@ def test_a_run_without_held_out_lines_saves_its_backbone_and_curves(tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     assert (tmp_path / "all" / "backbone.keras").is_file() and (tmp_path / "all" / "curves.png").is_file()
     assert not {"start", "end"} & set(json.loads((tmp_path / "all" / "metrics.json").read_text()))
+
+
+@pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="the settings check is backend-independent")
+def test_a_rerun_must_repeat_the_settings_but_may_train_further(tmp_path, capsys):
+    """Defect 5 of issue 21: another --corpus or --checkpoint-every on a rerun was taken silently
+    (the old text kept, steps trained past --steps); now refused, naming the setting, unless --restart."""
+    main = app_module("pretrain").main
+    command = tiny_run_command(tmp_path, "tiny", steps=0, checkpoint_every=1, holdout_lines=0)[2:]
+    main(command)
+    run = tmp_path / "tiny"
+    corpus = f"{tmp_path / 'corpus.txt'} ({(tmp_path / 'corpus.txt').stat().st_size} bytes)"
+    started = json.loads((run / "settings.json").read_text())
+    assert started["corpus"] == [corpus] and started["steps"] == 0
+    other = tmp_path / "other.txt"
+    write_corpus(other, documents=4)
+    files = {path: path.read_bytes() for path in run.rglob("*") if path.is_file()}
+    for option, value, old in [("--corpus", other, repr([corpus])), ("--checkpoint-every", 2, "1"),
+                               ("--seq-len", 16, "32")]:
+        with pytest.raises(RunFolderError, match=rf"started with {option} {re.escape(old)}, not .*--restart"):
+            main([*command, option, str(value)])
+    assert {path: path.read_bytes() for path in run.rglob("*") if path.is_file()} == files
+
+    main([*command, "--steps", "2"])  # --steps may grow: the run trains on, to exactly 2
+    assert json.loads((run / "metrics.json").read_text())["steps"] == 2
+    with pytest.raises(RunFolderError, match="has trained 2 steps already"):
+        main(command)
+    with (tmp_path / "corpus.txt").open("a") as corpus_file:  # the same file, edited: another run
+        corpus_file.write("One more line.\n")
+    with pytest.raises(RunFolderError, match=r"started with --corpus .* bytes\)'\], not .* bytes\)'\]"):
+        main(command)
+    main([*command, "--corpus", str(other), "--restart"])
+    assert json.loads((run / "settings.json").read_text())["corpus"][0].startswith(f"{other} (")
+    assert json.loads((run / "metrics.json").read_text())["steps"] == 0 and not (run / "backup").exists()
+    assert "--restart: deleted" in capsys.readouterr().out
