@@ -22,6 +22,10 @@ class PaddedBatches(keras.utils.PyDataset):
             compilers see a few shapes rather than one per length.
         group_by_length: bool. With `shuffle`, fill each batch with rows of similar length
             (less padding, faster on CPU), then shuffle the order of the batches.
+        batch_multiple: int. Pad each batch's rows up to a multiple of this (the data dimension
+            of a `keras.distribution`) with copies of its rows weighted 0, and weight its real
+            rows by padded/real rows, so that a loss averaged over the batch equals the
+            unpadded batch's. With a multiple above 1, batches with `y` always carry a sample_weight.
 
     Example:
     >>> inputs = {"token_ids": np.ones((3, 16), "int32"), "padding_mask": np.zeros((3, 16), "int32")}
@@ -33,7 +37,7 @@ class PaddedBatches(keras.utils.PyDataset):
     """
 
     def __init__(self, inputs, y=None, sample_weight=None, batch_size=32, shuffle=False, seed=0,
-                 length_multiple=8, group_by_length=False, **kwargs):
+                 length_multiple=8, group_by_length=False, batch_multiple=1, **kwargs):
         super().__init__(**kwargs)
         self.inputs = inputs
         self.y = y
@@ -44,6 +48,7 @@ class PaddedBatches(keras.utils.PyDataset):
         self.shuffle = shuffle
         self.length_multiple = length_multiple
         self.group_by_length = group_by_length
+        self.batch_multiple = batch_multiple
         self.rng = np.random.default_rng(seed)
         self.order = np.arange(len(self.lengths))
         self.widths = None  # set by _fix_first_widths for unshuffled batches
@@ -57,12 +62,19 @@ class PaddedBatches(keras.utils.PyDataset):
     def __getitem__(self, index):
         rows = self.order[index * self.batch_size : (index + 1) * self.batch_size]
         width = self._width(index)
+        real = len(rows)
+        padded = -(-real // self.batch_multiple) * self.batch_multiple
+        rows = np.concatenate([rows, rows[np.arange(padded - real) % real]])
         cut = lambda value: value[rows, :width] if value.ndim > 1 else value[rows]  # noqa: E731
         batch = ({key: cut(value) for key, value in self.inputs.items()},)
         if self.y is not None:
             batch += ({k: cut(v) for k, v in self.y.items()} if isinstance(self.y, dict) else cut(self.y),)
-        if self.sample_weight is not None:
-            batch += (cut(self.sample_weight),)
+        if self.sample_weight is not None or (self.batch_multiple > 1 and self.y is not None):
+            weight = np.ones(len(rows), "float32") if self.sample_weight is None else cut(self.sample_weight)
+            if self.batch_multiple > 1:
+                weight = weight.astype("float32") * (padded / real)
+                weight[real:] = 0
+            batch += (weight,)
         return batch if len(batch) > 1 else batch[0]
 
     def predict(self, model, verbose=0):
