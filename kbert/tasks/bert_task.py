@@ -5,6 +5,7 @@ import numpy as np
 
 from kbert.checkpoints import check_vocabulary
 from kbert.data.padded_batches import PaddedBatches
+from kbert.distribution import check_mesh, data_dimension
 from kbert.optimizers import bert_adamw
 
 
@@ -149,7 +150,9 @@ class BertTask(keras.Model):
         Args:
             optimizer: "auto" for `kbert.optimizers.bert_adamw(learning_rate)`, its schedule laid
                 over each `fit` (10% warmup, linear decay to 0); or any Keras optimizer.
-            loss, metrics, weighted_metrics: "auto" for the task's; or as for Keras.
+            loss, metrics, weighted_metrics: "auto" for the task's; or as for Keras. Under a
+                `keras.distribution` that splits batches, the task's default `metrics` are
+                weighted, so that the rows padding a batch to the data dimension count 0.
             learning_rate: float or None. The peak rate of the "auto" optimizer (None: the
                 task's `default_learning_rate`).
         """
@@ -158,6 +161,9 @@ class BertTask(keras.Model):
         defaults = self.default_compile_arguments()
         arguments = {"loss": loss, "metrics": metrics, "weighted_metrics": weighted_metrics}
         arguments = {key: defaults.get(key) if value == "auto" else value for key, value in arguments.items()}
+        if data_dimension() > 1 and metrics == "auto" and not arguments["weighted_metrics"]:
+            # Batches padded to the data dimension weigh their padding 0: weighted metrics see that.
+            arguments["metrics"], arguments["weighted_metrics"] = None, arguments["metrics"]
         super().compile(optimizer=optimizer, **arguments, **kwargs)
 
     def compile_from_config(self, config):
@@ -203,9 +209,15 @@ class BertTask(keras.Model):
 
     def fit(self, x=None, y=None, batch_size=None, epochs=1, validation_data=None, sample_weight=None,
             shuffle=True, **kwargs):
-        """`keras.Model.fit`, also on raw inputs (see the class docstring); shuffles each epoch."""
+        """`keras.Model.fit`, also on raw inputs (see the class docstring); shuffles each epoch.
+
+        Under a `keras.distribution` (see `kbert.distribution`), the mesh is checked against the
+        backbone first, and raw inputs come in batches padded to a multiple of its data dimension.
+        """
         if not self.compiled:
             self.compile()
+        if keras.distribution.distribution() is not None:
+            check_mesh(self.backbone, keras.distribution.distribution())
         if self._takes_as_is(x):
             data, y = x, _as_array(y)  # Keras takes arrays of labels, not lists
         else:
@@ -285,10 +297,16 @@ class BertTask(keras.Model):
             data = tf.data.Dataset.from_tensor_slices(elements)
             if shuffle:
                 data = data.shuffle(len(data), seed=seed, reshuffle_each_iteration=True)
-            return data.batch(batch_size or 32).map(lambda *batch: self.preprocessor(*batch),
-                                                    num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
+            split = data_dimension()  # masked per batch, so not padded: the last batch is dropped
+            if (batch_size or 32) % split:
+                raise ValueError(f"batch_size={batch_size or 32} does not divide by the data dimension "
+                                 f"{split} of the active keras.distribution; choose a multiple of {split}.")
+            data = data.batch(batch_size or 32, drop_remainder=split > 1)
+            return data.map(lambda *batch: self.preprocessor(*batch),
+                            num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
         batches = PaddedBatches(prepared.inputs, prepared.y, prepared.sample_weight, batch_size or 32,
-                                shuffle=shuffle, seed=seed, group_by_length=shuffle)
+                                shuffle=shuffle, seed=seed, group_by_length=shuffle,
+                                batch_multiple=data_dimension())
         return batches.for_fit()
 
     def _plan_learning_rate(self, data, x, y, batch_size, epochs, steps_per_epoch):
