@@ -47,9 +47,11 @@ class BertAdamW(keras.optimizers.AdamW):
         super().build(var_list)
         if self.planned_by_fit:
             schedule = self._learning_rate
-            self.fit_plan = self.add_variable((3,), initializer="zeros", dtype="float32",
-                                              name="fit_plan")
-            self.fit_plan.assign([schedule.start_step, schedule.warmup_steps, schedule.total_steps])
+            plan = [schedule.start_step, schedule.warmup_steps, schedule.total_steps]
+            # The plan as the initial value, not an assign: TensorFlow builds the optimizer
+            # while it traces the train step, where an assign would never run.
+            self.fit_plan = self.add_variable((3,), initializer=keras.initializers.Constant(plan),
+                                              dtype="float32", name="fit_plan")
 
     @property
     def planned_by_fit(self):

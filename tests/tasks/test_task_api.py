@@ -100,9 +100,13 @@ def test_qa_reads_every_window_and_finds_answers_late_in_long_contexts():
 def test_fit_plans_bert_schedule_over_each_call():
     model = BertClassifier.from_preset("bert_tiny", num_classes=2, label_names=["neg", "pos"])
     texts, labels = examples.SENTIMENT
+    initial = [np.array(w) for w in model.trainable_weights]
     model.fit(texts * 5, labels * 5, batch_size=2, epochs=2, verbose=0)  # 10 steps a epoch
     schedule = model.optimizer._learning_rate
     assert (schedule.start_step, schedule.warmup_steps, schedule.total_steps) == (0, 2, 20)
+    # The train step read that plan (on TensorFlow the optimizer is built while it traces).
+    assert np.array(model.optimizer.fit_plan).tolist() == [0, 2, 20]
+    assert max(float(np.abs(np.array(w) - old).max()) for w, old in zip(model.trainable_weights, initial)) > 1e-6
     assert float(model.optimizer.learning_rate) == 0.0  # decayed to 0 at the last step
     train_function = model.train_function
     weights = [np.array(w) for w in model.trainable_weights]
