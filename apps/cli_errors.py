@@ -18,9 +18,10 @@ import sys
 
 DEBUG = "--debug"
 MAX_MESSAGE_CHARS = 500
-# ValueError covers UnicodeDecodeError, json's JSONDecodeError and kbert's format and run folder errors.
+# ValueError covers UnicodeDecodeError, json's JSONDecodeError and kbert's format and run folder errors;
+# FloatingPointError kbert.training.NonFiniteLossError (a run that diverged, e.g. on too high a --lr).
 INPUT_ERRORS = (ValueError, FileNotFoundError, FileExistsError, IsADirectoryError, NotADirectoryError,
-                PermissionError)
+                PermissionError, FloatingPointError)
 
 
 def run(main, argv=None, prog=None):

@@ -34,7 +34,7 @@ import tempfile
 
 import keras
 
-from kbert.training import AtomicBackupAndRestore
+from kbert.training import AtomicBackupAndRestore, StopOnNonFiniteLoss
 from kbert.checkpoints import BACKBONE_FILE, MODEL_FILE, save_backbone
 from kbert.config import PRESETS, BertConfig
 from kbert.data.pretraining_dataset import pretraining_dataset
@@ -279,7 +279,7 @@ def pretrain(args, folder, settings):
         print("held-out before training:", json.dumps(metrics["start"]), flush=True)
         metrics_path.write_text(json.dumps(metrics, indent=2))
 
-    callbacks = [backup, keras.callbacks.CSVLogger(folder / "history.csv", append=True)]
+    callbacks = [StopOnNonFiniteLoss(backup), backup, keras.callbacks.CSVLogger(folder / "history.csv", append=True)]
     if importlib.util.find_spec("tensorboard"):  # keras's TensorBoard callback needs the package
         callbacks.append(keras.callbacks.TensorBoard(folder / "logs"))
     else:
