@@ -3,6 +3,9 @@
 import pathlib
 import re
 
+import keras
+import pytest
+
 README = pathlib.Path(__file__).resolve().parent.parent / "README.md"
 
 
@@ -11,6 +14,8 @@ def python_api_block():
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
+@pytest.mark.skipif(keras.config.backend() != "torch",
+                    reason="runs once (torch); tests/tasks/test_task_api.py covers each task on every backend")
 def test_the_readme_python_api_block_runs(tmp_path, monkeypatch):
     code = python_api_block()
     assert "BertQuestionAnswerer" in code and "BertPretrainer" in code

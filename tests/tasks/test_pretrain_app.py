@@ -37,6 +37,12 @@ def tiny_run_command(folder, run, steps, checkpoint_every, holdout_lines):
             "--holdout-lines", str(holdout_lines)]
 
 
+# The app end to end runs once, on the quickest backend; tests/tasks/test_bert_pretrainer.py
+# resumes a killed pretrainer on every backend.
+ONCE = pytest.mark.skipif(keras.config.backend() != "torch", reason="the app end to end runs once (torch)")
+
+
+@ONCE
 def test_a_kill_9_then_the_same_command_finishes_the_run(tmp_path):
     command = tiny_run_command(tmp_path, "tiny", steps=6, checkpoint_every=2, holdout_lines=2)
     env = {**os.environ, "KERAS_BACKEND": keras.config.backend()}
@@ -66,6 +72,7 @@ def test_a_kill_9_then_the_same_command_finishes_the_run(tmp_path):
     assert backbone.vocabulary_size == len((run / "vocab.txt").read_text().split())
 
 
+@ONCE
 def test_a_run_without_held_out_lines_saves_its_backbone_and_curves(tmp_path):
     command = tiny_run_command(tmp_path, "all", steps=2, checkpoint_every=1, holdout_lines=0)
     run = subprocess.run(command, env={**os.environ, "KERAS_BACKEND": keras.config.backend()},
