@@ -1,8 +1,7 @@
-import glob
 import pathlib
-import shutil
 
 from kbert.training.atomic_backup_and_restore import AtomicBackupAndRestore
+from kbert.training.run_folder import remove_leftovers
 
 
 def run_backup(out, settings, callbacks=()):
@@ -37,17 +36,3 @@ def run_backup(out, settings, callbacks=()):
     out = pathlib.Path(out)
     remove_leftovers(out)
     return AtomicBackupAndRestore(out.parent / f".{out.name}.backup", settings=settings, callbacks=callbacks)
-
-
-def remove_leftovers(out):
-    """Removes what a killed write of the run folder `out` left beside it (see
-    `kbert.training.atomic_output_folder`): `.NAME.partial-*` folders, and `.NAME.old-*`
-    ones, after putting back the previous run folder a kill between two renames left there."""
-    out = pathlib.Path(out)
-    name = glob.escape(out.name)
-    for old in sorted(out.parent.glob(f".{name}.old-*")):
-        if (old / out.name).is_dir() and not out.exists():
-            (old / out.name).rename(out)
-        shutil.rmtree(old, ignore_errors=True)
-    for partial in out.parent.glob(f".{name}.partial-*"):
-        shutil.rmtree(partial, ignore_errors=True)

@@ -1,5 +1,6 @@
 import contextlib
 import fcntl
+import glob
 import inspect
 import json
 import os
@@ -227,6 +228,20 @@ def atomic_output_folder(path):
         shutil.rmtree(old, ignore_errors=True)
     else:
         temporary.rename(path)
+
+
+def remove_leftovers(out):
+    """Removes what a killed write of the run folder `out` left beside it (see
+    `atomic_output_folder`): `.NAME.partial-*` folders, and `.NAME.old-*`
+    ones, after putting back the previous run folder a kill between two renames left there."""
+    out = pathlib.Path(out)
+    name = glob.escape(out.name)
+    for old in sorted(out.parent.glob(f".{name}.old-*")):
+        if (old / out.name).is_dir() and not out.exists():
+            (old / out.name).rename(out)
+        shutil.rmtree(old, ignore_errors=True)
+    for partial in out.parent.glob(f".{name}.partial-*"):
+        shutil.rmtree(partial, ignore_errors=True)
 
 
 def _umask():
