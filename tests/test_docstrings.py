@@ -1,4 +1,4 @@
-"""Every example in kbert's docstrings runs and prints what it claims, on this backend."""
+"""Every example in the docstrings of kbert and kbert_edge runs and prints what it claims, on this backend."""
 
 import doctest
 import importlib
@@ -8,9 +8,10 @@ import pytest
 
 import kbert
 
+ROOT = pathlib.Path(kbert.__file__).parent.parent
 MODULES = sorted(
-    ".".join(path.relative_to(pathlib.Path(kbert.__file__).parent.parent).with_suffix("").parts)
-    for path in pathlib.Path(kbert.__file__).parent.rglob("*.py")
+    ".".join(path.relative_to(ROOT).with_suffix("").parts)
+    for package in ("kbert", "kbert_edge") for path in (ROOT / package).rglob("*.py")
     if path.name != "__init__.py"
 )
 

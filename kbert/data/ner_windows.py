@@ -1,6 +1,7 @@
 import numpy as np
 
 from kbert.data.token_rows import token_rows
+from kbert_edge.windows import first_pieces, word_windows
 
 
 class NerWindows:
@@ -42,10 +43,8 @@ class NerWindows:
         for i, (ids, offsets) in enumerate(token_rows(tokenizer, texts)):
             starts = np.asarray(word_spans[i], "int64").reshape(-1, 2)[:, 0]
             words = np.searchsorted(starts, offsets[:, 0], side="right") - 1
-            first = np.ones(len(words), bool)
-            first[1:] = words[1:] != words[:-1]
-            first &= words >= 0
-            for begin, end in _windows(first, max_length - 2):
+            first = first_pieces(words)
+            for begin, end in word_windows(first, max_length - 2):
                 rows.append((i, ids[begin:end], words[begin:end], first[begin:end]))
         width = max((len(ids) for _, ids, _, _ in rows), default=0) + 2
         count = len(rows)
@@ -109,16 +108,3 @@ class NerWindows:
             probabilities.append(np.where(missing, 1.0, probs.max(-1)).tolist())
         return tags, probabilities
 
-
-def _windows(first, budget):
-    """[begin, end) token ranges of at most `budget` tokens, cut before a word's first piece."""
-    begin, n = 0, len(first)
-    while begin < n:
-        end = min(begin + budget, n)
-        if end < n:
-            cuts = np.flatnonzero(first[begin + 1 : end + 1]) + begin + 1
-            end = int(cuts[-1]) if len(cuts) else end
-        yield begin, end
-        begin = end
-    if n == 0:
-        yield 0, 0

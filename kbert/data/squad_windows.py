@@ -1,6 +1,8 @@
 import numpy as np
 
 from kbert.data.token_rows import token_rows
+from kbert_edge.answers import best_answers, window_candidates
+from kbert_edge.windows import pack_question_windows, question_windows
 
 
 class SquadWindows:
@@ -43,44 +45,32 @@ class SquadWindows:
             contexts.setdefault(example.context, len(contexts))
         context_rows = token_rows(tokenizer, list(contexts))
         question_rows = token_rows(tokenizer, [example.question for example in self.examples])
-        rows, self.skipped = [], 0
+        questions, owners, self.skipped = [], [], 0
         for i, example in enumerate(self.examples):
             question = question_rows[i][0][:max_question_length]
-            budget = max_length - len(question) - 3
-            if budget < 1:
-                raise ValueError(f"max_length={max_length} leaves no room for the context after a "
-                                 f"{len(question)}-token question.")
             ids, offsets = context_rows[contexts[example.context]]
+            windows = question_windows(len(question), len(ids), max_length, doc_stride)
             answer = _answer_tokens(offsets, example.answer_span) if training else None
             if training and answer is None:
                 self.skipped += 1
                 continue
-            spans = list(_spans(len(ids), budget, doc_stride))
-            for begin, end in spans:
-                rows.append((i, question, ids, offsets, begin, end, _max_context(spans, begin, end), answer))
-        width = max((len(q) + (end - begin) + 3 for _, q, _, _, begin, end, _, _ in rows), default=3)
-        count = len(rows)
-        token_ids = np.full((count, width), tokenizer.pad_token_id, "int32")
-        segment_ids = np.zeros((count, width), "int32")
-        padding_mask = np.zeros((count, width), "int32")
-        self.offsets = np.full((count, width, 2), -1, "int32")
-        self.max_context = np.zeros((count, width), bool)
-        self.window_examples = np.array([row[0] for row in rows], "int32")
-        self.start_positions = np.zeros(count, "int32")
-        self.end_positions = np.zeros(count, "int32")
-        for r, (i, question, ids, offsets, begin, end, max_context, answer) in enumerate(rows):
+            questions.append((question, ids, offsets, windows))
+            owners.append((i, answer))
+        packed = pack_question_windows(questions, tokenizer.cls_token_id, tokenizer.sep_token_id,
+                                       tokenizer.pad_token_id)
+        self.offsets, self.max_context = packed.pop("offsets"), packed.pop("max_context")
+        self.inputs = packed
+        self.window_examples = np.repeat([i for i, _ in owners], [len(q[3]) for q in questions]).astype("int32")
+        self.start_positions = np.zeros(len(self.window_examples), "int32")
+        self.end_positions = np.zeros(len(self.window_examples), "int32")
+        r = 0
+        for (_, answer), (question, _, _, windows) in zip(owners, questions):
             first = len(question) + 2  # the position of the first context token
-            n = first + end - begin + 1
-            token_ids[r, :n] = [tokenizer.cls_token_id, *question, tokenizer.sep_token_id,
-                                *ids[begin:end], tokenizer.sep_token_id]
-            segment_ids[r, first:n] = 1
-            padding_mask[r, :n] = 1
-            self.offsets[r, first : n - 1] = offsets[begin:end]
-            self.max_context[r, first : n - 1] = max_context
-            if answer is not None and begin <= answer[0] and answer[1] < end:
-                self.start_positions[r] = first + answer[0] - begin
-                self.end_positions[r] = first + answer[1] - begin
-        self.inputs = {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
+            for begin, end in windows:
+                if answer is not None and begin <= answer[0] and answer[1] < end:
+                    self.start_positions[r] = first + answer[0] - begin
+                    self.end_positions[r] = first + answer[1] - begin
+                r += 1
 
     def __len__(self):
         return len(self.window_examples)
@@ -105,60 +95,9 @@ class SquadWindows:
         width = start_logits.shape[1]
         candidates = [[] for _ in self.examples]
         for r, i in enumerate(self.window_examples):
-            context = self.offsets[r, :width, 0] >= 0
-            positions = np.flatnonzero(context)
-            if not len(positions):
-                continue
-            starts = positions[np.argsort(-start_logits[r, positions], kind="stable")[:n_best]]
-            ends = positions[np.argsort(-end_logits[r, positions], kind="stable")[:n_best]]
-            starts = starts[self.max_context[r, starts]]
-            length = ends[None, :] - starts[:, None] + 1
-            ok = (length >= 1) & (length <= max_answer_length)
-            for a, b in zip(*np.nonzero(ok)):
-                s, e = starts[a], ends[b]
-                candidates[i].append((float(start_logits[r, s] + end_logits[r, e]),
-                                      int(self.offsets[r, s, 0]), int(self.offsets[r, e, 1])))
-        results = []
-        for example, found in zip(self.examples, candidates):
-            best, seen = [], set()
-            for score, start, end in sorted(found, key=lambda c: -c[0]):
-                if (start, end) not in seen:
-                    seen.add((start, end))
-                    best.append({"text": example.context[start:end], "start": start, "end": end, "score": score})
-                if len(best) == n_best:
-                    break
-            if best:
-                scores = np.array([b["score"] for b in best])
-                probabilities = np.exp(scores - scores.max())
-                probabilities /= probabilities.sum()
-                for b, p in zip(best, probabilities):
-                    b["probability"] = float(p)
-            results.append(best)
-        return results
-
-
-def _spans(length, budget, stride):
-    """[begin, end) context token ranges of BERT's sliding windows."""
-    begin = 0
-    while True:
-        end = min(begin + budget, length)
-        yield begin, end
-        if end >= length:
-            return
-        begin += min(end - begin, stride)
-
-
-def _max_context(spans, begin, end):
-    """For each token of [begin, end): whether this window gives it the most context.
-
-    A token's context in a window is min(tokens left, tokens right) + 0.01 * window length,
-    as in BERT's `_check_is_max_context`; ties go to the earlier window.
-    """
-    positions = np.arange(begin, end)
-    scores = [np.where((positions >= b) & (positions < e),
-                       np.minimum(positions - b, e - 1 - positions) + 0.01 * (e - b), -np.inf)
-              for b, e in spans]
-    return np.argmax(np.stack(scores), axis=0) == spans.index((begin, end))
+            candidates[i] += window_candidates(start_logits[r], end_logits[r], self.offsets[r, :width],
+                                               self.max_context[r, :width], n_best, max_answer_length)
+        return [best_answers(found, example.context, n_best) for example, found in zip(self.examples, candidates)]
 
 
 def _answer_tokens(offsets, span):

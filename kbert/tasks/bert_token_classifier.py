@@ -1,9 +1,9 @@
 import keras
 import numpy as np
 
-from kbert.metrics.entity_f1 import entity_spans
 from kbert.tasks.bert_task import BertTask
 from kbert.tasks.bert_token_classifier_preprocessor import BertTokenClassifierPreprocessor
+from kbert_edge.entities import entity_spans
 
 
 @keras.saving.register_keras_serializable(package="kbert")

@@ -9,20 +9,13 @@ and its TFLite kernel stay unchanged.
 """
 
 import functools
-import unicodedata
 
 import flatbuffers
 import numpy as np
 
 from kbert.text.double_array import build_double_array
+from kbert_edge.wordpiece import normalize_char
 
-# Rust's `char::is_whitespace` (the White_Space property) minus the control characters,
-# which Hugging Face deletes before it looks for spaces.
-_WHITESPACE = frozenset(
-    [0x09, 0x0A, 0x0D, 0x20, 0xA0, 0x1680, *range(0x2000, 0x200B), 0x2028, 0x2029, 0x202F,
-     0x205F, 0x3000]
-)
-_DELETED_CATEGORIES = frozenset(["Cc", "Cf", "Co"])
 _SURROGATES = range(0xD800, 0xE000)
 # Hugging Face's CJK ranges skip these ideographs (a typo: 0x2B920 for 0x2B820), so it keeps
 # them inside words, where tensorflow-text would split them off. A private-use character,
@@ -49,18 +42,9 @@ def normalize_code_point(code_point, lowercase=True):
     >>> [normalize_code_point(ord(c)) for c in "É\\u200b\\u00a0"]
     ['e', '', ' ']
     """
-    char = chr(code_point)
     if code_point in _NOT_CJK_FOR_HF:
         return _UNKNOWN_LETTER
-    if code_point in _WHITESPACE:
-        return " "
-    category = unicodedata.category(char)
-    if code_point in (0, 0xFFFD) or category in _DELETED_CATEGORIES:
-        return ""
-    if not lowercase or category == "Cn":
-        return char
-    decomposed = unicodedata.normalize("NFD", char)
-    return "".join(c for c in decomposed if unicodedata.category(c) != "Mn").lower()
+    return normalize_char.__wrapped__(chr(code_point), lowercase)  # uncached: each code point is asked once
 
 
 @functools.lru_cache(maxsize=2)

@@ -1,0 +1,61 @@
+"""Answer spans from a question answerer's start and end logits, over the windows of a context."""
+
+import numpy as np
+
+
+def window_candidates(start_logits, end_logits, offsets, max_context, n_best=20, max_answer_length=30):
+    """The candidate answers of one window: `(score, start char, end char)` triples.
+
+    The `n_best` highest start and the `n_best` highest end logits among the window's context
+    tokens are paired (end >= start, at most `max_answer_length` tokens, and a start only
+    where this window gives the token its most context); the score is start + end logit.
+
+    Args:
+        start_logits, end_logits: float arrays (width,). One window's logits.
+        offsets: int array (width, 2). Each context token's char span; -1 elsewhere.
+        max_context: bool array (width,). See `kbert_edge.windows.max_context`.
+        n_best: int. Starts and ends considered.
+        max_answer_length: int. Longest answer, in tokens.
+
+    Example:
+    >>> offsets = np.array([[-1, -1], [0, 3], [4, 7], [-1, -1]])
+    >>> window_candidates(np.array([9, 1, 0, 9.]), np.array([9, 0, 2, 9.]), offsets, np.ones(4, bool), 1)
+    [(3.0, 0, 7)]
+    """
+    positions = np.flatnonzero(offsets[:, 0] >= 0)
+    if not len(positions):
+        return []
+    starts = positions[np.argsort(-start_logits[positions], kind="stable")[:n_best]]
+    ends = positions[np.argsort(-end_logits[positions], kind="stable")[:n_best]]
+    starts = starts[max_context[starts]]
+    length = ends[None, :] - starts[:, None] + 1
+    ok = (length >= 1) & (length <= max_answer_length)
+    return [(float(start_logits[starts[a]] + end_logits[ends[b]]), int(offsets[starts[a], 0]),
+             int(offsets[ends[b], 1])) for a, b in zip(*np.nonzero(ok))]
+
+
+def best_answers(candidates, context, n_best=20):
+    """The `n_best` best distinct spans among the candidates of all windows of `context`.
+
+    Returns a list (best first) of dicts: `text` (sliced from `context`), `start`, `end`
+    (char span), `score` (the logit sum) and `probability` (softmax of the scores over the
+    list). An empty list: no candidate.
+
+    Example:
+    >>> [(a["text"], round(a["probability"], 3)) for a in best_answers([(1.0, 0, 3), (3.0, 4, 7), (2.0, 4, 7)], "Ann met Bob")]
+    [('met', 0.881), ('Ann', 0.119)]
+    """
+    best, seen = [], set()
+    for score, start, end in sorted(candidates, key=lambda c: -c[0]):
+        if (start, end) not in seen:
+            seen.add((start, end))
+            best.append({"text": context[start:end], "start": start, "end": end, "score": score})
+        if len(best) == n_best:
+            break
+    if best:
+        scores = np.array([b["score"] for b in best])
+        probabilities = np.exp(scores - scores.max())
+        probabilities /= probabilities.sum()
+        for b, p in zip(best, probabilities):
+            b["probability"] = float(p)
+    return best

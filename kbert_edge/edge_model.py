@@ -1,0 +1,189 @@
+"""An exported .tflite model run by the LiteRT interpreter, with kbert_edge's tokenizer, windows and decoding."""
+
+import ctypes
+import importlib.machinery
+import importlib.util
+import json
+import pathlib
+import sys
+
+import numpy as np
+
+from kbert_edge.answers import best_answers, window_candidates
+from kbert_edge.entities import entity_spans
+from kbert_edge.windows import first_pieces, pack_question_windows, question_windows, word_windows
+from kbert_edge.wordpiece import WordPiece
+
+
+def load_interpreter(path, text_model, num_threads=None):
+    """A LiteRT interpreter for `path`; with `text_model`, tensorflow-text's kernels registered."""
+    try:
+        from ai_edge_litert import interpreter as litert
+    except ImportError:
+        print("ai-edge-litert is not installed; using tensorflow.lite's interpreter instead.", file=sys.stderr)
+        from tensorflow.lite.python import interpreter as litert
+    if not text_model:
+        return litert.Interpreter(model_path=str(path), num_threads=num_threads)
+    return litert.InterpreterWithCustomOps(model_path=str(path), custom_op_registerers=_tf_text_registrars(),
+                                           num_threads=num_threads)
+
+
+def _tf_text_registrars():
+    """tensorflow-text's TFLite op registrars, loaded from its native library alone."""
+    text_spec, tf_spec = importlib.util.find_spec("tensorflow_text"), importlib.util.find_spec("tensorflow")
+    if text_spec is None or tf_spec is None:
+        raise RuntimeError("text.tflite needs tensorflow-text's TFLite kernels (pip install tensorflow-text), "
+                           "or use token_ids.tflite, which runs on LiteRT alone.")
+    ctypes.CDLL(str(pathlib.Path(tf_spec.origin).parent / "libtensorflow_framework.so.2"), mode=ctypes.RTLD_GLOBAL)
+    library = pathlib.Path(text_spec.origin).parent / "core" / "pybinds" / "tflite_registrar.so"
+    loader = importlib.machinery.ExtensionFileLoader("tflite_registrar", str(library))
+    module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(
+        "tflite_registrar", str(library), loader=loader))
+    loader.exec_module(module)
+    return [module.AddFastBertNormalize, module.AddFastWordpieceTokenize, module.AddByteSplit]
+
+
+class EdgeModel:
+    """An exported .tflite model with its `export.json` and `vocab.txt` (written by apps/export.py).
+
+    `token_ids.tflite` (builtin ops only) gets its token ids from `WordPiece`; NER and question
+    answering read long texts through windows here (`word_windows`, `question_windows`) and
+    put the answers back together. `text.tflite` takes strings and needs tensorflow-text's
+    TFLite kernels; it reads one window per input.
+
+    Args:
+        path: str or path. `text.tflite` or `token_ids.tflite` from apps/export.py.
+        num_threads: int or None. CPU threads of the interpreter (None: LiteRT's default, one).
+    """
+
+    def __init__(self, path, num_threads=None):
+        path = pathlib.Path(path)
+        self.spec = json.loads((path.parent / "export.json").read_text())
+        self.text_model = path.name == "text.tflite"
+        self.interpreter = load_interpreter(path, self.text_model, num_threads)
+        (self.signature, _), = self.interpreter.get_signature_list().items()
+        self.runner = self.interpreter.get_signature_runner(self.signature)
+        config_file = path.parent / "tokenizer_config.json"
+        lowercase = json.loads(config_file.read_text()).get("do_lower_case", True) if config_file.is_file() else True
+        self.tokenizer = WordPiece(path.parent / "vocab.txt", lowercase)
+        self.max_length = self.spec["max_length"]
+        self.label_names = self.spec["label_names"]
+
+    def run_ids(self, batch):
+        """The token-id model's outputs on a batch of any width up to `max_length` (padded to it)."""
+        width = batch["token_ids"].shape[1]
+        if width > self.max_length:
+            raise ValueError(f"The batch has {width} tokens per row; this model takes at most {self.max_length}.")
+        return self.runner(**{k: np.pad(np.asarray(batch[k], "int32"), [(0, 0), (0, self.max_length - width)],
+                                        constant_values=self.tokenizer.pad if k == "token_ids" else 0)
+                              for k in ("token_ids", "segment_ids", "padding_mask")})
+
+    def predict_on_batch(self, batch):
+        """A Keras model's `predict_on_batch` on a token-id batch of any width up to `max_length`.
+
+        The rows are padded to `max_length` (the model's fixed shape) and the outputs cut back
+        to the batch's width: NER and classifier `logits`, or QA's dict of `start_logits` and
+        `end_logits`. So this model stands in for the Keras one in kbert's evaluation
+        (`kbert.data.PaddedBatches.predict`, and the NER and QA task functions built on it).
+        """
+        task, width = self.spec["task"], batch["token_ids"].shape[1]
+        if self.text_model or task == "backbone":
+            raise ValueError("predict_on_batch runs the token_ids.tflite model of a classifier, NER or QA.")
+        out = self.run_ids(batch)
+        if task == "question_answerer":
+            return {k: out[k][:, :width] for k in ("start_logits", "end_logits")}
+        return out["logits"][:, :width] if task == "token_classifier" else out["logits"]
+
+    def predict(self, texts, pairs=None):
+        """Classifier: label and probabilities; backbone: embeddings; NER: entities; per text."""
+        task = self.spec["task"]
+        if task == "question_answerer":
+            raise ValueError("question answering takes answer_question(question, context)")
+        if task == "token_classifier" and not self.text_model:
+            return [self._token_entities(text) for text in texts]
+        if self.text_model:
+            inputs = {"texts": np.array(texts, dtype=object)}
+            if pairs is not None:
+                inputs["pairs"] = np.array(pairs, dtype=object)
+            out = self.runner(**inputs)
+        else:
+            out = self.tokenizer.encode(texts, pairs, self.max_length)
+            out.update(self.run_ids(out))
+        if task == "backbone":
+            return [{"text": t, "embedding": e.tolist()} for t, e in zip(texts, out["embeddings"])]
+        if task == "classifier":
+            return [self._classification(out, i, text) for i, text in enumerate(texts)]
+        return [{"text": text, "entities": self._graph_entities(out, i, text), "truncated": bool(out["truncated"][i])}
+                for i, text in enumerate(texts)]
+
+    def _classification(self, out, i, text):
+        names = self.spec["label_names"]
+        if "score" in out:
+            return {"text": text, "score": float(out["score"][i]), "truncated": bool(out["truncated"][i])}
+        probabilities = out["probabilities"][i]
+        best = int(np.argmax(probabilities))
+        return {"text": text, "label": names[best] if names else best, "probability": float(probabilities[best]),
+                "probabilities": dict(zip(names or range(len(probabilities)), probabilities.round(6).tolist())),
+                "truncated": bool(out["truncated"][i])}
+
+    @staticmethod
+    def _graph_entities(out, i, text):
+        """The entities text.tflite grouped in its graph (one window)."""
+        return [{"type": out["entity_types"][i, e].decode(), "text": text[out["entity_starts"][i, e] :
+                                                                          out["entity_ends"][i, e]],
+                 "start": int(out["entity_starts"][i, e]), "end": int(out["entity_ends"][i, e]),
+                 "score": float(out["entity_scores"][i, e])} for e in range(int(out["entity_count"][i]))]
+
+    def _token_entities(self, text):
+        """NER on token_ids.tflite over word-aligned windows: each word tagged by its first piece."""
+        ids, spans, word_ids = self.tokenizer.tokenize(text)
+        first = first_pieces(word_ids)
+        windows = word_windows(first, self.max_length - 2)
+        tags, probabilities = [], []
+        for begin, end in windows:
+            row = np.array([[self.tokenizer.cls, *ids[begin:end], self.tokenizer.sep]], "int32")
+            out = self.run_ids({"token_ids": row, "segment_ids": np.zeros_like(row), "padding_mask": np.ones_like(row)})
+            window = out["probabilities"][0, 1 : end - begin + 1][first[begin:end]]
+            tags += [self.label_names[k] for k in window.argmax(-1)]
+            probabilities += window.max(-1).tolist()
+        word_spans = {}  # word id -> [start of its first piece, end of its last]
+        for (start, end), word in zip(spans, word_ids):
+            word_spans.setdefault(word, [start, end])[1] = end
+        return {"text": text, "entities": entity_spans(text, list(word_spans.values()), tags, probabilities), "truncated": False,
+                "windows": len(windows)}
+
+    def answer_question(self, question, context, n_best=None, max_answer_length=None):
+        """The best answer span to `question` in `context`, over overlapping windows.
+
+        Windows as `kbert.data.SquadWindows`: `max_length` tokens, the question cut to
+        `max_question_length`, window starts `doc_stride` tokens apart; spans are scored by
+        start + end logit among each window's `n_best` starts and ends, a start counting
+        only in the window that gives it the most context. Returns dict `text`, `start`,
+        `end` (chars), `score`, `probability` (softmax over the n best), `found` and
+        `windows`; or `text` "" and `found` False.
+        """
+        spec = self.spec
+        n_best, max_answer_length = n_best or spec["n_best"], max_answer_length or spec["max_answer_length"]
+        if self.text_model:
+            out = self.runner(questions=np.array([question], dtype=object), contexts=np.array([context], dtype=object))
+            if not out["found"][0]:
+                return {"text": "", "found": False}
+            start, end = int(out["answer_start"][0]), int(out["answer_end"][0])
+            return {"text": context[start:end], "start": start, "end": end, "score": float(out["score"][0]),
+                    "probability": float(out["probability"][0]), "found": True,
+                    "truncated": bool(out["truncated"][0])}
+        question_ids = self.tokenizer.tokenize(question)[0][: spec["max_question_length"]]
+        context_ids, context_spans, _ = self.tokenizer.tokenize(context)
+        windows = question_windows(len(question_ids), len(context_ids), self.max_length, spec["doc_stride"])
+        packed = pack_question_windows([(question_ids, context_ids, context_spans, windows)], self.tokenizer.cls,
+                                       self.tokenizer.sep, self.tokenizer.pad)
+        candidates = []
+        for r in range(len(windows)):  # batch 1: one window at a time
+            out = self.run_ids({k: packed[k][r : r + 1] for k in ("token_ids", "segment_ids", "padding_mask")})
+            candidates += window_candidates(out["start_logits"][0], out["end_logits"][0], packed["offsets"][r],
+                                            packed["max_context"][r], n_best, max_answer_length)
+        best = best_answers(candidates, context, n_best)
+        if not best:
+            return {"text": "", "found": False}
+        return {**best[0], "found": True, "windows": len(windows)}
+
