@@ -14,7 +14,7 @@ The `token_ids` signature takes `token_ids`, `segment_ids`, `padding_mask` (int3
 length) and returns the model's raw outputs (logits) plus probabilities or embeddings.
 Every text output has a `truncated` flag (the input had more than `max_length` tokens).
 Text is tokenized in the graph by the tokenizer's own `encode`, one window per
-input; NER and QA over windows of long inputs run in `apps/edge_predict.py` (token-id model).
+input; NER and QA over windows of long inputs run in `kbert_edge.EdgeModel` (token-id model).
 """
 
 import dataclasses

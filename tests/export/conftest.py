@@ -1,4 +1,7 @@
+import os
 import string
+import subprocess
+import sys
 
 import keras
 import pytest
@@ -10,6 +13,24 @@ from tests.conftest import APPS, app_module
 TENSORFLOW_ONLY = pytest.mark.skipif(keras.config.backend() != "tensorflow",
                                      reason="export runs under the TensorFlow backend only")
 EDGE_PREDICT = APPS / "edge_predict.py"
+# Runs a script (argv[1]) as `python script ...` would, with `import keras` made to fail and, but for
+# text.tflite, `import tensorflow` too (text.tflite needs the TensorFlow wheel's native library, which
+# it finds by importlib.util.find_spec, not its Python modules); fails if either was imported all the
+# same; the last line on stderr names the file kbert_edge was imported from.
+WITHOUT_FRAMEWORKS = """
+import os, runpy, sys
+sys.argv = sys.argv[1:]
+sys.path[0] = os.path.dirname(os.path.abspath(sys.argv[0]))
+blocked = ["keras", "torch", "jax"] + ([] if any(a.endswith("text.tflite") for a in sys.argv) else ["tensorflow"])
+sys.modules.update(dict.fromkeys(blocked))
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+finally:
+    loaded = [m for m in ("tensorflow", "keras") if sys.modules.get(m) is not None]
+    print("kbert_edge:", getattr(sys.modules.get("kbert_edge"), "__file__", None), file=sys.stderr)
+    if loaded:
+        sys.exit(f"imported {loaded}")
+"""
 
 WORDS = ["the", "film", "good", "bad", "paris", "angela", "merkel", "visited", "who", "what",
          "is", "was", "un", "##aff", "##able", "cafe", "naive"]
@@ -34,6 +55,16 @@ def tiny_backbone():
 
     keras.utils.set_random_seed(1)
     return BertBackbone.from_preset("bert_tiny", vocabulary_size=len(VOCAB), max_sequence_length=64)
+
+
+def run_edge_predict(*args, script=EDGE_PREDICT, cwd=None):
+    """apps/edge_predict.py ARGS in a fresh process without Keras or TensorFlow's Python modules."""
+    result = subprocess.run([sys.executable, "-c", WITHOUT_FRAMEWORKS, str(script), *map(str, args)],
+                            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}, cwd=cwd, capture_output=True,
+                            text=True)
+    if result.returncode:
+        raise AssertionError(f"{script} failed ({result.returncode}):\n{result.stderr[-4000:]}")
+    return result
 
 
 def edge_module():

@@ -1,6 +1,8 @@
-"""apps/edge_predict.py: LiteRT only, pure-Python WordPiece identical to kbert's tokenizer."""
+"""apps/edge_predict.py: LiteRT and kbert_edge only, the Keras model's outputs, text or JSON lines."""
 
+import doctest
 import json
+import shutil
 
 import keras
 import numpy as np
@@ -8,44 +10,55 @@ import numpy as np
 from kbert.export import export_tflite, load_exportable
 from kbert.tasks import BertClassifier
 from kbert.training.run_folder import write_run_folder
-from tests.conftest import run_python
-from tests.export.conftest import EDGE_PREDICT, TENSORFLOW_ONLY, TEXTS, edge_module, tiny_backbone
+from tests.conftest import TESTS
+from tests.export.conftest import EDGE_PREDICT, TENSORFLOW_ONLY, edge_module, run_edge_predict, tiny_backbone
 
 pytestmark = TENSORFLOW_ONLY
 
 
-def test_pure_python_wordpiece_matches_kbert(minilm_dir):
-    from kbert.text import BertTokenizer
-
-    texts = [*TEXTS, "The quick brown fox's \"quote\" (1990-2000) costs $5.99 — e-mail: a@b.com",
-             "Ça va?\u200b\x00 naïve café, Straße ΑΒΓ ﬁne №4", "x" * 101 + " " + "é" * 120 + " ok"]
-    pairs = [text[::-1] for text in texts]
-    tokenizer = BertTokenizer.from_hf(minilm_dir)
-    wordpiece = edge_module().WordPiece(minilm_dir / "vocab.txt")
-    for truncation in ("longest_first", "only_second"):
-        for second in (None, pairs):
-            expected = tokenizer(texts, second, max_length=32, truncation=truncation, return_offsets=True)
-            got = wordpiece.encode(texts, second, max_length=32, truncation=truncation)
-            for key in ("token_ids", "segment_ids", "padding_mask", "offsets", "word_ids"):
-                np.testing.assert_array_equal(got[key], expected[key], err_msg=f"{key} {truncation}")
-
-
 def test_edge_predict_matches_keras(tmp_path, tokenizer):
     """Both .tflite files of an NLI-style pair classifier, run by apps/edge_predict.py in a process
-    without TensorFlow's Python modules (single texts: test_classifier_export.py)."""
-    pairs = True
+    where Keras and TensorFlow's Python modules cannot be imported (single texts:
+    test_classifier_export.py); JSON lines with --json, a line for people by default."""
     model = BertClassifier(tiny_backbone(), 2, label_names=["no", "yes"])
-    metrics = {"task": "nli" if pairs else "sentiment", "max_length": 24}
-    write_run_folder(tmp_path / "run", model, tokenizer, metrics, {"loss": [1.0]})
+    write_run_folder(tmp_path / "run", model, tokenizer, {"task": "nli", "max_length": 24}, {"loss": [1.0]})
     export_tflite(*load_exportable(tmp_path / "run"), tmp_path / "tflite", quantize="none")
     texts = ["The film was good!", "", "naïve café " * 20]
-    second = ["bad", "the film", ""] if pairs else None
+    second = ["bad", "the film", ""]
     expected = keras.ops.convert_to_numpy(keras.ops.softmax(model(tokenizer(texts, second, max_length=24))))
-    args = [*texts] + [arg for pair in second or [] for arg in ("--pair", pair)]
+    labels = [["no", "yes"][i] for i in expected.argmax(-1)]
+    args = [*texts] + [arg for pair in second for arg in ("--pair", pair)]
     for name in ("token_ids.tflite", "text.tflite"):
-        result = run_python(EDGE_PREDICT, tmp_path / "tflite" / name, *args)
+        result = run_edge_predict(tmp_path / "tflite" / name, *args, "--json")
         lines = [json.loads(line) for line in result.stdout.splitlines()]
         got = np.array([[line["probabilities"]["no"], line["probabilities"]["yes"]] for line in lines])
         np.testing.assert_allclose(got, expected, atol=1e-4)
-        assert [line["label"] for line in lines] == [["no", "yes"][i] for i in expected.argmax(-1)]
+        assert [line["label"] for line in lines] == labels
+        assert [line["truncated"] for line in lines] == [False, False, True]
         assert "ai-edge-litert is not installed" not in result.stderr
+    people = run_edge_predict(tmp_path / "tflite" / "token_ids.tflite", *args).stdout.splitlines()
+    assert [line.split()[0] for line in people] == labels
+    assert [float(line.split()[1]) for line in people] == [round(p, 3) for p in expected.max(-1)]
+    assert people[2].endswith("[truncated]")
+
+
+def test_the_script_and_kbert_edge_run_copied_side_by_side(tmp_path, tokenizer):
+    """The deployable unit: apps/edge_predict.py and kbert_edge/ copied into one folder, run from
+    elsewhere, import kbert_edge from the copy."""
+    model = BertClassifier(tiny_backbone(), 2, label_names=["no", "yes"])
+    write_run_folder(tmp_path / "run", model, tokenizer, {"task": "sentiment", "max_length": 16}, {"loss": [1.0]})
+    export_tflite(*load_exportable(tmp_path / "run"), tmp_path / "tflite", quantize="none")
+    device = tmp_path / "device"
+    device.mkdir()
+    shutil.copy(EDGE_PREDICT, device)
+    shutil.copytree(TESTS.parent / "kbert_edge", device / "kbert_edge", ignore=shutil.ignore_patterns("__pycache__"))
+    result = run_edge_predict(tmp_path / "tflite" / "token_ids.tflite", "a good film", "--json",
+                              script=device / "edge_predict.py", cwd=tmp_path)
+    assert result.stderr.splitlines()[-1] == f"kbert_edge: {device / 'kbert_edge' / '__init__.py'}"
+    expected = keras.ops.convert_to_numpy(keras.ops.softmax(model(tokenizer(["a good film"], max_length=16))))
+    np.testing.assert_allclose(list(json.loads(result.stdout)["probabilities"].values()), expected[0], atol=1e-4)
+
+
+def test_docstring_examples():
+    result = doctest.testmod(edge_module(), optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0 and result.attempted > 0

@@ -17,9 +17,8 @@ from kbert.metrics.entity_f1 import get_entities
 from kbert.tasks import BertQuestionAnswerer, BertTokenClassifier
 from kbert.training import ner_task, qa_task
 from kbert.training.run_folder import write_run_folder
-from tests.conftest import run_python
-from tests.export.conftest import (EDGE_PREDICT, EMPTY_BATCHES, TENSORFLOW_ONLY, TEXTS, edge_module,
-                                   tiny_backbone)
+from kbert_edge import entity_spans
+from tests.export.conftest import EMPTY_BATCHES, TENSORFLOW_ONLY, TEXTS, edge_module, run_edge_predict, tiny_backbone
 
 pytestmark = TENSORFLOW_ONLY
 
@@ -116,6 +115,24 @@ def test_ner_evaluation_gets_the_same_tags_from_the_tflite_model(ner):
     np.testing.assert_allclose(np.concatenate(probabilities), np.concatenate(expected[1]), atol=1e-4)
 
 
+def test_ner_edge_runner_reads_long_texts_through_windows(ner):
+    """EdgeModel.predict on token_ids.tflite (pure-Python WordPiece, word-aligned windows) finds the
+    entities of the Keras model read through NerWindows, beyond the first window too."""
+    model, tokenizer, spec, root = ner
+    edge = edge_module().EdgeModel(root / "tflite" / "token_ids.tflite")
+    texts = ["Angela Merkel visited Paris, the film was good. " * 8, TEXTS[4], ""]
+    spans = word_spans_of(tokenizer, texts)
+    tags, probabilities = ner_task.predict_tags(model, tokenizer, texts, spans, spec.max_length)
+    results = edge.predict(texts)
+    for text, result, *word in zip(texts, results, spans, tags, probabilities):
+        expected = entity_spans(text, *word)
+        assert [{**e, "score": 0} for e in result["entities"]] == [{**e, "score": 0} for e in expected]
+        np.testing.assert_allclose([e["score"] for e in result["entities"]], [e["score"] for e in expected],
+                                   atol=2e-4)
+    assert [result["windows"] for result in results] == [4, 1, 1]
+    assert max(e["end"] for e in results[0]["entities"]) > 300  # past the first window
+
+
 @pytest.fixture(scope="module")
 def qa(tmp_path_factory, tokenizer):
     model = BertQuestionAnswerer(tiny_backbone())
@@ -174,8 +191,8 @@ def test_qa_edge_runner_reads_long_contexts_through_windows(qa, tmp_path):
     context = "Angela Merkel visited Paris. " * 6 + "The film was good, the cafe was bad. " * 4
     expected = decode_best(model, tokenizer, ["Who visited Paris?"], [context], {
         "max_length": 32, "doc_stride": 8, "max_question_length": 6})[0]
-    result = run_python(EDGE_PREDICT, root / "tflite" / "token_ids.tflite", "--question", "Who visited Paris?",
-                        "--context", context)
+    result = run_edge_predict(root / "tflite" / "token_ids.tflite", "--question", "Who visited Paris?",
+                              "--context", context, "--json")
     answer = json.loads(result.stdout.splitlines()[-1])
     assert (answer["start"], answer["end"], answer["text"]) == (expected["start"], expected["end"], expected["text"])
     assert answer["windows"] > 3
