@@ -15,10 +15,11 @@
    .keras file is exported by apps/export.py in a TensorFlow-backend process.
 4. Run both .tflite files with the edge runner (apps/edge_predict.py: LiteRT, in a process without
    TensorFlow's Python modules): validation accuracy, latency, and labels for a few raw sentences.
-Then print one table (model | accuracy | file size | latency) and write it to OUT/demo.json.
+Then print one table (model | accuracy | file size | latency) and write it to OUT/demo.json
+(with --json, also printed on stdout as one line; the story then goes to stderr).
 
 Everything lands in --out: the run folder of step 1 (model.keras, vocab.txt, metrics.json,
-curves.png), validation.tsv, tflite_fp32/ and tflite_int8/ (each: text.tflite, token_ids.tflite,
+curves.png, README.md, history.csv, logs/), validation.tsv, tflite_fp32/ and tflite_int8/ (each: text.tflite, token_ids.tflite,
 vocab.txt, export.json), demo.json. Each is written whole or not at all; --reuse skips step 1
 when --out already holds a trained model (e.g. after an interrupted export).
 """
@@ -35,7 +36,8 @@ import warnings
 
 import numpy as np  # this module imports neither Keras nor TensorFlow at the top: the edge worker runs it
 
-from cli_errors import add_debug_option, run
+from app_cli import app_parser, emit, for_people, parse_args
+from cli_errors import run
 from task_cli import positive_float, positive_int, sequence_length
 
 APPS = pathlib.Path(__file__).resolve().parent
@@ -51,7 +53,8 @@ EXAMPLES = [
 
 
 def parser():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    """The argparse parser of this app."""
+    parser = app_parser(__doc__)
     parser.add_argument("sentences", nargs="*", help="raw sentences for the edge runner (default: five examples)")
     parser.add_argument("--out", default="saved_models/demo",
                         help="folder for the run and the exports (default: %(default)s)")
@@ -76,25 +79,28 @@ def parser():
     parser.add_argument("--reuse", action="store_true",
                         help="skip fine-tuning when --out already holds a model.keras; export and evaluate it")
     parser.add_argument("--edge-worker", action="store_true", help=argparse.SUPPRESS)
-    add_debug_option(parser)
     return parser
 
 
 def main(argv=None):
-    args = parser().parse_args(argv)
+    arguments = parser()
+    args = arguments.parse_args(argv)
     out = pathlib.Path(args.out)
     sentences = args.sentences or EXAMPLES
-    if args.edge_worker:  # step 4, in a process of its own
+    if args.edge_worker:  # step 4, in a process of its own: LiteRT, not TensorFlow
         print(json.dumps(edge_results(out, sentences, args.repeats)))
         return
+    args = parse_args(arguments, argv)  # and start Keras (quietly, without --verbose)
     from kbert.training.run_folder import claim_run_folder
 
-    with claim_run_folder(out):  # refused now, not after training, when --out cannot be written
-        demo(args, out, sentences)
+    with claim_run_folder(out), for_people(args):  # refused now, not after training, when --out cannot be written
+        summary = demo(args, out, sentences)
+    if args.json:
+        emit(args, [summary])
 
 
 def demo(args, out, sentences):
-    """Steps 1 to 4 into the folder `out`, then the summary table (printed, and in OUT/demo.json)."""
+    """Steps 1 to 4 into the folder `out`, then the summary table (printed, and in OUT/demo.json, returned)."""
     start = time.perf_counter()
     import keras
 
@@ -106,7 +112,7 @@ def demo(args, out, sentences):
     keras_row, keras_predictions = keras_results(out, metrics, sentences, args.repeats)
     seconds["evaluate"] = time.perf_counter() - start - sum(seconds.values())
     step("3/4", "export string-in TFLite, float32 and dynamic-int8")
-    export_tflite_models(out)
+    export_tflite_models(out, json_lines=args.json)
     seconds["export"] = time.perf_counter() - start - sum(seconds.values())
     step("4/4", "run the .tflite files with the edge runner (apps/edge_predict.py, LiteRT)")
     edge = run_edge_worker(out, sentences, args.repeats)
@@ -121,17 +127,20 @@ def demo(args, out, sentences):
     print(f"accuracy on {metrics['validation_examples']} held-out sentences; latency: one raw sentence to "
           f"probabilities, tokenizer included, padded to {metrics['max_length']} tokens, median of {args.repeats}")
     print(format_table(rows))
-    print(f"(model.keras also holds the optimizer's state: the weights alone are {keras_row['weights'] / 1e6:.1f} MB)")
+    print(f"(model.keras holds the weights, {keras_row['weights'] / 1e6:.1f} MB, the architecture and the tokenizer; "
+          f"not the optimizer's state)")
     total = time.perf_counter() - start
     print(f"\nWall time {total / 60:.1f} min (" + ", ".join(f"{k} {v:.0f} s" for k, v in seconds.items()) + ")")
     print(f"On a device: python apps/edge_predict.py {out / EXPORTS['TFLite dynamic-int8'][0] / 'text.tflite'} "
           f"\"a gripping film\"")
     from kbert.training import write_json_atomic
 
-    write_json_atomic(out / "demo.json", {"rows": rows, "sentences": sentences, "predictions": predictions,
-                                          "seconds": {**seconds, "total": total}, "run": {
-                                              k: metrics[k] for k in ("init", "data", "backend", "train_examples",
-                                                                      "validation_examples", "max_length")}})
+    summary = {"rows": rows, "sentences": sentences, "predictions": predictions,
+               "seconds": {**seconds, "total": total},
+               "run": {k: metrics[k] for k in ("init", "data", "backend", "train_examples", "validation_examples",
+                                               "max_length")}}
+    write_json_atomic(out / "demo.json", summary)
+    return summary
 
 
 def step(number, title):
@@ -200,8 +209,9 @@ def keras_results(out, metrics, sentences, repeats):
             "latency_ms": median_ms(lambda: classify(sentences[:1]), repeats)}, predictions
 
 
-def export_tflite_models(out):
-    """Step 3: OUT/tflite_fp32 and OUT/tflite_int8, here on TensorFlow, else through apps/export.py."""
+def export_tflite_models(out, json_lines=False):
+    """Step 3: OUT/tflite_fp32 and OUT/tflite_int8, here on TensorFlow, else through apps/export.py
+    (whose report goes to stderr with `json_lines`: stdout is the demo's JSON then)."""
     import keras
 
     if keras.config.backend() == "tensorflow":
@@ -219,7 +229,7 @@ def export_tflite_models(out):
     for folder, quantize in EXPORTS.values():
         export = subprocess.run([sys.executable, str(APPS / "export.py"), "--model", str(out), "--format", "tflite",
                                  "--quantize", quantize, "--out", str(out / folder)],
-                                env={**os.environ, "KERAS_BACKEND": "tensorflow"})
+                                env={**os.environ, "KERAS_BACKEND": "tensorflow"}, stdout=2 if json_lines else None)
         if export.returncode:
             sys.exit(f"apps/export.py failed (exit {export.returncode}) on {out}: see its message above.")
 

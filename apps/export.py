@@ -11,18 +11,22 @@ qa.py, or a backbone (a preset, all_minilm_l6_v2, a folder of apps/pretrain.py o
 trained under any backend. Export runs under TensorFlow: the .keras file is reloaded there
 (this script re-runs itself with KERAS_BACKEND=tensorflow when needed). The output folder is
 written whole or not at all. See kbert/export/serving.py for each task's inputs and outputs.
+With --json it prints one object: model, format, out, task, num_texts, max_length, padding,
+files ({path: bytes}) and bytes.
 """
 
-import argparse
 import os
 import pathlib
 import sys
 
+from app_cli import app_parser, emit, for_people, parse_args
+
 
 def parser():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    """The argparse parser of this app."""
+    parser = app_parser(__doc__)
     parser.add_argument("--model", required=True, help="task .keras file, run folder, backbone folder or preset")
-    parser.add_argument("--format", required=True, choices=("saved_model", "tflite"))
+    parser.add_argument("--format", required=True, choices=("saved_model", "tflite"), help="what to write")
     parser.add_argument("--out", required=True, help="folder to write")
     parser.add_argument("--quantize", default="none", choices=("none", "float16", "dynamic-int8", "int8"),
                         help="TFLite only: float32, float16 weights, or int8 weights with activations "
@@ -37,7 +41,7 @@ def parser():
 
 
 def main(argv=None):
-    args = parser().parse_args(argv)
+    args = parse_args(parser(), argv)
     if os.environ.get("KERAS_BACKEND") != "tensorflow":
         import keras
 
@@ -53,24 +57,31 @@ def main(argv=None):
 
     if args.format == "saved_model" and args.quantize != "none":
         sys.exit("--quantize applies to --format tflite only: a SavedModel keeps float32 weights.")
-    try:
-        model, tokenizer, spec = load_exportable(args.model, max_length=args.max_length,
-                                                 padding=args.padding, num_texts=2 if args.pairs else None)
-        print(f"{args.model}: {spec.task}, {spec.num_texts} text(s) per input, max_length "
-              f"{spec.max_length}, padding {spec.padding}")
-        if args.format == "saved_model":
-            export_saved_model(model, tokenizer, spec, args.out)
-        else:
-            export_tflite(model, tokenizer, spec, args.out, args.quantize, text_model=not args.no_text_model)
-    except (ExportError, FileNotFoundError, ValueError) as error:
-        sys.exit(f"export failed: {error}")
-    total = 0
-    for path in sorted(pathlib.Path(args.out).rglob("*")):
-        if path.is_file():
-            total += path.stat().st_size
-            if path.suffix in (".tflite", ".pb") or path.name.startswith("variables.data"):
-                print(f"  {path.relative_to(args.out)}  {path.stat().st_size / 1e6:.2f} MB")
-    print(f"Wrote {args.out} ({total / 1e6:.2f} MB)")
+    with for_people(args):
+        try:
+            model, tokenizer, spec = load_exportable(args.model, max_length=args.max_length,
+                                                     padding=args.padding, num_texts=2 if args.pairs else None)
+            print(f"{args.model}: {spec.task}, {spec.num_texts} text(s) per input, max_length "
+                  f"{spec.max_length}, padding {spec.padding}")
+            if args.format == "saved_model":
+                export_saved_model(model, tokenizer, spec, args.out)
+            else:
+                export_tflite(model, tokenizer, spec, args.out, args.quantize, text_model=not args.no_text_model)
+        except (ExportError, FileNotFoundError, ValueError) as error:
+            sys.exit(f"export failed: {error}")
+    files = {str(path.relative_to(args.out)): path.stat().st_size
+             for path in sorted(pathlib.Path(args.out).rglob("*")) if path.is_file()}
+    total = sum(files.values())
+    summary = {"model": args.model, "format": args.format, "out": args.out, "task": spec.task,
+               "num_texts": spec.num_texts, "max_length": spec.max_length, "padding": spec.padding,
+               "files": files, "bytes": total}
+
+    def describe(summary):
+        shown = [name for name in files if name.endswith((".tflite", ".pb")) or "variables.data" in name]
+        return "\n".join([*(f"  {name}  {files[name] / 1e6:.2f} MB" for name in shown),
+                          f"Wrote {args.out} ({total / 1e6:.2f} MB)"])
+
+    emit(args, [summary], describe)
 
 
 if __name__ == "__main__":

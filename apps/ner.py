@@ -12,33 +12,39 @@ prediction. Scores are entity-level precision / recall / F1 as conlleval counts 
 and per type).
 """
 
-import json
 import pathlib
 
-from kbert.training import ner_task
-from kbert.training.run_folder import check_run_task, check_writable, claim_run_folder
-
+from app_cli import emit, for_people, parse_args
 from cli_errors import run
-from task_cli import add_evaluate_command, add_predict_command, add_train_command, task_parser, texts_or_stdin
+from task_cli import (add_evaluate_command, add_predict_command, add_train_command, task_parser, texts_or_stdin,
+                      validation_limit)
 
 
 def main(argv=None):
     """Runs the command in `argv` (default sys.argv)."""
-    args = parser().parse_args(argv)
+    args = parse_args(parser(), argv)
+    from kbert.training import ner_task
+    from kbert.training.run_folder import check_run_task, check_writable, claim_run_folder
+
     if args.command == "train":
-        with claim_run_folder(args.out):
-            ner_task.train(args.data, args.init, args.out, valid=args.valid, epochs=args.epochs,
-                           batch_size=args.batch_size, learning_rate=args.lr, max_length=args.max_length,
-                           mixed_precision=args.mixed_precision, validation_fraction=args.validation_fraction,
-                           limit=args.limit, patience=args.patience, seed=args.seed, verbose=args.verbose)
+        with claim_run_folder(args.out), for_people(args):
+            metrics = ner_task.train(
+                args.data, args.init, args.out, valid=args.valid, epochs=args.epochs, batch_size=args.batch_size,
+                learning_rate=args.lr, max_length=args.max_length, mixed_precision=args.mixed_precision,
+                validation_fraction=args.validation_fraction, limit=args.limit,
+                validation_limit=validation_limit(args), patience=args.patience, seed=args.seed,
+                verbose=args.progress)
+        emit(args, [metrics], lambda metrics: f"Wrote {args.out}")
         return
     check_run_task(args.model, "ner", "BertTokenClassifier")
     if args.command == "evaluate":
         check_writable(args.out or pathlib.Path(args.model) / "eval.json", "--out" if args.out else "--model")
-        ner_task.evaluate(args.model, args.data, out=args.out, batch_size=args.batch_size)
+        with for_people(args):
+            metrics = ner_task.evaluate(args.model, args.data, out=args.out, batch_size=args.batch_size)
+        if args.json:
+            emit(args, [metrics])
     else:
-        for result in ner_task.predict(args.model, texts_or_stdin(args.texts), batch_size=args.batch_size):
-            print(json.dumps(result) if args.json else _describe(result))
+        emit(args, ner_task.predict(args.model, texts_or_stdin(args.texts), batch_size=args.batch_size), _describe)
 
 
 def parser():

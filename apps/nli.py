@@ -10,10 +10,8 @@ The premise and hypothesis are packed as `[CLS] premise [SEP] hypothesis [SEP]`.
 
 import functools
 
-from kbert.training import NLI
-
 from cli_errors import run
 from sentence_cli import main
 
 if __name__ == "__main__":
-    run(functools.partial(main, NLI, description=__doc__))
+    run(functools.partial(main, "nli", description=__doc__))

@@ -15,15 +15,14 @@ already trained). One process at a time writes a run folder (a lock, .<run>.lock
 Everything lives in saved_models/<run>/: settings.json, vocab.txt (given, or learned from the corpus), the
 held-out split (the last --holdout-lines lines of each document), backup/ (the checkpoint),
 logs/ (TensorBoard), history.csv, curves.png, metrics.json (the settings, held-out MLM and NSP accuracy
-before and after training) and, at the end, backbone.keras: `--init saved_models/<run>` for
-the task apps.
+before and after training), README.md (the model card: versions, corpus checksums, settings,
+metrics) and, at the end, backbone.keras: `--init saved_models/<run>` for the task apps.
+With --json, the last line on stdout is metrics.json as one JSON object (the rest goes to stderr).
 """
 
-import argparse
 import collections
 import csv
 import glob
-import importlib.util
 import json
 import math
 import os
@@ -32,41 +31,29 @@ import shutil
 import sys
 import tempfile
 
-import keras
-
-from kbert.training import AtomicBackupAndRestore, StopOnNonFiniteLoss
-from kbert.checkpoints import BACKBONE_FILE, MODEL_FILE, save_backbone
-from kbert.config import PRESETS, BertConfig
-from kbert.data.pretraining_dataset import pretraining_dataset
-from kbert.data.pretraining_instances import TASKS
-from kbert.data.text_file import check_utf8
-from kbert.models.bert_backbone import BertBackbone
-from kbert.tasks.bert_pretrainer import BertPretrainer
-from kbert.text import BertTokenizer, train_wordpiece_vocabulary
-from kbert.optimizers import bert_adamw
-from kbert.training import plot_history, use_fast_dropout_masks, write_json_atomic
-from kbert.training.run_folder import SETTINGS_FILE, RunFolderError, check_run_settings, claim_run_folder
-
-from cli_errors import add_debug_option, run
+from app_cli import app_parser, emit, for_people
+from app_cli import parse_args as parse_app_args
+from cli_errors import run
 from task_cli import non_negative_int, positive_float, positive_int, ratio, sequence_length
 
 MAY_CHANGE = ("steps",)  # the settings a resumed run may change; the others make the run what it is
-NOT_SETTINGS = ("run", "output", "restart")
+NOT_SETTINGS = ("run", "output", "restart", "json", "verbose")  # how it runs, not what it trains
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    """The arguments, checked; Keras (and kbert) load quietly once they are read (`app_cli.parse_args`)."""
+    parser = app_parser(__doc__)
     parser.add_argument("--corpus", nargs="+", required=True, help="text files: a sentence or paragraph a line, blank line between documents")
     parser.add_argument("--run", required=True, help="run name: the folder saved_models/<run>")
     parser.add_argument("--output", default="saved_models", help="parent folder of the run folder")
     parser.add_argument("--restart", action="store_true",
                         help="start the run over: delete what its folder holds (checkpoint included) first")
-    parser.add_argument("--preset", default="bert_mini", choices=sorted(PRESETS))
+    parser.add_argument("--preset", default="bert_mini", help="a size of kbert.config.PRESETS, bert_tiny to bert_large")
     parser.add_argument("--config", help="a JSON file of BertConfig fields (instead of --preset)")
     parser.add_argument("--vocab", help="a vocab.txt (or a folder with one); default: learn one from the corpus")
     parser.add_argument("--vocab-size", type=positive_int, default=8192, help="size of the learned vocabulary")
-    parser.add_argument("--task", default="nsp", choices=TASKS, help="second objective: nsp, sop (ALBERT) or mlm (none)")
-    parser.add_argument("--whole-word-masking", action="store_true")
+    parser.add_argument("--task", default="nsp", help="second objective: nsp, sop (ALBERT) or mlm (none)")
+    parser.add_argument("--whole-word-masking", action="store_true", help="mask every piece of a chosen word")
     parser.add_argument("--duplication-factor", type=non_negative_int, default=0, help="static masking with this many copies (default: dynamic)")
     parser.add_argument("--steps", type=non_negative_int, default=10000,
                         help="optimizer steps of the whole run, a multiple of --checkpoint-every (0: save the "
@@ -79,8 +66,13 @@ def parse_args(argv=None):
     parser.add_argument("--holdout-lines", type=non_negative_int, default=20, help="last lines of each document held out (0: none)")
     parser.add_argument("--mixed-precision", action="store_true", help="mixed_bfloat16 compute")
     parser.add_argument("--seed", type=int, default=0, help="seeds the initial weights and the data stream")
-    add_debug_option(parser)
-    args = parser.parse_args(argv)
+    args = parse_app_args(parser, argv)
+    from kbert.config import PRESETS
+    from kbert.data.pretraining_instances import TASKS
+
+    for option, value, names in (("--preset", args.preset, sorted(PRESETS)), ("--task", args.task, TASKS)):
+        if value not in names:
+            parser.error(f"argument {option}: invalid choice: {value!r} (choose from {', '.join(names)})")
     if args.steps % args.checkpoint_every:
         parser.error(f"--steps {args.steps} is not a multiple of --checkpoint-every {args.checkpoint_every} "
                      f"(a run trains whole checkpoint intervals)")
@@ -93,6 +85,8 @@ def parse_args(argv=None):
 def check_inputs(args):
     """Raises an error naming the argument (and the line) when a file of --corpus or --vocab is
     missing, or a corpus line is not UTF-8: before the run folder is touched."""
+    from kbert.data.text_file import check_utf8
+
     for path in map(pathlib.Path, args.corpus):
         if not path.is_file():
             problem = "a folder, not a text file" if path.is_dir() else "no such file"
@@ -118,6 +112,8 @@ def read_config(path):
     """The fields of the BertConfig JSON file `path` (None without one); errors name the file."""
     if path is None:
         return None
+    from kbert.config import BertConfig
+
     try:
         fields = json.loads(pathlib.Path(path).read_text("utf-8"))
     except FileNotFoundError:
@@ -136,6 +132,9 @@ def read_config(path):
 def check_resumable(folder, settings):
     """Raises RunFolderError unless `folder` is new, or a pretraining run started with `settings`
     (but `MAY_CHANGE`) that has not trained past `settings["steps"]`."""
+    from kbert.checkpoints import MODEL_FILE
+    from kbert.training.run_folder import SETTINGS_FILE, RunFolderError, check_run_settings
+
     if not folder.is_dir() or not any(folder.iterdir()):
         return
     if not (folder / SETTINGS_FILE).is_file():
@@ -156,6 +155,9 @@ def check_resumable(folder, settings):
 
 def start_over(folder):
     """Deletes the pretraining run folder `folder` (for --restart); refuses a folder of anything else."""
+    from kbert.checkpoints import BACKBONE_FILE, MODEL_FILE
+    from kbert.training.run_folder import SETTINGS_FILE, RunFolderError
+
     if not folder.exists():
         return
     marks = (SETTINGS_FILE, "backup", BACKBONE_FILE, "train.txt", "history.csv")
@@ -193,6 +195,10 @@ def split_holdout(paths, train_path, holdout_path, lines):
 
 def prepare_run(args, folder, settings):
     """Writes the settings, the vocabulary and the data split once; a resumed run reads them back."""
+    from kbert.text import BertTokenizer, train_wordpiece_vocabulary
+    from kbert.training import write_json_atomic
+    from kbert.training.run_folder import SETTINGS_FILE
+
     if not (folder / "vocab.txt").is_file():
         folder.mkdir(parents=True, exist_ok=True)
         corpus = [pathlib.Path(path) for path in args.corpus]
@@ -242,16 +248,33 @@ def main(argv=None):
     folder = pathlib.Path(args.output) / args.run
     check_inputs(args)
     settings = run_settings(args)
-    with claim_run_folder(folder, "--run", replaces=False):
+    from kbert.training.run_folder import claim_run_folder
+
+    with claim_run_folder(folder, "--run", replaces=False), for_people(args):
         remove_deleted(folder)
         if args.restart:
             start_over(folder)
         check_resumable(folder, settings)
-        pretrain(args, folder, settings)
+        metrics = pretrain(args, folder, settings)
+    if args.json:
+        emit(args, [metrics])
 
 
 def pretrain(args, folder, settings):
-    """Prepares (or resumes) the run in `folder` and trains it to `args.steps`; saves backbone.keras."""
+    """Prepares (or resumes) the run in `folder` and trains it to `args.steps`; saves backbone.keras.
+    Returns the metrics written to metrics.json."""
+    import keras
+
+    from kbert.checkpoints import save_backbone
+    from kbert.config import PRESETS, BertConfig
+    from kbert.data.pretraining_dataset import pretraining_dataset
+    from kbert.models.bert_backbone import BertBackbone
+    from kbert.optimizers import bert_adamw
+    from kbert.tasks.bert_pretrainer import BertPretrainer
+    from kbert.training import AtomicBackupAndRestore, StopOnNonFiniteLoss, plot_history, use_fast_dropout_masks
+    from kbert.training.model_card import write_model_card
+    from kbert.training.training_logs import HISTORY_FILE, training_logs
+
     if args.mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
     tokenizer, train, holdout = prepare_run(args, folder, settings)
@@ -279,11 +302,7 @@ def pretrain(args, folder, settings):
         print("held-out before training:", json.dumps(metrics["start"]), flush=True)
         metrics_path.write_text(json.dumps(metrics, indent=2))
 
-    callbacks = [StopOnNonFiniteLoss(backup), backup, keras.callbacks.CSVLogger(folder / "history.csv", append=True)]
-    if importlib.util.find_spec("tensorboard"):  # keras's TensorBoard callback needs the package
-        callbacks.append(keras.callbacks.TensorBoard(folder / "logs"))
-    else:
-        print("TensorBoard logs off: pip install tensorboard to get them.", flush=True)
+    callbacks = [StopOnNonFiniteLoss(backup), backup, *training_logs(folder)]
     # shuffle=False: the tf.data pipeline shuffles (Keras would warn that it ignores shuffle=True).
     model.fit(data, epochs=epochs, steps_per_epoch=args.checkpoint_every, callbacks=callbacks,
               validation_data=held_out or None, shuffle=False, verbose=1 if sys.stdout.isatty() else 2)
@@ -294,7 +313,7 @@ def pretrain(args, folder, settings):
     metrics["steps"] = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
     metrics["backend"] = keras.config.backend()
     metrics["settings"] = vars(args)  # the command line, for whoever reads the run folder later
-    history = read_history(folder / "history.csv")
+    history = read_history(folder / HISTORY_FILE)
     if history:
         plot_history(history, folder / "curves.png",
                      title=f"{args.run}: one epoch = {args.checkpoint_every} steps of {args.batch_size}")
@@ -302,7 +321,11 @@ def pretrain(args, folder, settings):
         save_backbone(temporary, backbone, tokenizer)
         os.replace(pathlib.Path(temporary) / "backbone.keras", folder / "backbone.keras")
     metrics_path.write_text(json.dumps(metrics, indent=2))
+    hyperparameters = {k: v for k, v in settings.items() if k != "corpus"}
+    write_model_card(folder, f"{args.run}: BERT pretrained from scratch", {"corpus": args.corpus, "vocab": args.vocab},
+                     hyperparameters, {k: v for k, v in metrics.items() if k != "settings"})
     print(f"Saved {folder / 'backbone.keras'} (use --init {folder})")
+    return metrics
 
 
 if __name__ == "__main__":

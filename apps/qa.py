@@ -4,6 +4,11 @@
     python apps/qa.py evaluate --model saved_models/squad --data dev-v1.1.json
     python apps/qa.py predict --model saved_models/squad --context article.txt --question "Who ...?"
     python apps/qa.py predict --model saved_models/squad --context "The text itself." --question "Who ...?"
+    cat questions.txt | python apps/qa.py predict --model saved_models/squad --context article.txt --json
+    echo '{"question": "Who ...?", "context": "..."}' | python apps/qa.py predict --model saved_models/squad
+
+predict reads its questions from stdin when no --question is given: one question a line about
+--context, or, without --context, one JSON object a line, {"question": ..., "context": ...}.
 
 Contexts longer than a window are read through overlapping windows (--max-length 384,
 --doc-stride 128, BERT's recipe); answers are decoded over all windows of a question and
@@ -15,37 +20,41 @@ import pathlib
 import re
 import sys
 
-from kbert.data.text_file import read_text
-from kbert.training import qa_task
-from kbert.training.run_folder import check_run_task, check_writable, claim_run_folder
-
+from app_cli import emit, for_people, parse_args
 from cli_errors import run
-from task_cli import add_evaluate_command, add_predict_command, add_train_command, positive_int, task_parser
+from task_cli import (add_evaluate_command, add_predict_command, add_train_command, positive_int, task_parser,
+                      texts_or_stdin, validation_limit)
 
 FILE_NAME = re.compile(r"\S*(/|\\)\S*|\S+\.(txt|text|md|json|html?|tsv|csv)", re.IGNORECASE)
 
 
 def main(argv=None):
     """Runs the command in `argv` (default sys.argv)."""
-    args = parser().parse_args(argv)
+    args = parse_args(parser(), argv)
+    from kbert.training import qa_task
+    from kbert.training.run_folder import check_run_task, check_writable, claim_run_folder
+
     if args.command == "train":
-        with claim_run_folder(args.out):
-            qa_task.train(args.data, args.init, args.out, epochs=args.epochs, batch_size=args.batch_size,
-                          learning_rate=args.lr, max_length=args.max_length, doc_stride=args.doc_stride,
-                          max_question_length=args.max_question_length, mixed_precision=args.mixed_precision,
-                          validation_articles=args.validation_articles, articles=args.articles, limit=args.limit,
-                          validation_limit=args.validation_limit, seed=args.seed, verbose=args.verbose)
+        with claim_run_folder(args.out), for_people(args):
+            metrics = qa_task.train(
+                args.data, args.init, args.out, epochs=args.epochs, batch_size=args.batch_size,
+                learning_rate=args.lr, max_length=args.max_length, doc_stride=args.doc_stride,
+                max_question_length=args.max_question_length, mixed_precision=args.mixed_precision,
+                validation_articles=args.validation_articles, articles=args.articles, limit=args.limit,
+                validation_limit=validation_limit(args), seed=args.seed, verbose=args.progress)
+        emit(args, [metrics], lambda metrics: f"Wrote {args.out}")
         return
     check_run_task(args.model, "qa", "BertQuestionAnswerer")
     if args.command == "evaluate":
         check_writable(args.out or pathlib.Path(args.model) / "eval.json", "--out" if args.out else "--model")
-        qa_task.evaluate(args.model, args.data, out=args.out, batch_size=args.batch_size)
+        with for_people(args):
+            metrics = qa_task.evaluate(args.model, args.data, out=args.out, batch_size=args.batch_size)
+        if args.json:
+            emit(args, [metrics])
     else:
-        context = read_context(args.context)
-        results = qa_task.predict(args.model, context, args.question, args.n_best, args.max_answer_length,
-                                  batch_size=args.batch_size)
-        for result in results:
-            print(json.dumps(result) if args.json else _describe(result))
+        contexts, questions = predict_inputs(args)
+        emit(args, qa_task.predict(args.model, contexts, questions, args.n_best, args.max_answer_length,
+                                   batch_size=args.batch_size), _describe)
 
 
 def parser():
@@ -58,17 +67,38 @@ def parser():
     train.add_argument("--validation-articles", type=positive_int, default=10,
                        help="articles held out for validation")
     train.add_argument("--articles", type=positive_int, help="read only the first N articles")
-    train.add_argument("--validation-limit", type=positive_int,
-                       help="score a seeded subset of this many validation questions")
     add_evaluate_command(commands, "exact match and F1 of a run folder on SQuAD JSON", "SQuAD v1.1 JSON file")
     predict = add_predict_command(commands, "answer questions about a context", texts=False)
-    predict.add_argument("--context", required=True,
+    predict.add_argument("--context",
                          help="a UTF-8 text file, or the text itself; a one-word value that looks like a file "
-                              "name (a '/', or an ending such as .txt) must name an existing file")
-    predict.add_argument("--question", action="append", required=True, help="a question (repeatable)")
-    predict.add_argument("--n-best", type=positive_int, default=20)
+                              "name (a '/', or an ending such as .txt) must name an existing file (default: "
+                              "each stdin line is a JSON object with its own context)")
+    predict.add_argument("--question", action="append",
+                         help="a question (repeatable; default: from stdin, see above)")
+    predict.add_argument("--n-best", type=positive_int, default=20, help="answers decoded per question")
     predict.add_argument("--max-answer-length", type=positive_int, default=30, help="in tokens")
     return parser
+
+
+def predict_inputs(args):
+    """(contexts, questions) of `predict`: --context and --question, else questions (or JSON lines) on stdin."""
+    if args.question and args.context is None:
+        sys.exit("--question needs a --context (or give JSON lines {\"question\", \"context\"} on stdin).")
+    if args.context is not None:
+        context = read_context(args.context)
+        return context, args.question or texts_or_stdin(None)
+    contexts, questions = [], []
+    for number, line in enumerate(texts_or_stdin(None), start=1):
+        try:
+            example = json.loads(line)
+        except ValueError:
+            example = None
+        if not isinstance(example, dict) or not all(isinstance(example.get(k), str) for k in ("question", "context")):
+            sys.exit(f"stdin:{number}: expected a JSON object with a \"question\" and a \"context\" "
+                     f"(or give --context, and a question a line).")
+        contexts.append(example["context"])
+        questions.append(example["question"])
+    return contexts, questions
 
 
 def read_context(value):
@@ -84,6 +114,8 @@ def read_context(value):
     except (OSError, ValueError):  # too long for a file name, or a NUL byte: the text itself
         is_file = exists = False
     if is_file:
+        from kbert.data.text_file import read_text
+
         context = read_text(path)
         if not context.strip():
             sys.exit(f"--context {path}: the context file is empty.")

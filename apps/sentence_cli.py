@@ -1,66 +1,80 @@
-"""The command line shared by apps/sentiment.py, apps/nli.py and apps/similarity.py."""
+"""The command line shared by apps/sentiment.py, apps/nli.py and apps/similarity.py.
+
+Its parser is built before Keras loads (--help answers at once), so it knows each task by the
+shape of its command line, `COMMAND_LINES`; the task itself, `kbert.training.SentenceTask`, is
+looked up by name once the arguments are read (tests/apps/test_app_cli.py checks they agree).
+"""
 
 import argparse
-import json
 import pathlib
 import sys
 
-from kbert.training import sentence_task
-from kbert.training.run_folder import check_run_task, check_writable, claim_run_folder
-
+from app_cli import emit, for_people, parse_args
 from task_cli import (add_evaluate_command, add_predict_command, add_train_command, positive_int, task_parser,
-                      texts_or_stdin)
+                      texts_or_stdin, validation_limit)
+
+# task name -> (texts per example, regression): what the command line of each sentence task takes
+COMMAND_LINES = {"sentiment": (1, False), "nli": (2, False), "similarity": (2, True)}
 
 
-def main(task, argv=None, description=None):
-    """Parses `train | evaluate | predict` arguments for `task` and runs the command.
+def main(task_name, argv=None, description=None):
+    """Parses `train | evaluate | predict` arguments for the task `task_name` and runs the command.
 
     Args:
-        task: `kbert.training.SentenceTask`.
+        task_name: str. A key of `COMMAND_LINES`, the name of a `kbert.training.SentenceTask`.
         argv: list of str or None (sys.argv).
         description: str. The app's help text.
     """
-    args = parser(task, description).parse_args(argv)
+    args = parse_args(parser(task_name, description), argv)
+    from kbert.training import NLI, SENTIMENT, SIMILARITY, sentence_task
+    from kbert.training.run_folder import check_run_task, check_writable, claim_run_folder
+
+    task = {task.name: task for task in (SENTIMENT, NLI, SIMILARITY)}[task_name]
     if args.command == "train":
-        with claim_run_folder(args.out):
-            sentence_task.train(
+        with claim_run_folder(args.out), for_people(args):
+            metrics = sentence_task.train(
                 task, args.data, args.init, args.out, valid=args.valid, epochs=args.epochs,
                 batch_size=args.batch_size, learning_rate=args.lr, max_length=args.max_length,
                 lora_rank=args.lora_rank, mixed_precision=args.mixed_precision,
-                validation_fraction=args.validation_fraction, limit=args.limit, patience=args.patience,
-                seed=args.seed, labels=args.labels, skip_bad_rows=args.skip_bad_rows, verbose=args.verbose)
+                validation_fraction=args.validation_fraction, limit=args.limit,
+                validation_limit=validation_limit(args), patience=args.patience, seed=args.seed,
+                labels=args.labels, skip_bad_rows=args.skip_bad_rows, verbose=args.progress)
+        emit(args, [metrics], lambda metrics: f"Wrote {args.out}")
         return
     check_run_task(args.model, task.name, "BertClassifier", regression=task.regression)
     if args.command == "evaluate":
         check_writable(args.out or pathlib.Path(args.model) / "eval.json", "--out" if args.out else "--model")
-        sentence_task.evaluate(task, args.model, args.data, out=args.out, batch_size=args.batch_size,
-                               skip_bad_rows=args.skip_bad_rows)
+        with for_people(args):
+            metrics = sentence_task.evaluate(task, args.model, args.data, out=args.out, batch_size=args.batch_size,
+                                             skip_bad_rows=args.skip_bad_rows)
+        if args.json:
+            emit(args, [metrics])
     else:
         texts, pairs = _predict_inputs(task, args)
-        results = sentence_task.predict(args.model, texts, pairs, batch_size=args.batch_size)
-        for result in results:
-            print(json.dumps(result) if args.json else _describe(result))
+        emit(args, sentence_task.predict(args.model, texts, pairs, batch_size=args.batch_size), _describe)
 
 
-def parser(task, description=None):
-    """The argparse parser of a sentence-task app."""
+def parser(task_name, description=None):
+    """The argparse parser of the sentence-task app of `task_name`."""
+    num_texts, regression = COMMAND_LINES[task_name]
     parser, commands = task_parser(description)
-    columns = "sentence<TAB>label" if task.num_texts == 1 else "sentence1<TAB>sentence2<TAB>label"
+    columns = "sentence<TAB>label" if num_texts == 1 else "sentence1<TAB>sentence2<TAB>label"
 
     train = add_train_command(commands, f"TSV ({columns}, header row)")
     train.add_argument("--lora-rank", type=positive_int, help="train LoRA factors of this rank (and the head) only")
-    if not task.regression:
+    if not regression:
         train.add_argument("--labels", type=_label_names, help=f"comma-separated classes in id order (default: "
-                                                               f"{','.join(task.label_names or ['from the data'])})")
+                                                               f"{task_name}'s, see kbert.training.{task_name.upper()})")
     train.add_argument("--skip-bad-rows", action="store_true", help="skip unreadable rows instead of failing")
     train.set_defaults(labels=None)
 
     evaluate = add_evaluate_command(commands, "score a run folder on a labeled TSV", f"TSV ({columns})")
-    evaluate.add_argument("--skip-bad-rows", action="store_true")
+    evaluate.add_argument("--skip-bad-rows", action="store_true", help="skip unreadable rows instead of failing")
 
-    predict = add_predict_command(commands, "label (or score) new texts", texts=task.num_texts == 1)
-    if task.num_texts == 2:
-        predict.add_argument("--premise", action="append", help="first sentence (repeatable)")
+    predict = add_predict_command(commands, "label (or score) new texts", texts=num_texts == 1)
+    if num_texts == 2:
+        predict.add_argument("--premise", action="append",
+                             help="first sentence (repeatable; default: premise<TAB>hypothesis lines on stdin)")
         predict.add_argument("--hypothesis", action="append", help="second sentence, one per --premise")
     return parser
 

@@ -8,10 +8,8 @@
 
 import functools
 
-from kbert.training import SENTIMENT
-
 from cli_errors import run
 from sentence_cli import main
 
 if __name__ == "__main__":
-    run(functools.partial(main, SENTIMENT, description=__doc__))
+    run(functools.partial(main, "sentiment", description=__doc__))

@@ -8,10 +8,8 @@ with one output trained by mean squared error; evaluated by Pearson and Spearman
 
 import functools
 
-from kbert.training import SIMILARITY
-
 from cli_errors import run
 from sentence_cli import main
 
 if __name__ == "__main__":
-    run(functools.partial(main, SIMILARITY, description=__doc__))
+    run(functools.partial(main, "similarity", description=__doc__))

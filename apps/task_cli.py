@@ -1,10 +1,12 @@
 """The argparse builder shared by the task apps (sentence, NER and QA): `train | evaluate | predict`,
-and the argument types that refuse a bad number before any work (also used by pretrain, demo, embed)."""
+each with --json and --verbose (`app_cli`), and the argument types that refuse a bad number before
+any work (also used by pretrain, demo, embed). Imports neither Keras nor TensorFlow."""
 
 import argparse
 import math
 import sys
 
+from app_cli import HelpFormatter, add_output_options
 from cli_errors import add_debug_option
 
 
@@ -14,11 +16,11 @@ def task_parser(description=None):
     Example:
     >>> parser, commands = task_parser("A toy app.")
     >>> train = add_train_command(commands, "CoNLL file", "sentences", held_out=False)
-    >>> args = parser.parse_args(["train", "--data", "a.txt", "--out", "run", "--verbose", "2"])
-    >>> args.command, args.epochs, args.lr, args.mixed_precision, args.verbose
-    ('train', 3, 3e-05, False, 2)
+    >>> args = parser.parse_args(["train", "--data", "a.txt", "--out", "run", "--progress", "2", "--json"])
+    >>> args.command, args.epochs, args.lr, args.mixed_precision, args.progress, args.json, args.verbose
+    ('train', 3, 3e-05, False, 2, True, False)
     """
-    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=description, formatter_class=HelpFormatter)
     add_debug_option(parser)
     return parser, parser.add_subparsers(dest="command", required=True)
 
@@ -28,8 +30,9 @@ def add_train_command(commands, data_format, unit="examples", epochs=3, learning
     """Adds the `train` command with the options every task takes; returns it to add more.
 
     Options: --data --init --out --epochs --batch-size --lr --max-length --mixed-precision
-    --limit --seed --verbose, and with `held_out` --valid --validation-fraction --patience
-    (a validation set, seeded split of --data by default, watched by early stopping).
+    --limit --validation-limit --seed --progress --json --verbose, and with `held_out` --valid
+    --validation-fraction --patience (a validation set, seeded split of --data by default,
+    watched by early stopping). `validation_limit(args)` reads --validation-limit.
 
     Args:
         commands: the subparsers of `task_parser`.
@@ -38,7 +41,7 @@ def add_train_command(commands, data_format, unit="examples", epochs=3, learning
         epochs, learning_rate, max_length: the task's defaults.
         held_out: bool. Add the validation options.
     """
-    train = commands.add_parser("train", help="fine-tune and write a run folder")
+    train = commands.add_parser("train", help="fine-tune and write a run folder", formatter_class=HelpFormatter)
     train.add_argument("--data", required=True, help=f"training {data_format}")
     if held_out:
         train.add_argument("--valid", help=f"validation {data_format} (default: a seeded split of --data)")
@@ -49,40 +52,50 @@ def add_train_command(commands, data_format, unit="examples", epochs=3, learning
     train.add_argument("--out", required=True,
                        help="run folder to write (e.g. saved_models/NAME), checked before training; an existing "
                             "one must be a run folder (it is replaced at the end), and one run at a time writes it")
-    train.add_argument("--epochs", type=positive_int, default=epochs)
-    train.add_argument("--batch-size", type=positive_int, default=32)
+    train.add_argument("--epochs", type=positive_int, default=epochs, help="passes over the training data")
+    train.add_argument("--batch-size", type=positive_int, default=32, help="examples per step")
     train.add_argument("--lr", type=positive_float, default=learning_rate, help="peak learning rate")
     train.add_argument("--max-length", type=sequence_length, default=max_length,
                        help="tokens per model input, specials included (at least 3)")
     train.add_argument("--mixed-precision", action="store_true", help="compute in bfloat16, keep float32 weights")
     if held_out:
-        train.add_argument("--validation-fraction", type=fraction, default=0.1)
+        train.add_argument("--validation-fraction", type=fraction, default=0.1,
+                           help="share of --data held out for validation when --valid is not given")
         train.add_argument("--patience", type=non_negative_int, default=1, help="early stopping patience, in epochs")
     train.add_argument("--limit", type=positive_int, help=f"train on a seeded subset of this many {unit}")
-    train.add_argument("--seed", type=int, default=0)
-    train.add_argument("--verbose", type=_verbosity, default="auto",
-                       help="0 silent, 1 progress bar, 2 one line per epoch, auto")
+    train.add_argument("--validation-limit", type=positive_int,
+                       help=f"validate on a seeded subset of this many {unit} (default: --limit, else all)")
+    train.add_argument("--seed", type=int, default=0, help="seeds the split, the subsets, the shuffles and the head")
+    train.add_argument("--progress", type=_progress, default="auto",
+                       help="0 none, 1 progress bar, 2 one line per epoch, auto (a bar on a terminal)")
+    add_output_options(train)
     return train
+
+
+def validation_limit(args):
+    """The validation examples to keep: --validation-limit, else --limit (a quick run validates quickly too)."""
+    return args.validation_limit or args.limit
 
 
 def add_evaluate_command(commands, help, data_format):
     """Adds the `evaluate` command: --model --data --out --batch-size; returns it."""
-    evaluate = commands.add_parser("evaluate", help=help)
+    evaluate = commands.add_parser("evaluate", help=help, formatter_class=HelpFormatter)
     evaluate.add_argument("--model", required=True, help="run folder written by train")
     evaluate.add_argument("--data", required=True, help=data_format)
     evaluate.add_argument("--out", help="metrics JSON (default: MODEL/eval_<data name>.json)")
-    evaluate.add_argument("--batch-size", type=positive_int, default=64)
+    evaluate.add_argument("--batch-size", type=positive_int, default=64, help="examples per step")
+    add_output_options(evaluate)
     return evaluate
 
 
 def add_predict_command(commands, help, texts=True):
-    """Adds the `predict` command: --model --json --batch-size, and with `texts` the texts; returns it."""
-    predict = commands.add_parser("predict", help=help)
+    """Adds the `predict` command: --model --batch-size --json --verbose, and with `texts` the texts; returns it."""
+    predict = commands.add_parser("predict", help=help, formatter_class=HelpFormatter)
     predict.add_argument("--model", required=True, help="run folder written by train")
     if texts:
         predict.add_argument("texts", nargs="*", help="texts (default: one per line on stdin)")
-    predict.add_argument("--json", action="store_true", help="one JSON object per line")
-    predict.add_argument("--batch-size", type=positive_int, default=32)
+    predict.add_argument("--batch-size", type=positive_int, default=32, help="examples per step")
+    add_output_options(predict)
     return predict
 
 
@@ -147,7 +160,7 @@ def _checked(kind, text, is_valid, expected):
     return value
 
 
-def _verbosity(text):
+def _progress(text):
     if text not in ("0", "1", "2", "auto"):
         raise argparse.ArgumentTypeError(f"expected 0, 1, 2 or auto, got {text!r}")
     return text if text == "auto" else int(text)

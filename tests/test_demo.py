@@ -19,17 +19,19 @@ def test_demo_runs_on_the_shipped_sample(tmp_path):
     out = tmp_path / "demo"
     sentences = ["A fine, warm film.", "Dull."]
     result = run_python(DEMO, "--init", "bert_tiny", "--limit", 64, "--epochs", 1, "--max-length", 32,
-                        "--repeats", 2, "--data", samples_dir() / "sentiment_sample.tsv", "--out", out,
+                        "--repeats", 2, "--data", samples_dir() / "sentiment_sample.tsv", "--out", out, "--json",
                         *sentences, backend="tensorflow")
-    for name in ("model.keras", "validation.tsv", "tflite_fp32/text.tflite", "tflite_int8/text.tflite"):
+    for name in ("model.keras", "README.md", "validation.tsv", "tflite_fp32/text.tflite", "tflite_int8/text.tflite"):
         assert (out / name).is_file(), name
     summary = json.loads((out / "demo.json").read_text())
+    assert [json.loads(line) for line in result.stdout.splitlines()] == [summary]  # --json: stdout is JSON only
+    assert "oneDNN" not in result.stderr  # TensorFlow's start-up lines: only with --verbose
     rows, predictions = summary["rows"], summary["predictions"]
     assert list(rows) == ROWS
     assert summary["run"]["validation_examples"] == 40  # a fifth of the 200 sentences
     for name in ROWS:
         assert 0 <= rows[name]["accuracy"] <= 1 and rows[name]["latency_ms"] > 0, name
-        assert f"{name:22} {rows[name]['accuracy']:>9.2%}" in result.stdout  # the printed table
+        assert f"{name:22} {rows[name]['accuracy']:>9.2%}" in result.stderr  # the table, for people
     assert rows["TFLite dynamic-int8"]["size"] < rows["TFLite fp32"]["size"] / 2
     # The fp32 export gives the Keras model's answers on raw text, through the edge runner.
     for keras_answer, edge_answer in zip(predictions["Keras"], predictions["TFLite fp32"]):

@@ -7,6 +7,7 @@ import keras
 import numpy as np
 
 from kbert.training.non_finite_loss import NonFiniteLossError, non_finite_weights, stop_message
+from kbert.training.training_logs import LOG_NAMES
 
 METADATA_FILE = "training_metadata.json"
 # The state a resumed fit needs of Keras's early stopping (`on_train_begin` resets it).
@@ -136,8 +137,8 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
         partial = folder / f"partial.{METADATA_FILE}"
         partial.write_text(json.dumps(metadata))
         os.replace(partial, self._training_metadata_path)
-        for path in folder.iterdir():  # earlier backups, and a write a kill cut short
-            if path.name not in (METADATA_FILE, metadata["weights"], metadata.get("arrays")):
+        for path in folder.iterdir():  # earlier backups, and a write a kill cut short (the fit's logs stay)
+            if path.name not in (METADATA_FILE, metadata["weights"], metadata.get("arrays"), *LOG_NAMES):
                 path.unlink()
 
 

@@ -21,10 +21,13 @@ from kbert.training.mixed_precision import bfloat16_compute
 from kbert.training.non_finite_loss import StopOnNonFiniteLoss
 from kbert.training.run_backup import run_backup
 from kbert.training.run_folder import load_run, write_evaluation, write_run_folder
+from kbert.training.training_logs import fine_tuning_logs
+from kbert.training.validation_scores import ValidationScores
 
 
 def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e-5, max_length=128,
-          mixed_precision=False, validation_fraction=0.1, limit=None, patience=1, seed=0, verbose="auto"):
+          mixed_precision=False, validation_fraction=0.1, limit=None, validation_limit=None, patience=1, seed=0,
+          verbose="auto"):
     """Fine-tunes a `BertTokenClassifier` and writes the run folder `out`.
 
     The task API's recipe (`BertTokenClassifier.from_preset`, `compile(learning_rate=...)`:
@@ -32,7 +35,8 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
     tags of the sentences, with early stopping on the validation entity F1, restoring the
     best epoch. Without `valid`, a seeded `validation_fraction` of the sentences is held
     out. The folder gets `model.keras` (with its preprocessor), the tokenizer,
-    `metrics.json` and `curves.png`, all at once at the end. Each epoch is backed up
+    `metrics.json`, `curves.png`, the model card `README.md`, `history.csv` and TensorBoard
+    `logs/`, all at once at the end. Each epoch is backed up
     beside `out`: the same call after a kill resumes from the last epoch (`run_backup`);
     a loss that goes NaN or infinite raises `kbert.training.NonFiniteLossError`, keeping
     the last good backup.
@@ -48,6 +52,7 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
         mixed_precision: bool. Compute in bfloat16 ("mixed_bfloat16"), keep float32 weights.
         validation_fraction: float. Share of the sentences held out when `valid` is None.
         limit: int or None. Train on a seeded subset of this many sentences.
+        validation_limit: int or None. Validate on a seeded subset of this many sentences.
         patience: int. Epochs without improvement of the entity F1 before early stopping.
         seed: int. Seeds the split, the shuffles, dropout and the head's initialization.
         verbose: passed to `model.fit` ("auto": a progress bar).
@@ -64,6 +69,8 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
         train_sentences, valid_sentences = train_sentences.split(validation_fraction, seed)
     if limit:
         train_sentences = train_sentences.shuffled(seed, limit)
+    if validation_limit:
+        valid_sentences = valid_sentences.shuffled(seed, validation_limit)
     with bfloat16_compute(mixed_precision):
         model = BertTokenClassifier.from_preset(init, label_names=label_names, sequence_length=max_length)
     model.compile(learning_rate=learning_rate)
@@ -78,11 +85,13 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
            "train_sentences": len(train_sentences), "validation_sentences": len(valid_sentences),
            "label_names": label_names, "max_length": max_length}
     hyperparameters = {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
-                       "mixed_precision": mixed_precision, "patience": patience, "seed": seed, "limit": limit}
+                       "mixed_precision": mixed_precision, "patience": patience, "seed": seed, "limit": limit,
+                       "validation_limit": validation_limit}
     backup = run_backup(out, {**run, **hyperparameters}, [scorer, stopping])
     start = time.perf_counter()
-    history = model.fit(train_sentences.words, train_sentences.tags, batch_size=batch_size, epochs=epochs,
-                        callbacks=[StopOnNonFiniteLoss(backup), scorer, stopping, backup], verbose=verbose)
+    with fine_tuning_logs(backup) as logs:
+        history = model.fit(train_sentences.words, train_sentences.tags, batch_size=batch_size, epochs=epochs,
+                            callbacks=[StopOnNonFiniteLoss(backup), scorer, stopping, backup, *logs], verbose=verbose)
     seconds = time.perf_counter() - start
     validation = scorer.best  # the epoch EarlyStopping restored
     metrics = {
@@ -95,39 +104,33 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
     curves = {k: v for k, v in history.history.items() if k != "val_entity_f1"}
     write_run_folder(out, model, model.preprocessor.tokenizer, metrics,
                      curves | {"entity_f1": history.history["val_entity_f1"]},
-                     title=f"ner from {init} (entity_f1: validation)")
+                     title=f"ner from {init} (entity_f1: validation)", data={"train": data, "validation": valid},
+                     logs=backup.backup_dir)
     backup.delete()
     print(format_entity_scores(validation, f"validation ({len(valid_sentences)} sentences)"))
     return metrics
 
 
-class EntityF1Callback(keras.callbacks.Callback):
+class EntityF1Callback(ValidationScores):
     """Adds `val_entity_f1` (conlleval micro F1 on `sentences`) to the logs after each epoch.
 
     The model is a `BertTokenClassifier` with its preprocessor, whose tokenizer and
     sequence length the scoring uses. `best` keeps the full scores of the best epoch so far
-    (a resumed fit gets it back from the backup: `backed_up`).
+    (see `ValidationScores`).
 
     Args:
         sentences: `kbert.data.tagged_sentences.TaggedSentences`, tagged.
         batch_size: int.
     """
 
-    backed_up = ("best",)  # what `AtomicBackupAndRestore` saves and restores
-
     def __init__(self, sentences, batch_size=64):
-        super().__init__()
+        super().__init__(self._score, {"val_entity_f1": "f1"}, "val_entity_f1")
         self.sentences, self.batch_size = sentences, batch_size
-        self.best = None
 
-    def on_epoch_end(self, epoch, logs=None):
-        preprocessor = self.model.preprocessor
-        scores = evaluate_sentences(self.model, preprocessor.tokenizer, self.sentences,
-                                    preprocessor.sequence_length, self.batch_size)
-        logs["val_entity_f1"] = scores["f1"]
-        if self.best is None or scores["f1"] > self.best["f1"]:
-            self.best = scores
-        print(f"\nepoch {epoch + 1}: validation entity F1 {100 * scores['f1']:.2f}")
+    def _score(self, model):
+        preprocessor = model.preprocessor
+        return evaluate_sentences(model, preprocessor.tokenizer, self.sentences, preprocessor.sequence_length,
+                                  self.batch_size)
 
 
 def evaluate(model_dir, data, out=None, batch_size=64):

@@ -27,6 +27,7 @@ from kbert.training.mixed_precision import bfloat16_compute
 from kbert.training.non_finite_loss import StopOnNonFiniteLoss
 from kbert.training.run_backup import run_backup
 from kbert.training.run_folder import METRICS_FILE, load_run, write_evaluation, write_json_atomic, write_run_folder
+from kbert.training.training_logs import fine_tuning_logs
 
 
 def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_length=384,
@@ -41,8 +42,9 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
     reader, or on no context token) are skipped and counted (`train_skipped`). A seeded
     choice of `validation_articles` whole articles is held out for validation (questions on
     one paragraph never straddle the split). The folder gets `model.keras` (with its
-    preprocessor), the tokenizer, `metrics.json` (with the windowing settings), `curves.png`
-    and the validation predictions, all at once at the end. Each epoch is backed up beside
+    preprocessor), the tokenizer, `metrics.json` (with the windowing settings), `curves.png`,
+    the model card `README.md`, `history.csv`, TensorBoard `logs/` and the validation
+    predictions, all at once at the end. Each epoch is backed up beside
     `out`: the same call after a kill resumes from the last epoch (`run_backup`); a loss
     that goes NaN or infinite raises `kbert.training.NonFiniteLossError`, keeping the last
     good backup.
@@ -92,11 +94,13 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
            "reader": report, **windowing}
     hyperparameters = {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
                        "mixed_precision": mixed_precision, "seed": seed, "articles": articles,
-                       "limit": limit, "validation_articles": validation_articles}
+                       "limit": limit, "validation_limit": validation_limit,
+                       "validation_articles": validation_articles}
     backup = run_backup(out, {**run, **hyperparameters})
     start = time.perf_counter()
-    history = model.fit((questions, contexts), answers, batch_size=batch_size, epochs=epochs, verbose=verbose,
-                        callbacks=[StopOnNonFiniteLoss(backup), backup])
+    with fine_tuning_logs(backup) as logs:
+        history = model.fit((questions, contexts), answers, batch_size=batch_size, epochs=epochs, verbose=verbose,
+                            callbacks=[StopOnNonFiniteLoss(backup), backup, *logs])
     seconds = time.perf_counter() - start
     validation, predictions = evaluate_examples(model, tokenizer, valid_examples, windowing, batch_size)
     metrics = {
@@ -107,7 +111,8 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
         "validation": validation,
     }
     write_run_folder(out, model, tokenizer, metrics, history.history, title=f"qa from {init}",
-                     extra_json={"validation_predictions.json": predictions})
+                     extra_json={"validation_predictions.json": predictions}, data={"train and validation": data},
+                     logs=backup.backup_dir)
     backup.delete()
     print(f"validation ({len(valid_examples)} questions): exact match {validation['exact_match']:.2f}, "
           f"F1 {validation['f1']:.2f}")
@@ -224,17 +229,22 @@ def answer_examples(model, tokenizer, examples, windowing, batch_size=64, n_best
 def predict(model_dir, context, questions, n_best=20, max_answer_length=30, batch_size=32):
     """The best answer to each question about `context`: text, char span, score, probability.
 
+    `context` is one text for all the questions, or a list of texts, one per question.
+
     Returns: list of dicts `{"question", "text", "start", "end", "score", "probability",
     "alternatives"}` (`{"question", "text": "", "note", "alternatives"}` when no span fits).
     Raises ValueError for an empty context or question.
     """
-    if not context.strip():
-        raise ValueError("The context is empty: nothing to answer from.")
-    for i, question in enumerate(questions):
+    contexts = [context] * len(questions) if isinstance(context, str) else list(context)
+    for i, (question, context) in enumerate(zip(questions, contexts, strict=True)):
+        if not context.strip():
+            raise ValueError(f"The context{f' of question {i + 1}' if len(set(contexts)) > 1 else ''} is empty: "
+                             f"nothing to answer from.")
         if not question.strip():
             raise ValueError(f"Question {i + 1} (--question) is empty.")
     model, tokenizer, windowing = load_qa_run(model_dir)
-    examples = [SquadExample(f"q{i}", question, context) for i, question in enumerate(questions)]
+    examples = [SquadExample(f"q{i}", question, context)
+                for i, (question, context) in enumerate(zip(questions, contexts))]
     answers = answer_examples(model, tokenizer, examples, windowing, batch_size, n_best, max_answer_length)
     return [{"question": q, **(best[0] if best else {"text": "", "note": "no answer span found"}),
              "alternatives": [b["text"] for b in best[1:5]]} for q, best in zip(questions, answers)]

@@ -1,4 +1,5 @@
 import pathlib
+import shutil
 
 from kbert.training.atomic_backup_and_restore import AtomicBackupAndRestore
 from kbert.training.run_folder import remove_leftovers
@@ -13,7 +14,8 @@ def run_backup(out, settings, callbacks=()):
     with other `settings` is not resumed but deleted. Call its `delete()` once the run
     folder is written; after a failure the backups stay (the last good one, after a
     `NonFiniteLossError`). Leftovers of a killed write of `out` are removed first
-    (`remove_leftovers`): one training at a time writes `out`.
+    (`remove_leftovers`): one training at a time writes `out`; so are the logs of a run
+    that left no backup to resume (see `fine_tuning_logs`).
 
     Fit with `callbacks=[StopOnNonFiniteLoss(backup), *callbacks, backup]`.
 
@@ -35,4 +37,7 @@ def run_backup(out, settings, callbacks=()):
     """
     out = pathlib.Path(out)
     remove_leftovers(out)
-    return AtomicBackupAndRestore(out.parent / f".{out.name}.backup", settings=settings, callbacks=callbacks)
+    backup = AtomicBackupAndRestore(out.parent / f".{out.name}.backup", settings=settings, callbacks=callbacks)
+    if backup.last_checkpoint() is None:
+        shutil.rmtree(backup.backup_dir, ignore_errors=True)
+    return backup

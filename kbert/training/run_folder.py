@@ -266,23 +266,31 @@ def write_json_atomic(path, content):
     os.replace(temporary, path)
 
 
-def write_run_folder(out, model, tokenizer, metrics, history, title="", extra_json=None):
-    """Writes a finished run: `model.keras`, the tokenizer, `metrics.json`, `curves.png`.
+def write_run_folder(out, model, tokenizer, metrics, history, title="", extra_json=None, data=None, logs=None):
+    """Writes a finished run: `model.keras`, the tokenizer, `metrics.json`, `curves.png`, the
+    model card `README.md`, and the fit's `history.csv` and TensorBoard `logs/`.
 
     All of it appears at once, or nothing does (`atomic_output_folder`). `model.keras`
-    holds the architecture and weights, not the optimizer's state (twice the weights
-    again under AdamW), which a finished run does not need.
+    holds the architecture, the weights and the preprocessor (tokenizer and lengths), not
+    the optimizer's state (twice the weights again under AdamW), which a finished run does
+    not need. The logs (`history.csv`, `logs/`) are moved in from the folder `logs`, where
+    `kbert.training.training_logs.fine_tuning_logs` wrote them while the run trained.
 
     Args:
         out: path of the run folder.
         model: the trained Keras model.
         tokenizer: its `kbert.BertTokenizer`.
-        metrics: dict, written as `metrics.json`.
+        metrics: dict, written as `metrics.json`; its `hyperparameters` and the other numbers
+            (not `history`) go into the model card.
         history: dict of per-epoch metric lists, plotted as `curves.png`.
-        title: str. Title of the plot.
+        title: str. Title of the plot and of the model card.
         extra_json: dict of file name -> content, more JSON files to write.
+        data: dict of role -> data file, for the model card (`write_model_card`).
+        logs: path of the folder of the fit's logs, or None.
     """
     from kbert.training.curves import plot_history
+    from kbert.training.model_card import write_model_card
+    from kbert.training.training_logs import LOG_NAMES
 
     with atomic_output_folder(out) as folder:
         _uncompiled(model, folder).save(folder / MODEL_FILE)
@@ -290,6 +298,11 @@ def write_run_folder(out, model, tokenizer, metrics, history, title="", extra_js
         for name, content in {METRICS_FILE: metrics, **(extra_json or {})}.items():
             (folder / name).write_text(json.dumps(content, indent=2))
         plot_history(history, folder / "curves.png", title=title)
+        write_model_card(folder, title, data or {}, metrics.get("hyperparameters", {}),
+                         {k: v for k, v in metrics.items() if k not in ("hyperparameters", "history")})
+        for name in LOG_NAMES if logs else ():
+            if (pathlib.Path(logs) / name).exists():
+                os.replace(pathlib.Path(logs) / name, folder / name)
 
 
 def _uncompiled(model, folder):

@@ -16,6 +16,8 @@ from kbert.training.mixed_precision import bfloat16_compute
 from kbert.training.non_finite_loss import StopOnNonFiniteLoss
 from kbert.training.run_backup import run_backup
 from kbert.training.run_folder import load_run, write_evaluation, write_run_folder
+from kbert.training.training_logs import fine_tuning_logs
+from kbert.training.validation_scores import ValidationScores
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,7 +49,8 @@ SIMILARITY = SentenceTask("similarity", 2, regression=True)
 
 def train(task, data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=3e-5,
           max_length=128, lora_rank=None, mixed_precision=False, validation_fraction=0.1,
-          limit=None, patience=1, seed=0, labels=None, skip_bad_rows=False, verbose="auto"):
+          limit=None, validation_limit=None, patience=1, seed=0, labels=None, skip_bad_rows=False,
+          verbose="auto"):
     """Fine-tunes a `BertClassifier` with BERT's recipe and writes the run folder `out`.
 
     A thin layer over the task API: `BertClassifier.from_preset(init, ...)` builds the
@@ -55,9 +58,12 @@ def train(task, data, init, out, valid=None, epochs=3, batch_size=32, learning_r
     BERT's defaults (`bert_adamw` at peak `learning_rate`, warmup over 10% of the steps,
     then linear decay; dropout 0.1) and `fit` reads the raw texts, with early stopping on
     the validation split that restores the best epoch. Without `valid`, a seeded
-    `validation_fraction` of `data` is held out. The folder gets `model.keras` (which holds
-    the preprocessor), the tokenizer (vocab.txt, tokenizer_config.json), `metrics.json` and
-    `curves.png`, all at once when training has finished (`write_run_folder`).
+    `validation_fraction` of `data` is held out. The validation data is read once an epoch
+    (`ValidationScores`: its loss, accuracy or MAE, and the full scores of the best epoch,
+    reported without another pass). The folder gets `model.keras` (which holds the
+    preprocessor), the tokenizer (vocab.txt, tokenizer_config.json), `metrics.json`,
+    `curves.png`, the model card `README.md`, `history.csv` and TensorBoard `logs/`, all at
+    once when training has finished (`write_run_folder`).
 
     Each epoch is backed up beside `out`: the same call after a kill resumes from the last
     epoch (`run_backup`). A loss that goes NaN or infinite stops training with
@@ -74,6 +80,7 @@ def train(task, data, init, out, valid=None, epochs=3, batch_size=32, learning_r
         mixed_precision: bool. Compute in bfloat16 ("mixed_bfloat16"), keep float32 weights.
         validation_fraction: float. Share of `data` held out when `valid` is None.
         limit: int or None. Train on a seeded subset of this many training examples.
+        validation_limit: int or None. Validate on a seeded subset of this many examples.
         patience: int. Epochs without improvement before early stopping.
         seed: int. Seeds the split, the shuffles, dropout and the head's initialization.
         labels: list of str or None. Classes, overriding the task's defaults.
@@ -101,6 +108,8 @@ def train(task, data, init, out, valid=None, epochs=3, batch_size=32, learning_r
         train_examples, valid_examples = train_examples.split(validation_fraction, seed)
     if limit:
         train_examples = train_examples.shuffled(seed, limit)
+    if validation_limit:
+        valid_examples = valid_examples.shuffled(seed, validation_limit)
     if model.preprocessor.sequence_length < max_length:
         print(f"--max-length {max_length} is beyond the model's {model.backbone.max_sequence_length} "
               f"positions; using {model.preprocessor.sequence_length}.")
@@ -115,6 +124,9 @@ def train(task, data, init, out, valid=None, epochs=3, batch_size=32, learning_r
 
     model.compile(learning_rate=learning_rate)
     monitor, mode = ("val_loss", "min") if model.regression else ("val_accuracy", "max")
+    logged = {"val_loss": "loss", "val_mae" if model.regression else "val_accuracy":
+              "mae" if model.regression else "accuracy"}
+    scorer = ValidationScores(lambda model: evaluate_examples(model, valid_examples, batch_size), logged, monitor, mode)
     stopping = keras.callbacks.EarlyStopping(monitor, mode=mode, patience=patience, restore_best_weights=True)
     run = {"task": task.name, "init": str(init), "data": str(data),
            "valid": str(valid) if valid else f"{validation_fraction:.0%} of data (seed {seed})",
@@ -122,16 +134,15 @@ def train(task, data, init, out, valid=None, epochs=3, batch_size=32, learning_r
            "label_names": model.label_names, "max_length": max_length}
     hyperparameters = {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
                        "lora_rank": lora_rank, "mixed_precision": mixed_precision,
-                       "patience": patience, "seed": seed, "limit": limit}
-    backup = run_backup(out, {**run, **hyperparameters}, [stopping])
+                       "patience": patience, "seed": seed, "limit": limit, "validation_limit": validation_limit}
+    backup = run_backup(out, {**run, **hyperparameters}, [scorer, stopping])
     start = time.perf_counter()
-    history = model.fit(_inputs(train_examples), train_examples.labels, batch_size=batch_size, epochs=epochs,
-                        validation_data=(_inputs(valid_examples), valid_examples.labels),
-                        validation_batch_size=batch_size, callbacks=[StopOnNonFiniteLoss(backup), stopping, backup],
-                        verbose=verbose)
+    with fine_tuning_logs(backup) as logs:
+        history = model.fit(_inputs(train_examples), train_examples.labels, batch_size=batch_size, epochs=epochs,
+                            callbacks=[StopOnNonFiniteLoss(backup), scorer, stopping, backup, *logs], verbose=verbose)
     seconds = time.perf_counter() - start
     trained_steps = int(model.optimizer.iterations)
-    validation = evaluate_examples(model, valid_examples, batch_size)
+    validation = scorer.best  # the epoch EarlyStopping restored
     metrics = {
         "task": task.name, "backend": keras.config.backend(), **run, "hyperparameters": hyperparameters,
         "trainable_parameters": trainable, "parameters": total,
@@ -143,7 +154,8 @@ def train(task, data, init, out, valid=None, epochs=3, batch_size=32, learning_r
         "validation": validation,
     }
     write_run_folder(out, model, model.preprocessor.tokenizer, metrics, history.history,
-                     title=f"{task.name} from {init}")
+                     title=f"{task.name} from {init}", data={"train": data, "validation": valid},
+                     logs=backup.backup_dir)
     backup.delete()
     print(format_metrics(validation, f"validation ({len(valid_examples)} examples)"))
     return metrics
@@ -166,14 +178,19 @@ def evaluate(task, model_dir, data, out=None, batch_size=64, skip_bad_rows=False
 
 def evaluate_examples(model, examples, batch_size=64):
     """Metrics of `model` (a `BertClassifier` with its preprocessor) on labeled `examples`:
-    accuracy, macro-F1 and the confusion matrix for classes; Pearson, Spearman and MSE for
-    regression."""
+    the loss (as `compile`'s: cross-entropy, or MSE for regression), then accuracy, macro-F1
+    and the confusion matrix for classes; Pearson, Spearman, MSE and MAE for regression."""
     outputs = model.predict(_inputs(examples), batch_size=batch_size, verbose=0)
     if model.regression:
-        return {"pearson": pearson(outputs, examples.labels), "spearman": spearman(outputs, examples.labels),
-                "mse": float(np.mean((outputs - examples.labels) ** 2)), "examples": len(examples)}
+        errors = outputs - np.asarray(examples.labels, "float32")
+        mse = float(np.mean(errors ** 2))
+        return {"loss": mse, "pearson": pearson(outputs, examples.labels), "spearman": spearman(outputs, examples.labels),
+                "mse": mse, "mae": float(np.mean(np.abs(errors))), "examples": len(examples)}
     predictions = outputs.argmax(axis=-1)
-    return {"accuracy": accuracy(examples.labels, predictions),
+    labels = np.asarray(examples.labels)
+    chosen = outputs[np.arange(len(labels)), labels]  # probabilities of the true classes
+    return {"loss": float(-np.mean(np.log(np.maximum(chosen, 1e-7)))),
+            "accuracy": accuracy(examples.labels, predictions),
             "macro_f1": macro_f1(examples.labels, predictions, model.num_classes),
             "confusion_matrix": confusion_matrix(examples.labels, predictions, model.num_classes).tolist(),
             "label_names": model.label_names, "examples": len(examples)}

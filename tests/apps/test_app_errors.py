@@ -21,7 +21,7 @@ import pytest
 
 from kbert.tasks import BertClassifier, BertQuestionAnswerer, BertTokenClassifier
 from kbert.tasks.bert_question_answerer_preprocessor import BertQuestionAnswererPreprocessor
-from kbert.training import NLI, SENTIMENT, SIMILARITY
+from kbert.training import NLI, SENTIMENT
 from kbert.training.run_folder import claim_run_folder
 from tests.conftest import APPS as APPS_FOLDER, app_module
 from tests.tasks.conftest import tiny_init, write_nli_tsv, write_sentiment_tsv  # noqa: F401 (a fixture)
@@ -32,9 +32,7 @@ pytestmark = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="
 cli_errors = app_module("cli_errors")
 sentence_main = app_module("sentence_cli").main
 APPS = {
-    "sentiment": functools.partial(sentence_main, SENTIMENT),
-    "nli": functools.partial(sentence_main, NLI),
-    "similarity": functools.partial(sentence_main, SIMILARITY),
+    **{name: functools.partial(sentence_main, name) for name in ("sentiment", "nli", "similarity")},
     **{name: app_module(name).main for name in ("ner", "qa", "pretrain", "embed", "demo", "export")},
 }
 BAD_UTF8 = b"sentence\tlabel\na good film\t1\nan \xff film\t0\n"
@@ -135,7 +133,7 @@ ERRORS = [
     *[("sentiment", train("sentiment", option, value), f"argument {option}: expected")
       for option, value in [("--epochs", "0"), ("--lr", "-1"), ("--lr", "nan"), ("--lr", "inf"), ("--limit", "0"),
                             ("--validation-fraction", "1"), ("--patience", "-1"), ("--lora-rank", "0"),
-                            ("--verbose", "3")]],
+                            ("--progress", "3")]],
     ("sentiment", train("sentiment", "--labels", "good,,bad"), "argument --labels: expected"),
     ("nli", train("nli", "--labels", "a,a,b"), "argument --labels: expected"),
     ("ner", train("ner", "--limit", "-5"), "argument --limit: expected"),
@@ -200,6 +198,10 @@ ERRORS = [
      "bad_utf8.txt:2: invalid UTF-8: byte 0xfe at column 9"),
     ("qa", ["predict", "--model", "qa_run", "--context", "a b c", "--question", " "],
      "Question 1 (--question) is empty"),
+    ("qa", ["predict", "--model", "qa_run", "--question", "who?"], "--question needs a --context"),
+    ("qa", ["predict", "--model", "qa_run"], "stdin:2: expected a JSON object with a \"question\" and a \"context\"",
+     b'{"question": "who?", "context": "a man"}\n{"question": "who?"}\n'),
+    ("qa", ["predict", "--model", "qa_run"], "Nothing to predict"),
     # pretraining
     *[("pretrain", replace(PRETRAIN, option, value), f"argument {option}: expected")
       for option, value in [("--steps", "-1"), ("--checkpoint-every", "0"), ("--vocab-size", "0")]],
@@ -226,6 +228,8 @@ ERRORS = [
     ("embed", ["--file", "bad_utf8.txt"], "bad_utf8.txt:2: invalid UTF-8: byte 0xfe at column 9"),
     ("embed", ["--max-length", "2"], "argument --max-length: expected"),
     ("embed", ["only one"], "at least two sentences"),
+    ("embed", ["a", "--examples"], "one of them"),
+    ("embed", ["--save", "a_file/vectors.npy", "a"], "a_file is a file, not a folder"),
     *[("demo", [option, value], f"argument {option}: expected")
       for option, value in [("--limit", "0"), ("--epochs", "0"), ("--valid-size", "-1"), ("--max-length", "1"),
                             ("--batch-size", "0"), ("--learning-rate", "0"), ("--repeats", "0")]],
@@ -263,8 +267,8 @@ def test_a_traceback_only_with_debug(workspace, monkeypatch, capsys):
         call("embed", ["--debug", "--file", "missing.txt"], monkeypatch, capsys)
     code, _, err = call("embed", ["--file", "missing.txt"], monkeypatch, capsys)
     assert code == 2 and err == "embed.py: error: missing.txt: No such file or directory\n"
-    code, _, err = call("qa", ["predict", "--model", "qa_run", "--context", "x"], monkeypatch, capsys)
-    assert code == 2 and "usage:" in err and "the following arguments are required: --question" in err
+    code, _, err = call("qa", ["predict", "--context", "x", "--question", "who?"], monkeypatch, capsys)
+    assert code == 2 and "usage:" in err and "the following arguments are required: --model" in err
 
 
 def test_an_unforeseen_error_is_one_line_too(monkeypatch, capsys):
@@ -293,6 +297,10 @@ ANSWERS = [
      '"question": "who plays ?"'),
     ("qa", ["predict", "--model", "qa_run", "--json", "--context", "the man/woman plays a film and / sleeps " * 30,
             "--question", "who?"], b"", '"question": "who?"'),  # long, with slashes: the text itself
+    ("qa", ["predict", "--model", "qa_run", "--json", "--context", "context.txt"], b"who plays ?\nwho sleeps ?\n",
+     '"question": "who sleeps ?"'),  # questions on stdin
+    ("qa", ["predict", "--model", "qa_run", "--json"], b'{"question": "who?", "context": "a man plays ."}\n',
+     '"question": "who?"'),  # JSON lines on stdin
 ]
 
 
@@ -310,7 +318,7 @@ def test_a_run_writes_its_folder_after_the_checks_and_leaves_no_lock(tiny_init, 
     monkeypatch.chdir(tmp_path)
     write_sentiment_tsv(tmp_path / "sentiment.tsv", rows=16)
     code, _, err = call("sentiment", [*train("sentiment", init=str(tiny_init)), "--epochs", "1", "--batch-size", "8",
-                                      "--verbose", "0", "--out", "runs/new/run"], monkeypatch, capsys)
+                                      "--progress", "0", "--out", "runs/new/run"], monkeypatch, capsys)
     assert code == 0, err
     assert (tmp_path / "runs" / "new" / "run" / "model.keras").is_file()
     assert sorted(p.name for p in (tmp_path / "runs" / "new").iterdir()) == ["run"]  # no lock file left
@@ -332,7 +340,7 @@ def test_a_lock_left_by_a_killed_run_blocks_nobody(tmp_path):
     assert not (tmp_path / ".run.lock").exists()
 
 
-@pytest.mark.parametrize("name", ["cli_errors", "task_cli"])
+@pytest.mark.parametrize("name", ["cli_errors", "task_cli", "app_cli"])
 def test_docstring_examples_of_the_shared_app_modules(name):
     module = importlib.import_module(name)  # as the apps import it (app_module put apps/ on sys.path)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)

@@ -35,7 +35,8 @@ def sentiment_run(tiny_init, tmp_path_factory):
 def test_run_folder(sentiment_run):
     run, _, metrics = sentiment_run
     assert sorted(p.name for p in run.iterdir()) == [
-        "curves.png", "metrics.json", "model.keras", "tokenizer_config.json", "vocab.txt"]
+        "README.md", "curves.png", "history.csv", "logs", "metrics.json", "model.keras", "tokenizer_config.json",
+        "vocab.txt"]
     assert json.loads((run / "metrics.json").read_text()) == metrics
     assert metrics["train_examples"] == 43 and metrics["validation_examples"] == 5
     assert metrics["max_length"] == 12  # capped at the tiny model's positions
@@ -43,6 +44,18 @@ def test_run_folder(sentiment_run):
     model, tokenizer, max_length = sentence_task.load_run(run)
     assert isinstance(model, BertClassifier) and model.label_names == ["negative", "positive"]
     assert tokenizer.vocabulary() == VOCABULARY and max_length == 12
+
+
+def test_the_validation_scores_are_those_keras_computes(sentiment_run):
+    """The loss and accuracy the run logs each epoch (one pass of `evaluate_examples`) are `model.evaluate`'s."""
+    run, data, _ = sentiment_run
+    model, _, _ = sentence_task.load_run(run)
+    examples = sentence_task.read_sentence_tsv(data, label_names=model.label_names)
+    model.compile(learning_rate=1e-5)
+    expected = model.evaluate(examples.texts, np.array(examples.labels), batch_size=8, return_dict=True, verbose=0)
+    scores = sentence_task.evaluate_examples(model, examples, batch_size=8)
+    assert scores["loss"] == pytest.approx(expected["loss"], rel=1e-4)
+    assert scores["accuracy"] == pytest.approx(expected["accuracy"])
 
 
 def test_evaluate_agrees_with_predict(sentiment_run, capsys):
@@ -98,12 +111,12 @@ def test_failed_run_writes_nothing(tiny_init, tmp_path, monkeypatch):
 
 def test_nli_app_pairs(tiny_init, tmp_path, capsys):
     data = write_nli_tsv(tmp_path / "nli.tsv")
-    main(NLI, ["train", "--data", str(data), "--valid", str(data), "--init", str(tiny_init),
-               "--out", str(tmp_path / "run"), "--epochs", "1", "--batch-size", "8", "--verbose", "0"])
+    main("nli", ["train", "--data", str(data), "--valid", str(data), "--init", str(tiny_init),
+                 "--out", str(tmp_path / "run"), "--epochs", "1", "--batch-size", "8", "--progress", "0"])
     capsys.readouterr()
-    main(NLI, ["predict", "--model", str(tmp_path / "run"), "--json",
-               "--premise", "a man plays", "--hypothesis", "nobody plays",
-               "--premise", "a man plays", "--hypothesis", ""])
+    main("nli", ["predict", "--model", str(tmp_path / "run"), "--json",
+                 "--premise", "a man plays", "--hypothesis", "nobody plays",
+                 "--premise", "a man plays", "--hypothesis", ""])
     first, second = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert first["pair"] == "nobody plays" and first["label"] in NLI.label_names
     assert set(first["probabilities"]) == set(NLI.label_names) and second["label"] is None
@@ -116,7 +129,7 @@ def test_similarity_regression_with_lora(tiny_init, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "LoRA rank 2 on 2 layers" in out and f"{metrics['trainable_parameters']:,} trainable" in out
     assert metrics["trainable_parameters"] == 2 * 2 * (8 + 24) + 8 + 1
-    assert set(metrics["validation"]) == {"pearson", "spearman", "mse", "examples"}
+    assert set(metrics["validation"]) == {"loss", "pearson", "spearman", "mse", "mae", "examples"}
     [answer] = sentence_task.predict(tmp_path / "run", ["a man plays"], ["someone plays"])
     assert isinstance(answer["score"], float)
 

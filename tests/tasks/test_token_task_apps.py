@@ -104,7 +104,8 @@ def test_qa_mixed_precision(tiny_init, tmp_path, monkeypatch):
 def test_ner_run_folder(ner_run):
     run, _, metrics = ner_run
     assert sorted(p.name for p in run.iterdir()) == [
-        "curves.png", "metrics.json", "model.keras", "tokenizer_config.json", "vocab.txt"]
+        "README.md", "curves.png", "history.csv", "logs", "metrics.json", "model.keras", "tokenizer_config.json",
+        "vocab.txt"]
     model, _, max_length = load_run(run)
     assert isinstance(model, BertTokenClassifier) and max_length == 12
     assert model.label_names == ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"] == metrics["label_names"]
@@ -215,9 +216,10 @@ def test_same_predictions_under_the_next_backend(ner_run, qa_run, tmp_path):
 
 def test_command_line_flags():
     common = ["--data", "d", "--init", "i", "--out", "o", "--epochs", "1", "--batch-size", "2", "--lr", "0.001",
-              "--max-length", "64", "--mixed-precision", "--limit", "5", "--seed", "3", "--verbose", "0"]
+              "--max-length", "64", "--mixed-precision", "--limit", "5", "--seed", "3", "--progress", "0"]
     expected = dict(command="train", data="d", init="i", out="o", epochs=1, batch_size=2, lr=0.001, max_length=64,
-                    mixed_precision=True, limit=5, seed=3, verbose=0)
+                    mixed_precision=True, limit=5, validation_limit=None, seed=3, progress=0, json=False,
+                    verbose=False)
     ner = ner_app.parser().parse_args(["train", *common, "--valid", "v", "--validation-fraction", "0.2",
                                        "--patience", "2"])
     assert vars(ner) == {**expected, "valid": "v", "validation_fraction": 0.2, "patience": 2}
@@ -227,7 +229,7 @@ def test_command_line_flags():
                         "articles": 9, "validation_limit": 7}
     defaults = [vars(parser.parse_args(["train", "--data", "d", "--out", "o"]))
                 for parser in (ner_app.parser(), qa_app.parser())]
-    assert [(d["epochs"], d["lr"], d["max_length"], d["mixed_precision"], d["verbose"]) for d in defaults] == [
+    assert [(d["epochs"], d["lr"], d["max_length"], d["mixed_precision"], d["progress"]) for d in defaults] == [
         (3, 5e-5, 128, False, "auto"), (2, 5e-5, 384, False, "auto")]
 
 

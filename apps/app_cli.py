@@ -1,0 +1,144 @@
+"""What every app shares on the command line: help that shows defaults, `--json`, `--verbose`,
+and a start of TensorFlow that does not print its start-up lines.
+
+    parser = app_parser(__doc__)      # or task_cli.task_parser; add_output_options(each command)
+    args = parse_args(parser, argv)   # parses, then starts Keras quietly (unless --verbose)
+    import keras, kbert               # only now: --help and usage errors answer without them
+    with for_people(args):            # with --json, what the library prints for people goes to stderr
+        result = ...
+    emit(args, [result], describe)    # one JSON object a line, or describe(result) for people
+
+This module imports neither Keras nor TensorFlow.
+"""
+
+import argparse
+import contextlib
+import copy
+import json
+import os
+import re
+import sys
+import tempfile
+
+from cli_errors import add_debug_option
+
+# What TensorFlow, CUDA and absl print on stderr while TensorFlow loads (before absl's logging
+# starts, TF_CPP_MIN_LOG_LEVEL does not reach them): absl's notice, INFO lines (oneDNN, "Could
+# not find cuda drivers", CPU instructions and their continuation), and the CUDA probes of a
+# machine without a GPU.
+START_UP_LINE = re.compile(r"WARNING: All log messages before absl::InitializeLog\(\)|I\d{4} |"
+                           r"To enable the following instructions|E\d{4} .*(cuInit|cuda|cuDNN|cuFFT|cuBLAS)")
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the description's lines and adds "(default: ...)" to each option that has a default.
+
+    Example:
+    >>> parser = argparse.ArgumentParser(prog="app", formatter_class=HelpFormatter)
+    >>> _ = parser.add_argument("--epochs", type=int, default=3)
+    >>> _ = parser.add_argument("--out", help="folder (default: a new one)")
+    >>> "--epochs EPOCHS  (default: 3)" in parser.format_help(), "a new one) (default" in parser.format_help()
+    (True, False)
+    """
+
+    def _format_action(self, action):
+        if not action.help and action.option_strings and _has_default(action):
+            action = copy.copy(action)
+            action.help = "(default: %(default)s)"
+        return super()._format_action(action)
+
+    def _get_help_string(self, action):
+        if not _has_default(action) or "default" in action.help:
+            return action.help
+        return f"{action.help} (default: %(default)s)"
+
+
+def _has_default(action):
+    return not any(action.default is value for value in (None, False, argparse.SUPPRESS))
+
+
+def app_parser(description=None):
+    """An argparse parser of an app without commands: `HelpFormatter`, --json, --verbose, --debug."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=HelpFormatter)
+    add_output_options(parser)
+    add_debug_option(parser)
+    return parser
+
+
+def add_output_options(parser):
+    """Adds --json and --verbose to `parser` (an app, or each command of an app)."""
+    parser.add_argument("--json", action="store_true",
+                        help="print JSON, one object a line, on stdout (messages for people go to stderr)")
+    parser.add_argument("--verbose", action="store_true",
+                        help="show TensorFlow's start-up lines (CUDA, oneDNN, absl), hidden by default")
+    return parser
+
+
+def parse_args(parser, argv=None):
+    """`parser.parse_args(argv)`, then `start_quietly` unless --verbose was given."""
+    args = parser.parse_args(argv)
+    if not getattr(args, "verbose", False):
+        start_quietly()
+    return args
+
+
+def start_quietly():
+    """Loads TensorFlow and Keras without their start-up lines; other lines they print still show.
+
+    Sets TF_CPP_MIN_LOG_LEVEL=1 (no INFO lines later; unless set already), and holds what
+    stderr receives while TensorFlow and Keras load and look for devices: lines that match
+    `START_UP_LINE` are dropped, the others (Python warnings among them) are written after.
+    Does nothing when TensorFlow is loaded already or not installed.
+    """
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+    if "tensorflow" in sys.modules:
+        return
+    with tempfile.TemporaryFile() as held:
+        with _stderr_to(held):
+            try:
+                import tensorflow
+
+                tensorflow.config.list_physical_devices()  # CUDA's probes print here
+            except ImportError:
+                pass
+            import keras  # noqa: F401 (its backend loads now, within the hold)
+        held.seek(0)
+        lines = held.read().decode(errors="replace").splitlines(keepends=True)
+    sys.stderr.write("".join(line for line in lines if not START_UP_LINE.match(line)))
+
+
+@contextlib.contextmanager
+def _stderr_to(file):
+    """File descriptor 2 (and so sys.stderr, and C++ code) writes to `file` within the block."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    os.dup2(file.fileno(), 2)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+@contextlib.contextmanager
+def for_people(args):
+    """Within the block, `print` goes to stdout, or to stderr with --json: stdout keeps JSON lines only."""
+    if not args.json:
+        yield
+        return
+    with contextlib.redirect_stdout(sys.stderr):
+        yield
+
+
+def emit(args, results, describe=str):
+    """Prints each of `results`: as one JSON line with --json, else `describe(result)`.
+
+    Example:
+    >>> emit(argparse.Namespace(json=True), [{"label": "positive", "probability": 0.9}])
+    {"label": "positive", "probability": 0.9}
+    >>> emit(argparse.Namespace(json=False), [{"label": "positive"}], lambda result: result["label"])
+    positive
+    """
+    for result in results:
+        print(json.dumps(result, ensure_ascii=False) if args.json else describe(result), flush=args.json)
