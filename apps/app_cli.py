@@ -95,13 +95,14 @@ def start_quietly():
         return
     with tempfile.TemporaryFile() as held:
         with _stderr_to(held):
+            import keras  # noqa: F401 (first: its backend, torch say, loads before TensorFlow, as kbert has it)
+
             try:
                 import tensorflow
 
                 tensorflow.config.list_physical_devices()  # CUDA's probes print here
             except ImportError:
                 pass
-            import keras  # noqa: F401 (its backend loads now, within the hold)
         held.seek(0)
         lines = held.read().decode(errors="replace").splitlines(keepends=True)
     sys.stderr.write("".join(line for line in lines if not START_UP_LINE.match(line)))
