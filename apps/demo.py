@@ -19,9 +19,10 @@ Then print one table (model | accuracy | file size | latency) and write it to OU
 (with --json, also printed on stdout as one line; the story then goes to stderr).
 
 Everything lands in --out: the run folder of step 1 (model.keras, vocab.txt, metrics.json,
-curves.png, README.md, history.csv, logs/), validation.tsv, tflite_fp32/ and tflite_int8/ (each: text.tflite, token_ids.tflite,
-vocab.txt, export.json), demo.json. Each is written whole or not at all; --reuse skips step 1
-when --out already holds a trained model (e.g. after an interrupted export).
+curves.png, README.md, history.csv, logs/), validation.tsv, tflite_fp32/ and tflite_int8/ (each:
+text.tflite, token_ids.tflite, vocab.txt, export.json), demo.json. Each is written whole or not
+at all; --reuse skips step 1 when --out already holds a trained model (e.g. after an interrupted
+export).
 """
 
 import argparse

@@ -63,8 +63,9 @@ def parser(task_name, description=None):
     train = add_train_command(commands, f"TSV ({columns}, header row)")
     train.add_argument("--lora-rank", type=positive_int, help="train LoRA factors of this rank (and the head) only")
     if not regression:
-        train.add_argument("--labels", type=_label_names, help=f"comma-separated classes in id order (default: "
-                                                               f"{task_name}'s, see kbert.training.{task_name.upper()})")
+        train.add_argument("--labels", type=_label_names,
+                           help=f"comma-separated classes in id order (default: {task_name}'s, see "
+                                f"kbert.training.{task_name.upper()})")
     train.add_argument("--skip-bad-rows", action="store_true", help="skip unreadable rows instead of failing")
     train.set_defaults(labels=None)
 

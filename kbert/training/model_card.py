@@ -31,7 +31,8 @@ def write_model_card(folder, title, data, hyperparameters, metrics):
     >>> import tempfile
     >>> folder = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (folder / "train.tsv").write_text("sentence\\tlabel\\n")
-    >>> write_model_card(folder, "toy", {"train": folder / "train.tsv"}, {"epochs": 1}, {"validation": {"accuracy": 0.5}})
+    >>> write_model_card(folder, "toy", {"train": folder / "train.tsv"}, {"epochs": 1},
+    ...                  {"validation": {"accuracy": 0.5}})
     >>> card = (folder / MODEL_CARD_FILE).read_text()
     >>> "| validation.accuracy | 0.5 |" in card, hashlib.sha256(b"sentence\\tlabel\\n").hexdigest() in card
     (True, True)

@@ -184,8 +184,9 @@ def evaluate_examples(model, examples, batch_size=64):
     if model.regression:
         errors = outputs - np.asarray(examples.labels, "float32")
         mse = float(np.mean(errors ** 2))
-        return {"loss": mse, "pearson": pearson(outputs, examples.labels), "spearman": spearman(outputs, examples.labels),
-                "mse": mse, "mae": float(np.mean(np.abs(errors))), "examples": len(examples)}
+        return {"loss": mse, "pearson": pearson(outputs, examples.labels),
+                "spearman": spearman(outputs, examples.labels), "mse": mse, "mae": float(np.mean(np.abs(errors))),
+                "examples": len(examples)}
     predictions = outputs.argmax(axis=-1)
     labels = np.asarray(examples.labels)
     chosen = outputs[np.arange(len(labels)), labels]  # probabilities of the true classes

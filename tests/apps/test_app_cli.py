@@ -78,7 +78,7 @@ def test_the_command_lines_of_the_sentence_apps_match_their_tasks():
 
 
 def test_start_up_lines_only_with_verbose(tmp_path):
-    """A run that loads TensorFlow prints its error line alone, or TensorFlow's start-up lines before it with --verbose."""
+    """A run that loads TensorFlow prints its error line alone; with --verbose, TensorFlow's start-up lines first."""
     command = [sys.executable, str(APPS_FOLDER / "export.py"), "--model", str(tmp_path / "missing"),
                "--format", "saved_model", "--out", str(tmp_path / "x")]
     env = {key: value for key, value in os.environ.items() if not key.startswith("TF_CPP")}
@@ -145,8 +145,8 @@ def test_embed_reads_stdin_and_saves_vectors(tmp_path, monkeypatch, capsys):
     assert results[0]["similarity"] == pytest.approx(float(vectors[0] @ vectors[1]), abs=1e-5)
 
 
-def test_a_fine_tuning_run_logs_validates_within_its_limit_and_has_a_model_card(tiny_init, workspace, tmp_path,  # noqa: F811
-                                                                                   monkeypatch, capsys):
+def test_a_fine_tuning_run_logs_validates_within_its_limit_and_has_a_model_card(  # noqa: F811 (fixtures)
+        tiny_init, workspace, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     data = workspace / "sentiment.tsv"  # 16 rows: 8 held out by --validation-fraction 0.5, cut to 3 by --limit 3
     code, out, err = call("sentiment", ["train", "--data", str(data), "--out", "run", "--init", str(tiny_init),
