@@ -257,12 +257,11 @@ class BertTask(keras.Model):
         prepared = self.preprocessor.prepare(x)
         if not isinstance(prepared.inputs, dict):  # tokenized per batch, in the tf.data pipeline
             return super().predict(self._batches(x, None, None, batch_size), verbose=verbose, **kwargs)
+        if kwargs:
+            raise TypeError(f"predict on raw inputs takes batch_size and verbose, not {sorted(kwargs)}; "
+                            "for Keras's other arguments, predict on the preprocessor's token ids.")
         batches = PaddedBatches(prepared.inputs, batch_size=batch_size or 32)
-        if self.token_outputs:  # padded back to one length across batches
-            outputs = batches.predict(self, verbose=verbose)
-        else:
-            outputs = super().predict(batches.for_fit(), verbose=verbose, **kwargs)
-        return self.decode(outputs, prepared)
+        return self.decode(batches.predict(self, verbose=verbose, token_outputs=self.token_outputs), prepared)
 
     def decode(self, outputs, prepared):
         """What `predict` returns on raw inputs, from the model's outputs (numpy) on `prepared`."""

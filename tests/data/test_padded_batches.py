@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from kbert.data.padded_batches import PaddedBatches
 
@@ -50,3 +51,36 @@ def test_unshuffled_first_two_batches_differ_in_width():
     assert batches.predict(Echo())["n"].tolist() == [5, 5, 6, 2, 2, 9]
     full = PaddedBatches(inputs([16, 16, 15, 16, 2, 2]), batch_size=2)  # cannot widen batch 1: all full
     assert [full[i]["token_ids"].shape[1] for i in range(3)] == [16, 16, 16]
+
+
+class Recorder:
+    """Classes per row (batch, 3), recording the shapes it is served."""
+
+    def __init__(self, jit_compile=False):
+        self.jit_compile = jit_compile
+        self.shapes = []
+
+    def predict_on_batch(self, x):
+        self.shapes.append(x["token_ids"].shape)
+        return np.stack([x["padding_mask"].sum(1), x["token_ids"][:, 0], np.zeros(len(x["token_ids"]))], 1)
+
+
+def test_predict_serves_longest_first_and_returns_rows_in_order():
+    lengths = [3, 9, 2, 16, 5]
+    model = Recorder()
+    out = PaddedBatches(inputs(lengths), batch_size=2).predict(model, token_outputs=False)
+    assert out.shape == (5, 3) and out[:, 0].tolist() == lengths  # (batch, classes) kept as is
+    assert model.shapes == [(2, 16), (2, 8), (1, 8)]  # [16, 9], [5, 3], [2]
+
+
+def test_compiled_models_see_bucketed_lengths_and_power_of_two_rows():
+    lengths = [70, 3, 70, 70, 3, 70, 3]
+    model = Recorder(jit_compile=True)
+    out = PaddedBatches(inputs(lengths, width=128), batch_size=4).predict(model, token_outputs=False)
+    assert out[:, 0].tolist() == lengths
+    assert model.shapes == [(4, 80), (4, 8)]  # rows 70 round to the bucket 80; 3 rows padded to 4
+
+
+def test_predict_on_no_rows_says_so():
+    with pytest.raises(ValueError, match="no rows to predict"):
+        PaddedBatches(inputs([]), batch_size=2).predict(Echo())

@@ -66,3 +66,26 @@ def test_non_strings_raise_naming_the_index(encoder, bad):
         encoder.encode(["a man", "the guitar", bad], batch_size=2)
     with pytest.raises(ValueError, match="batch_size must be a positive integer"):
         encoder.encode(TEXTS, batch_size=0)
+
+
+def test_mixed_lengths_in_any_batch_size_match_one_by_one(encoder):
+    """Empty and 10,000-word texts (cut to max_length) among short ones, served longest first."""
+    texts = ["", "the man " * 5000, "music", "A man plays the guitar.", "", "someone is playing music . " * 3]
+    one_by_one = np.stack([one_batch_embeddings(encoder, [text])[0] for text in texts])
+    for batch_size in (1, 2, 4, 100):
+        np.testing.assert_allclose(encoder.encode(texts, batch_size=batch_size), one_by_one, atol=1e-5)
+
+
+def test_bfloat16_is_close_to_float32_and_follows_the_weights(encoder):
+    expected = encoder.encode(TEXTS)
+    cosines = (encoder.encode(TEXTS, dtype="bfloat16") * expected).sum(axis=-1)
+    assert cosines.min() > 0.999 and not np.array_equal(encoder.encode(TEXTS, dtype="bfloat16"), expected)
+    weights = encoder.backbone.get_weights()
+    try:
+        encoder.backbone.set_weights([w * 1.5 for w in weights])  # as if trained since
+        cosines = (encoder.encode(TEXTS, dtype="bfloat16") * encoder.encode(TEXTS)).sum(axis=-1)
+        assert cosines.min() > 0.999
+    finally:
+        encoder.backbone.set_weights(weights)
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        encoder.encode(TEXTS, dtype="float16")
