@@ -1,5 +1,6 @@
 """The tf.data pipeline of BERT pretraining: text files to masked `(x, y, sample_weight)` batches."""
 
+import functools
 import itertools
 
 import numpy as np
@@ -16,12 +17,15 @@ _NEVER_MASKED = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=128, task="nsp",
                         masking="dynamic", duplication_factor=10, whole_word_masking=False,
                         mask_rate=0.15, max_predictions=20, short_seq_prob=0.1, repeat=True,
-                        shuffle_buffer=10000, window_lines=200_000, cache=None, seed=None):
+                        shuffle_buffer=10000, window_chars=4_000_000, cache=None, holdout=0.0,
+                        held_out=False, seed=None):
     """Streams BERT pretraining batches from text files, for `BertPretrainer.fit`.
 
     Files hold one sentence or paragraph per line (paragraphs are sentence-split) and a blank
-    line between documents. A Python generator inside tf.data reads a window of documents
-    at a time (`window_lines` lines: memory stays bounded), tokenizes them and makes
+    line between documents; several files interleave document by document, and `holdout`
+    holds a share of the text out (`read_documents`). A Python generator inside tf.data
+    reads a window of documents at a time (`window_chars` characters: memory stays bounded
+    whatever the size of the corpus or the number of files), tokenizes them and makes
     pairs (`document_instances`); tf.data shuffles, batches and masks (`mask_batch`).
     Dynamic masking draws fresh masks (and fresh pairs) on every pass over the corpus;
     static masking draws `duplication_factor` masked copies of each pair once and caches them
@@ -47,10 +51,14 @@ def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=128, task="
         repeat: bool. Loop over the corpus forever (train) or once (evaluation: one pass up
             front counts the batches, to give the dataset its length).
         shuffle_buffer: int. Pairs in the shuffle buffer; 0 keeps the corpus order.
-        window_lines: int. Lines of text held at once; random second segments come from the
-            same window (or the previous one).
+        window_chars: int. Characters of text read at once (whole documents); random second
+            segments come from the same window (or the previous one).
         cache: None or str. File prefix for the static-masking cache.
-        seed: int or None. Seeds pairing, shuffling and masking; None draws a fresh one.
+        holdout: float in [0, 1]. The share of the text held out for evaluation (see
+            `read_documents`); 0 reads it all.
+        held_out: bool. Read the held-out share instead of the rest.
+        seed: int or None. Seeds the interleaving of files, pairing, shuffling and masking;
+            None draws a fresh one.
 
     Example:
     >>> import pathlib, tempfile
@@ -69,13 +77,14 @@ def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=128, task="
     if masking not in MASKINGS:
         raise ValueError(f"masking must be one of {MASKINGS}, got {masking!r}.")
     paths = [str(path) for path in ([paths] if isinstance(paths, str) else paths)]
-    _check_corpus(paths, task)
+    _check_corpus(paths, task, holdout, held_out)
     seed = int(np.random.default_rng(seed).integers(2**31))
     special_ids, is_suffix, replacement_ids = masking_vocabulary(tokenizer)
 
     def instances():
-        yield from _instances(paths, tokenizer, max_seq_length, short_seq_prob, task, seed,
-                              repeat and masking == "dynamic", window_lines)
+        documents = functools.partial(read_documents, paths, holdout, held_out)
+        yield from _instances(documents, tokenizer, max_seq_length, short_seq_prob, task, seed,
+                              repeat and masking == "dynamic", window_chars)
 
     row = tf.TensorSpec([max_seq_length], tf.int32)
     data = tf.data.Dataset.from_generator(instances, output_signature={
@@ -119,27 +128,29 @@ def _fit_layout(batch, task):
     return x, y, weights
 
 
-def _check_corpus(paths, task):
+def _check_corpus(paths, task, holdout, held_out):
     """Refuses, before training starts, a corpus with bytes that are not UTF-8 (naming the file
-    and line), with no text, or with one document for NSP."""
+    and line), with no text (on the side of the held-out split read), or with one document for NSP."""
     for path in paths:
         check_utf8(path)
-    documents = list(itertools.islice(read_documents(paths), 2))
+    documents = list(itertools.islice(read_documents(paths, holdout, held_out), 2))
+    part = f"The held-out share ({holdout}) of the pretraining corpus {paths}" if held_out else (
+        f"The pretraining corpus {paths}" + (f" less its held-out share ({holdout})" if holdout else ""))
     if not documents:
-        raise ValueError(f"The pretraining corpus {paths} holds no text.")
+        raise ValueError(f"{part} holds no text.")
     if len(documents) == 1 and task == "nsp":
         raise ValueError(
-            f"The pretraining corpus {paths} holds one document, so next-sentence prediction "
+            f"{part} holds one document, so next-sentence prediction "
             "has no random second segments. Separate documents with a blank line, or use "
             "task='mlm' or 'sop'.")
 
 
-def _instances(paths, tokenizer, max_seq_length, short_seq_prob, task, seed, repeat, window_lines):
-    """Packed rows from every window of documents; once, or again and again with `repeat`."""
+def _instances(documents, tokenizer, max_seq_length, short_seq_prob, task, seed, repeat, window_chars):
+    """Packed rows from every window of `documents(seed=...)`; once, or again and again with `repeat`."""
     for epoch in itertools.count():
         rng = np.random.default_rng([seed, epoch])
         previous, produced = [], 0
-        for window in _windows(read_documents(paths), window_lines):
+        for window in _windows(documents(seed=[seed, epoch, 1]), window_chars):
             documents = [document for document in map(_tokenize_fn(tokenizer), window) if document]
             for index in rng.permutation(len(documents)):
                 others = documents[:index] + documents[index + 1:] or previous
@@ -149,32 +160,34 @@ def _instances(paths, tokenizer, max_seq_length, short_seq_prob, task, seed, rep
                     yield _pack(tokenizer, first, second, label, max_seq_length)
             previous = documents
         if not produced:
-            raise ValueError(f"The pretraining corpus {paths} gives no tokens to train on.")
+            raise ValueError("The pretraining corpus gives no tokens to train on.")
         if not repeat:
             return
 
 
-def _windows(documents, window_lines):
-    window, lines = [], 0
+def _windows(documents, window_chars):
+    window, chars = [], 0
     for document in documents:
         window.append(document)
-        lines += len(document)
-        if lines >= window_lines and len(window) >= 2:
+        chars += sum(map(len, document))
+        if chars >= window_chars and len(window) >= 2:
             yield window
-            window, lines = [], 0
+            window, chars = [], 0
     if window:
         yield window
 
 
 def _tokenize_fn(tokenizer, chunk=512):
-    """Sentences -> list of 1-D token-id arrays (no special tokens), empty ones dropped."""
+    """Sentences -> list of 1-D token-id arrays (no special tokens), empty ones dropped.
+
+    Each array is a copy: a slice would keep the whole padded chunk it came from in memory."""
 
     def tokenize(sentences):
         pieces = []
         for start in range(0, len(sentences), chunk):
             out = tokenizer(sentences[start:start + chunk], max_length=1 << 30, padding="longest")
             lengths = out["padding_mask"].sum(axis=1)
-            pieces += [ids[1:n - 1] for ids, n in zip(out["token_ids"], lengths) if n > 2]
+            pieces += [ids[1:n - 1].copy() for ids, n in zip(out["token_ids"], lengths) if n > 2]
         return pieces
 
     return tokenize

@@ -1,6 +1,9 @@
 """Raw text to BERT pretraining pairs, as google-research/bert's create_pretraining_data.py."""
 
+import itertools
+import os
 import re
+import zlib
 
 import numpy as np
 
@@ -12,6 +15,8 @@ _SENTENCE_END = re.compile(
     r"(?<!\bMr)(?<!\bMrs)(?<!\bMs)(?<!\bDr)(?<!\bSt)(?<!\bMessrs)[.!?]+[\"'”’)\]]*(\s+)"
     r"(?=[\"'“‘(\[]?[A-Z])")
 TASKS = ("nsp", "sop", "mlm")
+HOLDOUT_PASSAGE_LINES = 20  # a longer document is held out (or not) in passages of this many lines
+MAX_SENTENCE_CHARS = 4000  # a longer sentence (or line, in a vocabulary sample) is cut at a space
 
 
 def split_sentences(line):
@@ -29,12 +34,30 @@ def split_sentences(line):
     return [sentence.strip() for sentence in sentences if sentence.strip()]
 
 
-def read_documents(paths):
+def read_documents(paths, holdout=0.0, held_out=False, seed=0):
     """Yields documents (lists of sentences) from text files; blank lines separate documents.
 
-    Each line is a sentence or a paragraph (split into sentences). Files are read line by
-    line, so a corpus larger than memory streams. Bytes that are not UTF-8 raise
+    Each line is a sentence or a paragraph (split into sentences; a sentence longer than
+    `MAX_SENTENCE_CHARS` characters is cut at a space into pieces no longer). Files are read
+    line by line, so a corpus larger than memory streams. Bytes that are not UTF-8 raise
     `kbert.data.text_file.DataFormatError` naming the file and line (`path:line: ...`).
+    Several files interleave document by document: each next document comes from a file
+    drawn at random (seeded by `seed`) in proportion to its size, so the files run out at
+    about the same time; a file with no text gives nothing. Text is read as it is: markup
+    such as `<br />` is text to the reader (clean the files first if it is not).
+
+    With `holdout` > 0, a fraction of the text is held out for evaluation, the same whatever
+    the order of the files or the seed (`is_held_out`): whole documents, or passages of
+    `HOLDOUT_PASSAGE_LINES` lines of a longer document (a document of one line per review,
+    per paragraph or per sentence is split alike). A document loses its held-out passages
+    and is cut in two where it does, so that no pair spans the gap; `held_out=True` yields
+    the held-out passages instead (adjacent ones as one document).
+
+    Args:
+        paths: list of str or path. The text files.
+        holdout: float in [0, 1]. The share of the passages held out.
+        held_out: bool. Yield the held-out part instead of the rest.
+        seed: int or sequence of int. Seeds the interleaving of several files.
 
     Example:
     >>> import pathlib, tempfile
@@ -43,20 +66,141 @@ def read_documents(paths):
     >>> list(read_documents([path]))
     [['One.', 'Two.', 'Three'], ['Other doc.']]
     """
+    for is_held, lines in _split(_interleave(paths, seed), holdout):
+        if is_held == held_out:
+            yield [piece for line in lines for sentence in split_sentences(line) for piece in cut_text(sentence)]
+
+
+def survey_corpus(paths, holdout=0.0, sample_lines=0, seed=0):
+    """Reads text files once: their documents and lines on each side of the held-out split, the
+    files with no text, and a random sample of the training lines (to learn a vocabulary from).
+
+    Memory stays bounded whatever the corpus: the sample holds at most `sample_lines` lines
+    (reservoir sampling, seeded by `seed`), and a line longer than `MAX_SENTENCE_CHARS`
+    characters counts as its pieces (`cut_text`).
+
+    Args:
+        paths: list of str or path. The text files.
+        holdout: float. The share held out, as in `read_documents`.
+        sample_lines: int. Training lines to draw (all of them when there are fewer).
+        seed: int. Seeds the sample.
+
+    Returns:
+        dict: "train" and "held_out" each {"documents": int, "lines": int} (documents as
+        `read_documents` yields them), "empty_files" (list of the paths with no text) and
+        "sample" (list of str).
+
+    Example:
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "corpus.txt"
+    >>> _ = path.write_text("One.\\n\\nTwo.\\nThree.\\n")
+    >>> survey = survey_corpus([path], sample_lines=10)
+    >>> survey["train"], survey["held_out"], sorted(survey["sample"])
+    ({'documents': 2, 'lines': 3}, {'documents': 0, 'lines': 0}, ['One.', 'Three.', 'Two.'])
+    """
+    rng = np.random.default_rng(seed)
+    sides = {side: {"documents": 0, "lines": 0} for side in ("train", "held_out")}
+    empty_files, sample, seen = [], [], 0
     for path in paths:
-        document = []
-        with open_text(path) as lines:
-            for number, line in enumerate(lines, start=1):
-                if utf8_error(line):
-                    raise DataFormatError(f"{path}:{number}: {utf8_error(line)}")
-                line = line.strip()
-                if line:
-                    document.extend(split_sentences(line))
-                elif document:
-                    yield document
-                    document = []
-        if document:
+        documents = _split(_file_documents(path), holdout)
+        empty = True
+        for is_held, lines in documents:
+            empty = False
+            side = sides["held_out" if is_held else "train"]
+            side["documents"] += 1
+            side["lines"] += len(lines)
+            for piece in () if is_held or not sample_lines else (p for line in lines for p in cut_text(line)):
+                seen += 1
+                if len(sample) < sample_lines:
+                    sample.append(piece)
+                elif (index := int(rng.integers(seen))) < sample_lines:
+                    sample[index] = piece
+        if empty:
+            empty_files.append(path)
+    return {**sides, "empty_files": empty_files, "sample": sample}
+
+
+def is_held_out(lines, holdout):
+    """Whether the passage `lines` (list of str) is held out: the CRC-32 of its text, as a share
+    of 2**32, is below `holdout`. It depends on the text alone, so a passage that occurs twice
+    is held out twice or not at all.
+
+    Example:
+    >>> is_held_out(["A review."], 0.0), is_held_out(["A review."], 1.0)
+    (False, True)
+    """
+    return zlib.crc32("\n".join(lines).encode("utf-8", "surrogateescape")) < holdout * 2**32
+
+
+def cut_text(text, limit=None):
+    """`text` in pieces of at most `limit` (default `MAX_SENTENCE_CHARS`) characters, cut at the
+    last space before the limit (or at the limit, in a run of that many characters without one).
+
+    Tokens do not change where the cut is at a space, which WordPiece splits at anyway: the
+    cut bounds the memory a 100 KB line takes when it is tokenized.
+
+    Example:
+    >>> list(cut_text("one two three", limit=8))
+    ['one two', 'three']
+    """
+    limit = limit or MAX_SENTENCE_CHARS
+    while len(text) > limit:
+        cut = text.rfind(" ", 1, limit + 1)
+        cut = cut if cut > 0 else limit
+        yield text[:cut].rstrip()
+        text = text[cut:].lstrip()
+    if text:
+        yield text
+
+
+def _file_documents(path):
+    """The documents of one file, each the list of its stripped lines; a byte that is not UTF-8
+    raises `DataFormatError` naming the line."""
+    document = []
+    with open_text(path) as lines:
+        for number, line in enumerate(lines, start=1):
+            if utf8_error(line):
+                raise DataFormatError(f"{path}:{number}: {utf8_error(line)}")
+            line = line.strip()
+            if line:
+                document.append(line)
+            elif document:
+                yield document
+                document = []
+    if document:
+        yield document
+
+
+def _interleave(paths, seed):
+    """The documents of the files `paths`, each next one from a file drawn in proportion to its size."""
+    readers = [_file_documents(path) for path in paths]
+    if len(readers) == 1:
+        yield from readers[0]
+        return
+    rng = np.random.default_rng(seed)
+    weights = np.array([os.path.getsize(path) for path in paths], float)
+    while weights.any():
+        index = int(rng.choice(len(readers), p=weights / weights.sum()))
+        document = next(readers[index], None)
+        if document is None:
+            weights[index] = 0.0
+        else:
             yield document
+
+
+def _split(documents, holdout):
+    """(held out, lines) for each run of passages of each document on one side of the split."""
+    for lines in documents:
+        if not holdout:
+            yield False, lines
+            continue
+        starts = range(0, len(lines), HOLDOUT_PASSAGE_LINES)
+        flags = [is_held_out(lines[start:start + HOLDOUT_PASSAGE_LINES], holdout) for start in starts]
+        start = 0
+        for is_held, run in itertools.groupby(flags):
+            end = start + len(list(run)) * HOLDOUT_PASSAGE_LINES
+            yield is_held, lines[start:end]
+            start = end
 
 
 def document_instances(document, others, rng, max_seq_length=128, short_seq_prob=0.1,

@@ -18,7 +18,8 @@ def train_wordpiece_vocabulary(lines_or_files, vocabulary_size, lowercase=True):
     learner splits it into words and picks the pieces.
 
     Args:
-        lines_or_files: list of str (lines of text), or of `pathlib.Path` (text files).
+        lines_or_files: list of str (lines of text), or of `pathlib.Path` (text files); with
+            no text in them, a ValueError says so.
         vocabulary_size: int. The most tokens to return, special tokens included.
         lowercase: bool. Normalize as an uncased tokenizer does.
 
@@ -36,6 +37,9 @@ def train_wordpiece_vocabulary(lines_or_files, vocabulary_size, lowercase=True):
         lines = tf.data.Dataset.from_tensor_slices(tf.constant(items, tf.string))
     else:
         raise TypeError("Pass a list of str lines or a list of pathlib.Path files, not a mix.")
+    if not any(_has_text(item) for item in items):  # tensorflow-text's learner raises a bare StopIteration
+        given = f"{len(items)} blank lines" if items and isinstance(items[0], str) else f"the files {items}"
+        raise ValueError(f"No text to learn a vocabulary from: {given}." if items else "No lines to learn a vocabulary from.")
     model = np.frombuffer(fast_bert_normalizer_model(lowercase), np.uint8)
     normalizer = tf_text.FastBertNormalizer(model_buffer=tf.constant(model))
     return bert_vocab_from_dataset.bert_vocab_from_dataset(
@@ -44,3 +48,11 @@ def train_wordpiece_vocabulary(lines_or_files, vocabulary_size, lowercase=True):
         reserved_tokens=list(SPECIAL_TOKENS),
         bert_tokenizer_params={"lower_case": False},
     )
+
+
+def _has_text(line_or_file):
+    """Whether a line, or a file (read up to its first line with text), holds more than white space."""
+    if isinstance(line_or_file, str):
+        return bool(line_or_file.strip())
+    with open(line_or_file, encoding="utf-8", errors="replace") as lines:
+        return any(line.strip() for line in lines)

@@ -1,5 +1,7 @@
 """Pretraining data: the rates BERT specifies, pairing, and refusals of bad corpora."""
 
+import zlib
+
 import keras
 import numpy as np
 import pytest
@@ -7,7 +9,8 @@ import tensorflow as tf
 
 from kbert.data import DataFormatError
 from kbert.data.pretraining_dataset import pretraining_dataset
-from kbert.data.pretraining_instances import document_instances, read_documents, split_sentences
+from kbert.data.pretraining_instances import (MAX_SENTENCE_CHARS, document_instances, read_documents, split_sentences,
+                                              survey_corpus)
 from kbert.data.pretraining_masking import mask_batch
 from kbert.text import BertTokenizer
 
@@ -187,3 +190,84 @@ def test_bad_corpora_are_refused_before_training(tmp_path, tokenizer):
     assert pretraining_dataset([one], tokenizer, 2, task="sop") is not None
     with pytest.raises(ValueError, match="special tokens"):
         BertTokenizer(["the", "cat"])
+
+
+def reviews(count, tag):
+    """One-line documents, blank lines between them, as IMDB's unsup.txt has its reviews."""
+    return [f"Review {tag}{i} was fine. It had {i} good scenes." for i in range(count)]
+
+
+def test_held_out_share_of_one_line_documents_and_of_long_ones(tmp_path):
+    """Issue 26: the last 20 lines of each document emptied the training split of one-line documents."""
+    one_line = tmp_path / "reviews.txt"
+    one_line.write_text("\n\n".join(reviews(400, "r")) + "\n")
+    held = [doc for doc in reviews(400, "r") if zlib.crc32(doc.encode()) < 0.1 * 2**32]  # the rule, by hand
+    assert 20 < len(held) < 60
+    train = [" ".join(doc) for doc in read_documents([one_line], holdout=0.1)]
+    assert [" ".join(doc) for doc in read_documents([one_line], holdout=0.1, held_out=True)] == held
+    assert sorted(train + held) == sorted(reviews(400, "r")) and not set(train) & set(held)
+
+    book = tmp_path / "book.txt"  # one document of 400 paragraphs: held out in passages of 20 lines
+    lines = [f"Paragraph {i} of the book." for i in range(400)]
+    book.write_text("\n".join(lines) + "\n")
+    passages = [lines[start:start + 20] for start in range(0, 400, 20)]
+    flags = [zlib.crc32("\n".join(passage).encode()) < 0.3 * 2**32 for passage in passages]
+    assert 0 < sum(flags) < len(flags)
+    train = list(read_documents([book], holdout=0.3))
+    assert sum(map(len, train)) == 20 * flags.count(False)
+    assert len(train) == sum(1 for i, held in enumerate(flags) if not held and (i == 0 or flags[i - 1]))  # cut at gaps
+    survey = survey_corpus([book, one_line], holdout=0.3)
+    assert survey["held_out"]["lines"] == 20 * sum(flags) + sum(
+        zlib.crc32(doc.encode()) < 0.3 * 2**32 for doc in reviews(400, "r"))
+    assert survey["train"]["documents"] == len(train) + len(list(read_documents([one_line], holdout=0.3)))
+
+
+def test_files_interleave_by_seed_and_an_empty_file_gives_nothing(tmp_path):
+    paths = [tmp_path / "a.txt", tmp_path / "empty.txt", tmp_path / "b.txt"]
+    paths[0].write_text("\n\n".join(reviews(40, "a")))
+    paths[1].write_text("\n\n \n")
+    paths[2].write_text("\n\n".join(reviews(40, "b")))
+    order = [doc[0].split()[1] for doc in read_documents(paths, seed=3)]
+    assert order == [doc[0].split()[1] for doc in read_documents(paths, seed=3)]
+    assert order != [doc[0].split()[1] for doc in read_documents(paths, seed=4)]
+    assert sorted(order) == sorted([f"a{i}" for i in range(40)] + [f"b{i}" for i in range(40)])
+    for tag in "ab":  # each file in its own order, the two mixed from the start
+        assert [name for name in order if name[0] == tag] == [f"{tag}{i}" for i in range(40)]
+    assert {name[0] for name in order[:10]} == {"a", "b"}
+    assert survey_corpus(paths)["empty_files"] == [paths[1]]
+
+
+def test_a_100_kb_line_is_cut_at_spaces_and_trains(tmp_path, tokenizer):
+    words = [WORDS[i % 10] for i in range(25_000)]
+    path = tmp_path / "long.txt"
+    path.write_text(" ".join(words) + "\n\nThe cat sat.\n")
+    assert path.stat().st_size > 100_000
+    long, short = read_documents([path])
+    assert max(map(len, long)) <= MAX_SENTENCE_CHARS and " ".join(long).split() == words
+    survey = survey_corpus([path], sample_lines=1000)
+    assert len(survey["sample"]) == len(long) + 1 and max(map(len, survey["sample"])) <= MAX_SENTENCE_CHARS
+    data = pretraining_dataset([path], tokenizer, batch_size=4, max_seq_length=64, repeat=False, seed=0)
+    assert sum(int(x["padding_mask"].numpy().sum()) for x, _, _ in data) > 20_000
+
+
+def test_vocabulary_sample_is_bounded_and_uniform(tmp_path):
+    path = tmp_path / "reviews.txt"
+    path.write_text("\n\n".join(reviews(2000, "r")))
+    samples = [survey_corpus([path], sample_lines=100, seed=seed)["sample"] for seed in range(20)]
+    assert all(len(sample) == 100 and len(set(sample)) == 100 for sample in samples)
+    numbers = [int(line.split()[1][1:]) for sample in samples for line in sample]
+    assert abs(np.mean(numbers) - 999.5) < 40 and np.mean(np.array(numbers) >= 1900) > 0.03  # not the first lines
+
+
+def test_held_out_dataset_reads_the_held_out_share(tmp_path, tokenizer):
+    path = tmp_path / "reviews.txt"
+    path.write_text("\n\n".join(" ".join(WORDS[:10][i % 7:]) + " home" * (i % 5) + f" {i}." for i in range(60)))
+    options = dict(tokenizer=tokenizer, batch_size=2, max_seq_length=64, task="mlm", repeat=False,
+                   shuffle_buffer=0, masking="static", duplication_factor=1, seed=0)
+    held = survey_corpus([path], holdout=0.2)["held_out"]["documents"]
+    assert 0 < held < 30
+    rows = sum(len(x["token_ids"]) for x, _, _ in pretraining_dataset([path], holdout=0.2, held_out=True,
+                                                                        **{**options, "batch_size": 1}))
+    assert rows == held  # one row per short document
+    with pytest.raises(ValueError, match=r"held-out share \(0.0001\) .* holds no text"):
+        pretraining_dataset([path], holdout=0.0001, held_out=True, **options)

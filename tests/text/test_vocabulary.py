@@ -1,5 +1,7 @@
 import pathlib
 
+import pytest
+
 from kbert.text import SPECIAL_TOKENS, BertTokenizer, train_wordpiece_vocabulary
 
 CORPUS = ["The Quick brown fox jumps over the lazy dog.", "Naïve café owners re-open shops!",
@@ -16,3 +18,12 @@ def test_special_tokens_first_and_text_covered(tmp_path):
         tokenizer = BertTokenizer(tokens)
         ids = tokenizer(CORPUS[:3], max_length=32)["token_ids"]
         assert not (ids == tokenizer.unk_token_id).any()
+
+
+def test_no_text_is_a_clear_error_not_a_bare_stop_iteration(tmp_path):
+    """Issue 26: an empty training split reached tensorflow-text's learner, which raised StopIteration."""
+    blank = tmp_path / "blank.txt"
+    blank.write_text("\n  \n\n")
+    for source, message in (([], "No lines"), (["", "  "], "2 blank lines"), ([blank], "blank.txt")):
+        with pytest.raises(ValueError, match=message):
+            train_wordpiece_vocabulary(source, vocabulary_size=50)
