@@ -4,8 +4,8 @@ from keras import ops
 
 from kbert.data.padded_batches import PaddedBatches
 from kbert.layers.mean_pooling import mean_pool
+from kbert.models.compute_dtype import with_compute_dtype
 
-DTYPE_POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16"}  # encode's dtype -> backbone policy
 TOKENIZED_TEXTS = 4096  # texts tokenized at once, then served longest first
 
 
@@ -33,7 +33,7 @@ class SentenceEncoder:
         self.backbone = backbone
         self.tokenizer = tokenizer
         self.max_length = max_length
-        self._pooling_models = {}  # dtype -> (model, its copy of the backbone or None)
+        self._pooling_models = {}  # dtype -> (backbone, the pooling model around it)
 
     @classmethod
     def from_preset(cls, name="all_minilm_l6_v2", **kwargs):
@@ -62,10 +62,9 @@ class SentenceEncoder:
             show_progress_bar: bool. Show a `keras.utils.Progbar` over the batches.
             convert_to_numpy: bool. False returns one backend tensor instead of numpy.
             convert_to_tensor: bool. True returns one backend tensor (overrides convert_to_numpy).
-            dtype: "float32", or "bfloat16" to compute in bfloat16 (Keras's "mixed_bfloat16"
-                policy: weights kept in float32, layer norms and the pooling in float32), faster
-                on CPUs with bfloat16 instructions (AVX-512 BF16, AMX). Embeddings come out
-                float32 either way.
+            dtype: "float32", or "bfloat16" to compute in bfloat16 (`with_compute_dtype`),
+                faster on CPUs with bfloat16 instructions (AVX-512 BF16, AMX). Embeddings
+                come out float32 either way.
 
         Returns:
             A float32 array of shape (len(texts), hidden_dim), or (hidden_dim,) for a str.
@@ -95,19 +94,11 @@ class SentenceEncoder:
         return ops.convert_to_tensor(embeddings) if convert_to_tensor or not convert_to_numpy else embeddings
 
     def _pooling_model(self, dtype):
-        """The backbone and mean pooling as one Keras model under `dtype` ("float32" or
-        "bfloat16"), with the backbone's current weights. Built once per dtype."""
-        if dtype not in DTYPE_POLICIES:
-            raise ValueError(f"dtype must be one of {sorted(DTYPE_POLICIES)}, got {dtype!r}.")
-        if dtype not in self._pooling_models:
-            backbone = self.backbone
-            if dtype != "float32":
-                backbone = type(backbone).from_config({**backbone.get_config(), "dtype": DTYPE_POLICIES[dtype]})
+        """The backbone (computing in `dtype`) and mean pooling as one Keras model."""
+        backbone = with_compute_dtype(self.backbone, dtype)
+        if self._pooling_models.get(dtype, (None,))[0] is not backbone:
             inputs = backbone.input
             sequence = ops.cast(backbone(inputs)["sequence_output"], "float32")
-            model = keras.Model(inputs, mean_pool(sequence, inputs["padding_mask"], normalize=False))
-            self._pooling_models[dtype] = model, (backbone if backbone is not self.backbone else None)
-        model, copy = self._pooling_models[dtype]
-        if copy is not None:  # the backbone may have been trained since the last call
-            copy.set_weights(self.backbone.get_weights())
-        return model
+            pooled = mean_pool(sequence, inputs["padding_mask"], normalize=False)
+            self._pooling_models[dtype] = backbone, keras.Model(inputs, pooled)
+        return self._pooling_models[dtype][1]
