@@ -4,6 +4,7 @@
     python apps/export.py --model saved_models/conll --format tflite --quantize dynamic-int8 --out exports/conll_tflite
     python apps/export.py --model all_minilm_l6_v2 --format tflite --out exports/minilm   # embeddings
     python apps/export.py --model sst2.keras --format tflite --out exports/sst2_tflite        # model.save(...)
+    python apps/export.py --model saved_models/sst2 --format tflite --metadata --out exports/sst2_tflite
 
 --model takes a .keras file saved by a task model of the Python API (its preprocessor gives the
 tokenizer and lengths), a run folder of apps/sentiment.py, nli.py, similarity.py, ner.py or
@@ -11,6 +12,9 @@ qa.py, or a backbone (a preset, all_minilm_l6_v2, a folder of apps/pretrain.py o
 trained under any backend. Export runs under TensorFlow: the .keras file is reloaded there
 (this script re-runs itself with KERAS_BACKEND=tensorflow when needed). The output folder is
 written whole or not at all. See kbert/export/serving.py for each task's inputs and outputs.
+--metadata also writes token_ids_metadata.tflite, which the TFLite Task Library (BertNLClassifier,
+BertQuestionAnswerer) and MediaPipe Tasks (TextClassifier, TextEmbedder) load unchanged
+(kbert/export/runtimes.py); it needs tools/edge_clients_venv.sh run once.
 With --json it prints one object: model, format, out, task, num_texts, max_length, padding,
 files ({path: bytes}) and bytes.
 """
@@ -37,6 +41,9 @@ def parser():
     parser.add_argument("--pairs", action="store_true", help="a classifier over text pairs (NLI); "
                         "default: from the run's task")
     parser.add_argument("--no-text-model", action="store_true", help="TFLite: token-id model only")
+    parser.add_argument("--metadata", action="store_true", help="TFLite: also token_ids_metadata.tflite, "
+                        "with the TFLite metadata the Task Library and MediaPipe read (classifier, QA at "
+                        "--max-length 384, backbone; needs tools/edge_clients_venv.sh)")
     return parser
 
 
@@ -57,6 +64,8 @@ def main(argv=None):
 
     if args.format == "saved_model" and args.quantize != "none":
         sys.exit("--quantize applies to --format tflite only: a SavedModel keeps float32 weights.")
+    if args.format == "saved_model" and args.metadata:
+        sys.exit("--metadata applies to --format tflite only: it is TFLite metadata.")
     with for_people(args):
         try:
             model, tokenizer, spec = load_exportable(args.model, max_length=args.max_length,
@@ -66,7 +75,8 @@ def main(argv=None):
             if args.format == "saved_model":
                 export_saved_model(model, tokenizer, spec, args.out)
             else:
-                export_tflite(model, tokenizer, spec, args.out, args.quantize, text_model=not args.no_text_model)
+                export_tflite(model, tokenizer, spec, args.out, args.quantize, text_model=not args.no_text_model,
+                              metadata=args.metadata)
         except (ExportError, FileNotFoundError, ValueError) as error:
             sys.exit(f"export failed: {error}")
     files = {str(path.relative_to(args.out)): path.stat().st_size

@@ -11,6 +11,9 @@ Two files, each with one signature named as in the SavedModel (see `kbert.export
   in the interpreter (`tensorflow_text.tflite_registrar`; in an app, link tensorflow-text's
   TFLite ops). No SELECT_TF_OPS (Flex) op is needed.
 
+With `metadata=True` a third file, `token_ids_metadata.tflite`, carries TFLite metadata for the
+TFLite Task Library and MediaPipe Tasks (`kbert.export.runtimes`).
+
 Quantization (`QUANTIZATIONS`): "none" (float32), "float16" (weights in float16),
 "dynamic-int8" (int8 weights, activations quantized on the fly). Full-integer "int8" is
 refused (`FULL_INT8_REFUSAL` says why).
@@ -42,7 +45,7 @@ class ExportError(ValueError):
     """An export that cannot be done as asked; the message says which part and why."""
 
 
-def export_tflite(model, tokenizer, spec, out, quantize="none", text_model=True):
+def export_tflite(model, tokenizer, spec, out, quantize="none", text_model=True, metadata=False):
     """Writes `token_ids.tflite` and (unless impossible or `text_model=False`) `text.tflite` to `out`.
 
     The folder also gets `vocab.txt`, `tokenizer_config.json` and `export.json`; it appears
@@ -54,6 +57,8 @@ def export_tflite(model, tokenizer, spec, out, quantize="none", text_model=True)
         out: path of the folder to write.
         quantize: one of `QUANTIZATIONS`.
         text_model: bool. Also write the string-in model.
+        metadata: bool. Also write `token_ids_metadata.tflite` for the TFLite Task Library and
+            MediaPipe (`kbert.export.runtimes`); an ExportError says why a model cannot have it.
 
     Returns: dict of file name -> size in bytes.
 
@@ -69,24 +74,41 @@ def export_tflite(model, tokenizer, spec, out, quantize="none", text_model=True)
     if quantize not in QUANTIZATIONS:
         raise ExportError(f"--quantize must be one of {QUANTIZATIONS}, got {quantize!r}.")
     functions = serving_functions(model, tokenizer, spec, tflite=True)
+    if metadata:
+        from kbert.export import runtimes
+
+        if reason := runtimes.unsupported(model, tokenizer, spec):
+            raise ExportError(f"--metadata: {reason}.")
+        functions[runtimes.SIGNATURE] = runtimes.runtime_function(model, spec)
     sizes = {}
     with atomic_output_folder(out) as folder:
         staging = folder / ".saved_model"
         write_saved_model(functions, staging)
+        tokenizer.save(folder)
         targets = [(IDS_FILE, "token_ids")] + ([(TEXT_FILE, "serving_default")] if text_model else [])
+        targets += [(runtimes.FILE, runtimes.SIGNATURE)] if metadata else []
         for file_name, signature in targets:
             converter = tf.lite.TFLiteConverter.from_saved_model(str(staging), signature_keys=[signature])
             _configure(converter, quantize, signature == "serving_default")
+            if metadata and signature == runtimes.SIGNATURE:
+                runtimes.configure(converter, quantize)
             try:
                 blob = converter.convert()
             except Exception as error:  # the converter raises many types; say which model failed
                 raise ExportError(f"TFLite conversion of the {spec.task} {signature} model with "
                                   f"quantize={quantize} failed: {str(error)[-2000:]}") from error
-            (folder / file_name).write_bytes(blob)
-            check_tflite(folder / file_name, tokenizer, spec, text=signature == "serving_default")
-            sizes[file_name] = len(blob)
+            if metadata and signature == runtimes.SIGNATURE:
+                (staging / file_name).write_bytes(blob)
+                try:
+                    runtimes.write_metadata(staging / file_name, folder / file_name, folder, spec)
+                    runtimes.check_runtime_file(folder / file_name, tokenizer, spec)
+                except Exception as error:
+                    raise ExportError(f"{file_name}: {error}") from error
+            else:
+                (folder / file_name).write_bytes(blob)
+                check_tflite(folder / file_name, tokenizer, spec, text=signature == "serving_default")
+            sizes[file_name] = (folder / file_name).stat().st_size
         shutil.rmtree(staging)
-        tokenizer.save(folder)
         write_export_json(folder, spec, {name: _signature_of(folder / name) for name in sizes},
                           "tflite", quantize=quantize, files=sizes,
                           custom_ops={TEXT_FILE: list(CUSTOM_OPS)} if TEXT_FILE in sizes else {})
