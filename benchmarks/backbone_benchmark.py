@@ -4,7 +4,8 @@ Every engine runs the all-MiniLM-L6-v2 configuration (6 layers, hidden 384, 12 h
 the same fp32 batch of random ids, each in a process of its own, one after another, so
 the figures are side by side in one run. Keras models run through `predict_on_batch`
 after `compile(jit_compile=...)`: XLA on TensorFlow, jax.jit on JAX, and on torch both
-eager and torch.compile. Prints sequences/s (median of the timed batches) and ratios.
+eager and torch.compile. Prints sequences/s (median of the timed batches), ratios, and the
+fraction of this CPU's fp32 peak (the fastest of a few GEMMs of the model's FFN shape) reached.
 
     python benchmarks/backbone_benchmark.py                 # batch 32 x 128, all engines
     python benchmarks/backbone_benchmark.py --repeats 10 --engines kbert keras_hub
@@ -47,6 +48,29 @@ def time_calls(call, batch, warmup, repeats):
         call(batch)
         times.append(time.perf_counter() - start)
     return {"first_call_s": first, "seq_per_s": len(batch["token_ids"]) / statistics.median(times)}
+
+
+def flops_per_sequence(length):
+    """Multiply-adds x 2 of one sequence through the encoder layers: the QKV, output and two FFN
+    projections (8h^2 + 4hi per token) and attention's scores and context (4 L h per token)."""
+    h, i = CONFIG["hidden_dim"], CONFIG["intermediate_dim"]
+    return CONFIG["num_layers"] * length * (8 * h * h + 4 * h * i + 4 * length * h)
+
+
+def gemm_worker(args):
+    """The fp32 peak this CPU reaches on the model's largest GEMM shape (tokens x hidden x intermediate)."""
+    import torch
+
+    tokens = args.batch_size * args.length
+    a, b = torch.randn(tokens, CONFIG["hidden_dim"]), torch.randn(CONFIG["hidden_dim"], CONFIG["intermediate_dim"])
+    for _ in range(5):
+        torch.matmul(a, b)
+    times = []
+    for _ in range(4 * args.repeats):
+        start = time.perf_counter()
+        torch.matmul(a, b)
+        times.append(time.perf_counter() - start)
+    return [{"mode": "torch.matmul", "gflop_per_s": 2 * tokens * a.shape[1] * b.shape[1] / min(times) / 1e9}]
 
 
 def keras_worker(engine, args):
@@ -145,7 +169,7 @@ def main():
     args = parser.parse_args()
 
     if args.worker:
-        workers = {"hf_torch": hf_worker, "onnxruntime": onnxruntime_worker}
+        workers = {"hf_torch": hf_worker, "onnxruntime": onnxruntime_worker, "gemm": gemm_worker}
         result = workers[args.worker](args) if args.worker in workers else keras_worker(args.worker, args)
         print(json.dumps(result))
         return
@@ -166,6 +190,12 @@ def main():
         candidates = [r["seq_per_s"] for r in rows if r["engine"] == engine and backend in (None, r["backend"])]
         return max(candidates) if candidates else None
 
+    gemm = run_worker("gemm", None, args)
+    peak = gemm[0]["gflop_per_s"] if gemm else None
+    flops = flops_per_sequence(args.length)
+    print(f"\nfp32 GEMM peak ({args.batch_size * args.length} x {CONFIG['hidden_dim']} x "
+          f"{CONFIG['intermediate_dim']}, torch.matmul): {peak:.0f} GFLOP/s; "
+          f"{flops / 1e9:.2f} GFLOP per sequence" if peak else "\nGEMM peak not measured")
     print("\nBest mode per engine and backend, with ratios:")
     onnx = best("onnxruntime")
     for backend in KERAS_BACKENDS:
@@ -177,6 +207,8 @@ def main():
             line += f"   vs keras-hub {hub:6.1f}: {mine / hub:4.2f}x"
         if onnx:
             line += f"   vs onnxruntime {onnx:6.1f}: {mine / onnx:4.2f}x"
+        if peak:
+            line += f"   {mine * flops / 1e9:5.0f} GFLOP/s = {mine * flops / 1e9 / peak:.0%} of the GEMM peak"
         print(line)
     if best("hf_torch"):
         print(f"  Hugging Face torch eager {best('hf_torch'):7.1f} seq/s")

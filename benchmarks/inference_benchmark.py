@@ -1,0 +1,172 @@
+"""Inference on real text: kbert's SentenceEncoder and classifier beside sentence-transformers and
+a Hugging Face pipeline, on every backend, in float32 and bfloat16.
+
+Two jobs, every engine in a process of its own, one after another, on the same texts:
+- encode: all STS-B train sentences (both columns) with all-MiniLM-L6-v2, batch 32, against
+  sentence-transformers' `encode`;
+- classify: SST-2 sentences through a classifier on all-MiniLM-L6-v2 (its head is freshly
+  initialised and written once as a Hugging Face folder, so both sides hold the same weights),
+  kbert's `BertClassifier.predict` against `pipeline("text-classification")`, batch 32.
+Each engine makes two passes over the texts: the first includes tracing and compiling, the
+second is the steady state. Prints texts/s, ratios, and how bfloat16 compares with float32
+(minimum cosine of the embeddings; share of identical labels).
+
+    python benchmarks/inference_benchmark.py                        # everything (~15 min here)
+    python benchmarks/inference_benchmark.py --jobs encode --limit 3000 --backends torch
+"""
+
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+KERAS_BACKENDS = ("tensorflow", "jax", "torch")
+DTYPES = ("float32", "bfloat16")
+DATA_DIR = os.environ.get("KBERT_DATA_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
+
+
+def read_column(path, columns, limit):
+    with open(path, encoding="utf-8", newline="") as file:
+        rows = list(csv.reader(file, delimiter="\t", quoting=csv.QUOTE_NONE))[1:]
+    return [row[c] for c in columns for row in rows][:limit]
+
+
+def texts_for(job, limit):
+    if job == "encode":
+        return read_column(os.path.join(DATA_DIR, "stsb", "train.tsv"), (0, 1), limit)
+    return read_column(os.path.join(DATA_DIR, "sst2", "train.tsv"), (0,), limit)
+
+
+def two_passes(run, texts):
+    """Seconds of a first and a second pass of `run(texts)`, and the second pass's output."""
+    seconds = []
+    for _ in range(2):
+        start = time.perf_counter()
+        output = run(texts)
+        seconds.append(time.perf_counter() - start)
+    return seconds, output
+
+
+def worker(engine, job, dtype, args):
+    """Runs one engine in this process; writes its outputs to `args.out` and returns timings."""
+    texts = texts_for(job, args.limit)
+    if engine == "sentence_transformers":
+        from sentence_transformers import SentenceTransformer
+
+        from kbert.paths import minilm_dir
+
+        model = SentenceTransformer(str(minilm_dir()), device="cpu")
+        seconds, output = two_passes(lambda t: model.encode(t, batch_size=args.batch_size), texts)
+    elif engine == "hf_pipeline":
+        from transformers import pipeline
+
+        classify = pipeline("text-classification", model=args.classifier, device=-1, top_k=None)
+        seconds, output = two_passes(lambda t: classify(t, batch_size=args.batch_size), texts)
+        output = np.array([[s["score"] for s in sorted(row, key=lambda s: s["label"])] for row in output])
+    elif job == "encode":
+        from kbert import SentenceEncoder
+
+        encoder = SentenceEncoder.from_preset("all_minilm_l6_v2")
+        seconds, output = two_passes(lambda t: encoder.encode(t, batch_size=args.batch_size, dtype=dtype), texts)
+    else:
+        from kbert import BertClassifier
+
+        model = BertClassifier.from_preset(args.classifier)
+        seconds, output = two_passes(
+            lambda t: model.predict(t, batch_size=args.batch_size, verbose=0, dtype=dtype), texts)
+    np.save(args.out, np.asarray(output, "float32"))
+    return {"texts": len(texts), "first_s": seconds[0], "second_s": seconds[1]}
+
+
+def run_worker(engine, job, backend, dtype, args, folder):
+    out = os.path.join(folder, f"{job}-{engine}-{backend}-{dtype}.npy")
+    command = [sys.executable, __file__, "--worker", engine, "--jobs", job, "--dtype", dtype, "--out", out,
+               "--limit", str(args.limit), "--batch-size", str(args.batch_size), "--classifier", args.classifier]
+    env = {**os.environ, "KERAS_BACKEND": backend, "HF_HUB_OFFLINE": "1", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    result = subprocess.run(command, env=env, capture_output=True, text=True)
+    if result.returncode:
+        print(f"  {engine} ({backend}, {dtype}) failed:\n{result.stderr[-2000:]}", file=sys.stderr)
+        return None
+    return {**json.loads(result.stdout.strip().splitlines()[-1]), "outputs": np.load(out)}
+
+
+def write_classifier(folder):
+    """A 2-class BertClassifier on all-MiniLM-L6-v2 (seeded head), as a Hugging Face folder."""
+    code = ("import keras, sys; keras.utils.set_random_seed(0); from kbert import BertClassifier; "
+            "BertClassifier.from_preset('all_minilm_l6_v2', num_classes=2, label_names=['LABEL_0', 'LABEL_1'])"
+            ".export_to_transformers(sys.argv[1])")
+    subprocess.run([sys.executable, "-c", code, folder], check=True, capture_output=True,
+                   env={**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "2"})
+
+
+def compare(job, reference, result):
+    """How far `result`'s outputs are from `reference`'s (float32 kbert, or the other library)."""
+    a, b = reference["outputs"], result["outputs"]
+    if job == "encode":
+        cosine = (a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
+        return f"min cosine {cosine.min():.5f}"
+    return f"labels identical {np.mean(a.argmax(-1) == b.argmax(-1)):.2%}, max |dp| {np.abs(a - b).max():.1e}"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--jobs", nargs="+", default=["encode", "classify"], choices=["encode", "classify"])
+    parser.add_argument("--backends", nargs="+", default=list(KERAS_BACKENDS), choices=KERAS_BACKENDS)
+    parser.add_argument("--dtypes", nargs="+", default=list(DTYPES), choices=DTYPES)
+    parser.add_argument("--limit", type=int, default=None, help="first texts only (default: all)")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--dtype", default="float32", help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    parser.add_argument("--classifier", default="", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.worker:
+        print(json.dumps(worker(args.worker, args.jobs[0], args.dtype, args)))
+        return
+
+    print(f"Inference on real text, batch {args.batch_size}, {os.cpu_count()} CPUs; texts/s of the first "
+          "(with compiling) and second pass")
+    with tempfile.TemporaryDirectory() as folder:
+        args.classifier = os.path.join(folder, "classifier")
+        if "classify" in args.jobs:
+            write_classifier(args.classifier)
+        for job in args.jobs:
+            reference_engine = "sentence_transformers" if job == "encode" else "hf_pipeline"
+            runs = [(reference_engine, "torch", "float32")]
+            runs += [("kbert", backend, dtype) for backend in args.backends for dtype in args.dtypes]
+            results = {}
+            texts = None
+            for engine, backend, dtype in runs:
+                result = run_worker(engine, job, backend, dtype, args, folder)
+                if result is None:
+                    continue
+                results[engine, backend, dtype] = result
+                texts = result["texts"]
+                print(f"  {job:8} {engine:22} {backend:10} {dtype:8} {texts / result['first_s']:7.1f} "
+                      f"then {texts / result['second_s']:7.1f} texts/s", flush=True)
+            reference = results.get(runs[0])
+            print(f"\n{job}: {texts} texts, second pass, ratios:")
+            for (engine, backend, dtype), result in results.items():
+                if engine != "kbert":
+                    continue
+                speed = texts / result["second_s"]
+                line = f"  kbert {backend:10} {dtype:8} {speed:7.1f} texts/s"
+                if reference:
+                    line += f"   vs {reference_engine} {reference['texts'] / reference['second_s']:6.1f}: " \
+                            f"{speed * reference['second_s'] / reference['texts']:4.2f}x ({compare(job, reference, result)})"
+                fp32 = results.get(("kbert", backend, "float32"))
+                if dtype != "float32" and fp32:
+                    line += f"   vs own float32: {fp32['second_s'] / result['second_s']:4.2f}x ({compare(job, fp32, result)})"
+                print(line)
+            print()
+
+
+if __name__ == "__main__":
+    main()
