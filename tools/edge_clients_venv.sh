@@ -7,7 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=.venv-edge-clients
-if ! { ldconfig -p 2>/dev/null | grep -q 'libusb-1\.0\.so\.0' || compgen -G '/usr/lib/*/libusb-1.0.so.0' >/dev/null; }; then
+has_libusb() { ldconfig -p 2>/dev/null | grep -q 'libusb-1\.0\.so\.0' || compgen -G '/usr/lib/*/libusb-1.0.so.0' >/dev/null; }
+if ! has_libusb; then
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo -n"
     echo "[edge clients] installing libusb-1.0-0 (Debian)" >&2
