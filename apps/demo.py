@@ -92,7 +92,7 @@ def main(argv=None):
         print(json.dumps(edge_results(out, sentences, args.repeats)))
         return
     args = parse_args(arguments, argv)  # and start Keras (quietly, without --verbose)
-    from kbert.training.run_folder import claim_run_folder
+    from kbert.saving import claim_run_folder
 
     with claim_run_folder(out), for_people(args):  # refused now, not after training, when --out cannot be written
         summary = demo(args, out, sentences)
@@ -134,7 +134,7 @@ def demo(args, out, sentences):
     print(f"\nWall time {total / 60:.1f} min (" + ", ".join(f"{k} {v:.0f} s" for k, v in seconds.items()) + ")")
     print(f"On a device: python apps/edge_predict.py {out / EXPORTS['TFLite dynamic-int8'][0] / 'text.tflite'} "
           f"\"a gripping film\"")
-    from kbert.training import write_json_atomic
+    from kbert.saving import write_json_atomic
 
     summary = {"rows": rows, "sentences": sentences, "predictions": predictions,
                "seconds": {**seconds, "total": total},
@@ -192,7 +192,7 @@ def keras_results(out, metrics, sentences, repeats):
     """Step 2: the Keras row of the table (accuracy from training's final evaluation) and its predictions."""
     import keras
 
-    from kbert.training import load_run
+    from kbert.saving import load_run
 
     model, tokenizer, max_length = load_run(out)
 

@@ -71,7 +71,7 @@ def main(argv=None):
     if sum(map(bool, (args.sentences, args.file, args.examples))) > 1:
         sys.exit("Give sentences, --file or --examples: one of them.")
     if args.save:
-        from kbert.training.run_folder import check_writable
+        from kbert.saving import check_writable
 
         check_writable(args.save, "--save")
     sentences = read_sentences(args)

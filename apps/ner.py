@@ -24,7 +24,7 @@ def main(argv=None):
     """Runs the command in `argv` (default sys.argv)."""
     args = parse_args(parser(), argv)
     from kbert.training import ner_task
-    from kbert.training.run_folder import check_run_task, check_writable, claim_run_folder
+    from kbert.saving import check_run_task, check_writable, claim_run_folder
 
     if args.command == "train":
         with claim_run_folder(args.out), for_people(args):

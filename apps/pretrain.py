@@ -132,8 +132,7 @@ def read_config(path):
 def check_resumable(folder, settings):
     """Raises RunFolderError unless `folder` is new, or a pretraining run started with `settings`
     (but `MAY_CHANGE`) that has not trained past `settings["steps"]`."""
-    from kbert.checkpoints import MODEL_FILE
-    from kbert.training.run_folder import SETTINGS_FILE, RunFolderError, check_run_settings
+    from kbert.saving import MODEL_FILE, SETTINGS_FILE, RunFolderError, check_run_settings
 
     if not folder.is_dir() or not any(folder.iterdir()):
         return
@@ -155,8 +154,7 @@ def check_resumable(folder, settings):
 
 def start_over(folder):
     """Deletes the pretraining run folder `folder` (for --restart); refuses a folder of anything else."""
-    from kbert.checkpoints import BACKBONE_FILE, MODEL_FILE
-    from kbert.training.run_folder import SETTINGS_FILE, RunFolderError
+    from kbert.saving import BACKBONE_FILE, MODEL_FILE, SETTINGS_FILE, RunFolderError
 
     if not folder.exists():
         return
@@ -196,8 +194,7 @@ def split_holdout(paths, train_path, holdout_path, lines):
 def prepare_run(args, folder, settings):
     """Writes the settings, the vocabulary and the data split once; a resumed run reads them back."""
     from kbert.text import BertTokenizer, train_wordpiece_vocabulary
-    from kbert.training import write_json_atomic
-    from kbert.training.run_folder import SETTINGS_FILE
+    from kbert.saving import SETTINGS_FILE, write_json_atomic
 
     if not (folder / "vocab.txt").is_file():
         folder.mkdir(parents=True, exist_ok=True)
@@ -248,7 +245,7 @@ def main(argv=None):
     folder = pathlib.Path(args.output) / args.run
     check_inputs(args)
     settings = run_settings(args)
-    from kbert.training.run_folder import claim_run_folder
+    from kbert.saving import claim_run_folder
 
     with claim_run_folder(folder, "--run", replaces=False), for_people(args):
         remove_deleted(folder)
@@ -265,7 +262,7 @@ def pretrain(args, folder, settings):
     Returns the metrics written to metrics.json."""
     import keras
 
-    from kbert.checkpoints import save_backbone
+    from kbert.saving import save_backbone
     from kbert.config import PRESETS, BertConfig
     from kbert.data.pretraining_dataset import pretraining_dataset
     from kbert.models.bert_backbone import BertBackbone

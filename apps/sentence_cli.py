@@ -27,7 +27,7 @@ def main(task_name, argv=None, description=None):
     """
     args = parse_args(parser(task_name, description), argv)
     from kbert.training import NLI, SENTIMENT, SIMILARITY, sentence_task
-    from kbert.training.run_folder import check_run_task, check_writable, claim_run_folder
+    from kbert.saving import check_run_task, check_writable, claim_run_folder
 
     task = {task.name: task for task in (SENTIMENT, NLI, SIMILARITY)}[task_name]
     if args.command == "train":

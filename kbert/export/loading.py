@@ -5,8 +5,9 @@ import pathlib
 
 import keras
 
-from kbert.checkpoints import METRICS_FILE, MODEL_FILE, load_backbone, load_tokenizer
 from kbert.export.serving import ExportSpec, task_of
+from kbert.models import load_backbone
+from kbert.saving import METRICS_FILE, MODEL_FILE, load_keras_file, load_tokenizer
 
 PAIR_TASKS = ("nli", "similarity")
 
@@ -45,7 +46,7 @@ def load_exportable(path, max_length=None, padding="max_length", num_texts=None)
     metrics = json.loads((folder / METRICS_FILE).read_text()) if (folder / METRICS_FILE).is_file() else {}
     saved = path if path.suffix == ".keras" else folder / MODEL_FILE
     if saved.is_file():
-        model = keras.saving.load_model(saved, compile=False, safe_mode=True)
+        model = load_keras_file(saved)
     else:
         model, tokenizer = load_backbone(path)
     preprocessor = getattr(model, "preprocessor", None)

@@ -31,7 +31,7 @@ def export_saved_model(model, tokenizer, spec, out):
         served = tf.saved_model.load("exports/sst2").signatures["serving_default"]
         served(texts=tf.constant(["a gripping film"]))["label"]
     """
-    from kbert.training.run_folder import atomic_output_folder
+    from kbert.saving import atomic_output_folder
 
     require_tensorflow_backend()
     functions = serving_functions(model, tokenizer, spec)

@@ -66,7 +66,7 @@ def export_tflite(model, tokenizer, spec, out, quantize="none", text_model=True,
 
         export_tflite(*load_exportable("saved_models/sst2"), "exports/sst2_tflite", "dynamic-int8")
     """
-    from kbert.training.run_folder import atomic_output_folder
+    from kbert.saving import atomic_output_folder
 
     require_tensorflow_backend()
     if quantize == "int8":

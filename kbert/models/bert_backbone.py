@@ -5,6 +5,7 @@ from keras import ops
 from kbert.config import PRESETS, BertConfig
 from kbert.layers.position_embedding import PositionEmbedding
 from kbert.layers.transformer_encoder import TransformerEncoder
+from kbert.saving.saved_models import PRESET_NAMES, pretrained_folder
 
 INPUT_KEYS = ("token_ids", "segment_ids", "padding_mask")
 
@@ -150,15 +151,14 @@ class BertBackbone(keras.Model):
         """A preset: random weights for the BERT family, real ones for `all_minilm_l6_v2`.
 
         Args:
-            name: str. One of `kbert.config.PRESETS` or "all_minilm_l6_v2".
+            name: str. One of `kbert.saving.PRESET_NAMES`: `kbert.config.PRESETS` or "all_minilm_l6_v2".
             **overrides: constructor arguments that replace the preset's (e.g. `dropout=0.0`).
         """
-        if name == "all_minilm_l6_v2":
-            from kbert.paths import minilm_dir
-
-            return cls.from_hf(minilm_dir(), **overrides)
+        folder = pretrained_folder(name)
+        if folder is not None:
+            return cls.from_hf(folder, **overrides)
         if name not in PRESETS:
-            raise ValueError(f"Unknown preset {name!r}; choose from {sorted(PRESETS) + ['all_minilm_l6_v2']}.")
+            raise ValueError(f"Unknown preset {name!r}; choose from {PRESET_NAMES}.")
         return cls(**{**PRESETS[name].to_dict(), **overrides})
 
     @classmethod

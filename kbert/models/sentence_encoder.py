@@ -37,7 +37,7 @@ class SentenceEncoder:
 
     @classmethod
     def from_preset(cls, name="all_minilm_l6_v2", **kwargs):
-        from kbert.checkpoints import load_backbone
+        from kbert.models.load_backbone import load_backbone
 
         if name != "all_minilm_l6_v2":
             raise ValueError(f"SentenceEncoder presets: 'all_minilm_l6_v2', not {name!r}.")

@@ -3,11 +3,11 @@
 import keras
 import numpy as np
 
-from kbert.checkpoints import check_vocabulary
 from kbert.data.padded_batches import PaddedBatches
 from kbert.distribution import check_mesh, data_dimension
 from kbert.models.compute_dtype import with_compute_dtype
 from kbert.optimizers import bert_adamw
+from kbert.saving import check_vocabulary
 
 
 class BertTask(keras.Model):
@@ -82,7 +82,8 @@ class BertTask(keras.Model):
         >>> model.predict(["a gripping film"], verbose=0).shape
         (1, 2)
         """
-        from kbert.checkpoints import load_backbone, load_saved_model, load_tokenizer
+        from kbert.models.load_backbone import load_backbone
+        from kbert.saving import load_saved_model, load_tokenizer
 
         saved = load_saved_model(preset)
         if isinstance(saved, cls) and not kwargs:
@@ -336,9 +337,9 @@ class BertTask(keras.Model):
 
 def _hf_head_arguments(cls, preset, saved, kwargs):
     """The head arguments of a Hugging Face checkpoint of task `cls` that `kwargs` keep (else None)."""
-    from kbert.checkpoints import _is_preset
+    from kbert.saving import is_preset
 
-    if saved is not None or _is_preset(preset):
+    if saved is not None or is_preset(preset):
         return None
     from kbert.convert import hf_task_arguments
 

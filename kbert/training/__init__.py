@@ -4,8 +4,7 @@ from kbert.training.fast_dropout import use_fast_dropout_masks
 from kbert.training.mixed_precision import bfloat16_compute
 from kbert.training.non_finite_loss import NonFiniteLossError, StopOnNonFiniteLoss
 from kbert.training.run_backup import run_backup
-from kbert.training.run_folder import (atomic_output_folder, load_run, remove_leftovers, write_evaluation,
-                                      write_json_atomic, write_run_folder)
+from kbert.training.run_results import write_evaluation, write_run_folder
 from kbert.training.lora import enable_lora
 from kbert.training.sentence_task import NLI, SENTIMENT, SIMILARITY, SentenceTask
 from kbert.training import ner_task, qa_task, sentence_task

@@ -1,8 +1,8 @@
 import pathlib
 import shutil
 
+from kbert.saving import hidden_beside, remove_leftovers
 from kbert.training.atomic_backup_and_restore import AtomicBackupAndRestore
-from kbert.training.run_folder import remove_leftovers
 
 
 def run_backup(out, settings, callbacks=()):
@@ -37,7 +37,7 @@ def run_backup(out, settings, callbacks=()):
     """
     out = pathlib.Path(out)
     remove_leftovers(out)
-    backup = AtomicBackupAndRestore(out.parent / f".{out.name}.backup", settings=settings, callbacks=callbacks)
+    backup = AtomicBackupAndRestore(hidden_beside(out, "backup"), settings=settings, callbacks=callbacks)
     if backup.last_checkpoint() is None:
         shutil.rmtree(backup.backup_dir, ignore_errors=True)
     return backup

@@ -9,13 +9,14 @@ import numpy as np
 
 from kbert.data import TsvFormatError, read_sentence_tsv
 from kbert.metrics import accuracy, confusion_matrix, macro_f1, pearson, spearman
+from kbert.saving import load_run
 from kbert.tasks.bert_classifier import BertClassifier
 from kbert.training.lora import enable_lora
 from kbert.training.fast_dropout import use_fast_dropout_masks
 from kbert.training.mixed_precision import bfloat16_compute
 from kbert.training.non_finite_loss import StopOnNonFiniteLoss
 from kbert.training.run_backup import run_backup
-from kbert.training.run_folder import load_run, write_evaluation, write_run_folder
+from kbert.training.run_results import write_evaluation, write_run_folder
 from kbert.training.training_logs import fine_tuning_logs
 from kbert.training.validation_scores import ValidationScores
 

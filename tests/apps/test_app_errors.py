@@ -22,7 +22,7 @@ import pytest
 from kbert.tasks import BertClassifier, BertQuestionAnswerer, BertTokenClassifier
 from kbert.tasks.bert_question_answerer_preprocessor import BertQuestionAnswererPreprocessor
 from kbert.training import NLI, SENTIMENT
-from kbert.training.run_folder import claim_run_folder
+from kbert.saving import claim_run_folder
 from tests.conftest import APPS as APPS_FOLDER, app_module
 from tests.tasks.conftest import tiny_init, write_nli_tsv, write_sentiment_tsv  # noqa: F401 (a fixture)
 from tests.tasks.test_token_task_apps import write_conll, write_squad

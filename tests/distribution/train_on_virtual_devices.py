@@ -12,7 +12,7 @@ import numpy as np  # noqa: E402
 
 import kbert  # noqa: E402
 import kbert.distribution  # noqa: E402
-from kbert.checkpoints import load_backbone  # noqa: E402
+from kbert import load_backbone  # noqa: E402
 
 TEXTS = [f"film {word} was {'good' if i % 2 else 'bad'}" for i, word in enumerate("abcdefghijklmnopqrstuvwx")]
 LABELS = [i % 2 for i in range(len(TEXTS))]

@@ -10,7 +10,7 @@ import tensorflow as tf
 from kbert.export import ExportError, export_saved_model, export_tflite, load_exportable
 from kbert.export.tflite import interpreter
 from kbert.tasks import BertClassifier
-from kbert.training.run_folder import write_run_folder
+from kbert.training import write_run_folder
 from tests.export.conftest import EMPTY_BATCHES, TENSORFLOW_ONLY, TEXTS, tiny_backbone
 
 pytestmark = TENSORFLOW_ONLY

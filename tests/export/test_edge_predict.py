@@ -9,7 +9,7 @@ import numpy as np
 
 from kbert.export import export_tflite, load_exportable
 from kbert.tasks import BertClassifier
-from kbert.training.run_folder import write_run_folder
+from kbert.training import write_run_folder
 from tests.conftest import TESTS
 from tests.export.conftest import EDGE_PREDICT, TENSORFLOW_ONLY, edge_module, run_edge_predict, tiny_backbone
 

@@ -16,7 +16,7 @@ from kbert.layers import mean_pool
 from kbert.metrics.entity_f1 import get_entities
 from kbert.tasks import BertQuestionAnswerer, BertTokenClassifier
 from kbert.training import ner_task, qa_task
-from kbert.training.run_folder import write_run_folder
+from kbert.training import write_run_folder
 from kbert_edge import entity_spans
 from tests.export.conftest import EMPTY_BATCHES, TENSORFLOW_ONLY, TEXTS, edge_module, run_edge_predict, tiny_backbone
 
@@ -217,7 +217,7 @@ def test_qa_evaluation_gets_the_same_answers_from_the_tflite_model(qa):
 
 
 def test_backbone_embeddings_match_keras(tmp_path, tokenizer):
-    from kbert.checkpoints import save_backbone
+    from kbert.saving import save_backbone
 
     backbone = tiny_backbone()
     (tmp_path / "backbone").mkdir()

@@ -16,7 +16,7 @@ from safetensors.numpy import load_file, save_file
 
 import kbert
 from kbert import BertBackbone
-from kbert.checkpoints import load_tokenizer
+from kbert.saving import load_tokenizer
 from tests.conftest import run_python
 from tests.models import hf_heads_reference as reference
 

@@ -4,7 +4,8 @@ import pytest
 from keras import ops
 
 from kbert import BertBackbone
-from kbert.checkpoints import BACKBONE_FILE, load_backbone
+from kbert import load_backbone
+from kbert.saving import BACKBONE_FILE
 from kbert.tasks.bert_question_answerer import BertQuestionAnswerer
 from kbert.training.mixed_precision import bfloat16_compute
 from tests.conftest import BACKENDS, TESTS, TINY, run_python, tiny_batch

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from kbert import BertBackbone
-from kbert.checkpoints import BACKBONE_FILE
+from kbert.saving import BACKBONE_FILE
 from tests.conftest import TINY
 
 WORDS = ["good", "great", "fun", "fine", "bad", "dull", "awful", "boring", "a", "film", "man", "plays",

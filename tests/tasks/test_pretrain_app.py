@@ -12,7 +12,7 @@ import time
 import keras
 import pytest
 
-from kbert.training.run_folder import RunFolderError
+from kbert.saving import RunFolderError
 from tests.conftest import app_module
 
 APP = pathlib.Path(__file__).parents[2] / "apps" / "pretrain.py"

@@ -9,10 +9,10 @@ import keras
 import numpy as np
 import pytest
 
-import kbert.training.curves
+import kbert.training.run_results
 from kbert import BertBackbone
-from kbert.checkpoints import BACKBONE_FILE
 from kbert.data import TsvFormatError
+from kbert.saving import BACKBONE_FILE
 from kbert.tasks import BertClassifier
 from kbert.training import NLI, SENTIMENT, SIMILARITY, NonFiniteLossError, sentence_task
 from tests.conftest import APPS, BACKENDS, TESTS, TINY, app_module, run_python
@@ -102,7 +102,7 @@ def test_failed_run_writes_nothing(tiny_init, tmp_path, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(kbert.training.curves, "plot_history", broken)
+    monkeypatch.setattr(kbert.training.run_results, "plot_history", broken)
     with pytest.raises(RuntimeError, match="disk full"):
         sentence_task.train(SENTIMENT, write_sentiment_tsv(tmp_path / "t.tsv", rows=16), tiny_init,
                             tmp_path / "run", epochs=1, batch_size=8, verbose=0)

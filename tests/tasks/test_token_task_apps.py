@@ -7,7 +7,8 @@ from kbert.data.conll import ConllFormatError, read_conll
 from kbert.metrics.entity_f1 import entity_scores
 from kbert.tasks.bert_question_answerer import BertQuestionAnswerer
 from kbert.tasks.bert_token_classifier import BertTokenClassifier
-from kbert.training import load_run, ner_task, qa_task
+from kbert.saving import load_run
+from kbert.training import ner_task, qa_task
 from tests.conftest import BACKENDS, TESTS, app_module, run_python
 from tests.tasks.predict_token_tasks import NER_TEXTS, QA_CONTEXT, QA_QUESTIONS
 

@@ -13,7 +13,8 @@ import pytest
 from kbert import BertBackbone, load_backbone
 from kbert.tasks import BertClassifier, BertTextClassifierPreprocessor
 from kbert.text import BertTokenizer
-from kbert.training.run_folder import load_run, write_run_folder
+from kbert.saving import load_run
+from kbert.training import write_run_folder
 
 pytestmark = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")
 

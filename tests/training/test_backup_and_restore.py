@@ -6,7 +6,8 @@ import keras
 import numpy as np
 import pytest
 
-from kbert.training import AtomicBackupAndRestore, NonFiniteLossError, StopOnNonFiniteLoss, remove_leftovers
+from kbert.saving import remove_leftovers
+from kbert.training import AtomicBackupAndRestore, NonFiniteLossError, StopOnNonFiniteLoss
 
 
 def dense_model(learning_rate, seed=0):

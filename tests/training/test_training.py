@@ -7,7 +7,8 @@ import pytest
 from kbert import BertBackbone
 from kbert.tasks import BertClassifier, BertPretrainer, BertQuestionAnswerer, BertTokenClassifier
 from kbert.optimizers import WarmupLinearDecay, bert_adamw
-from kbert.training import atomic_output_folder, enable_lora
+from kbert.saving import atomic_output_folder
+from kbert.training import enable_lora
 from tests.conftest import TINY, tiny_batch
 
 
@@ -99,7 +100,8 @@ def test_run_folder_is_an_ordinary_folder(tmp_path):
 def test_run_folder_model_has_the_weights_not_the_optimizer(tmp_path, lora_rank):
     from kbert.tasks import BertClassifier
     from kbert.text import BertTokenizer
-    from kbert.training import enable_lora, load_run, write_run_folder
+    from kbert.saving import load_run
+    from kbert.training import enable_lora, write_run_folder
 
     model = BertClassifier(BertBackbone(**TINY), 2)
     if lora_rank:

@@ -1,7 +1,14 @@
+"""Run folders on disk: their file names, keeping two runs out of one folder, and writing them atomically.
+
+A task run folder (`kbert.training`'s `write_run_folder`) holds `model.keras`, the tokenizer
+and `metrics.json`; a pretraining run folder `backbone.keras` and `settings.json`. What
+sits beside a run folder is hidden and named after it (`hidden_beside`): its lock, its
+training backups, and what a killed write left behind.
+"""
+
 import contextlib
 import fcntl
 import glob
-import inspect
 import json
 import os
 import pathlib
@@ -9,11 +16,33 @@ import shutil
 import tempfile
 import zipfile
 
-import keras
-
-from kbert.checkpoints import BACKBONE_FILE, METRICS_FILE, MODEL_FILE
-
+BACKBONE_FILE = "backbone.keras"  # a backbone folder's model (`kbert.saving.save_backbone`)
+MODEL_FILE = "model.keras"  # a task run folder's model (`kbert.training.write_run_folder`)
+METRICS_FILE = "metrics.json"
 SETTINGS_FILE = "settings.json"  # the settings a resumable run started with (apps/pretrain.py)
+
+
+def hidden_beside(path, kind):
+    """The hidden path `.NAME.KIND` beside the file or folder `path`: its lock, its backup, a partial write.
+
+    Example:
+    >>> hidden_beside("runs/sst2", "lock")
+    PosixPath('runs/.sst2.lock')
+    """
+    path = pathlib.Path(path)
+    return path.parent / f".{path.name}.{kind}"
+
+
+def temporary_beside(path, kind):
+    """A new empty folder `.NAME.KIND-XXXXXXXX` beside `path` (`tempfile.mkdtemp`), found again by `all_beside`."""
+    path = pathlib.Path(path)
+    return pathlib.Path(tempfile.mkdtemp(prefix=hidden_beside(path, kind).name + "-", dir=path.parent))
+
+
+def all_beside(path, kind):
+    """The folders `temporary_beside(path, kind)` made, sorted by name."""
+    path = pathlib.Path(path)
+    return sorted(path.parent.glob(glob.escape(hidden_beside(path, kind).name) + "-*"))
 
 
 class RunFolderError(ValueError):
@@ -33,7 +62,7 @@ def check_writable(path, what="--out"):
     >>> _ = open(os.path.join(folder, "taken"), "w").close()
     >>> check_writable(os.path.join(folder, "taken", "run"))
     Traceback (most recent call last):
-    kbert.training.run_folder.RunFolderError: --out .../taken/run: .../taken is a file, not a folder.
+    kbert.saving.run_folder.RunFolderError: --out .../taken/run: .../taken is a file, not a folder.
     """
     path = pathlib.Path(path)
     base = path.parent
@@ -71,7 +100,7 @@ def claim_run_folder(path, what="--out", replaces=True):
     ...     with claim_run_folder(folder):
     ...         pass
     Traceback (most recent call last):
-    kbert.training.run_folder.RunFolderError: --out .../run is in use by another run (process ...)...
+    kbert.saving.run_folder.RunFolderError: --out .../run is in use by another run (process ...)...
     """
     path = pathlib.Path(path)
     check_writable(path, what)
@@ -82,7 +111,7 @@ def claim_run_folder(path, what="--out", replaces=True):
                              f"training would replace whole. Choose another {what}, or empty it.")
     created = [folder for folder in path.parents if not folder.exists()]  # removed again if the run fails
     path.parent.mkdir(parents=True, exist_ok=True)
-    lock = path.parent / f".{path.name}.lock"
+    lock = hidden_beside(path, "lock")
     try:
         descriptor = _lock(lock, f"{what} {path}", what)
     except BaseException:
@@ -174,7 +203,7 @@ def check_run_settings(folder, settings, may_change=()):
     >>> check_run_settings(folder, {"corpus": ["a.txt"], "steps": 20}, may_change=["steps"])
     >>> check_run_settings(folder, {"corpus": ["b.txt"], "steps": 10})
     Traceback (most recent call last):
-    kbert.training.run_folder.RunFolderError: .../settings.json: this run started with --corpus ['a.txt'], not
+    kbert.saving.run_folder.RunFolderError: .../settings.json: this run started with --corpus ['a.txt'], not
     ['b.txt']...
     """
     path = pathlib.Path(folder) / SETTINGS_FILE
@@ -214,7 +243,7 @@ def atomic_output_folder(path):
     """
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = pathlib.Path(tempfile.mkdtemp(prefix=f".{path.name}.partial-", dir=path.parent))
+    temporary = temporary_beside(path, "partial")
     temporary.chmod(0o777 & ~_umask())  # mkdtemp makes it private; a run folder is an ordinary one
     try:
         yield temporary
@@ -222,7 +251,7 @@ def atomic_output_folder(path):
         shutil.rmtree(temporary, ignore_errors=True)
         raise
     if path.exists():
-        old = pathlib.Path(tempfile.mkdtemp(prefix=f".{path.name}.old-", dir=path.parent))
+        old = temporary_beside(path, "old")
         path.rename(old / path.name)
         temporary.rename(path)
         shutil.rmtree(old, ignore_errors=True)
@@ -235,12 +264,11 @@ def remove_leftovers(out):
     `atomic_output_folder`): `.NAME.partial-*` folders, and `.NAME.old-*`
     ones, after putting back the previous run folder a kill between two renames left there."""
     out = pathlib.Path(out)
-    name = glob.escape(out.name)
-    for old in sorted(out.parent.glob(f".{name}.old-*")):
+    for old in all_beside(out, "old"):
         if (old / out.name).is_dir() and not out.exists():
             (old / out.name).rename(out)
         shutil.rmtree(old, ignore_errors=True)
-    for partial in out.parent.glob(f".{name}.partial-*"):
+    for partial in all_beside(out, "partial"):
         shutil.rmtree(partial, ignore_errors=True)
 
 
@@ -261,117 +289,6 @@ def write_json_atomic(path, content):
     {'f1': 0.9}
     """
     path = pathlib.Path(path)
-    temporary = path.with_name(f".{path.name}.partial")
+    temporary = hidden_beside(path, "partial")
     temporary.write_text(json.dumps(content, indent=2))
     os.replace(temporary, path)
-
-
-def write_run_folder(out, model, tokenizer, metrics, history, title="", extra_json=None, data=None, logs=None):
-    """Writes a finished run: `model.keras`, the tokenizer, `metrics.json`, `curves.png`, the
-    model card `README.md`, and the fit's `history.csv` and TensorBoard `logs/`.
-
-    All of it appears at once, or nothing does (`atomic_output_folder`). `model.keras`
-    holds the architecture, the weights and the preprocessor (tokenizer and lengths), not
-    the optimizer's state (twice the weights again under AdamW), which a finished run does
-    not need. The logs (`history.csv`, `logs/`) are moved in from the folder `logs`, where
-    `kbert.training.training_logs.fine_tuning_logs` wrote them while the run trained.
-
-    Args:
-        out: path of the run folder.
-        model: the trained Keras model.
-        tokenizer: its `kbert.BertTokenizer`.
-        metrics: dict, written as `metrics.json`; its `hyperparameters` and the other numbers
-            (not `history`) go into the model card.
-        history: dict of per-epoch metric lists, plotted as `curves.png`.
-        title: str. Title of the plot and of the model card.
-        extra_json: dict of file name -> content, more JSON files to write.
-        data: dict of role -> data file, for the model card (`write_model_card`).
-        logs: path of the folder of the fit's logs, or None.
-    """
-    from kbert.training.curves import plot_history
-    from kbert.training.model_card import write_model_card
-    from kbert.training.training_logs import LOG_NAMES
-
-    with atomic_output_folder(out) as folder:
-        _uncompiled(model, folder).save(folder / MODEL_FILE)
-        tokenizer.save(folder)
-        for name, content in {METRICS_FILE: metrics, **(extra_json or {})}.items():
-            (folder / name).write_text(json.dumps(content, indent=2))
-        plot_history(history, folder / "curves.png", title=title)
-        write_model_card(folder, title, data or {}, metrics.get("hyperparameters", {}),
-                         {k: v for k, v in metrics.items() if k not in ("hyperparameters", "history")})
-        for name in LOG_NAMES if logs else ():
-            if (pathlib.Path(logs) / name).exists():
-                os.replace(pathlib.Path(logs) / name, folder / name)
-
-
-def _uncompiled(model, folder):
-    """`model` without its optimizer, so that saving it skips the optimizer's state.
-
-    The weights go through a weights file in `folder` (and LoRA updates are merged into
-    the kernels on the way, as `model.save` does).
-    """
-    if getattr(model, "optimizer", None) is None:
-        return model
-    copy = model.__class__.from_config(model.get_config())
-    weights = folder / "weights.weights.h5"
-    model.save_weights(weights)
-    copy.load_weights(weights)
-    weights.unlink()
-    return copy
-
-
-def write_evaluation(model_dir, data, scores, out=None, summary=None, **fields):
-    """Prints `summary` and writes an evaluation of the run folder `model_dir` on the file `data`.
-
-    The JSON file `out` (default `MODEL_DIR/eval_<data file stem>.json`) holds `model`,
-    `data`, `backend`, then `fields`, then `scores`.
-
-    Returns: `(metrics, path)`, the dict written and where.
-
-    Example:
-    >>> folder = tempfile.mkdtemp()
-    >>> metrics, path = write_evaluation(folder, "data/dev.tsv", {"accuracy": 0.9}, summary="dev: 0.9")
-    dev: 0.9
-    Wrote .../eval_dev.json
-    >>> path.name, list(metrics)
-    ('eval_dev.json', ['model', 'data', 'backend', 'accuracy'])
-    """
-    metrics = {"model": str(model_dir), "data": str(data), "backend": keras.config.backend(), **fields, **scores}
-    if summary:
-        print(summary)
-    out = pathlib.Path(out or pathlib.Path(model_dir) / f"eval_{pathlib.Path(data).stem}.json")
-    write_json_atomic(out, metrics)
-    print(f"Wrote {out}")
-    return metrics, out
-
-
-def load_run(folder):
-    """Returns `(model, tokenizer, max_length)` from a run folder written by `write_run_folder`.
-
-    A task model's `model.keras` carries its preprocessor: the tokenizer and `max_length`
-    come from `model.preprocessor`. A folder saved before preprocessors lived in the task
-    models gets one attached, the task's `preprocessor_class` on the folder's vocab.txt
-    with `max_length` (and any other setting of that class, e.g. `doc_stride`) from
-    `metrics.json`, so that old folders take raw inputs too. Other models come back as
-    saved, with the folder's tokenizer and `max_length` (128 without `metrics.json`).
-    """
-    folder = pathlib.Path(folder)
-    if not (folder / MODEL_FILE).is_file():
-        raise FileNotFoundError(f"{folder / MODEL_FILE} does not exist: --model takes a folder written by `train`.")
-    model = keras.saving.load_model(folder / MODEL_FILE, compile=False, safe_mode=True)
-    preprocessor = getattr(model, "preprocessor", None)
-    if preprocessor is not None:
-        return model, preprocessor.tokenizer, preprocessor.sequence_length
-    from kbert.checkpoints import load_tokenizer
-
-    metrics_file = folder / METRICS_FILE
-    metrics = json.loads(metrics_file.read_text()) if metrics_file.is_file() else {}
-    tokenizer, max_length = load_tokenizer(folder, model), metrics.get("max_length", 128)
-    preprocessor_class = getattr(model, "preprocessor_class", None)
-    if preprocessor_class is not None and hasattr(model, "preprocessor"):  # a task saved before 42628e5
-        settings = set(inspect.signature(preprocessor_class.__init__).parameters) - {
-            "self", "tokenizer", "sequence_length", "kwargs"}
-        model.preprocessor = preprocessor_class(
-            tokenizer, sequence_length=max_length, **{key: metrics[key] for key in settings & set(metrics)})
-    return model, tokenizer, max_length

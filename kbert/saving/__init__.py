@@ -1,0 +1,8 @@
+"""Saving and loading, below every other layer of kbert: run folders (`run_folder`), what a run
+starts from and the Keras models kbert folders hold (`saved_models`)."""
+
+from kbert.saving.run_folder import (BACKBONE_FILE, METRICS_FILE, MODEL_FILE, SETTINGS_FILE, RunFolderError,
+                                     atomic_output_folder, check_run_settings, check_run_task, check_writable,
+                                     claim_run_folder, hidden_beside, remove_leftovers, write_json_atomic)
+from kbert.saving.saved_models import (PRESET_NAMES, check_vocabulary, is_preset, load_keras_file, load_run,
+                                       load_saved_model, load_tokenizer, pretrained_folder, save_backbone)

@@ -1,0 +1,89 @@
+"""What a finished training writes: its run folder (`write_run_folder`) and its evaluations (`write_evaluation`)."""
+
+import json
+import os
+import pathlib
+
+import keras
+
+from kbert.saving import METRICS_FILE, MODEL_FILE, atomic_output_folder, write_json_atomic
+from kbert.training.curves import plot_history
+from kbert.training.model_card import write_model_card
+from kbert.training.training_logs import LOG_NAMES
+
+
+def write_run_folder(out, model, tokenizer, metrics, history, title="", extra_json=None, data=None, logs=None):
+    """Writes a finished run: `model.keras`, the tokenizer, `metrics.json`, `curves.png`, the
+    model card `README.md`, and the fit's `history.csv` and TensorBoard `logs/`.
+
+    All of it appears at once, or nothing does (`atomic_output_folder`). `model.keras`
+    holds the architecture, the weights and the preprocessor (tokenizer and lengths), not
+    the optimizer's state (twice the weights again under AdamW), which a finished run does
+    not need. The logs (`history.csv`, `logs/`) are moved in from the folder `logs`, where
+    `kbert.training.training_logs.fine_tuning_logs` wrote them while the run trained.
+
+    Args:
+        out: path of the run folder.
+        model: the trained Keras model.
+        tokenizer: its `kbert.BertTokenizer`.
+        metrics: dict, written as `metrics.json`; its `hyperparameters` and the other numbers
+            (not `history`) go into the model card.
+        history: dict of per-epoch metric lists, plotted as `curves.png`.
+        title: str. Title of the plot and of the model card.
+        extra_json: dict of file name -> content, more JSON files to write.
+        data: dict of role -> data file, for the model card (`write_model_card`).
+        logs: path of the folder of the fit's logs, or None.
+    """
+    with atomic_output_folder(out) as folder:
+        _uncompiled(model, folder).save(folder / MODEL_FILE)
+        tokenizer.save(folder)
+        for name, content in {METRICS_FILE: metrics, **(extra_json or {})}.items():
+            (folder / name).write_text(json.dumps(content, indent=2))
+        plot_history(history, folder / "curves.png", title=title)
+        write_model_card(folder, title, data or {}, metrics.get("hyperparameters", {}),
+                         {k: v for k, v in metrics.items() if k not in ("hyperparameters", "history")})
+        for name in LOG_NAMES if logs else ():
+            if (pathlib.Path(logs) / name).exists():
+                os.replace(pathlib.Path(logs) / name, folder / name)
+
+
+def _uncompiled(model, folder):
+    """`model` without its optimizer, so that saving it skips the optimizer's state.
+
+    The weights go through a weights file in `folder` (and LoRA updates are merged into
+    the kernels on the way, as `model.save` does).
+    """
+    if getattr(model, "optimizer", None) is None:
+        return model
+    copy = model.__class__.from_config(model.get_config())
+    weights = folder / "weights.weights.h5"
+    model.save_weights(weights)
+    copy.load_weights(weights)
+    weights.unlink()
+    return copy
+
+
+def write_evaluation(model_dir, data, scores, out=None, summary=None, **fields):
+    """Prints `summary` and writes an evaluation of the run folder `model_dir` on the file `data`.
+
+    The JSON file `out` (default `MODEL_DIR/eval_<data file stem>.json`) holds `model`,
+    `data`, `backend`, then `fields`, then `scores`.
+
+    Returns: `(metrics, path)`, the dict written and where.
+
+    Example:
+    >>> import tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> metrics, path = write_evaluation(folder, "data/dev.tsv", {"accuracy": 0.9}, summary="dev: 0.9")
+    dev: 0.9
+    Wrote .../eval_dev.json
+    >>> path.name, list(metrics)
+    ('eval_dev.json', ['model', 'data', 'backend', 'accuracy'])
+    """
+    metrics = {"model": str(model_dir), "data": str(data), "backend": keras.config.backend(), **fields, **scores}
+    if summary:
+        print(summary)
+    out = pathlib.Path(out or pathlib.Path(model_dir) / f"eval_{pathlib.Path(data).stem}.json")
+    write_json_atomic(out, metrics)
+    print(f"Wrote {out}")
+    return metrics, out
