@@ -64,3 +64,17 @@ def test_lora_trains_few_weights_and_saves_merged(tmp_path):
 def test_lora_needs_a_target():
     with pytest.raises(ValueError, match="No layer named"):
         enable_lora(BertBackbone(**TINY), rank=2, target_names=("query",))
+
+
+def test_predict_on_raw_texts_matches_one_by_one_in_input_order():
+    """Served longest first in batches of similar length (jit-compiled shapes on JAX), returned in order."""
+    from kbert.tasks import BertTextClassifierPreprocessor
+    from kbert.text import BertTokenizer
+    from tests.tasks.conftest import VOCABULARY
+
+    preprocessor = BertTextClassifierPreprocessor(BertTokenizer(VOCABULARY), sequence_length=TINY["max_sequence_length"])
+    model = BertClassifier(BertBackbone(**TINY), 3, preprocessor=preprocessor)
+    texts = ["", "good " * 10000, "a film", "not very good and boring", "", "fun"]
+    one_by_one = np.concatenate([model.predict([text], verbose=0) for text in texts])
+    for batch_size in (1, 2, 4, 100):
+        np.testing.assert_allclose(model.predict(texts, batch_size=batch_size, verbose=0), one_by_one, atol=1e-5)
