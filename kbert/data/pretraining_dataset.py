@@ -82,8 +82,8 @@ def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=128, task="
     special_ids, is_suffix, replacement_ids = masking_vocabulary(tokenizer)
 
     def instances():
-        documents = functools.partial(read_documents, paths, holdout, held_out)
-        yield from _instances(documents, tokenizer, max_seq_length, short_seq_prob, task, seed,
+        read = functools.partial(read_documents, paths, holdout, held_out)
+        yield from _instances(read, tokenizer, max_seq_length, short_seq_prob, task, seed,
                               repeat and masking == "dynamic", window_chars)
 
     row = tf.TensorSpec([max_seq_length], tf.int32)
@@ -145,12 +145,13 @@ def _check_corpus(paths, task, holdout, held_out):
             "task='mlm' or 'sop'.")
 
 
-def _instances(documents, tokenizer, max_seq_length, short_seq_prob, task, seed, repeat, window_chars):
-    """Packed rows from every window of `documents(seed=...)`; once, or again and again with `repeat`."""
+def _instances(read, tokenizer, max_seq_length, short_seq_prob, task, seed, repeat, window_chars):
+    """Packed rows from every window of the documents `read(seed=...)` yields; once, or again and
+    again with `repeat` (each pass interleaves the files afresh)."""
     for epoch in itertools.count():
         rng = np.random.default_rng([seed, epoch])
         previous, produced = [], 0
-        for window in _windows(documents(seed=[seed, epoch, 1]), window_chars):
+        for window in _windows(read(seed=[seed, epoch, 1]), window_chars):
             documents = [document for document in map(_tokenize_fn(tokenizer), window) if document]
             for index in rng.permutation(len(documents)):
                 others = documents[:index] + documents[index + 1:] or previous

@@ -39,7 +39,8 @@ def train_wordpiece_vocabulary(lines_or_files, vocabulary_size, lowercase=True):
         raise TypeError("Pass a list of str lines or a list of pathlib.Path files, not a mix.")
     if not any(_has_text(item) for item in items):  # tensorflow-text's learner raises a bare StopIteration
         given = f"{len(items)} blank lines" if items and isinstance(items[0], str) else f"the files {items}"
-        raise ValueError(f"No text to learn a vocabulary from: {given}." if items else "No lines to learn a vocabulary from.")
+        raise ValueError(f"No text to learn a vocabulary from: {given}." if items else
+                         "No lines to learn a vocabulary from.")
     model = np.frombuffer(fast_bert_normalizer_model(lowercase), np.uint8)
     normalizer = tf_text.FastBertNormalizer(model_buffer=tf.constant(model))
     return bert_vocab_from_dataset.bert_vocab_from_dataset(

@@ -271,3 +271,13 @@ def test_held_out_dataset_reads_the_held_out_share(tmp_path, tokenizer):
     assert rows == held  # one row per short document
     with pytest.raises(ValueError, match=r"held-out share \(0.0001\) .* holds no text"):
         pretraining_dataset([path], holdout=0.0001, held_out=True, **options)
+
+
+def test_the_training_stream_goes_on_past_one_pass_over_several_files(tmp_path, tokenizer):
+    paths = [tmp_path / "a.txt", tmp_path / "b.txt"]
+    for path, start in zip(paths, (0, 3)):
+        path.write_text("\n\n".join(" ".join(WORDS[(start + i) % 10:]) + "." for i in range(6)))
+    options = dict(tokenizer=tokenizer, batch_size=4, max_seq_length=16, task="mlm", shuffle_buffer=0, seed=0)
+    one_pass = sum(1 for _ in pretraining_dataset(paths, repeat=False, **options))
+    assert one_pass > 0
+    assert sum(1 for _ in pretraining_dataset(paths, **options).take(3 * one_pass)) == 3 * one_pass
