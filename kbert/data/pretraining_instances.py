@@ -1,7 +1,9 @@
 """Raw text to BERT pretraining pairs, as google-research/bert's create_pretraining_data.py."""
 
 import itertools
+import json
 import os
+import pathlib
 import re
 import zlib
 
@@ -118,6 +120,23 @@ def survey_corpus(paths, holdout=0.0, sample_lines=0, seed=0):
         if empty:
             empty_files.append(path)
     return {**sides, "empty_files": empty_files, "sample": sample}
+
+
+def run_corpus(folder):
+    """The corpus files and held-out share of an `apps/pretrain.py` run folder (from its
+    settings.json; the run reads its corpus where it is): `(paths, holdout)`, for
+    `read_documents` and `kbert.data.pretraining_dataset.pretraining_dataset`.
+
+    Example:
+    >>> import json, pathlib, tempfile
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "settings.json").write_text(json.dumps(
+    ...     {"corpus": [{"path": "/data/a.txt", "bytes": 10, "sha256": "..."}], "holdout_fraction": 0.02}))
+    >>> run_corpus(folder)
+    (['/data/a.txt'], 0.02)
+    """
+    settings = json.loads((pathlib.Path(folder) / "settings.json").read_text("utf-8"))
+    return [file["path"] for file in settings["corpus"]], settings["holdout_fraction"]
 
 
 def is_held_out(lines, holdout):
