@@ -19,8 +19,6 @@ Quantization (`QUANTIZATIONS`): "none" (float32), "float16" (weights in float16)
 refused (`FULL_INT8_REFUSAL` says why).
 """
 
-import json
-import pathlib
 import shutil
 
 import numpy as np
@@ -158,7 +156,3 @@ def check_tflite(path, tokenizer, spec, text):
 def _signature_of(path):
     (name, details), = interpreter(path).get_signature_list().items()
     return {"signature": name, "inputs": details["inputs"], "outputs": details["outputs"]}
-
-
-def read_export_json(folder):
-    return json.loads((pathlib.Path(folder) / "export.json").read_text())
