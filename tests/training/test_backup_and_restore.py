@@ -6,7 +6,6 @@ import keras
 import numpy as np
 import pytest
 
-from kbert.saving import remove_leftovers
 from kbert.training import AtomicBackupAndRestore, NonFiniteLossError, StopOnNonFiniteLoss
 
 
@@ -70,14 +69,3 @@ def test_a_resumed_fit_goes_on_as_the_killed_one_would_have(tmp_path, patience, 
     np.testing.assert_allclose(history.history["loss"], uninterrupted.history["loss"], rtol=1e-5)
     for weights, expected in zip(resumed.get_weights(), reference.get_weights()):  # epoch 0's
         np.testing.assert_allclose(weights, expected, rtol=1e-5)
-
-
-@pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")
-def test_leftovers_of_a_killed_write_are_removed_and_the_old_folder_put_back(tmp_path):
-    (tmp_path / ".run.partial-x1" / "model.keras").parent.mkdir()
-    (tmp_path / ".run.old-x2" / "run").mkdir(parents=True)
-    (tmp_path / ".run.old-x2" / "run" / "metrics.json").write_text("{}")  # killed between the two renames
-    (tmp_path / ".other.partial-x3").mkdir()
-    remove_leftovers(tmp_path / "run")
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".other.partial-x3", "run"]
-    assert (tmp_path / "run" / "metrics.json").is_file()

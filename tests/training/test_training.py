@@ -7,31 +7,8 @@ import pytest
 from kbert import BertBackbone
 from kbert.tasks import BertClassifier, BertPretrainer, BertQuestionAnswerer, BertTokenClassifier
 from kbert.optimizers import WarmupLinearDecay, bert_adamw
-from kbert.saving import atomic_output_folder
 from kbert.training import enable_lora
 from tests.conftest import TINY, tiny_batch
-
-
-def test_interrupted_run_leaves_the_old_folder(tmp_path):
-    out = tmp_path / "run"
-    out.mkdir()
-    (out / "model.keras").write_text("old")
-    with pytest.raises(KeyboardInterrupt):
-        with atomic_output_folder(out) as folder:
-            (folder / "model.keras").write_text("half")
-            raise KeyboardInterrupt
-    assert (out / "model.keras").read_text() == "old"
-    assert [p.name for p in tmp_path.iterdir()] == ["run"]
-
-
-def test_finished_run_replaces_the_folder(tmp_path):
-    out = tmp_path / "run"
-    out.mkdir()
-    (out / "stale.txt").write_text("stale")
-    with atomic_output_folder(out) as folder:
-        (folder / "model.keras").write_text("new")
-    assert sorted(p.name for p in out.iterdir()) == ["model.keras"]
-    assert [p.name for p in tmp_path.iterdir()] == ["run"]
 
 
 def test_adamw_skips_layer_norm_and_bias():
@@ -87,13 +64,6 @@ def test_bert_adamw_follows_pytorch_adamw():
     np.testing.assert_allclose(ours, expected, rtol=0, atol=2e-6)
     keras_adamw = keras.optimizers.AdamW(WarmupLinearDecay(1e-2, 0, 1000), weight_decay=0.01, epsilon=1e-6)
     assert np.abs(train(keras_adamw) - expected).max() > 1e-3  # the difference the test guards
-
-
-def test_run_folder_is_an_ordinary_folder(tmp_path):
-    with atomic_output_folder(tmp_path / "run") as folder:
-        (folder / "metrics.json").write_text("{}")
-    (tmp_path / "plain").mkdir()  # what the umask gives any new folder
-    assert (tmp_path / "run").stat().st_mode & 0o777 == (tmp_path / "plain").stat().st_mode & 0o777
 
 
 @pytest.mark.parametrize("lora_rank", [None, 2])
