@@ -12,21 +12,32 @@ one that differs (another --corpus, --checkpoint-every, --seq-len, ...) is refus
 setting, unless --restart starts the run over. Only --steps may change: raised, it trains the
 run further (the learning rate then decays to the new end; it cannot go below the steps
 already trained). One process at a time writes a run folder (a lock, .<run>.lock beside it).
-Everything lives in saved_models/<run>/: settings.json, vocab.txt (given, or learned from the corpus), the
-held-out split (the last --holdout-lines lines of each document), backup/ (the checkpoint),
-logs/ (TensorBoard), history.csv, curves.png, metrics.json (the settings, held-out MLM and NSP accuracy
-before and after training), README.md (the model card: versions, corpus checksums, settings,
-metrics) and, at the end, backbone.keras: `--init saved_models/<run>` for the task apps.
+Everything lives in saved_models/<run>/: settings.json (with each corpus file's path, size and
+SHA-256: the corpus is read where it is, never copied, so a resumed run reads the same files and
+a file edited since is refused), vocab.txt (given, or learned from a random sample of
+--vocab-lines training lines), backup/ (the checkpoint), logs/ (TensorBoard), history.csv,
+curves.png, metrics.json (the settings, held-out MLM and NSP accuracy before and after training),
+README.md (the model card: versions, corpus checksums, settings, metrics) and, at the end,
+backbone.keras: `--init saved_models/<run>` for the task apps.
+
+The corpus streams (memory does not grow with its size): several files (or a quoted glob) interleave
+document by document, drawn in proportion to their sizes (seeded by --seed). --holdout-fraction
+holds out a share of the text for evaluation: whole documents, or 20-line passages of longer ones
+(a review a line and a book of paragraphs alike), chosen by a hash of their text, so the split
+depends neither on --seed nor on the order of the files. A split that leaves either side empty is
+refused before anything is written. The text is read as it is: markup such as `<br />` is text
+(clean it out first); a byte that is not UTF-8 is refused, naming the file and line; a sentence
+over 4,000 characters is cut at a space; a file with no text is skipped, with a note.
 With --json, the last line on stdout is metrics.json as one JSON object (the rest goes to stderr).
 """
 
-import collections
 import csv
 import glob
 import json
 import math
 import os
 import pathlib
+import resource
 import shutil
 import sys
 import tempfile
@@ -43,7 +54,9 @@ NOT_SETTINGS = ("run", "output", "restart", "json", "verbose")  # how it runs, n
 def parse_args(argv=None):
     """The arguments, checked; Keras (and kbert) load quietly once they are read (`app_cli.parse_args`)."""
     parser = app_parser(__doc__)
-    parser.add_argument("--corpus", nargs="+", required=True, help="text files: a sentence or paragraph a line, blank line between documents")
+    parser.add_argument("--corpus", nargs="+", required=True,
+                        help="text files or quoted glob patterns ('data/*.txt'): a sentence or paragraph a line, "
+                             "blank line between documents; several interleave document by document")
     parser.add_argument("--run", required=True, help="run name: the folder saved_models/<run>")
     parser.add_argument("--output", default="saved_models", help="parent folder of the run folder")
     parser.add_argument("--restart", action="store_true",
@@ -52,6 +65,8 @@ def parse_args(argv=None):
     parser.add_argument("--config", help="a JSON file of BertConfig fields (instead of --preset)")
     parser.add_argument("--vocab", help="a vocab.txt (or a folder with one); default: learn one from the corpus")
     parser.add_argument("--vocab-size", type=positive_int, default=8192, help="size of the learned vocabulary")
+    parser.add_argument("--vocab-lines", type=positive_int, default=20000,
+                        help="training lines (drawn at random) the vocabulary is learned from")
     parser.add_argument("--task", default="nsp", help="second objective: nsp, sop (ALBERT) or mlm (none)")
     parser.add_argument("--whole-word-masking", action="store_true", help="mask every piece of a chosen word")
     parser.add_argument("--duplication-factor", type=non_negative_int, default=0, help="static masking with this many copies (default: dynamic)")
@@ -63,7 +78,9 @@ def parse_args(argv=None):
     parser.add_argument("--seq-len", type=sequence_length, default=128)
     parser.add_argument("--lr", type=positive_float, default=1e-4, help="peak learning rate")
     parser.add_argument("--warmup-ratio", type=ratio, default=0.01, help="share of the steps warming up, in [0, 1]")
-    parser.add_argument("--holdout-lines", type=non_negative_int, default=20, help="last lines of each document held out (0: none)")
+    parser.add_argument("--holdout-fraction", type=ratio, default=0.02,
+                        help="share of the text held out for evaluation: documents, or 20-line passages of longer "
+                             "ones, chosen by a hash of their text (0: none)")
     parser.add_argument("--mixed-precision", action="store_true", help="mixed_bfloat16 compute")
     parser.add_argument("--seed", type=int, default=0, help="seeds the initial weights and the data stream")
     args = parse_app_args(parser, argv)
@@ -83,27 +100,38 @@ def parse_args(argv=None):
 
 
 def check_inputs(args):
-    """Raises an error naming the argument (and the line) when a file of --corpus or --vocab is
-    missing, or a corpus line is not UTF-8: before the run folder is touched."""
+    """The corpus files (--corpus with its glob patterns expanded, in sorted order, each file once).
+    Raises an error naming the argument (and the line) when a file of --corpus or --vocab is
+    missing, a pattern matches no file, or a corpus line is not UTF-8: before the run folder is touched."""
     from kbert.data.text_file import check_utf8
 
-    for path in map(pathlib.Path, args.corpus):
-        if not path.is_file():
-            problem = "a folder, not a text file" if path.is_dir() else "no such file"
-            raise FileNotFoundError(f"--corpus {path}: {problem}.")
-        check_utf8(path)
+    files = []
+    for given in args.corpus:
+        matches = sorted(glob.glob(given)) if glob.has_magic(given) else [given]
+        if not matches:
+            raise FileNotFoundError(f"--corpus {given}: the pattern matches no file.")
+        for path in map(pathlib.Path, matches):
+            if not path.is_file():
+                problem = "a folder, not a text file" if path.is_dir() else "no such file"
+                raise FileNotFoundError(f"--corpus {path}: {problem}.")
+            if path.resolve() not in {file.resolve() for file in files}:
+                check_utf8(path)
+                files.append(path)
     vocab = args.vocab and pathlib.Path(args.vocab)
     if vocab and not (vocab.is_file() or (vocab / "vocab.txt").is_file()):
         raise FileNotFoundError(f"--vocab {vocab}: neither a vocab.txt nor a folder holding one.")
+    return files
 
 
-def run_settings(args):
+def run_settings(args, files):
     """The settings that make the run what it is (settings.json): the arguments, with the files they
-    name made absolute, the size of each corpus file (an edited corpus is another run) and the
-    content of --config."""
-    corpus = [pathlib.Path(path) for path in args.corpus]
+    name made absolute, each corpus file's path, size and SHA-256 (the run reads the files where
+    they are: an edited corpus is another run) and the content of --config."""
+    from kbert.training.model_card import sha256
+
     settings = {key: value for key, value in vars(args).items() if key not in NOT_SETTINGS}
-    settings.update(corpus=[f"{path.resolve()} ({path.stat().st_size} bytes)" for path in corpus],
+    settings.update(corpus=[{"path": str(path.resolve()), "bytes": path.stat().st_size, "sha256": sha256(path)}
+                            for path in files],
                     vocab=args.vocab and str(pathlib.Path(args.vocab).resolve()), config=read_config(args.config))
     return settings
 
@@ -174,40 +202,53 @@ def remove_deleted(folder):
         shutil.rmtree(trash, ignore_errors=True)
 
 
-def split_holdout(paths, train_path, holdout_path, lines):
-    """Streams `paths` into a train file and a held-out file of the last `lines` of each document."""
-    with open(train_path, "wb") as train, open(holdout_path, "wb") as holdout:
-        for path in paths:
-            tail = collections.deque()
-            with open(path, "rb") as corpus:
-                for line in [*corpus, b"\n"]:
-                    if line.strip():
-                        tail.append(line if line.endswith(b"\n") else line + b"\n")
-                        if len(tail) > lines:
-                            train.write(tail.popleft())
-                    elif tail:
-                        holdout.writelines([*tail, b"\n"])
-                        train.write(b"\n")
-                        tail.clear()
+def check_split(files, args):
+    """Reads the corpus once: raises ValueError, naming the files and the numbers, when the training
+    split (or, with --holdout-fraction, the held-out one) would be empty; notes files with no text.
+    Returns the training lines to learn the vocabulary from (none with --vocab)."""
+    from kbert.data.pretraining_instances import HOLDOUT_PASSAGE_LINES, survey_corpus
+
+    survey = survey_corpus(files, args.holdout_fraction, 0 if args.vocab else args.vocab_lines, args.seed)
+    train, held = survey["train"], survey["held_out"]
+    names = " ".join(map(str, files))
+    counts = (f"{train['documents'] + held['documents']} documents and {train['lines'] + held['lines']} lines "
+              f"(a document over {HOLDOUT_PASSAGE_LINES} lines counts as its passages of {HOLDOUT_PASSAGE_LINES})")
+    if not train["documents"] + held["documents"]:
+        raise ValueError(f"--corpus {names}: no text in {len(files)} file(s).")
+    if not train["documents"]:
+        raise ValueError(f"--corpus {names}: the training split is empty: --holdout-fraction {args.holdout_fraction} "
+                         f"holds out all of its {counts}. Lower --holdout-fraction.")
+    if args.holdout_fraction and not held["documents"]:
+        raise ValueError(f"--corpus {names}: the held-out split is empty: --holdout-fraction {args.holdout_fraction} "
+                         f"of its {counts} holds out none (passages are held out by a hash of their text). "
+                         f"Raise --holdout-fraction, or give 0 to train without held-out evaluation.")
+    for side, split in (("training", train), ("held-out", held)):
+        if args.task == "nsp" and split["documents"] == 1:
+            raise ValueError(f"--corpus {names}: the {side} split holds one document, so next-sentence prediction "
+                             f"has no random second segments. Separate documents with a blank line, or use --task mlm "
+                             f"or sop.")
+    for path in survey["empty_files"]:
+        print(f"--corpus {path}: no text, skipped.", flush=True)
+    print(f"Corpus: {train['documents']} documents ({train['lines']} lines) to train on, {held['documents']} "
+          f"({held['lines']} lines) held out.", flush=True)
+    return survey["sample"]
 
 
-def prepare_run(args, folder, settings):
-    """Writes the settings, the vocabulary and the data split once; a resumed run reads them back."""
+def prepare_run(args, folder, settings, files):
+    """Checks the split and writes the settings and the vocabulary once; a resumed run reads them back."""
     from kbert.text import BertTokenizer, train_wordpiece_vocabulary
     from kbert.saving import SETTINGS_FILE, write_json_atomic
 
     if not (folder / "vocab.txt").is_file():
-        folder.mkdir(parents=True, exist_ok=True)
-        corpus = [pathlib.Path(path) for path in args.corpus]
-        if args.holdout_lines:
-            split_holdout(corpus, folder / "train.txt", folder / "holdout.txt", args.holdout_lines)
-            corpus = [folder / "train.txt"]
+        sample = check_split(files, args)
         if args.vocab:
             vocab = pathlib.Path(args.vocab)
             tokenizer = BertTokenizer.from_hf(vocab) if vocab.is_dir() else BertTokenizer(vocab)
         else:
-            print(f"Learning a {args.vocab_size}-token WordPiece vocabulary from {corpus}", flush=True)
-            tokenizer = BertTokenizer(train_wordpiece_vocabulary(corpus, args.vocab_size))
+            print(f"Learning a {args.vocab_size}-token WordPiece vocabulary from {len(sample)} training lines",
+                  flush=True)
+            tokenizer = BertTokenizer(train_wordpiece_vocabulary(sample, args.vocab_size))
+        folder.mkdir(parents=True, exist_ok=True)
         write_json_atomic(folder / SETTINGS_FILE, settings)
         with tempfile.TemporaryDirectory(dir=folder) as temporary:
             tokenizer.save(temporary)
@@ -215,9 +256,7 @@ def prepare_run(args, folder, settings):
                 os.replace(pathlib.Path(temporary) / name, folder / name)
     elif json.loads((folder / SETTINGS_FILE).read_text()) != settings:  # --steps raised: the run goes further
         write_json_atomic(folder / SETTINGS_FILE, settings)
-    train = [folder / "train.txt"] if args.holdout_lines else args.corpus
-    holdout = folder / "holdout.txt" if args.holdout_lines else None
-    return BertTokenizer.from_hf(folder), train, holdout
+    return BertTokenizer.from_hf(folder)
 
 
 def resumed_step(backup):
@@ -243,8 +282,8 @@ def read_history(path):
 def main(argv=None):
     args = parse_args(argv)
     folder = pathlib.Path(args.output) / args.run
-    check_inputs(args)
-    settings = run_settings(args)
+    files = check_inputs(args)
+    settings = run_settings(args, files)
     from kbert.saving import claim_run_folder
 
     with claim_run_folder(folder, "--run", replaces=False), for_people(args):
@@ -252,13 +291,14 @@ def main(argv=None):
         if args.restart:
             start_over(folder)
         check_resumable(folder, settings)
-        metrics = pretrain(args, folder, settings)
+        metrics = pretrain(args, folder, settings, files)
     if args.json:
         emit(args, [metrics])
 
 
-def pretrain(args, folder, settings):
-    """Prepares (or resumes) the run in `folder` and trains it to `args.steps`; saves backbone.keras.
+def pretrain(args, folder, settings, files):
+    """Prepares (or resumes) the run in `folder` on the corpus `files` and trains it to `args.steps`;
+    saves backbone.keras.
     Returns the metrics written to metrics.json."""
     import keras
 
@@ -274,7 +314,7 @@ def pretrain(args, folder, settings):
 
     if args.mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
-    tokenizer, train, holdout = prepare_run(args, folder, settings)
+    tokenizer = prepare_run(args, folder, settings, files)
     config = BertConfig.from_dict(settings["config"]) if settings["config"] else PRESETS[args.preset]
     use_fast_dropout_masks()
     keras.utils.set_random_seed(args.seed)  # the initial weights (a resumed run then loads its own)
@@ -284,13 +324,14 @@ def pretrain(args, folder, settings):
     model.compile(optimizer=bert_adamw(args.lr, max(epochs * args.checkpoint_every, 1), args.warmup_ratio))
 
     data_options = dict(tokenizer=tokenizer, batch_size=args.batch_size, max_seq_length=args.seq_len,
-                        task=args.task, whole_word_masking=args.whole_word_masking)
+                        task=args.task, whole_word_masking=args.whole_word_masking, holdout=args.holdout_fraction)
     masking = dict(masking="static", duplication_factor=args.duplication_factor) if args.duplication_factor else {}
     # A resumed run draws a fresh stream (pairs, shuffle, masks) instead of replaying the
     # instances the first steps already saw: its seed moves with the checkpoint's step.
-    data = pretraining_dataset(train, seed=args.seed + resumed_step(folder / "backup"), **data_options, **masking)
-    held_out = holdout and pretraining_dataset([holdout], masking="static", duplication_factor=1,
-                                               repeat=False, shuffle_buffer=0, seed=1, **data_options)
+    data = pretraining_dataset(files, seed=args.seed + resumed_step(folder / "backup"), **data_options, **masking)
+    held_out = args.holdout_fraction and pretraining_dataset(
+        files, held_out=True, masking="static", duplication_factor=1, repeat=False, shuffle_buffer=0, seed=1,
+        **data_options)
     metrics_path = folder / "metrics.json"
     metrics = json.loads(metrics_path.read_text()) if metrics_path.is_file() else {}
     backup = AtomicBackupAndRestore(folder / "backup", steps_per_epoch=args.checkpoint_every)
@@ -319,9 +360,10 @@ def pretrain(args, folder, settings):
         os.replace(pathlib.Path(temporary) / "backbone.keras", folder / "backbone.keras")
     metrics_path.write_text(json.dumps(metrics, indent=2))
     hyperparameters = {k: v for k, v in settings.items() if k != "corpus"}
-    write_model_card(folder, f"{args.run}: BERT pretrained from scratch", {"corpus": args.corpus, "vocab": args.vocab},
+    write_model_card(folder, f"{args.run}: BERT pretrained from scratch", {"corpus": files, "vocab": args.vocab},
                      hyperparameters, {k: v for k, v in metrics.items() if k != "settings"})
-    print(f"Saved {folder / 'backbone.keras'} (use --init {folder})")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> (20 if sys.platform == "darwin" else 10)  # MB
+    print(f"Saved {folder / 'backbone.keras'} (use --init {folder}); peak memory of this process: {peak} MB")
     return metrics
 
 

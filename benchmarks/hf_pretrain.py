@@ -7,7 +7,7 @@ each wrapped in [CLS] ... [SEP]) and `DataCollatorForLanguageModeling` (15% of t
 80/10/10). The loss is the MLM cross-entropy over the masked positions (the head runs on
 those only, as BERT's own pretraining does); the recipe is kbert's (AdamW, warmup then
 linear decay, clipping at 1.0, see `hf_recipe.py`). It prints held-out MLM accuracy (the
-run folder's holdout.txt, masked once with a fixed seed) before, during and after, and
+run's held-out share of its corpus, masked once with a fixed seed) before, during and after, and
 saves a model folder that `hf_sst2_finetune.py --init` fine-tunes. Nothing of kbert's
 model, data pipeline or optimizer is used (only its preset shapes), which makes it the independent check on what
 pretraining on this corpus can buy. Runs on torch only (TensorFlow is never imported).
@@ -31,6 +31,7 @@ import transformers  # noqa: E402
 
 from hf_recipe import HfTrainer  # noqa: E402
 from kbert.config import PRESETS  # noqa: E402
+from kbert.data.pretraining_instances import read_documents, run_corpus  # noqa: E402
 
 
 def hf_bert_config(config, vocabulary_size):
@@ -41,9 +42,9 @@ def hf_bert_config(config, vocabulary_size):
                                    max_position_embeddings=config.max_sequence_length)
 
 
-def token_blocks(path, tokenizer, seq_len):
-    """run_mlm.py's `group_texts`: every line's tokens end to end, cut into [CLS] block [SEP] rows."""
-    lines = [line for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+def token_blocks(documents, tokenizer, seq_len):
+    """run_mlm.py's `group_texts`: every sentence's tokens end to end, cut into [CLS] block [SEP] rows."""
+    lines = [sentence for document in documents for sentence in document]
     stream = [token for ids in tokenizer(lines, add_special_tokens=False)["input_ids"] for token in ids]
     body = seq_len - 2
     return torch.tensor([[tokenizer.cls_token_id] + stream[start:start + body] + [tokenizer.sep_token_id]
@@ -80,8 +81,8 @@ def heldout_accuracy(mlm, batches, bfloat16):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--run-dir", required=True, help="an apps/pretrain.py run folder (vocab.txt, train.txt, "
-                                                         "holdout.txt)")
+    parser.add_argument("--run-dir", required=True, help="an apps/pretrain.py run folder (vocab.txt, "
+                                                         "settings.json: the corpus and its held-out share)")
     parser.add_argument("--out", required=True, help="model folder to write")
     parser.add_argument("--preset", default="bert_mini", choices=sorted(PRESETS), help="kbert's preset of that shape")
     parser.add_argument("--steps", type=int, default=3500)
@@ -97,8 +98,9 @@ def main():
     run_dir = Path(args.run_dir)
     tokenizer = transformers.BertTokenizerFast(str(run_dir / "vocab.txt"), do_lower_case=True)
     collator = transformers.DataCollatorForLanguageModeling(tokenizer, mlm_probability=0.15)
-    train = token_blocks(run_dir / "train.txt", tokenizer, args.seq_len)
-    heldout = token_blocks(run_dir / "holdout.txt", tokenizer, args.seq_len)
+    paths, holdout = run_corpus(run_dir)  # the run's own split of its corpus files
+    train = token_blocks(read_documents(paths, holdout), tokenizer, args.seq_len)
+    heldout = token_blocks(read_documents(paths, holdout, held_out=True), tokenizer, args.seq_len)
     torch.manual_seed(args.seed + 1)  # the held-out masks: drawn once, the same at every evaluation
     heldout_batches = [collator([{"input_ids": row} for row in heldout[start:start + 128]])
                        for start in range(0, len(heldout), 128)]

@@ -31,7 +31,7 @@ and for each feature, on the test sentences:
 The majority-class rate is the test accuracy of always answering the class most frequent
 among the probe-train sentences.
 
-For a pretraining run folder with a checkpoint (backup/latest.weights.h5 and holdout.txt,
+For a pretraining run folder with a checkpoint (backup/latest.weights.h5 and settings.json,
 as apps/pretrain.py leaves them), the MLM head is read back from the checkpoint (it is not
 in backbone.keras) and run twice: on the run's held-out text, masked as apps/pretrain.py's
 held-out evaluation masks it (static masking, seed 1, rows of the run's --seq-len tokens, pairs
@@ -146,7 +146,7 @@ def load_pretrainer(folder, backbone, metrics):
     from kbert.optimizers import bert_adamw
 
     folder = pathlib.Path(folder)
-    missing = [str(name) for name in (CHECKPOINT, "holdout.txt") if not (folder / name).is_file()]
+    missing = [str(name) for name in (CHECKPOINT, "settings.json") if not (folder / name).is_file()]
     if missing:
         return None, (f"no {' or '.join(missing)} in {folder} (a --steps 0 run saves no checkpoint; "
                       "other folders are no apps/pretrain.py runs)")
@@ -162,8 +162,10 @@ def load_pretrainer(folder, backbone, metrics):
 def held_out_batches(folder, model, tokenizer, seq_len):
     """apps/pretrain.py's held-out MLM evaluation batches (with its default batch size and task)."""
     from kbert.data.pretraining_dataset import pretraining_dataset
+    from kbert.data.pretraining_instances import run_corpus
 
-    data = pretraining_dataset([pathlib.Path(folder) / "holdout.txt"], tokenizer, batch_size=32,
+    paths, holdout = run_corpus(folder)
+    data = pretraining_dataset(paths, tokenizer, batch_size=32, holdout=holdout, held_out=True,
                                max_seq_length=seq_len, task="nsp" if model.next_sentence else "mlm",
                                masking="static", duplication_factor=1, repeat=False, shuffle_buffer=0, seed=1)
     for x, y, weights in data:
@@ -254,7 +256,7 @@ def main(argv=None):
             print(f"  MLM head from {CHECKPOINT} (the backbone there vs backbone.keras: max |diff| {drift:.1e}):")
             seq_len = args.mlm_seq_len or metrics.get("settings", {}).get("seq_len", 128)
             print(mlm_line(model, tokenizer, held_out_batches(name, model, tokenizer, seq_len),
-                           "holdout.txt", last.get("mlm_accuracy")), flush=True)
+                           "the held-out text", last.get("mlm_accuracy")), flush=True)
             if examples:
                 batches = masked_sentence_batches(examples[1], tokenizer, args.batch_size, args.max_length, args.seed)
                 print(mlm_line(model, tokenizer, batches, f"the {len(examples[1])} test sentences"), flush=True)

@@ -14,6 +14,7 @@ import time
 import torch
 
 from kbert.data.pretraining_dataset import pretraining_dataset
+from kbert.data.pretraining_instances import run_corpus
 from kbert.text import BertTokenizer
 
 
@@ -35,10 +36,11 @@ def report(when):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("run", help="an apps/pretrain.py run folder (vocab.txt, train.txt)")
+    parser.add_argument("run", help="an apps/pretrain.py run folder (vocab.txt, settings.json)")
     args = parser.parse_args()
     report("before the pipeline")
-    data = pretraining_dataset([f"{args.run}/train.txt"], BertTokenizer.from_hf(args.run), batch_size=64,
+    paths, holdout = run_corpus(args.run)
+    data = pretraining_dataset(paths, BertTokenizer.from_hf(args.run), batch_size=64, holdout=holdout,
                                max_seq_length=64, task="mlm", repeat=False, seed=0)
     batches = data.as_numpy_iterator()
     next(batches)

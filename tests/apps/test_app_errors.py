@@ -114,7 +114,7 @@ TRAIN = {  # a valid train command of each task app, on the workspace's files; p
     "qa": ["train", "--data", "squad.json", "--out", "new_run", "--validation-articles", "1"],
 }
 PRETRAIN = ["--corpus", "corpus.txt", "--output", ".", "--run", "pre", "--preset", "bert_tiny", "--steps", "0",
-            "--checkpoint-every", "1", "--vocab-size", "60", "--holdout-lines", "0"]
+            "--checkpoint-every", "1", "--vocab-size", "60", "--holdout-fraction", "0"]
 
 
 def train(app, *changes, init="INIT"):
@@ -207,11 +207,13 @@ ERRORS = [
       for option, value in [("--steps", "-1"), ("--checkpoint-every", "0"), ("--vocab-size", "0")]],
     *[("pretrain", [*PRETRAIN, option, value], f"argument {option}: expected")
       for option, value in [("--batch-size", "0"), ("--seq-len", "2"), ("--lr", "0"), ("--warmup-ratio", "1.5"),
-                            ("--holdout-lines", "-1"), ("--duplication-factor", "-2")]],
+                            ("--holdout-fraction", "1.5"), ("--duplication-factor", "-2")]],
     ("pretrain", replace(replace(PRETRAIN, "--steps", "5"), "--checkpoint-every", "2"),
      "--steps 5 is not a multiple of --checkpoint-every 2"),
     *[("pretrain", replace(PRETRAIN, "--run", run), f"--run {run!r}: give a name") for run in ["", "..", "a/../b"]],
     ("pretrain", replace(PRETRAIN, "--corpus", "missing.txt"), "--corpus missing.txt: no such file"),
+    ("pretrain", replace(PRETRAIN, "--corpus", "missing*.txt"), "--corpus missing*.txt: the pattern matches no file"),
+    ("pretrain", replace(PRETRAIN, "--holdout-fraction", "1"), "the training split is empty"),
     ("pretrain", replace(PRETRAIN, "--corpus", "not_a_run"), "--corpus not_a_run: a folder"),
     ("pretrain", replace(PRETRAIN, "--corpus", "bad_utf8.txt"), "bad_utf8.txt:2: invalid UTF-8"),
     ("pretrain", [*PRETRAIN, "--vocab", "missing_vocab.txt"], "--vocab missing_vocab.txt: neither"),

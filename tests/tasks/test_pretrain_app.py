@@ -1,5 +1,7 @@
-"""apps/pretrain.py end to end on a tiny corpus: killed with SIGKILL mid-run, rerun, finished."""
+"""apps/pretrain.py end to end on a tiny corpus: killed with SIGKILL mid-run, rerun, finished; the corpus
+read where it is, split for any document shape."""
 
+import hashlib
 import json
 import os
 import pathlib
@@ -8,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+import zlib
 
 import keras
 import pytest
@@ -23,18 +26,18 @@ SENTENCES = ["The cat sat on the mat.", "A dog ran home at night.", "Rain fell o
 def write_corpus(path, documents=12):
     lines = []
     for d in range(documents):
-        lines += [SENTENCES[(d + i) % len(SENTENCES)] for i in range(8)] + [""]
+        lines += [f"Chapter {d} begins."] + [SENTENCES[(d + i) % len(SENTENCES)] for i in range(7)] + [""]
     path.write_text("\n".join(lines))
 
 
-def tiny_run_command(folder, run, steps, checkpoint_every, holdout_lines):
+def tiny_run_command(folder, run, steps, checkpoint_every, holdout):
     """apps/pretrain.py on a tiny corpus written into `folder`, bert_tiny at 4 x 32 tokens."""
     corpus = folder / "corpus.txt"
     write_corpus(corpus)
     return [sys.executable, str(APP), "--corpus", str(corpus), "--run", run, "--output", str(folder),
             "--preset", "bert_tiny", "--vocab-size", "120", "--steps", str(steps),
             "--checkpoint-every", str(checkpoint_every), "--batch-size", "4", "--seq-len", "32",
-            "--holdout-lines", str(holdout_lines)]
+            "--holdout-fraction", str(holdout)]
 
 
 # The app end to end runs once, on the quickest backend; tests/tasks/test_bert_pretrainer.py
@@ -44,7 +47,7 @@ ONCE = pytest.mark.skipif(keras.config.backend() != "torch", reason="the app end
 
 @ONCE
 def test_a_kill_9_then_the_same_command_finishes_the_run(tmp_path):
-    command = tiny_run_command(tmp_path, "tiny", steps=6, checkpoint_every=2, holdout_lines=2)
+    command = tiny_run_command(tmp_path, "tiny", steps=6, checkpoint_every=2, holdout=0.25)  # 6 documents of 12
     env = {**os.environ, "KERAS_BACKEND": keras.config.backend()}
     run = tmp_path / "tiny"
     metadata = run / "backup" / "training_metadata.json"
@@ -70,11 +73,12 @@ def test_a_kill_9_then_the_same_command_finishes_the_run(tmp_path):
     assert metrics["settings"]["seq_len"] == 32 and metrics["settings"]["steps"] == 6
     backbone = keras.saving.load_model(run / "backbone.keras")
     assert backbone.vocabulary_size == len((run / "vocab.txt").read_text().split())
+    assert {path.name for path in run.glob("*.txt")} == {"vocab.txt"}  # no copy of the corpus, no split files
 
 
 @ONCE
 def test_a_run_without_held_out_lines_saves_its_backbone_and_curves(tmp_path):
-    command = tiny_run_command(tmp_path, "all", steps=2, checkpoint_every=1, holdout_lines=0)
+    command = tiny_run_command(tmp_path, "all", steps=2, checkpoint_every=1, holdout=0)
     run = subprocess.run(command, env={**os.environ, "KERAS_BACKEND": keras.config.backend()},
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-3000:]
@@ -87,10 +91,11 @@ def test_a_rerun_must_repeat_the_settings_but_may_train_further(tmp_path, capsys
     """Defect 5 of issue 21: another --corpus or --checkpoint-every on a rerun was taken silently
     (the old text kept, steps trained past --steps); now refused, naming the setting, unless --restart."""
     main = app_module("pretrain").main
-    command = tiny_run_command(tmp_path, "tiny", steps=0, checkpoint_every=1, holdout_lines=0)[2:]
+    command = tiny_run_command(tmp_path, "tiny", steps=0, checkpoint_every=1, holdout=0)[2:]
     main(command)
     run = tmp_path / "tiny"
-    corpus = f"{tmp_path / 'corpus.txt'} ({(tmp_path / 'corpus.txt').stat().st_size} bytes)"
+    text = (tmp_path / "corpus.txt").read_bytes()
+    corpus = {"path": str(tmp_path / "corpus.txt"), "bytes": len(text), "sha256": hashlib.sha256(text).hexdigest()}
     started = json.loads((run / "settings.json").read_text())
     assert started["corpus"] == [corpus] and started["steps"] == 0
     other = tmp_path / "other.txt"
@@ -106,11 +111,52 @@ def test_a_rerun_must_repeat_the_settings_but_may_train_further(tmp_path, capsys
     assert json.loads((run / "metrics.json").read_text())["steps"] == 2
     with pytest.raises(RunFolderError, match="has trained 2 steps already"):
         main(command)
-    with (tmp_path / "corpus.txt").open("a") as corpus_file:  # the same file, edited: another run
-        corpus_file.write("One more line.\n")
-    with pytest.raises(RunFolderError, match=r"started with --corpus .* bytes\)'\], not .* bytes\)'\]"):
+    (tmp_path / "corpus.txt").write_bytes(text.replace(b"cat", b"cut"))  # the same file and size, edited
+    edited = hashlib.sha256(text.replace(b"cat", b"cut")).hexdigest()
+    with pytest.raises(RunFolderError, match=rf"started with --corpus .*'{corpus['sha256']}'.*, not .*'{edited}'"):
         main(command)
     main([*command, "--corpus", str(other), "--restart"])
-    assert json.loads((run / "settings.json").read_text())["corpus"][0].startswith(f"{other} (")
+    assert json.loads((run / "settings.json").read_text())["corpus"][0]["path"] == str(other)
     assert json.loads((run / "metrics.json").read_text())["steps"] == 0 and not (run / "backup").exists()
     assert "--restart: deleted" in capsys.readouterr().out
+
+
+def reviews(folder, name, count):
+    """A file of one-line documents with blank lines between them, as IMDB's unsup.txt; returns the lines."""
+    lines = [f"Review {name}{i}: the {SENTENCES[i % 6].lower()}" for i in range(count)]
+    (folder / f"{name}.txt").write_text("\n\n".join(lines) + "\n")
+    return lines
+
+
+@pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="the corpus handling is backend-independent")
+def test_the_corpus_is_read_where_it_is_and_one_line_documents_split(tmp_path, capsys):
+    """Issue 26: --holdout-lines 20 emptied the training split of one-line documents (a bare StopIteration
+    in the vocabulary learner); the corpus was copied into the run folder; one file at a time."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    lines = reviews(corpus, "a", 40) + reviews(corpus, "b", 40)
+    (corpus / "c_empty.txt").write_text("\n\n")
+    main = app_module("pretrain").main
+    command = ["--corpus", str(corpus / "*.txt"), "--run", "reviews", "--output", str(tmp_path), "--preset",
+               "bert_tiny", "--vocab-size", "100", "--steps", "0", "--checkpoint-every", "1", "--seq-len", "32",
+               "--batch-size", "2", "--holdout-fraction", "0.2"]
+    main(command)
+    held = sum(zlib.crc32(line.encode()) < 0.2 * 2**32 for line in lines)  # the rule, by hand
+    out = capsys.readouterr().out
+    assert f"Corpus: {80 - held} documents ({80 - held} lines) to train on, {held} ({held} lines) held out." in out
+    assert f"--corpus {corpus / 'c_empty.txt'}: no text, skipped." in out
+    run = tmp_path / "reviews"
+    files = [corpus / name for name in ("a.txt", "b.txt", "c_empty.txt")]
+    assert json.loads((run / "settings.json").read_text())["corpus"] == [
+        {"path": str(path), "bytes": path.stat().st_size, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+        for path in files]
+    assert "start" in json.loads((run / "metrics.json").read_text())  # the held-out split was evaluated
+    saved = b"".join(path.read_bytes() for path in run.rglob("*") if path.is_file())
+    assert not [line for line in lines if line.encode() in saved]  # no copy of the corpus in the run folder
+
+    for fraction, message in [("1", "the training split is empty: --holdout-fraction 1.0 holds out all of its 80 "
+                                    "documents and 80 lines"),
+                              ("0.001", "the held-out split is empty: --holdout-fraction 0.001 of its 80 documents")]:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            main([*command[:3], "new", *command[4:-1], fraction])  # --run new
+        assert not (tmp_path / "new").exists()  # refused before the vocabulary and the run folder
