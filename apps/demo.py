@@ -161,6 +161,7 @@ def default_data():
 def fine_tune(args, out):
     """Step 1: trains (or, with --reuse, finds) the run folder; writes OUT/validation.tsv. Returns its metrics."""
     from kbert.data import read_sentence_tsv
+    from kbert.saving import atomic_file
     from kbert.training import SENTIMENT, sentence_task
 
     metrics_file = out / "metrics.json"
@@ -181,10 +182,9 @@ def fine_tune(args, out):
     # The same seeded split as `train` held out, for the edge runner to score the exports on.
     _, valid = examples.split(valid_size / len(examples), seed)
     assert len(valid) == metrics["validation_examples"], (len(valid), metrics["validation_examples"])
-    partial = out / f".{VALIDATION_FILE}.partial"
-    partial.write_text("sentence\tlabel\n" + "".join(
-        f"{text}\t{valid.label_names[label]}\n" for text, label in zip(valid.texts, valid.labels)), "utf-8")
-    os.replace(partial, out / VALIDATION_FILE)
+    with atomic_file(out / VALIDATION_FILE) as partial:
+        partial.write_text("sentence\tlabel\n" + "".join(
+            f"{text}\t{valid.label_names[label]}\n" for text, label in zip(valid.texts, valid.labels)), "utf-8")
     return metrics
 
 

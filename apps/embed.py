@@ -81,6 +81,7 @@ def main(argv=None):
     import numpy as np
 
     import kbert
+    from kbert.saving import atomic_file
 
     start = time.perf_counter()
     encoder = kbert.SentenceEncoder.from_preset("all_minilm_l6_v2", max_length=args.max_length)
@@ -95,11 +96,9 @@ def main(argv=None):
               f"loaded in {loaded - start:.1f} s, encoded {len(sentences)} sentences in {done - loaded:.2f} s")
         if args.save:
             path = pathlib.Path(args.save)
-            partial = path.with_name(f".{path.name}.partial")
             path.parent.mkdir(parents=True, exist_ok=True)
-            with open(partial, "wb") as file:  # np.save on a path would add .npy to the partial name
+            with atomic_file(path) as partial, open(partial, "wb") as file:  # np.save on a path adds .npy
                 np.save(file, np.asarray(embeddings, dtype=np.float32))
-            partial.replace(path)
             print(f"Wrote {path}: {embeddings.shape[0]} x {embeddings.shape[1]} float32")
     if args.json:
         emit(args, [{"text": text, "embedding": [round(float(v), 7) for v in embedding], "nearest": j,

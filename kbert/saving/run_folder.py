@@ -278,8 +278,30 @@ def _umask():
     return mask
 
 
+@contextlib.contextmanager
+def atomic_file(path):
+    """Yields the hidden path `.NAME.partial` beside the file `path`, to write; a rename puts it in
+    `path`'s place if the block finishes (never half-written), else it is removed.
+
+    Example:
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "labels.tsv"
+    >>> with atomic_file(path) as partial:
+    ...     _ = partial.write_text("sentence\\tlabel\\n")
+    >>> path.read_text(), [p.name for p in path.parent.iterdir()]
+    ('sentence\\tlabel\\n', ['labels.tsv'])
+    """
+    path = pathlib.Path(path)
+    temporary = hidden_beside(path, "partial")
+    try:
+        yield temporary
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    os.replace(temporary, path)
+
+
 def write_json_atomic(path, content):
-    """Writes `content` as JSON to `path` through a temporary file and a rename: never half-written.
+    """Writes `content` as JSON to `path` through `atomic_file`: never half-written.
 
     Example:
     >>> import json, os
@@ -288,7 +310,5 @@ def write_json_atomic(path, content):
     >>> json.load(open(path))
     {'f1': 0.9}
     """
-    path = pathlib.Path(path)
-    temporary = hidden_beside(path, "partial")
-    temporary.write_text(json.dumps(content, indent=2))
-    os.replace(temporary, path)
+    with atomic_file(path) as temporary:
+        temporary.write_text(json.dumps(content, indent=2))

@@ -1,4 +1,4 @@
-"""Run folders on disk: written whole or not at all, leftovers of a killed write cleaned, the hidden names beside them."""
+"""Run folders on disk: written whole or never, leftovers of a killed write cleaned, the hidden names beside them."""
 
 import keras
 import pytest
