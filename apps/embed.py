@@ -18,7 +18,7 @@ import pathlib
 import sys
 import time
 
-from app_cli import app_parser, emit, for_people, parse_args
+from app_cli import add_dtype_option, app_parser, emit, for_people, parse_args
 from cli_errors import run
 from task_cli import sequence_length, texts_or_stdin
 
@@ -41,6 +41,7 @@ def parser():
     parser.add_argument("--save", help="write the embeddings to this .npy file")
     parser.add_argument("--max-length", type=sequence_length, default=256,
                         help="tokens per sentence, [CLS] and [SEP] included")
+    add_dtype_option(parser)
     return parser
 
 
@@ -86,7 +87,7 @@ def main(argv=None):
     start = time.perf_counter()
     encoder = kbert.SentenceEncoder.from_preset("all_minilm_l6_v2", max_length=args.max_length)
     loaded = time.perf_counter()
-    embeddings = encoder.encode(sentences)
+    embeddings = encoder.encode(sentences, dtype=args.dtype)
     done = time.perf_counter()
     similarity = embeddings @ embeddings.T
     nearest = [max((j for j in range(len(sentences)) if j != i), key=lambda j: similarity[i, j], default=None)

@@ -44,7 +44,8 @@ def main(argv=None):
         if args.json:
             emit(args, [metrics])
     else:
-        emit(args, ner_task.predict(args.model, texts_or_stdin(args.texts), batch_size=args.batch_size), _describe)
+        emit(args, ner_task.predict(args.model, texts_or_stdin(args.texts), batch_size=args.batch_size,
+                                           dtype=args.dtype), _describe)
 
 
 def parser():

@@ -54,7 +54,7 @@ def main(argv=None):
     else:
         contexts, questions = predict_inputs(args)
         emit(args, qa_task.predict(args.model, contexts, questions, args.n_best, args.max_answer_length,
-                                   batch_size=args.batch_size), _describe)
+                                   batch_size=args.batch_size, dtype=args.dtype), _describe)
 
 
 def parser():

@@ -51,7 +51,8 @@ def main(task_name, argv=None, description=None):
             emit(args, [metrics])
     else:
         texts, pairs = _predict_inputs(task, args)
-        emit(args, sentence_task.predict(args.model, texts, pairs, batch_size=args.batch_size), _describe)
+        emit(args, sentence_task.predict(args.model, texts, pairs, batch_size=args.batch_size,
+                                                  dtype=args.dtype), _describe)
 
 
 def parser(task_name, description=None):

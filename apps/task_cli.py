@@ -6,7 +6,7 @@ import argparse
 import math
 import sys
 
-from app_cli import HelpFormatter, add_output_options
+from app_cli import HelpFormatter, add_dtype_option, add_output_options
 from cli_errors import add_debug_option
 
 
@@ -89,12 +89,14 @@ def add_evaluate_command(commands, help, data_format):
 
 
 def add_predict_command(commands, help, texts=True):
-    """Adds the `predict` command: --model --batch-size --json --verbose, and with `texts` the texts; returns it."""
+    """Adds the `predict` command: --model --batch-size --dtype --json --verbose, and with `texts` the texts;
+    returns it."""
     predict = commands.add_parser("predict", help=help, formatter_class=HelpFormatter)
     predict.add_argument("--model", required=True, help="run folder written by train")
     if texts:
         predict.add_argument("texts", nargs="*", help="texts (default: one per line on stdin)")
     predict.add_argument("--batch-size", type=positive_int, default=32, help="examples per step")
+    add_dtype_option(predict)
     add_output_options(predict)
     return predict
 

@@ -174,13 +174,13 @@ def predict_tags(model, tokenizer, texts, word_spans, max_length, batch_size=64)
     return windows.word_tags(logits, model.label_names)
 
 
-def predict(model_dir, texts, batch_size=32):
+def predict(model_dir, texts, batch_size=32, dtype="float32"):
     """The entities of each raw text: type, text, [start, end) char span, mean probability.
 
-    `BertTokenClassifier.predict` of the run's model. Words are the tokenizer's (split at
+    `BertTokenClassifier.predict` of the run's model (`dtype` as there). Words are the tokenizer's (split at
     spaces and punctuation), so "Paris." gives the entity "Paris". Returns: list of dicts
     `{"text", "entities": [...]}`.
     """
     model = load_run(model_dir)[0]
-    results = model.predict(list(texts), batch_size=batch_size, verbose=0)
+    results = model.predict(list(texts), batch_size=batch_size, verbose=0, dtype=dtype)
     return [{"text": result["text"], "entities": result["entities"]} for result in results]

@@ -20,6 +20,7 @@ from kbert.data.squad import read_squad
 from kbert.data.squad_example import SquadExample
 from kbert.data.squad_windows import SquadWindows
 from kbert.metrics.squad import squad_scores
+from kbert.models.compute_dtype import with_compute_dtype
 from kbert.saving import METRICS_FILE, load_run, write_json_atomic
 from kbert.tasks.bert_question_answerer import BertQuestionAnswerer
 from kbert.tasks.bert_question_answerer_preprocessor import BertQuestionAnswererPreprocessor
@@ -227,10 +228,11 @@ def answer_examples(model, tokenizer, examples, windowing, batch_size=64, n_best
     return windows.decode(logits["start_logits"], logits["end_logits"], n_best, max_answer_length)
 
 
-def predict(model_dir, context, questions, n_best=20, max_answer_length=30, batch_size=32):
+def predict(model_dir, context, questions, n_best=20, max_answer_length=30, batch_size=32, dtype="float32"):
     """The best answer to each question about `context`: text, char span, score, probability.
 
     `context` is one text for all the questions, or a list of texts, one per question.
+    `dtype`: "float32", or "bfloat16" (`kbert.models.compute_dtype`).
 
     Returns: list of dicts `{"question", "text", "start", "end", "score", "probability",
     "alternatives"}` (`{"question", "text": "", "note", "alternatives"}` when no span fits).
@@ -246,7 +248,8 @@ def predict(model_dir, context, questions, n_best=20, max_answer_length=30, batc
     model, tokenizer, windowing = load_qa_run(model_dir)
     examples = [SquadExample(f"q{i}", question, context)
                 for i, (question, context) in enumerate(zip(questions, contexts))]
-    answers = answer_examples(model, tokenizer, examples, windowing, batch_size, n_best, max_answer_length)
+    answers = answer_examples(with_compute_dtype(model, dtype), tokenizer, examples, windowing, batch_size, n_best,
+                              max_answer_length)
     return [{"question": q, **(best[0] if best else {"text": "", "note": "no answer span found"}),
              "alternatives": [b["text"] for b in best[1:5]]} for q, best in zip(questions, answers)]
 

@@ -198,11 +198,11 @@ def evaluate_examples(model, examples, batch_size=64):
             "label_names": model.label_names, "examples": len(examples)}
 
 
-def predict(model_dir, texts, pairs=None, batch_size=32):
+def predict(model_dir, texts, pairs=None, batch_size=32, dtype="float32"):
     """Label and probability (or score) for each text (or text pair).
 
     An empty text gets no prediction but a note; a text longer than the model's
-    `max_length` is cut, and its answer says so.
+    `max_length` is cut, and its answer says so. `dtype` as for `BertTask.predict`.
 
     Returns: list of dicts with `text` (and `pair`), then `label`, `probability` and
     `probabilities` for classes, or `score` for regression, and `note` when relevant.
@@ -222,7 +222,7 @@ def predict(model_dir, texts, pairs=None, batch_size=32):
     lengths = tokenizer(kept_texts, kept_pairs, max_length=max_length + 1,
                         padding="longest")["padding_mask"].sum(axis=1)
     outputs = model.predict(kept_texts if pairs is None else (kept_texts, kept_pairs),
-                            batch_size=batch_size, verbose=0)
+                            batch_size=batch_size, verbose=0, dtype=dtype)
     names = model.label_names or list(range(model.num_classes))
     for i, output, length in zip(keep, outputs, lengths):
         if model.regression:

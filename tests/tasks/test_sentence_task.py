@@ -120,6 +120,11 @@ def test_nli_app_pairs(tiny_init, tmp_path, capsys):
     first, second = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert first["pair"] == "nobody plays" and first["label"] in NLI.label_names
     assert set(first["probabilities"]) == set(NLI.label_names) and second["label"] is None
+    main("nli", ["predict", "--model", str(tmp_path / "run"), "--json", "--dtype", "bfloat16",
+                 "--premise", "a man plays", "--hypothesis", "nobody plays"])
+    bfloat16 = json.loads(capsys.readouterr().out)["probabilities"]
+    assert bfloat16 != first["probabilities"]
+    assert max(abs(bfloat16[name] - p) for name, p in first["probabilities"].items()) < 0.02
 
 
 def test_similarity_regression_with_lora(tiny_init, tmp_path, capsys):

@@ -238,6 +238,8 @@ def test_ner_command_line(ner_run, tmp_path, capsys):
     run, data, _ = ner_run
     ner_app.main(["predict", "--model", str(run), "--json", *NER_TEXTS])
     assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == ner_task.predict(run, NER_TEXTS)
+    ner_app.main(["predict", "--model", str(run), "--json", "--dtype", "bfloat16", *NER_TEXTS])
+    assert [json.loads(line)["text"] for line in capsys.readouterr().out.splitlines()] == NER_TEXTS
     ner_app.main(["predict", "--model", str(run), "--batch-size", "1", *NER_TEXTS])
     lines = capsys.readouterr().out.splitlines()  # each text, then its entities indented
     assert [line for line in lines if not line.startswith("  ")] == NER_TEXTS
@@ -252,7 +254,8 @@ def test_qa_command_line(qa_run, tmp_path, capsys):
                  *[arg for question in QA_QUESTIONS for arg in ("--question", question)]])
     answers = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [a["text"] for a in answers] == [a["text"] for a in qa_task.predict(run, QA_CONTEXT, QA_QUESTIONS)]
-    qa_app.main(["predict", "--model", str(run), "--context", QA_CONTEXT, "--question", QA_QUESTIONS[0]])
+    qa_app.main(["predict", "--model", str(run), "--context", QA_CONTEXT, "--question", QA_QUESTIONS[0],
+                 "--dtype", "bfloat16"])
     question, answer = capsys.readouterr().out.splitlines()
     assert question == QA_QUESTIONS[0] and " probability " in answer
     (tmp_path / "empty.txt").write_text(" \n")
