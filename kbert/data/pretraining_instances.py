@@ -45,7 +45,8 @@ def read_documents(paths, holdout=0.0, held_out=False, seed=0):
     `kbert.data.text_file.DataFormatError` naming the file and line (`path:line: ...`).
     Several files interleave document by document: each next document comes from a file
     drawn at random (seeded by `seed`) in proportion to its size, so the files run out at
-    about the same time; a file with no text gives nothing. Text is read as it is: markup
+    about the same time (each file is open while the pass lasts); a file with no text gives
+    nothing. Text is read as it is: markup
     such as `<br />` is text to the reader (clean the files first if it is not).
 
     With `holdout` > 0, a fraction of the text is held out for evaluation, the same whatever

@@ -18,6 +18,7 @@ SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 WORDS = ["the", "cat", "sat", "on", "mat", "dog", "ran", "far", "away", "home", "##s", "##ed", "##ing"]
 VOCAB = SPECIAL + WORDS + [".", ","]
 MASK, CLS, SEP = 4, 2, 3
+ONCE = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")
 
 
 def random_rows(rows=4000, length=64, seed=0):
@@ -197,6 +198,7 @@ def reviews(count, tag):
     return [f"Review {tag}{i} was fine. It had {i} good scenes." for i in range(count)]
 
 
+@ONCE
 def test_held_out_share_of_one_line_documents_and_of_long_ones(tmp_path):
     """Issue 26: the last 20 lines of each document emptied the training split of one-line documents."""
     one_line = tmp_path / "reviews.txt"
@@ -222,6 +224,7 @@ def test_held_out_share_of_one_line_documents_and_of_long_ones(tmp_path):
     assert survey["train"]["documents"] == len(train) + len(list(read_documents([one_line], holdout=0.3)))
 
 
+@ONCE
 def test_files_interleave_by_seed_and_an_empty_file_gives_nothing(tmp_path):
     paths = [tmp_path / "a.txt", tmp_path / "empty.txt", tmp_path / "b.txt"]
     paths[0].write_text("\n\n".join(reviews(40, "a")))
@@ -237,6 +240,7 @@ def test_files_interleave_by_seed_and_an_empty_file_gives_nothing(tmp_path):
     assert survey_corpus(paths)["empty_files"] == [paths[1]]
 
 
+@ONCE
 def test_a_100_kb_line_is_cut_at_spaces_and_trains(tmp_path, tokenizer):
     words = [WORDS[i % 10] for i in range(25_000)]
     path = tmp_path / "long.txt"
@@ -250,6 +254,7 @@ def test_a_100_kb_line_is_cut_at_spaces_and_trains(tmp_path, tokenizer):
     assert sum(int(x["padding_mask"].numpy().sum()) for x, _, _ in data) > 20_000
 
 
+@ONCE
 def test_vocabulary_sample_is_bounded_and_uniform(tmp_path):
     path = tmp_path / "reviews.txt"
     path.write_text("\n\n".join(reviews(2000, "r")))
@@ -259,6 +264,7 @@ def test_vocabulary_sample_is_bounded_and_uniform(tmp_path):
     assert abs(np.mean(numbers) - 999.5) < 40 and np.mean(np.array(numbers) >= 1900) > 0.03  # not the first lines
 
 
+@ONCE
 def test_held_out_dataset_reads_the_held_out_share(tmp_path, tokenizer):
     path = tmp_path / "reviews.txt"
     path.write_text("\n\n".join(" ".join(WORDS[:10][i % 7:]) + " home" * (i % 5) + f" {i}." for i in range(60)))
@@ -273,6 +279,7 @@ def test_held_out_dataset_reads_the_held_out_share(tmp_path, tokenizer):
         pretraining_dataset([path], holdout=0.0001, held_out=True, **options)
 
 
+@ONCE
 def test_the_training_stream_goes_on_past_one_pass_over_several_files(tmp_path, tokenizer):
     paths = [tmp_path / "a.txt", tmp_path / "b.txt"]
     for path, start in zip(paths, (0, 3)):
