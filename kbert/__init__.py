@@ -1,5 +1,9 @@
 """kbert: BERT from Keras 3 layers, on TensorFlow, JAX or PyTorch."""
 
+from kbert.malloc_settings import keep_freed_buffers
+
+keep_freed_buffers()  # before any backend allocates: see kbert/malloc_settings.py
+
 from kbert.config import PRESETS, BertConfig
 from kbert.layers import MultiHeadSelfAttention, PositionEmbedding, TransformerEncoder, mean_pool
 from kbert.models import BertBackbone, SentenceEncoder, load_backbone
