@@ -87,7 +87,9 @@ def worker(engine, job, dtype, args):
 def run_worker(engine, job, backend, dtype, args, folder):
     out = os.path.join(folder, f"{job}-{engine}-{backend}-{dtype}.npy")
     command = [sys.executable, __file__, "--worker", engine, "--jobs", job, "--dtype", dtype, "--out", out,
-               "--limit", str(args.limit), "--batch-size", str(args.batch_size), "--classifier", args.classifier]
+               "--batch-size", str(args.batch_size), "--classifier", args.classifier]
+    if args.limit:
+        command += ["--limit", str(args.limit)]
     env = {**os.environ, "KERAS_BACKEND": backend, "HF_HUB_OFFLINE": "1", "TF_CPP_MIN_LOG_LEVEL": "2"}
     result = subprocess.run(command, env=env, capture_output=True, text=True)
     if result.returncode:
@@ -133,6 +135,7 @@ def main():
 
     print(f"Inference on real text, batch {args.batch_size}, {os.cpu_count()} CPUs; texts/s of the first "
           "(with compiling) and second pass")
+    failed = []
     with tempfile.TemporaryDirectory() as folder:
         args.classifier = os.path.join(folder, "classifier")
         if "classify" in args.jobs:
@@ -146,6 +149,7 @@ def main():
             for engine, backend, dtype in runs:
                 result = run_worker(engine, job, backend, dtype, args, folder)
                 if result is None:
+                    failed.append((job, engine, backend, dtype))
                     continue
                 results[engine, backend, dtype] = result
                 texts = result["texts"]
@@ -166,6 +170,8 @@ def main():
                     line += f"   vs own float32: {fp32['second_s'] / result['second_s']:4.2f}x ({compare(job, fp32, result)})"
                 print(line)
             print()
+    if failed:
+        sys.exit(f"failed: {failed}")
 
 
 if __name__ == "__main__":
