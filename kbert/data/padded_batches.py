@@ -81,10 +81,11 @@ class PaddedBatches(keras.utils.PyDataset):
         """Runs `model.predict_on_batch` over the rows, longest first in batches of similar
         length; returns the outputs in row order.
 
-        Sorting by length spares most of the padding that batches in row order carry. When
-        the model compiles a program per input shape (`model.jit_compile`: XLA, `jax.jit`),
-        lengths are rounded up to a few buckets (`bucket_length`) and a short last batch is
-        padded with copies of its rows to a power of two, so that few shapes compile.
+        Sorting by length spares most of the padding that batches in row order carry; each
+        batch is as long as its longest row. When the model compiles a program per input
+        shape (`model.jit_compile`: XLA, `jax.jit`), lengths are rounded up to a few buckets
+        (`bucket_length`) instead, and a short last batch is padded with copies of its rows
+        to a power of two, so that few shapes compile.
 
         Args:
             model: a Keras model, or anything with its `predict_on_batch`. Its outputs may
@@ -118,9 +119,8 @@ class PaddedBatches(keras.utils.PyDataset):
             if compiled:
                 width = bucket_length(longest, self.width)
                 served = np.resize(rows, min(1 << (len(rows) - 1).bit_length(), self.batch_size))
-            else:
-                width = min(-(-longest // self.length_multiple) * self.length_multiple, self.width)
-                served = rows
+            else:  # eager or graph: any width runs as fast, so no padding past the longest row
+                width, served = longest, rows
             outputs = model.predict_on_batch({key: value[served, :width] for key, value in self.inputs.items()})
             outputs = keras.tree.map_structure(lambda value: np.asarray(value)[: len(rows)], outputs)
             if results is None:

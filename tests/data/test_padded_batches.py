@@ -70,7 +70,7 @@ def test_predict_serves_longest_first_and_returns_rows_in_order():
     model = Recorder()
     out = PaddedBatches(inputs(lengths), batch_size=2).predict(model, token_outputs=False)
     assert out.shape == (5, 3) and out[:, 0].tolist() == lengths  # (batch, classes) kept as is
-    assert model.shapes == [(2, 16), (2, 8), (1, 8)]  # [16, 9], [5, 3], [2]
+    assert model.shapes == [(2, 16), (2, 5), (1, 2)]  # [16, 9], [5, 3], [2], each as long as its longest
 
 
 def test_compiled_models_see_bucketed_lengths_and_power_of_two_rows():
