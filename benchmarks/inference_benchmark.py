@@ -9,7 +9,8 @@ Two jobs, every engine in a process of its own, one after another, on the same t
   kbert's `BertClassifier.predict` against `pipeline("text-classification")`, batch 32.
 Each engine makes two passes over the texts: the first includes tracing and compiling, the
 second is the steady state. Prints texts/s, ratios, and how bfloat16 compares with float32
-(minimum cosine of the embeddings; share of identical labels).
+(minimum cosine of the embeddings; share of identical labels). For encode, also the share of
+this CPU's fp32 GEMM peak each engine reaches, counting only the FLOPs of real tokens.
 
     python benchmarks/inference_benchmark.py                        # everything (~15 min here)
     python benchmarks/inference_benchmark.py --jobs encode --limit 3000 --backends torch
@@ -107,6 +108,29 @@ def write_classifier(folder):
                    env={**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "2"})
 
 
+def encode_gflop(texts, max_length=256):
+    """GFLOP of encoding `texts` unpadded: each text's tokens (Hugging Face's tokenizer of the
+    checkpoint, [CLS] and [SEP] included) through the encoder layers (`flops_per_sequence`)."""
+    from tokenizers import Tokenizer
+
+    from backbone_benchmark import flops_per_sequence
+    from kbert.paths import minilm_dir
+
+    tokenizer = Tokenizer.from_file(os.path.join(minilm_dir(), "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_length)
+    lengths = [len(encoding.ids) for encoding in tokenizer.encode_batch(texts)]
+    return sum(flops_per_sequence(length) for length in lengths) / 1e9, float(np.mean(lengths))
+
+
+def gemm_peak(batch_size):
+    """This CPU's fp32 GEMM GFLOP/s, measured by backbone_benchmark.py in a process of its own."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "backbone_benchmark.py")
+    result = subprocess.run([sys.executable, script, "--worker", "gemm", "--batch-size", str(batch_size)],
+                            capture_output=True, text=True, check=True, env={**os.environ, "KERAS_BACKEND": "torch"})
+    return json.loads(result.stdout.strip().splitlines()[-1])[0]["gflop_per_s"]
+
+
 def compare(job, reference, result):
     """How far `result`'s outputs are from `reference`'s (float32 kbert, or the other library)."""
     a, b = reference["outputs"], result["outputs"]
@@ -157,11 +181,19 @@ def main():
                       f"then {texts / result['second_s']:7.1f} texts/s", flush=True)
             reference = results.get(runs[0])
             print(f"\n{job}: {texts} texts, second pass, ratios:")
+            if job == "encode" and texts:
+                gflop, mean_length = encode_gflop(texts_for(job, args.limit))
+                peak = gemm_peak(args.batch_size)
+                print(f"  {mean_length:.1f} tokens per text, {gflop:.0f} GFLOP unpadded; fp32 GEMM peak {peak:.0f} "
+                      f"GFLOP/s: {reference_engine} reaches "
+                      f"{gflop / reference['second_s'] / peak:.0%} of it" if reference else "")
             for (engine, backend, dtype), result in results.items():
                 if engine != "kbert":
                     continue
                 speed = texts / result["second_s"]
                 line = f"  kbert {backend:10} {dtype:8} {speed:7.1f} texts/s"
+                if job == "encode":
+                    line += f" ({gflop / result['second_s'] / peak:4.0%} of the fp32 peak)"
                 if reference:
                     line += f"   vs {reference_engine} {reference['texts'] / reference['second_s']:6.1f}: " \
                             f"{speed * reference['second_s'] / reference['texts']:4.2f}x ({compare(job, reference, result)})"
