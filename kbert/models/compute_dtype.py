@@ -2,7 +2,6 @@
 
 import weakref
 
-
 COMPUTE_POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16"}  # dtype -> backbone policy
 _copies = weakref.WeakKeyDictionary()  # model -> its copy for each dtype
 
