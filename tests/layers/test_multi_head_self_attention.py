@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from kbert.layers import MultiHeadSelfAttention, PositionEmbedding, TransformerEncoder, mean_pool
+from kbert.layers import MultiHeadSelfAttention
 
 
 def numpy_attention(x, mask, layer):
@@ -38,33 +38,3 @@ def test_attention_matches_numpy_on_both_paths():
 def test_heads_must_divide_hidden():
     with pytest.raises(ValueError, match="not divisible by num_heads=3"):
         MultiHeadSelfAttention(num_heads=3)(np.ones((1, 2, 8)), np.ones((1, 2)))
-
-
-def test_encoder_uses_exact_gelu():
-    from math import erf
-
-    block = TransformerEncoder(num_heads=2, intermediate_dim=6, dropout=0.0)
-    x = np.random.default_rng(1).normal(size=(1, 3, 4)).astype("float32")
-    mask = np.ones((1, 3), "int32")
-    out = ops.convert_to_numpy(block(x, padding_mask=mask))
-    # The feed-forward half again, with GELU written from its erf definition.
-    attention = ops.convert_to_numpy(block.self_attention(x, mask))
-    attended = block.attention_layer_norm(ops.convert_to_tensor(x + attention))
-    exact_gelu = np.vectorize(lambda v: 0.5 * v * (1 + erf(v / np.sqrt(2))))
-    hidden = exact_gelu(ops.convert_to_numpy(block.intermediate_dense(attended)))
-    ffn = hidden @ ops.convert_to_numpy(block.output_dense.kernel) + ops.convert_to_numpy(block.output_dense.bias)
-    expected = block.output_layer_norm(ops.convert_to_tensor(ops.convert_to_numpy(attended) + ffn))
-    np.testing.assert_allclose(out, ops.convert_to_numpy(expected), atol=1e-5)
-
-
-def test_position_embedding_slices_to_length():
-    layer = PositionEmbedding(max_length=6)
-    y = ops.convert_to_numpy(layer(np.zeros((2, 4, 3), "float32")))
-    np.testing.assert_array_equal(y[0], ops.convert_to_numpy(layer.embeddings)[:4])
-    np.testing.assert_array_equal(y[0], y[1])
-
-
-def test_mean_pool_ignores_padding():
-    x = np.array([[[1.0, 2.0], [3.0, 4.0], [100.0, 100.0]]], "float32")
-    pooled = ops.convert_to_numpy(mean_pool(x, np.array([[1, 1, 0]]), normalize=True))
-    np.testing.assert_allclose(pooled[0], np.array([2.0, 3.0]) / np.sqrt(13.0), rtol=1e-6)
