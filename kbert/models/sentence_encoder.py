@@ -77,16 +77,15 @@ class SentenceEncoder:
             if not isinstance(text, (str, bytes)):
                 raise TypeError(f"texts[{i}] is {type(text).__name__}, not str.")
         model = self._pooling_model(dtype)
-        steps = sum(-(-len(texts[start : start + TOKENIZED_TEXTS]) // batch_size)
-                    for start in range(0, len(texts), TOKENIZED_TEXTS))
+        chunks = [texts[start : start + TOKENIZED_TEXTS] for start in range(0, len(texts), TOKENIZED_TEXTS)]
+        steps = sum(-(-len(chunk) // batch_size) for chunk in chunks)
         progress = keras.utils.Progbar(steps, unit_name="batch") if show_progress_bar else None
-        chunks = [np.zeros((0, self.backbone.hidden_dim), "float32")]
-        for start in range(0, len(texts), TOKENIZED_TEXTS):
-            inputs = self.tokenizer(texts[start : start + TOKENIZED_TEXTS], max_length=self.max_length,
-                                    padding="longest")
-            chunks.append(PaddedBatches(inputs, batch_size=batch_size).predict(
+        embeddings = [np.zeros((0, self.backbone.hidden_dim), "float32")]
+        for chunk in chunks:
+            inputs = self.tokenizer(chunk, max_length=self.max_length, padding="longest")
+            embeddings.append(PaddedBatches(inputs, batch_size=batch_size).predict(
                 model, token_outputs=False, progress=progress))
-        embeddings = np.concatenate(chunks)
+        embeddings = np.concatenate(embeddings)
         if normalize_embeddings:
             embeddings /= np.maximum(np.linalg.norm(embeddings, axis=-1, keepdims=True), 1e-12)
         if single:
