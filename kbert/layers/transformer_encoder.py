@@ -1,5 +1,9 @@
+import functools
+
 import keras
 from keras import ops
+from keras.src.backend.common.remat import remat
+from keras.src.backend.common.stateless_scope import StatelessScope
 
 from kbert.layers.multi_head_self_attention import MultiHeadSelfAttention
 
@@ -88,6 +92,38 @@ class TransformerEncoder(keras.layers.Layer):
         hidden = exact_gelu(self.intermediate_dense(x))
         hidden = self.output_dense(hidden)
         return self.output_layer_norm(x + self.residual_dropout(hidden, training=training))
+
+    def rematerialized_call(self, layer_call, *args, **kwargs):
+        """The block under a `keras.RematScope` that selects it (JAX): recomputed in the
+        backward pass, with `training` held static and the block's state passed explicitly.
+
+        Keras rematerializes with `jax.checkpoint(call)`, which traces every argument: the
+        Python bool `training` becomes a traced value and `if training` (dropout) fails
+        ("Unable to automatically build the model", a TracerBoolConversionError below it).
+        And dropout's seed, a variable the call assigns, would leak the checkpoint's tracer.
+        So the block is checkpointed as a pure function of its tensors and variables, which
+        returns its new seeds.
+        """
+        call = super().rematerialized_call(layer_call, *args, **kwargs)
+        if call is layer_call or keras.config.backend() != "jax":
+            return call
+        variables = self.variables
+        states = self.non_trainable_variables  # the dropout seeds
+
+        def pure_call(values, args, kwargs, training):
+            with StatelessScope(state_mapping=zip(variables, values)) as scope:
+                outputs = layer_call(*args, training=training, **kwargs)
+                return outputs, [scope.get_current_value(v) for v in states]
+
+        def call_with_static_training(*args, training=None, **kwargs):
+            checkpointed = remat(functools.partial(pure_call, training=training))
+            outputs, new_states = checkpointed([v.value for v in variables], args, kwargs)
+            for variable, value in zip(states, new_states):
+                if value is not None:
+                    variable.assign(value)
+            return outputs
+
+        return call_with_static_training
 
     def compute_output_shape(self, inputs_shape, padding_mask_shape=None):
         return inputs_shape
