@@ -16,8 +16,8 @@ import pathlib
 
 from app_cli import emit, for_people, parse_args
 from cli_errors import run
-from task_cli import (add_evaluate_command, add_predict_command, add_train_command, task_parser, texts_or_stdin,
-                      validation_limit)
+from task_cli import (add_evaluate_command, add_predict_command, add_train_command, apply_distribution,
+                      task_parser, texts_or_stdin, validation_limit)
 
 
 def main(argv=None):
@@ -27,13 +27,14 @@ def main(argv=None):
     from kbert.saving import check_run_task, check_writable, claim_run_folder
 
     if args.command == "train":
+        apply_distribution(args, config=args.init)
         with claim_run_folder(args.out), for_people(args):
             metrics = ner_task.train(
                 args.data, args.init, args.out, valid=args.valid, epochs=args.epochs, batch_size=args.batch_size,
                 learning_rate=args.lr, max_length=args.max_length, mixed_precision=args.mixed_precision,
                 validation_fraction=args.validation_fraction, limit=args.limit,
                 validation_limit=validation_limit(args), patience=args.patience, seed=args.seed,
-                verbose=args.progress)
+                gradient_accumulation=args.gradient_accumulation, remat=args.remat, verbose=args.progress)
         emit(args, [metrics], lambda metrics: f"Wrote {args.out}")
         return
     check_run_task(args.model, "ner", "BertTokenClassifier")

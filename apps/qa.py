@@ -22,8 +22,8 @@ import sys
 
 from app_cli import emit, for_people, parse_args
 from cli_errors import run
-from task_cli import (add_evaluate_command, add_predict_command, add_train_command, positive_int, task_parser,
-                      texts_or_stdin, validation_limit)
+from task_cli import (add_evaluate_command, add_predict_command, add_train_command, apply_distribution,
+                      positive_int, task_parser, texts_or_stdin, validation_limit)
 
 FILE_NAME = re.compile(r"\S*(/|\\)\S*|\S+\.(txt|text|md|json|html?|tsv|csv)", re.IGNORECASE)
 
@@ -35,13 +35,15 @@ def main(argv=None):
     from kbert.saving import check_run_task, check_writable, claim_run_folder
 
     if args.command == "train":
+        apply_distribution(args, config=args.init)
         with claim_run_folder(args.out), for_people(args):
             metrics = qa_task.train(
                 args.data, args.init, args.out, epochs=args.epochs, batch_size=args.batch_size,
                 learning_rate=args.lr, max_length=args.max_length, doc_stride=args.doc_stride,
                 max_question_length=args.max_question_length, mixed_precision=args.mixed_precision,
                 validation_articles=args.validation_articles, articles=args.articles, limit=args.limit,
-                validation_limit=validation_limit(args), seed=args.seed, verbose=args.progress)
+                validation_limit=validation_limit(args), seed=args.seed,
+                gradient_accumulation=args.gradient_accumulation, remat=args.remat, verbose=args.progress)
         emit(args, [metrics], lambda metrics: f"Wrote {args.out}")
         return
     check_run_task(args.model, "qa", "BertQuestionAnswerer")

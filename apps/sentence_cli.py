@@ -10,8 +10,8 @@ import pathlib
 import sys
 
 from app_cli import emit, for_people, parse_args
-from task_cli import (add_evaluate_command, add_predict_command, add_train_command, positive_int, task_parser,
-                      texts_or_stdin, validation_limit)
+from task_cli import (add_evaluate_command, add_predict_command, add_train_command, apply_distribution,
+                      positive_int, task_parser, texts_or_stdin, validation_limit)
 
 # task name -> (texts per example, regression): what the command line of each sentence task takes
 COMMAND_LINES = {"sentiment": (1, False), "nli": (2, False), "similarity": (2, True)}
@@ -31,6 +31,7 @@ def main(task_name, argv=None, description=None):
 
     task = {task.name: task for task in (SENTIMENT, NLI, SIMILARITY)}[task_name]
     if args.command == "train":
+        apply_distribution(args, config=args.init)
         with claim_run_folder(args.out), for_people(args):
             metrics = sentence_task.train(
                 task, args.data, args.init, args.out, valid=args.valid, epochs=args.epochs,
@@ -38,7 +39,8 @@ def main(task_name, argv=None, description=None):
                 lora_rank=args.lora_rank, mixed_precision=args.mixed_precision,
                 validation_fraction=args.validation_fraction, limit=args.limit,
                 validation_limit=validation_limit(args), patience=args.patience, seed=args.seed,
-                labels=args.labels, skip_bad_rows=args.skip_bad_rows, verbose=args.progress)
+                labels=args.labels, skip_bad_rows=args.skip_bad_rows,
+                gradient_accumulation=args.gradient_accumulation, remat=args.remat, verbose=args.progress)
         emit(args, [metrics], lambda metrics: f"Wrote {args.out}")
         return
     check_run_task(args.model, task.name, "BertClassifier", regression=task.regression)

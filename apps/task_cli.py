@@ -30,7 +30,8 @@ def add_train_command(commands, data_format, unit="examples", epochs=3, learning
     """Adds the `train` command with the options every task takes; returns it to add more.
 
     Options: --data --init --out --epochs --batch-size --lr --max-length --mixed-precision
-    --limit --validation-limit --seed --progress --json --verbose, and with `held_out` --valid
+    --distribution --mesh --gradient-accumulation --remat (`add_distribution_options`) --limit
+    --validation-limit --seed --progress --json --verbose, and with `held_out` --valid
     --validation-fraction --patience (a validation set, seeded split of --data by default,
     watched by early stopping). `validation_limit(args)` reads --validation-limit.
 
@@ -58,6 +59,7 @@ def add_train_command(commands, data_format, unit="examples", epochs=3, learning
     train.add_argument("--max-length", type=sequence_length, default=max_length,
                        help="tokens per model input, specials included (at least 3)")
     train.add_argument("--mixed-precision", action="store_true", help="compute in bfloat16, keep float32 weights")
+    add_distribution_options(train)
     if held_out:
         train.add_argument("--validation-fraction", type=fraction, default=0.1,
                            help="share of --data held out for validation when --valid is not given")
@@ -70,6 +72,62 @@ def add_train_command(commands, data_format, unit="examples", epochs=3, learning
                        help="0 none, 1 progress bar, 2 one line per epoch, auto (a bar on a terminal)")
     add_output_options(train)
     return train
+
+
+def add_distribution_options(parser):
+    """Adds --distribution, --mesh, --gradient-accumulation and --remat to a command that trains.
+
+    Apply them with `apply_distribution(args)` once the arguments are read and before the
+    model is built; pass `args.gradient_accumulation` and `args.remat` to the trainer.
+
+    Example:
+    >>> parser = add_distribution_options(argparse.ArgumentParser())
+    >>> args = parser.parse_args(["--distribution", "model", "--mesh", "2x4", "--gradient-accumulation", "4"])
+    >>> args.distribution, args.mesh, args.gradient_accumulation, args.remat
+    ('model', (2, 4), 4, False)
+    """
+    parser.add_argument("--distribution", choices=("none", "data", "model"), default="none",
+                        help="keras.distribution (JAX backend): data = the model on every device, each batch "
+                             "split over them; model = the weights sharded Megatron-style over --mesh's SHARDS")
+    parser.add_argument("--mesh", type=mesh_shape,
+                        help="REPLICASxSHARDS for --distribution model, e.g. 2x4 on 8 devices: 2 copies of the "
+                             "model, each split over 4 devices (the product must be the number of devices)")
+    parser.add_argument("--gradient-accumulation", type=positive_int, default=1, metavar="N",
+                        help="step the optimizer once every N batches on their mean gradient: the effective "
+                             "batch is N x --batch-size (1: every batch)")
+    parser.add_argument("--remat", action="store_true",
+                        help="recompute each transformer block in the backward pass instead of keeping its "
+                             "activations: less memory, about a third more compute (JAX backend)")
+    return parser
+
+
+def apply_distribution(args, config=None):
+    """Sets `keras.distribution` from --distribution and --mesh (see `add_distribution_options`).
+
+    Call it before the model is built: weights are laid out when they are created. A bad
+    choice raises a ValueError naming the numbers (the apps exit 2 on it, before any
+    training): a mesh whose product is not the number of devices, a mesh without
+    --distribution model (or the other way round), a backend other than JAX, and, with
+    `config` (a `BertConfig` or a preset name), a model dimension that does not divide its
+    heads, hidden size or intermediate size. A `config` that names a folder is not read
+    here: `fit` checks the mesh against the model it built (`BertTask.fit`), before its
+    first step. Returns the distribution (None for "none").
+    """
+    if args.mesh is not None and args.distribution != "model":
+        raise ValueError(f"--mesh {'x'.join(map(str, args.mesh))} is for --distribution model "
+                         f"(got --distribution {args.distribution}).")
+    if args.distribution == "model" and args.mesh is None:
+        raise ValueError("--distribution model needs --mesh REPLICASxSHARDS, e.g. --mesh 2x4 on 8 devices.")
+    import keras
+
+    import kbert.distribution
+    from kbert.config import PRESETS
+
+    if isinstance(config, str) and config not in PRESETS:
+        config = None  # a folder
+    distribution = kbert.distribution.get(args.distribution, args.mesh, config=config)
+    keras.distribution.set_distribution(distribution)
+    return distribution
 
 
 def validation_limit(args):
@@ -150,6 +208,19 @@ def ratio(text):
 def sequence_length(text):
     """argparse type: tokens per input, at least 3 ([CLS], one token, [SEP])."""
     return _checked(int, text, lambda value: value >= 3, "an integer >= 3 ([CLS], a token, [SEP])")
+
+
+def mesh_shape(text):
+    """argparse type of --mesh: "2x4" -> (2, 4).
+
+    Example:
+    >>> mesh_shape("2x4")
+    (2, 4)
+    """
+    sizes = text.lower().split("x")
+    if len(sizes) != 2 or not all(size.isdigit() and int(size) > 0 for size in sizes):
+        raise argparse.ArgumentTypeError(f"expected REPLICASxSHARDS, two positive integers such as 2x4, got {text!r}")
+    return tuple(int(size) for size in sizes)
 
 
 def _checked(kind, text, is_valid, expected):

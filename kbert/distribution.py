@@ -15,6 +15,7 @@ model.fit(["a gripping film", "a dull film"], [1, 0], batch_size=16)
 """
 
 import keras
+import numpy as np
 
 from kbert.config import PRESETS
 
@@ -159,6 +160,22 @@ def data_dimension(distribution=None):
     return int(mesh.shape[mesh.axis_names.index(distribution.batch_dim_name)])
 
 
+def describe(distribution=None):
+    """The active distribution (or `distribution`) as a run's metrics record it.
+
+    Example:
+    >>> describe()
+    {'distribution': 'none', 'mesh': None, 'devices': 1}
+    """
+    distribution = distribution or keras.distribution.distribution()
+    if distribution is None:
+        return {"distribution": "none", "mesh": None, "devices": 1}
+    mesh = distribution.device_mesh
+    name = "model" if isinstance(distribution, keras.distribution.ModelParallel) else "data"
+    return {"distribution": name, "mesh": [int(size) for size in mesh.shape] if name == "model" else None,
+            "devices": int(np.prod(mesh.shape))}
+
+
 def _model_dimension(mesh):
     if hasattr(mesh, "device_mesh"):  # a distribution
         mesh = mesh.device_mesh
@@ -167,5 +184,5 @@ def _model_dimension(mesh):
     return int(tuple(mesh)[1])
 
 
-__all__ = ["bert_layout_map", "check_mesh", "data_dimension", "data_parallel", "get",
+__all__ = ["bert_layout_map", "check_mesh", "data_dimension", "data_parallel", "describe", "get",
            "model_parallel"]

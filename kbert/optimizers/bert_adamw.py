@@ -116,6 +116,7 @@ def bert_adamw(learning_rate, total_steps, warmup_ratio=0.1, weight_decay=0.01, 
         gradient_accumulation_steps: int or None. Average the gradients of this many
             batches into each optimizer step (as one step on their concatenation, for a
             mean-reduced loss); `total_steps` and the schedule count optimizer steps.
+            None or 1: a step every batch.
 
     Example:
     >>> optimizer = bert_adamw(3e-5, total_steps=1000)
@@ -131,7 +132,7 @@ def bert_adamw(learning_rate, total_steps, warmup_ratio=0.1, weight_decay=0.01, 
         beta_2=0.999,
         epsilon=1e-6,
         global_clipnorm=clipnorm,
-        gradient_accumulation_steps=gradient_accumulation_steps,
+        gradient_accumulation_steps=gradient_accumulation_steps if (gradient_accumulation_steps or 1) > 1 else None,
     )
     optimizer.exclude_from_weight_decay(var_names=["bias", "gamma", "beta"])
     return optimizer

@@ -14,12 +14,15 @@ import keras
 from kbert.data.conll import read_conll
 from kbert.data.ner_windows import NerWindows
 from kbert.data.padded_batches import PaddedBatches
+from kbert.distribution import describe as describe_distribution
 from kbert.metrics.entity_f1 import entity_scores, format_entity_scores
+from kbert.optimizers import bert_adamw
 from kbert.saving import load_run
 from kbert.tasks.bert_token_classifier import BertTokenClassifier
 from kbert.training.fast_dropout import use_fast_dropout_masks
 from kbert.training.mixed_precision import bfloat16_compute
 from kbert.training.non_finite_loss import StopOnNonFiniteLoss
+from kbert.training.remat import rematerialized
 from kbert.training.run_backup import run_backup
 from kbert.training.run_results import write_evaluation, write_run_folder
 from kbert.training.training_logs import fine_tuning_logs
@@ -28,6 +31,7 @@ from kbert.training.validation_scores import ValidationScores
 
 def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e-5, max_length=128,
           mixed_precision=False, validation_fraction=0.1, limit=None, validation_limit=None, patience=1, seed=0,
+          gradient_accumulation=1, remat=False,
           verbose="auto"):
     """Fine-tunes a `BertTokenClassifier` and writes the run folder `out`.
 
@@ -51,6 +55,9 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
         epochs, batch_size, learning_rate: the fine-tuning hyperparameters.
         max_length: int. Tokens per window, special tokens included (at most the backbone's positions).
         mixed_precision: bool. Compute in bfloat16 ("mixed_bfloat16"), keep float32 weights.
+        gradient_accumulation: int. Step the optimizer once every this many batches, on their mean
+            gradient (the effective batch is `gradient_accumulation * batch_size`).
+        remat: bool. Recompute each transformer block in the backward pass (JAX; `rematerialized`).
         validation_fraction: float. Share of the sentences held out when `valid` is None.
         limit: int or None. Train on a seeded subset of this many sentences.
         validation_limit: int or None. Validate on a seeded subset of this many sentences.
@@ -72,9 +79,10 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
         train_sentences = train_sentences.shuffled(seed, limit)
     if validation_limit:
         valid_sentences = valid_sentences.shuffled(seed, validation_limit)
-    with bfloat16_compute(mixed_precision):
+    with bfloat16_compute(mixed_precision), rematerialized(remat):
         model = BertTokenClassifier.from_preset(init, label_names=label_names, sequence_length=max_length)
-    model.compile(learning_rate=learning_rate)
+    model.compile(optimizer=bert_adamw(learning_rate, total_steps=None,
+                                       gradient_accumulation_steps=gradient_accumulation))
     max_length = model.preprocessor.sequence_length
     print(f"ner: {len(train_sentences)} training sentences, {len(valid_sentences)} validation sentences; "
           f"labels {label_names}.")
@@ -86,7 +94,8 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
            "train_sentences": len(train_sentences), "validation_sentences": len(valid_sentences),
            "label_names": label_names, "max_length": max_length}
     hyperparameters = {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
-                       "mixed_precision": mixed_precision, "patience": patience, "seed": seed, "limit": limit,
+                       "mixed_precision": mixed_precision, "gradient_accumulation": gradient_accumulation,
+                       "remat": remat, "patience": patience, "seed": seed, "limit": limit,
                        "validation_limit": validation_limit}
     backup = run_backup(out, {**run, **hyperparameters}, [scorer, stopping])
     start = time.perf_counter()
@@ -97,6 +106,7 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
     validation = scorer.best  # the epoch EarlyStopping restored
     metrics = {
         "task": "ner", "backend": keras.config.backend(), **run, "hyperparameters": hyperparameters,
+        "distribution": describe_distribution(),
         "steps": int(model.optimizer.iterations), "resumed_at_step": backup.resumed_step,
         "train_seconds": round(seconds, 1),
         "history": {k: [float(v) for v in values] for k, values in history.history.items()},

@@ -19,14 +19,17 @@ from kbert.data.padded_batches import PaddedBatches
 from kbert.data.squad import read_squad
 from kbert.data.squad_example import SquadExample
 from kbert.data.squad_windows import SquadWindows
+from kbert.distribution import describe as describe_distribution
 from kbert.metrics.squad import squad_scores
 from kbert.models.compute_dtype import with_compute_dtype
+from kbert.optimizers import bert_adamw
 from kbert.saving import METRICS_FILE, load_run, write_json_atomic
 from kbert.tasks.bert_question_answerer import BertQuestionAnswerer
 from kbert.tasks.bert_question_answerer_preprocessor import BertQuestionAnswererPreprocessor
 from kbert.training.fast_dropout import use_fast_dropout_masks
 from kbert.training.mixed_precision import bfloat16_compute
 from kbert.training.non_finite_loss import StopOnNonFiniteLoss
+from kbert.training.remat import rematerialized
 from kbert.training.run_backup import run_backup
 from kbert.training.run_results import write_evaluation, write_run_folder
 from kbert.training.training_logs import fine_tuning_logs
@@ -34,7 +37,8 @@ from kbert.training.training_logs import fine_tuning_logs
 
 def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_length=384,
           doc_stride=128, max_question_length=64, mixed_precision=False, validation_articles=10,
-          articles=None, limit=None, validation_limit=None, seed=0, verbose="auto"):
+          articles=None, limit=None, validation_limit=None, seed=0, gradient_accumulation=1, remat=False,
+          verbose="auto"):
     """Fine-tunes a `BertQuestionAnswerer` and writes the run folder `out`.
 
     The task API's recipe (`BertQuestionAnswerer.from_preset` with a
@@ -60,6 +64,9 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
         max_length, doc_stride, max_question_length: int. The windowing (see `SquadWindows`);
             `max_length` at most the backbone's positions.
         mixed_precision: bool. Compute in bfloat16 ("mixed_bfloat16"), keep float32 weights.
+        gradient_accumulation: int. Step the optimizer once every this many batches, on their mean
+            gradient (the effective batch is `gradient_accumulation * batch_size`).
+        remat: bool. Recompute each transformer block in the backward pass (JAX; `rematerialized`).
         validation_articles: int. Articles held out for validation.
         articles: int or None. Read only the first `articles` articles of `data`.
         limit: int or None. Train on a seeded subset of this many questions.
@@ -75,12 +82,13 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
     report = dict(read_squad.last_report)
     train_examples, valid_examples, held_out = split_articles(examples, validation_articles, seed, limit,
                                                               validation_limit, source=data)
-    with bfloat16_compute(mixed_precision):
+    with bfloat16_compute(mixed_precision), rematerialized(remat):
         model = BertQuestionAnswerer.from_preset(init, sequence_length=max_length)
     max_length = min(max_length, model.backbone.max_sequence_length)
     tokenizer = model.preprocessor.tokenizer
     model.preprocessor = BertQuestionAnswererPreprocessor(tokenizer, max_length, doc_stride, max_question_length)
-    model.compile(learning_rate=learning_rate)
+    model.compile(optimizer=bert_adamw(learning_rate, total_steps=None,
+                                       gradient_accumulation_steps=gradient_accumulation))
     windowing = {"max_length": max_length, "doc_stride": doc_stride, "max_question_length": max_question_length}
     located, train_windows = _located_answers(train_examples, tokenizer, windowing)
     skipped = len(train_examples) - len(located)
@@ -95,7 +103,8 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
            "train_skipped": skipped, "validation_questions": len(valid_examples),
            "reader": report, **windowing}
     hyperparameters = {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
-                       "mixed_precision": mixed_precision, "seed": seed, "articles": articles,
+                       "mixed_precision": mixed_precision, "gradient_accumulation": gradient_accumulation,
+                       "remat": remat, "seed": seed, "articles": articles,
                        "limit": limit, "validation_limit": validation_limit,
                        "validation_articles": validation_articles}
     backup = run_backup(out, {**run, **hyperparameters})
@@ -107,6 +116,7 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
     validation, predictions = evaluate_examples(model, tokenizer, valid_examples, windowing, batch_size)
     metrics = {
         "task": "qa", "backend": keras.config.backend(), **run, "hyperparameters": hyperparameters,
+        "distribution": describe_distribution(),
         "steps": int(model.optimizer.iterations), "resumed_at_step": backup.resumed_step,
         "train_seconds": round(seconds, 1),
         "history": {k: [float(v) for v in values] for k, values in history.history.items()},

@@ -8,13 +8,16 @@ import keras
 import numpy as np
 
 from kbert.data import TsvFormatError, read_sentence_tsv
+from kbert.distribution import describe as describe_distribution
 from kbert.metrics import accuracy, confusion_matrix, macro_f1, pearson, spearman
+from kbert.optimizers import bert_adamw
 from kbert.saving import load_run
 from kbert.tasks.bert_classifier import BertClassifier
-from kbert.training.lora import enable_lora
 from kbert.training.fast_dropout import use_fast_dropout_masks
+from kbert.training.lora import enable_lora
 from kbert.training.mixed_precision import bfloat16_compute
 from kbert.training.non_finite_loss import StopOnNonFiniteLoss
+from kbert.training.remat import rematerialized
 from kbert.training.run_backup import run_backup
 from kbert.training.run_results import write_evaluation, write_run_folder
 from kbert.training.training_logs import fine_tuning_logs
@@ -51,6 +54,7 @@ SIMILARITY = SentenceTask("similarity", 2, regression=True)
 def train(task, data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=3e-5,
           max_length=128, lora_rank=None, mixed_precision=False, validation_fraction=0.1,
           limit=None, validation_limit=None, patience=1, seed=0, labels=None, skip_bad_rows=False,
+          gradient_accumulation=1, remat=False,
           verbose="auto"):
     """Fine-tunes a `BertClassifier` with BERT's recipe and writes the run folder `out`.
 
@@ -79,6 +83,9 @@ def train(task, data, init, out, valid=None, epochs=3, batch_size=32, learning_r
         epochs, batch_size, learning_rate, max_length: the fine-tuning hyperparameters.
         lora_rank: int or None. Train LoRA factors of rank `lora_rank` (and the head) only.
         mixed_precision: bool. Compute in bfloat16 ("mixed_bfloat16"), keep float32 weights.
+        gradient_accumulation: int. Step the optimizer once every this many batches, on their mean
+            gradient (the effective batch is `gradient_accumulation * batch_size`).
+        remat: bool. Recompute each transformer block in the backward pass (JAX; `rematerialized`).
         validation_fraction: float. Share of `data` held out when `valid` is None.
         limit: int or None. Train on a seeded subset of this many training examples.
         validation_limit: int or None. Validate on a seeded subset of this many examples.
@@ -99,7 +106,7 @@ def train(task, data, init, out, valid=None, epochs=3, batch_size=32, learning_r
     read["label_names"] = train_examples.label_names
     valid_examples = read_sentence_tsv(valid, **read) if valid else None
 
-    with bfloat16_compute(mixed_precision):
+    with bfloat16_compute(mixed_precision), rematerialized(remat):
         model = BertClassifier.from_preset(
             init, num_classes=1 if task.regression else len(train_examples.label_names),
             label_names=train_examples.label_names, sequence_length=max_length, compile=False)
@@ -123,7 +130,8 @@ def train(task, data, init, out, valid=None, epochs=3, batch_size=32, learning_r
     print(f"{task.name}: {len(train_examples)} training / {len(valid_examples)} validation examples; "
           f"{trainable:,} trainable of {total:,} parameters.")
 
-    model.compile(learning_rate=learning_rate)
+    model.compile(optimizer=bert_adamw(learning_rate, total_steps=None,
+                                       gradient_accumulation_steps=gradient_accumulation))
     monitor, mode = ("val_loss", "min") if model.regression else ("val_accuracy", "max")
     logged = {"val_loss": "loss", "val_mae" if model.regression else "val_accuracy":
               "mae" if model.regression else "accuracy"}
@@ -135,6 +143,7 @@ def train(task, data, init, out, valid=None, epochs=3, batch_size=32, learning_r
            "label_names": model.label_names, "max_length": max_length}
     hyperparameters = {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
                        "lora_rank": lora_rank, "mixed_precision": mixed_precision,
+                       "gradient_accumulation": gradient_accumulation, "remat": remat,
                        "patience": patience, "seed": seed, "limit": limit, "validation_limit": validation_limit}
     backup = run_backup(out, {**run, **hyperparameters}, [scorer, stopping])
     start = time.perf_counter()
@@ -146,6 +155,7 @@ def train(task, data, init, out, valid=None, epochs=3, batch_size=32, learning_r
     validation = scorer.best  # the epoch EarlyStopping restored
     metrics = {
         "task": task.name, "backend": keras.config.backend(), **run, "hyperparameters": hyperparameters,
+        "distribution": describe_distribution(),
         "trainable_parameters": trainable, "parameters": total,
         "steps": trained_steps, "resumed_at_step": backup.resumed_step, "fit_seconds": round(seconds, 1),
         "steps_per_second": round((trained_steps - backup.resumed_step) / seconds, 3),

@@ -217,9 +217,11 @@ def test_same_predictions_under_the_next_backend(ner_run, qa_run, tmp_path):
 
 def test_command_line_flags():
     common = ["--data", "d", "--init", "i", "--out", "o", "--epochs", "1", "--batch-size", "2", "--lr", "0.001",
-              "--max-length", "64", "--mixed-precision", "--limit", "5", "--seed", "3", "--progress", "0"]
+              "--max-length", "64", "--mixed-precision", "--limit", "5", "--seed", "3", "--progress", "0",
+              "--distribution", "model", "--mesh", "2x4", "--gradient-accumulation", "2", "--remat"]
     expected = dict(command="train", data="d", init="i", out="o", epochs=1, batch_size=2, lr=0.001, max_length=64,
-                    mixed_precision=True, limit=5, validation_limit=None, seed=3, progress=0, json=False,
+                    mixed_precision=True, distribution="model", mesh=(2, 4), gradient_accumulation=2, remat=True,
+                    limit=5, validation_limit=None, seed=3, progress=0, json=False,
                     verbose=False)
     ner = ner_app.parser().parse_args(["train", *common, "--valid", "v", "--validation-fraction", "0.2",
                                        "--patience", "2"])

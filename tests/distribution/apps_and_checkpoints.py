@@ -1,0 +1,127 @@
+"""On 8 virtual JAX CPU devices: the sentiment app under --distribution model, its bad meshes, and
+checkpoints (.keras and the run backup) written sharded and unsharded, each loaded the other way.
+
+argv: TINY_INIT (a backbone folder) WORKDIR. Writes WORKDIR/results.npz and WORKDIR/results.json; leaves
+the app's run folder WORKDIR/run and a run backup written sharded (beside WORKDIR/sharded) for the test
+process to load unsharded (with `fit_with_backup` and `state`, imported from here).
+"""
+
+import contextlib
+import io
+import json
+import os
+import pathlib
+import sys
+
+if __name__ == "__main__":
+    os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"  # before jax is imported
+    os.environ["KERAS_BACKEND"] = "jax"
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT), str(ROOT / "apps")]
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+import kbert  # noqa: E402
+import kbert.distribution  # noqa: E402
+from kbert.training import run_backup  # noqa: E402
+
+TEXTS = ["a film good fun", "a film dull awful", "the man plays"]
+
+
+def fit_with_backup(out, init, data):
+    """A bert classifier on `init` fitted one epoch on the TSV `data` with the run backup of `out`,
+    resumed from it if there is one; the backup is kept."""
+    model = kbert.BertClassifier.from_preset(str(init), num_classes=2, sequence_length=8)
+    model.compile(optimizer=keras.optimizers.SGD(0.1, momentum=0.9))
+    backup = run_backup(out, {"case": "checkpoints"})
+    rows = [line.split("\t") for line in pathlib.Path(data).read_text().splitlines()[1:]]
+    model.fit([text for text, _ in rows], [int(label) for _, label in rows], batch_size=8, epochs=1,
+              shuffle=False, callbacks=[backup], verbose=0)
+    return model
+
+
+def state(model):
+    """The weights, then the optimizer's variables, as numpy arrays."""
+    return [np.array(v.value) for v in model.weights] + [np.array(v.value) for v in model.optimizer.variables]
+
+
+def specs(variables, *names):
+    """The PartitionSpec of each variable whose path holds one of `names`, as a repr'd tuple."""
+    return {v.path: repr(tuple(v.value.sharding.spec)) for v in variables if any(name in v.path for name in names)}
+
+
+def app(*argv):
+    """(exit code, last line of stderr) of the sentiment app, run as its __main__ runs it."""
+    import cli_errors
+    import sentence_cli
+
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr):
+        try:
+            cli_errors.run(lambda args: sentence_cli.main("sentiment", args), list(argv), prog="sentiment.py")
+            code = 0
+        except SystemExit as exit:
+            code = exit.code
+    keras.distribution.set_distribution(None)
+    lines = stderr.getvalue().strip().splitlines()
+    return code, lines[-1] if lines else ""
+
+
+def main(init, work):
+    from kbert.saving import load_run
+    from tests.tasks.conftest import write_sentiment_tsv
+
+    data = write_sentiment_tsv(work / "train.tsv", rows=24)
+    results, arrays = {"devices": len(keras.distribution.list_devices())}, {}
+    train = ["train", "--data", str(data), "--init", str(init), "--epochs", "1", "--batch-size", "8",
+             "--progress", "0"]
+    for name, extra in {"heads": ["--distribution", "model", "--mesh", "2x4"],
+                        "preset_heads": ["--init", "bert_tiny", "--distribution", "model", "--mesh", "2x4"],
+                        "product": ["--distribution", "model", "--mesh", "3x3"],
+                        "no_mesh": ["--distribution", "model"],
+                        "mesh_without_model": ["--distribution", "data", "--mesh", "8x1"],
+                        "mesh_parse": ["--distribution", "model", "--mesh", "2x"]}.items():
+        out = work / f"refused_{name}"
+        code, message = app(*train, "--out", str(out), *extra)
+        results[f"refused/{name}"] = {"code": code, "message": message, "written": out.exists()}
+
+    # The app, trained model-parallel; its run folder loaded again under model_parallel (sharded).
+    results["app"] = app(*train, "--out", str(work / "run"), "--distribution", "model", "--mesh", "4x2",
+                         "--gradient-accumulation", "2", "--remat")
+    results["app_metrics"] = json.loads((work / "run" / "metrics.json").read_text())
+    keras.distribution.set_distribution(kbert.distribution.model_parallel((4, 2)))
+    model, _, _ = load_run(work / "run")
+    arrays["run/probabilities"] = model.predict(TEXTS, verbose=0)
+    results["run/sharding"] = specs(model.weights, "transformer_layer_0/self_attention/qkv_dense/kernel",
+                                    "transformer_layer_0/output_dense/kernel")
+
+    # Sharded -> unsharded: a backup written under model_parallel, for the test process to restore.
+    keras.utils.set_random_seed(1)
+    sharded = fit_with_backup(work / "sharded", init, data)
+    arrays.update({f"sharded/{i}": value for i, value in enumerate(state(sharded))})
+    keras.distribution.set_distribution(None)
+
+    # Unsharded -> sharded: a .keras file and a backup written on one device, loaded under model_parallel.
+    keras.utils.set_random_seed(2)
+    plain = fit_with_backup(work / "plain", init, data)
+    plain.save(work / "plain.keras")
+    keras.distribution.set_distribution(kbert.distribution.model_parallel((4, 2)))
+    restored = fit_with_backup(work / "plain", init, data)  # resumes after the only epoch: no step
+    loaded = keras.saving.load_model(work / "plain.keras")
+    results["unsharded_to_sharded"] = {
+        "restored_steps": int(restored.optimizer.iterations),
+        "backup_equal": all(np.array_equal(a, b) for a, b in zip(state(plain), state(restored), strict=True)),
+        "keras_equal": all(np.array_equal(np.array(a.value), np.array(b.value))
+                           for a, b in zip(plain.weights, loaded.weights, strict=True)),
+        "backup_sharding": specs(restored.weights + restored.optimizer.variables,
+                                 "transformer_layer_1/intermediate_dense/kernel",
+                                 "transformer_layer_1_intermediate_dense_kernel_momentum"),
+        "keras_sharding": specs(loaded.weights, "transformer_layer_1/output_dense/kernel"),
+    }
+    np.savez(work / "results.npz", **arrays)
+    (work / "results.json").write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main(pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]))
