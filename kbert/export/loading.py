@@ -1,13 +1,12 @@
 """What to export: a run folder, a backbone folder or a preset, loaded under TensorFlow."""
 
-import json
 import pathlib
 
 import keras
 
 from kbert.export.serving import ExportSpec, task_of
 from kbert.models import load_backbone
-from kbert.saving import METRICS_FILE, MODEL_FILE, load_keras_file, load_tokenizer
+from kbert.saving import METRICS_FILE, MODEL_FILE, load_run, read_json
 
 PAIR_TASKS = ("nli", "similarity")
 
@@ -42,23 +41,17 @@ def load_exportable(path, max_length=None, padding="max_length", num_texts=None)
     """
     require_tensorflow_backend()
     path = pathlib.Path(path)
-    folder = path.parent if path.suffix == ".keras" else path
-    metrics = json.loads((folder / METRICS_FILE).read_text()) if (folder / METRICS_FILE).is_file() else {}
-    saved = path if path.suffix == ".keras" else folder / MODEL_FILE
-    if saved.is_file():
-        model = load_keras_file(saved)
+    folder = path.parent if path.is_file() else path
+    metrics = read_json(folder / METRICS_FILE, missing={})
+    if path.is_file() or (folder / MODEL_FILE).is_file():
+        model, tokenizer, saved_length = load_run(path)
     else:
-        model, tokenizer = load_backbone(path)
+        (model, tokenizer), saved_length = load_backbone(path), 128
     preprocessor = getattr(model, "preprocessor", None)
-    settings = {**metrics, **({} if preprocessor is None else preprocessor.get_config())}
-    if preprocessor is not None:
-        tokenizer, settings["max_length"] = preprocessor.tokenizer, preprocessor.sequence_length
-    elif saved.is_file():
-        tokenizer = load_tokenizer(folder, model)
+    settings = {} if preprocessor is None else preprocessor.get_config()
     task = task_of(model)
     backbone = model if task == "backbone" else model.backbone
-    default = settings.get("max_length", 384 if task == "question_answerer" else 128)
-    max_length = min(max_length or default, backbone.max_sequence_length)
+    max_length = min(max_length or saved_length, backbone.max_sequence_length)
     if num_texts is None:
         num_texts = 2 if metrics.get("task") in PAIR_TASKS else 1
     if task == "question_answerer":

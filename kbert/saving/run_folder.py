@@ -177,7 +177,7 @@ def check_run_task(folder, task, model_class, regression=None, what="--model"):
             config = json.loads(archive.read("config.json"))
     except (zipfile.BadZipFile, KeyError, ValueError):
         raise RunFolderError(f"{what} {folder}: {model_file} is not a Keras model file.") from None
-    metrics = _read_json(folder / METRICS_FILE) if (folder / METRICS_FILE).is_file() else {}
+    metrics = read_json(folder / METRICS_FILE, missing={})
     recorded = metrics.get("task") if isinstance(metrics, dict) else None
     found = config.get("class_name")
     if recorded not in (None, task) or found != model_class:
@@ -207,9 +207,9 @@ def check_run_settings(folder, settings, may_change=()):
     ['b.txt']...
     """
     path = pathlib.Path(folder) / SETTINGS_FILE
-    if not path.is_file():
+    started = read_json(path, missing=None)
+    if started is None:
         return
-    started = _read_json(path)
     for name in sorted(set(started) | set(settings)):
         if name not in may_change and started.get(name) != settings.get(name):
             option = "--" + name.replace("_", "-")
@@ -218,9 +218,33 @@ def check_run_settings(folder, settings, may_change=()):
                                  f"with --restart.")
 
 
-def _read_json(path):
+_REQUIRED = object()
+
+
+def read_json(path, missing=_REQUIRED):
+    """The JSON value in the file `path` (a run folder's metrics.json or settings.json, a backup's
+    metadata): the one way kbert reads them.
+
+    Args:
+        path: str or path.
+        missing: what to return when there is no such file; without it, FileNotFoundError.
+
+    Raises `RunFolderError` (a ValueError) naming the file when it does not hold JSON.
+
+    Example:
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> read_json(folder / METRICS_FILE, missing={})
+    {}
+    >>> _ = (folder / METRICS_FILE).write_text('{"max_length": 128')
+    >>> read_json(folder / METRICS_FILE)
+    Traceback (most recent call last):
+    kbert.saving.run_folder.RunFolderError: .../metrics.json: not a JSON file (Expecting ',' delimiter: ...).
+    """
+    path = pathlib.Path(path)
+    if missing is not _REQUIRED and not path.is_file():
+        return missing
     try:
-        return json.loads(pathlib.Path(path).read_text("utf-8"))
+        return json.loads(path.read_text("utf-8"))
     except (ValueError, UnicodeDecodeError) as error:
         raise RunFolderError(f"{path}: not a JSON file ({error}).") from None
 

