@@ -19,6 +19,7 @@ With --json it prints one object: model, format, out, task, num_texts, max_lengt
 files ({path: bytes}) and bytes.
 """
 
+import dataclasses
 import os
 import pathlib
 import sys
@@ -40,6 +41,9 @@ def parser():
                         help="pad to --max-length (static shapes) or to the longest input of a batch")
     parser.add_argument("--pairs", action="store_true", help="a classifier over text pairs (NLI); "
                         "default: from the run's task")
+    parser.add_argument("--max-windows", type=int, help="NER and QA: most windows the string-in model reads per "
+                        "input (default 64; longer inputs are flagged truncated); the model reads all windows of a "
+                        "batch at once, so this bounds its memory")
     parser.add_argument("--no-text-model", action="store_true", help="TFLite: token-id model only")
     parser.add_argument("--metadata", action="store_true", help="TFLite: also token_ids_metadata.tflite, "
                         "with the TFLite metadata the Task Library and MediaPipe read (classifier, QA at "
@@ -70,6 +74,8 @@ def main(argv=None):
         try:
             model, tokenizer, spec = load_exportable(args.model, max_length=args.max_length,
                                                      padding=args.padding, num_texts=2 if args.pairs else None)
+            if args.max_windows is not None:
+                spec = dataclasses.replace(spec, max_windows=args.max_windows)
             print(f"{args.model}: {spec.task}, {spec.num_texts} text(s) per input, max_length "
                   f"{spec.max_length}, padding {spec.padding}")
             if args.format == "saved_model":

@@ -71,7 +71,9 @@ def pack_segments(segments, kept, start_row, end_row, pad_row, width):
     """
     position = tf.range(width)[tf.newaxis, :]
     padding_mask = position < (sum(kept) + len(segments) + 1)[:, tf.newaxis]
-    packed = tf.where(padding_mask[..., tf.newaxis], end_row, pad_row)  # [SEP] where not a token
+    # expand_dims, not [..., tf.newaxis]: on a bool of two unknown dims (padding="longest") that
+    # stays a TF StridedSlice, which TFLite lacks.
+    packed = tf.where(tf.expand_dims(padding_mask, -1), end_row, pad_row)  # [SEP] where not a token
     packed = tf.where(tf.equal(position, 0)[..., tf.newaxis], start_row, packed)
     begin = 1  # the position of the segment's first token
     for (values, row_splits), length in zip(segments, kept):
@@ -81,7 +83,7 @@ def pack_segments(segments, kept, start_row, end_row, pad_row, width):
         values = tf.concat([values, tf.zeros([1, values.shape[1]], values.dtype)], 0)
         gathered = tf.gather(values, row_splits[:-1, tf.newaxis] + index)
         inside = (position >= begin) & (position < begin + length)
-        packed = tf.where(inside[..., tf.newaxis], gathered, packed)
+        packed = tf.where(tf.expand_dims(inside, -1), gathered, packed)
         begin = begin + length + 1
     second = padding_mask & (position > kept[0][:, tf.newaxis] + 1)  # after the first [SEP]
     # A select, not a cast: with a cast from bool, the TFLite converter emitted a bool

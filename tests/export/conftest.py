@@ -70,3 +70,47 @@ def run_edge_predict(*args, script=EDGE_PREDICT, cwd=None):
 def edge_module():
     """apps/edge_predict.py, imported from its path."""
     return app_module("edge_predict")
+
+
+NER_TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+# QA windows: 32 tokens, questions cut to 6 tokens, window starts 8 tokens apart.
+QA_WINDOWING = {"max_length": 32, "doc_stride": 8, "max_question_length": 6}
+QUESTIONS = ["Who visited Paris?", "What is good?", "", "who " * 20]
+CONTEXTS = ["Angela Merkel visited Paris.", "The film was good, the cafe was bad.", "Paris.", "Merkel!"]
+LONG_TEXT = "Angela Merkel visited Paris, the film was good. " * 8  # 4 NER windows of 24 tokens
+LONG_CONTEXT = "Angela Merkel visited Paris. " * 6 + "The film was good, the cafe was bad. " * 4  # 7 QA windows
+
+
+def export_both(tmp_path_factory, model, tokenizer, metrics, name):
+    """A run folder of `model`, loaded by `load_exportable`, exported as SavedModel and TFLite."""
+    from kbert.export import export_saved_model, export_tflite, load_exportable
+    from kbert.training import write_run_folder
+
+    root = tmp_path_factory.mktemp(name)
+    write_run_folder(root / "run", model, tokenizer, metrics, {"loss": [1.0]})
+    model, tokenizer, spec = load_exportable(root / "run")
+    export_saved_model(model, tokenizer, spec, root / "saved")
+    export_tflite(model, tokenizer, spec, root / "tflite")
+    return model, tokenizer, spec, root
+
+
+@pytest.fixture(scope="session")
+def ner(tmp_path_factory, tokenizer):
+    """A tiny NER model (24-token windows, with its preprocessor) and its exports: (model, tokenizer, spec, root)."""
+    import numpy as np
+
+    from kbert.tasks import BertTokenClassifier, BertTokenClassifierPreprocessor
+
+    model = BertTokenClassifier(tiny_backbone(), NER_TAGS, BertTokenClassifierPreprocessor(tokenizer, 24))
+    model.get_layer("logits").bias.assign(np.array([0.0, 0.3, 0.3, 0.3, 0.3], "float32"))  # entities appear
+    return export_both(tmp_path_factory, model, tokenizer, {"task": "ner", "max_length": 24}, "ner")
+
+
+@pytest.fixture(scope="session")
+def qa(tmp_path_factory, tokenizer):
+    """A tiny QA model (`QA_WINDOWING`, with its preprocessor) and its exports: (model, tokenizer, spec, root)."""
+    from kbert.tasks import BertQuestionAnswerer, BertQuestionAnswererPreprocessor
+
+    preprocessor = BertQuestionAnswererPreprocessor(tokenizer, 32, doc_stride=8, max_question_length=6)
+    model = BertQuestionAnswerer(tiny_backbone(), preprocessor)
+    return export_both(tmp_path_factory, model, tokenizer, {"task": "qa", **QA_WINDOWING}, "qa")

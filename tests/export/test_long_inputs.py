@@ -1,0 +1,160 @@
+"""kbert/export/long_inputs.py: the string-in NER and QA exports read whole inputs through windows in
+the graph, and give what the Keras task model's own `predict` gives on the same raw strings."""
+
+import functools
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from kbert.data.ner_windows import NerWindows
+from kbert.data.squad_example import SquadExample
+from kbert.data.squad_windows import SquadWindows
+from kbert.data.token_rows import word_spans_of
+from kbert.export.tflite import interpreter
+from tests.export.conftest import (CONTEXTS, EMPTY_BATCHES, LONG_CONTEXT, LONG_TEXT, QA_WINDOWING, QUESTIONS,
+                                   TENSORFLOW_ONLY, TEXTS)
+
+pytestmark = TENSORFLOW_ONLY
+
+HUGE = LONG_TEXT * 4200  # 201,600 characters: more windows than an export reads
+
+
+@functools.cache
+def runners(root):
+    saved = tf.saved_model.load(str(root / "saved")).signatures["serving_default"]
+    return saved, interpreter(root / "tflite" / "text.tflite").get_signature_runner()
+
+
+def served(root, **inputs):
+    """`(name, outputs)` of the SavedModel and of text.tflite on the same strings."""
+    saved, lite = runners(root)
+    yield "saved_model", {k: v.numpy() for k, v in saved(**{k: tf.constant(v) for k, v in inputs.items()}).items()}
+    yield "tflite", lite(**{k: np.array(v, dtype=object) for k, v in inputs.items()})
+
+
+def served_entities(out, i, text):
+    spans = zip(out["entity_starts"][i].tolist(), out["entity_ends"][i].tolist())
+    return [{"type": kind.decode(), "text": text[start:end], "start": start, "end": end, "score": float(score)}
+            for kind, (start, end), score in zip(out["entity_types"][i], spans, out["entity_scores"][i])
+            ][: int(out["entity_count"][i])]
+
+
+def assert_same_entities(got, want):
+    assert [{**e, "score": 0} for e in got] == [{**e, "score": 0} for e in want]
+    np.testing.assert_allclose([e["score"] for e in got], [e["score"] for e in want], atol=2e-4)
+
+
+def test_ner_exports_equal_predict_over_windows(ner):
+    """Tags of every word and entities with their character spans as `BertTokenClassifier.predict`,
+    over the same windows (NerWindows counts them), an entity across a window boundary included."""
+    model, tokenizer, spec, root = ner
+    texts = [LONG_TEXT, *TEXTS]
+    expected = model.predict(texts, verbose=0)
+    spans = word_spans_of(tokenizer, texts)
+    windows = NerWindows(tokenizer, texts, spans, spec.max_length)
+    counts = np.bincount(windows.window_texts, minlength=len(texts))
+    assert counts[0] == 4 and counts[6] == 5  # LONG_TEXT and "a bad film " * 30 need several windows
+    # The first word of each later window of LONG_TEXT, and an entity over it and the word before.
+    firsts = [min(words[words >= 0]) for words in windows.token_words[windows.window_texts == 0][1:]]
+    assert any(e["start"] <= spans[0][w - 1][0] and e["end"] >= spans[0][w][1]
+               for e in expected[0]["entities"] for w in firsts)
+    assert max(e["end"] for e in expected[0]["entities"]) > 300
+    for name, out in served(root, texts=texts):
+        assert out["windows"].tolist() == counts.tolist(), name
+        assert not out["truncated"].any()
+        for i, (text, want) in enumerate(zip(texts, expected)):
+            assert [tag.decode() for tag in out["tags"][i, : out["word_count"][i]]] == want["tags"], (name, text)
+            assert_same_entities(served_entities(out, i, text), want["entities"])
+            if name == "saved_model":
+                assert [t.decode() for t in out["entity_texts"][i, : out["entity_count"][i]]] == [
+                    e["text"] for e in want["entities"]]
+            assert out["word_starts"][i, : out["word_count"][i]].tolist() == spans[i][:, 0].tolist()
+
+
+def test_ner_bad_inputs_give_flagged_outputs(ner):
+    """Empty and blank texts: no words, no entities. A 200 KB text: the first `max_windows` windows
+    are read, the same tags there as `predict`, and the output says `truncated`."""
+    model, tokenizer, spec, root = ner
+    texts = [*EMPTY_BATCHES[1], HUGE]
+    for name, out in served(root, texts=texts):
+        assert out["word_count"][:3].tolist() == [0, 0, 0] and out["entity_count"][:3].tolist() == [0, 0, 0]
+        assert out["windows"].tolist() == [1, 1, 1, spec.max_windows]
+        assert out["truncated"].tolist() == [False, False, False, True], name
+        words = int(out["word_count"][3])
+        read_to = int(out["word_ends"][3, words - 1])
+        assert 5000 < read_to < 20000
+        prefix = HUGE[: read_to + 500]  # the windows read are those of any text that starts so
+        want = model.predict([prefix], verbose=0)[0]
+        assert [tag.decode() for tag in out["tags"][3, :words]] == want["tags"][:words]
+        assert_same_entities(served_entities(out, 3, HUGE), [e for e in want["entities"] if e["end"] <= read_to])
+
+
+def nbest_lists(model, tokenizer, questions, contexts):
+    """`SquadWindows.decode`'s n best answers per question, the lists `predict` takes the first of."""
+    examples = [SquadExample(f"q{i}", q, c) for i, (q, c) in enumerate(zip(questions, contexts))]
+    windows = SquadWindows(tokenizer, examples, **QA_WINDOWING)
+    logits = model(windows.inputs)
+    lists = windows.decode(keras.ops.convert_to_numpy(logits["start_logits"]),
+                           keras.ops.convert_to_numpy(logits["end_logits"]), model.n_best, model.max_answer_length)
+    return lists, windows
+
+
+def test_qa_exports_equal_predict_over_windows(qa):
+    """The best span over all windows as `BertQuestionAnswerer.predict` (an answer only a late window
+    holds among them), and the n best as `SquadWindows.decode`."""
+    model, tokenizer, spec, root = qa
+    questions, contexts = [*QUESTIONS, "Who visited Paris?"], [*CONTEXTS, LONG_CONTEXT]
+    expected = model.predict((questions, contexts), verbose=0)
+    lists, windows = nbest_lists(model, tokenizer, questions, contexts)
+    counts = np.bincount(windows.window_examples, minlength=len(questions))
+    assert counts[-1] == 7
+    first_window_end = windows.offsets[windows.window_examples == len(questions) - 1][0, :, 1].max()
+    assert expected[-1]["start"] > first_window_end  # the answer lies beyond the first window
+    for name, out in served(root, questions=questions, contexts=contexts):
+        assert out["windows"].tolist() == counts.tolist()
+        assert out["truncated"].tolist() == [False, False, False, True, False]  # "who " * 20: cut to 6 tokens
+        for i, (want, listed) in enumerate(zip(expected, lists)):
+            assert (int(out["answer_start"][i]), int(out["answer_end"][i])) == (want["start"], want["end"]), name
+            assert bool(out["found"][i]) == (want["start"] >= 0)
+            np.testing.assert_allclose(out["score"][i], want["score"], atol=1e-4)
+            np.testing.assert_allclose(out["probability"][i], want["probability"], atol=1e-4)
+            listed_here = out["n_best_starts"][i] >= 0
+            assert list(zip(out["n_best_starts"][i][listed_here], out["n_best_ends"][i][listed_here])) == [
+                (a["start"], a["end"]) for a in listed]
+            np.testing.assert_allclose(out["n_best_probabilities"][i][listed_here], [a["probability"] for a in listed],
+                                       atol=1e-4)
+            if name == "saved_model":
+                assert out["answer_text"][i].decode() == want["text"]
+
+
+def test_qa_batches_without_a_wordpiece_give_the_keras_logits_of_cls_sep_sep(qa):
+    model, tokenizer, spec, root = qa
+    for texts in EMPTY_BATCHES:
+        expected = model(tokenizer(texts, texts, max_length=spec.max_length, truncation="only_second"))
+        for _, out in served(root, questions=texts, contexts=texts):
+            for key in ("start_logits", "end_logits"):
+                assert np.isfinite(out[key]).all()
+                np.testing.assert_allclose(out[key], keras.ops.convert_to_numpy(expected[key]), atol=1e-4)
+            assert out["found"].tolist() == [False] * len(texts)
+            assert out["answer_start"].tolist() == [-1] * len(texts)
+            assert out["windows"].tolist() == [1] * len(texts)
+
+
+def test_qa_bad_inputs_give_flagged_outputs(qa):
+    """An empty question and context, a question longer than the window, a context with nothing
+    to answer from, a 200 KB context: the answer `predict` gives (where it can run), flagged."""
+    model, tokenizer, spec, root = qa
+    questions = ["", "who " * 40, "Who visited Paris?", "Who visited Paris?"]
+    contexts = ["", LONG_CONTEXT, "\u200b \u200b", HUGE]
+    expected = model.predict((questions[:3], contexts[:3]), verbose=0)
+    for name, out in served(root, questions=questions, contexts=contexts):
+        assert out["truncated"].tolist() == [False, True, False, True], name
+        assert out["windows"][3] == spec.max_windows
+        assert out["found"].tolist() == [False, True, False, True]
+        for i, want in enumerate(expected):
+            assert (int(out["answer_start"][i]), int(out["answer_end"][i])) == (want["start"], want["end"])
+            np.testing.assert_allclose([out["score"][i], out["probability"][i]], [want["score"], want["probability"]],
+                                       atol=1e-4)
+        read = spec.max_windows * spec.doc_stride * 5  # characters: over 5 per token in HUGE
+        assert 0 <= out["answer_start"][3] < out["answer_end"][3] < read
