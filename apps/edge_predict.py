@@ -15,12 +15,13 @@ file and the `kbert_edge/` folder side by side, with the model folder. It needs 
 - `token_ids.tflite` (builtin ops only): text is tokenized by `kbert_edge.WordPiece`, a
   pure-Python BERT tokenizer over `vocab.txt` that gives kbert's ids and offsets on ordinary
   text. NER reads long texts through word-aligned windows and question answering through
-  overlapping windows (`doc_stride`), picking the best span over all of them: the parts
-  that do not convert to TFLite.
+  overlapping windows (`doc_stride`), picking the best span over all of them, as
+  `text.tflite` does inside its graph.
 - `text.tflite` (raw strings in): also needs tensorflow-text's TFLite kernels. They are
   loaded from the installed `tensorflow-text` package's native library without importing
   TensorFlow's Python modules (the library links `libtensorflow_framework.so.2`, which the
-  `tensorflow` wheel provides). One window per input: long texts are cut (`truncated`).
+  `tensorflow` wheel provides). Classifiers read one window per input (long texts are cut,
+  `truncated`); NER and QA read up to the export's `max_windows` windows per input.
 """
 
 import argparse

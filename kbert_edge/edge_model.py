@@ -49,7 +49,7 @@ class EdgeModel:
     `token_ids.tflite` (builtin ops only) gets its token ids from `WordPiece`; NER and question
     answering read long texts through windows here (`word_windows`, `question_windows`) and
     put the answers back together. `text.tflite` takes strings and needs tensorflow-text's
-    TFLite kernels; it reads one window per input.
+    TFLite kernels; for NER and QA it reads the same windows inside its graph.
 
     Args:
         path: str or path. `text.tflite` or `token_ids.tflite` from apps/export.py.
@@ -128,7 +128,7 @@ class EdgeModel:
 
     @staticmethod
     def _graph_entities(out, i, text):
-        """The entities text.tflite grouped in its graph (one window)."""
+        """The entities text.tflite grouped in its graph."""
         return [{"type": out["entity_types"][i, e].decode(), "text": text[out["entity_starts"][i, e] :
                                                                           out["entity_ends"][i, e]],
                  "start": int(out["entity_starts"][i, e]), "end": int(out["entity_ends"][i, e]),
