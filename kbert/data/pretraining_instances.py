@@ -1,7 +1,6 @@
 """Raw text to BERT pretraining pairs, as google-research/bert's create_pretraining_data.py."""
 
 import itertools
-import json
 import os
 import pathlib
 import re
@@ -10,6 +9,7 @@ import zlib
 import numpy as np
 
 from kbert.data.text_file import DataFormatError, open_text, utf8_error
+from kbert.saving import SETTINGS_FILE, read_json
 
 # A sentence ends at . ! or ? (plus closing quotes or brackets) before a capitalized word;
 # common English titles are not ends.
@@ -136,7 +136,7 @@ def run_corpus(folder):
     >>> run_corpus(folder)
     (['/data/a.txt'], 0.02)
     """
-    settings = json.loads((pathlib.Path(folder) / "settings.json").read_text("utf-8"))
+    settings = read_json(pathlib.Path(folder) / SETTINGS_FILE)
     return [file["path"] for file in settings["corpus"]], settings["holdout_fraction"]
 
 

@@ -1,11 +1,11 @@
 import json
-import os
 import pathlib
 import shutil
 
 import keras
 import numpy as np
 
+from kbert.saving import read_json, write_json_atomic
 from kbert.training.non_finite_loss import NonFiniteLossError, non_finite_weights, stop_message
 from kbert.training.training_logs import LOG_NAMES
 
@@ -72,7 +72,7 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
 
     def _metadata(self):
         path = pathlib.Path(self._training_metadata_path)
-        return json.loads(path.read_text()) if path.is_file() else None
+        return read_json(path, missing=None)
 
     def _load_model(self):
         metadata = self._metadata()
@@ -134,9 +134,7 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
         if arrays:
             metadata["arrays"] = f"step-{step}.arrays.npz"
             np.savez(folder / metadata["arrays"], *arrays)
-        partial = folder / f"partial.{METADATA_FILE}"
-        partial.write_text(json.dumps(metadata))
-        os.replace(partial, self._training_metadata_path)
+        write_json_atomic(self._training_metadata_path, metadata)
         for path in folder.iterdir():  # earlier backups, and a write a kill cut short (the fit's logs stay)
             if path.name not in (METADATA_FILE, metadata["weights"], metadata.get("arrays"), *LOG_NAMES):
                 path.unlink()
