@@ -37,6 +37,19 @@ def tiny_batch(batch=3, length=7, vocabulary_size=50, seed=0):
     }
 
 
+class Kill(keras.callbacks.Callback):
+    """Interrupts `fit` as a kill would (KeyboardInterrupt) at the end of epoch `epoch`, after the
+    callbacks before it in the list (a backup among them)."""
+
+    def __init__(self, epoch):
+        super().__init__()
+        self.epoch = epoch
+
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch == self.epoch:
+            raise KeyboardInterrupt
+
+
 def app_module(name):
     """apps/NAME.py, imported from its path (apps/ is not a package).
 

@@ -13,7 +13,7 @@ from kbert.data.pretraining_dataset import pretraining_dataset
 from kbert.tasks.bert_pretrainer import BertPretrainer
 from kbert.text import BertTokenizer
 from kbert.optimizers import bert_adamw
-from tests.conftest import TINY, tiny_batch
+from tests.conftest import TINY, Kill, tiny_batch
 
 WORDS = ["the", "cat", "dog", "sat", "ran", "on", "mat", "far", "home", "and"]
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", *WORDS]
@@ -120,24 +120,12 @@ def test_evaluate_on_a_finite_dataset_counts_each_batch_once(corpus, masking):
         assert logs[key] == pytest.approx(expected, rel=1e-5), key
 
 
-class Kill(keras.callbacks.Callback):
-    """Stops the run as a kill would, after `epoch` epochs."""
-
-    def __init__(self, epoch):
-        super().__init__()
-        self.epoch = epoch
-
-    def on_epoch_begin(self, epoch, logs=None):
-        if epoch == self.epoch:
-            raise KeyboardInterrupt
-
-
 def test_a_killed_run_resumes_at_the_same_step(corpus, tmp_path):
     backup = tmp_path / "backup"
     model = tiny_pretrainer(steps=12)
     with pytest.raises(KeyboardInterrupt):
         model.fit(tiny_data(corpus), epochs=4, steps_per_epoch=3, shuffle=False, verbose=0,
-                  callbacks=[AtomicBackupAndRestore(backup, 3), Kill(2)])
+                  callbacks=[AtomicBackupAndRestore(backup, 3), Kill(1)])  # after 2 epochs
     saved = {w.path: ops.convert_to_numpy(w) for w in model.weights}
     (backup / "partial.weights.h5").write_bytes(b"half a file")  # killed while writing
 

@@ -1,4 +1,4 @@
-"""Backups that a killed fit resumes from, and runs whose loss goes non-finite: stopped, the last good backup kept."""
+"""Backups that a killed fit resumes from, and that never replace the last good one with a non-finite model."""
 
 import json
 
@@ -6,38 +6,14 @@ import keras
 import numpy as np
 import pytest
 
-from kbert.training import AtomicBackupAndRestore, NonFiniteLossError, StopOnNonFiniteLoss
+from kbert.training import AtomicBackupAndRestore, NonFiniteLossError
+from tests.conftest import Kill
+from tests.training.conftest import dense_model
 
 
-def dense_model(learning_rate, seed=0):
-    keras.utils.set_random_seed(seed)
-    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
-    model.compile(keras.optimizers.SGD(learning_rate), "mse")
-    return model
-
-
-class Kill(keras.callbacks.Callback):
-    """Interrupts `fit` at the end of an epoch, after the backups before it in the list."""
-
-    def __init__(self, epoch):
-        super().__init__()
-        self.epoch = epoch
-
-    def on_epoch_end(self, epoch, logs=None):
-        if epoch == self.epoch:
-            raise KeyboardInterrupt
-
-
-def test_non_finite_loss_stops_the_run_and_keeps_the_last_good_backup(tmp_path):
+def test_a_backup_refuses_a_non_finite_epoch_and_keeps_the_last_good_one(tmp_path):
     x, y = np.ones((1, 2)), np.ones((1, 1))  # SGD at 1e30: the weights reach 1e30, the loss inf at step 2
-    backup = AtomicBackupAndRestore(tmp_path / "backup")
-    with pytest.raises(NonFiniteLossError, match=r"The training loss is inf at step 2: training stopped and the "
-                                                 r"last good checkpoint, .*backup \(epoch 1, step 1\), is kept"):
-        dense_model(1e30).fit(x, y, epochs=3, callbacks=[StopOnNonFiniteLoss(backup), backup], verbose=0)
-    metadata = json.loads((tmp_path / "backup" / "training_metadata.json").read_text())
-    assert (metadata["epoch"], metadata["step"], metadata["history"]["loss"][0] < 1e3) == (1, 1, True)
-
-    alone = AtomicBackupAndRestore(tmp_path / "alone")  # without the callback: the epoch's end refuses to back up
+    alone = AtomicBackupAndRestore(tmp_path / "alone")  # without StopOnNonFiniteLoss: the epoch's end refuses
     with pytest.raises(NonFiniteLossError, match=r"epoch's training loss is inf at step 2.*alone \(epoch 1, step 1\)"):
         dense_model(1e30).fit(x, y, epochs=3, callbacks=[alone], verbose=0)
     restored = dense_model(1e30)
