@@ -113,8 +113,8 @@ class EdgeModel:
             return [{"text": t, "embedding": e.tolist()} for t, e in zip(texts, out["embeddings"])]
         if task == "classifier":
             return [self._classification(out, i, text) for i, text in enumerate(texts)]
-        return [{"text": text, "entities": self._graph_entities(out, i, text), "truncated": bool(out["truncated"][i])}
-                for i, text in enumerate(texts)]
+        return [{"text": text, "entities": self._graph_entities(out, i, text), "truncated": bool(out["truncated"][i]),
+                 "windows": int(out["windows"][i])} for i, text in enumerate(texts)]
 
     def _classification(self, out, i, text):
         names = self.spec["label_names"]
@@ -171,7 +171,7 @@ class EdgeModel:
             start, end = int(out["answer_start"][0]), int(out["answer_end"][0])
             return {"text": context[start:end], "start": start, "end": end, "score": float(out["score"][0]),
                     "probability": float(out["probability"][0]), "found": True,
-                    "truncated": bool(out["truncated"][0])}
+                    "truncated": bool(out["truncated"][0]), "windows": int(out["windows"][0])}
         question_ids = self.tokenizer.tokenize(question)[0][: spec["max_question_length"]]
         context_ids, context_spans, _ = self.tokenizer.tokenize(context)
         windows = question_windows(len(question_ids), len(context_ids), self.max_length, spec["doc_stride"])

@@ -2,6 +2,7 @@
 the graph, and give what the Keras task model's own `predict` gives on the same raw strings."""
 
 import functools
+import json
 
 import keras
 import numpy as np
@@ -13,7 +14,7 @@ from kbert.data.squad_windows import SquadWindows
 from kbert.data.token_rows import word_spans_of
 from kbert.export.tflite import interpreter
 from tests.export.conftest import (CONTEXTS, EMPTY_BATCHES, LONG_CONTEXT, LONG_TEXT, QA_WINDOWING, QUESTIONS,
-                                   TENSORFLOW_ONLY, TEXTS)
+                                   TENSORFLOW_ONLY, TEXTS, run_edge_predict)
 
 pytestmark = TENSORFLOW_ONLY
 
@@ -158,3 +159,18 @@ def test_qa_bad_inputs_give_flagged_outputs(qa):
                                        atol=1e-4)
         read = spec.max_windows * spec.doc_stride * 5  # characters: over 5 per token in HUGE
         assert 0 <= out["answer_start"][3] < out["answer_end"][3] < read
+
+
+def test_edge_predict_on_text_tflite_reads_every_window(ner, qa):
+    """apps/edge_predict.py (LiteRT, no Keras) on text.tflite: a long text's entities and a long
+    context's answer as `predict` gives them."""
+    (ner_model, *_, ner_root), (qa_model, *_, qa_root) = ner, qa
+    line = json.loads(run_edge_predict(ner_root / "tflite" / "text.tflite", LONG_TEXT, "--json").stdout)
+    assert (line["windows"], line["truncated"]) == (4, False)
+    assert_same_entities(line["entities"], ner_model.predict([LONG_TEXT], verbose=0)[0]["entities"])
+    answer = json.loads(run_edge_predict(qa_root / "tflite" / "text.tflite", "--question", "Who visited Paris?",
+                                         "--context", LONG_CONTEXT, "--json").stdout)
+    want = qa_model.predict((["Who visited Paris?"], [LONG_CONTEXT]), verbose=0)[0]
+    assert (answer["start"], answer["end"], answer["text"], answer["windows"]) == (want["start"], want["end"],
+                                                                                   want["text"], 7)
+    np.testing.assert_allclose(answer["score"], want["score"], atol=1e-4)
