@@ -99,7 +99,22 @@ def model_parallel(mesh_shape, config=None, devices=None):
     mesh = keras.distribution.DeviceMesh(mesh_shape, ("batch", "model"), devices=devices)
     if config is not None:
         check_mesh(config, mesh)
-    return keras.distribution.ModelParallel(layout_map=bert_layout_map(mesh), batch_dim_name="batch")
+    return _CheckedModelParallel(layout_map=bert_layout_map(mesh), batch_dim_name="batch")
+
+
+class _CheckedModelParallel(keras.distribution.ModelParallel):
+    """`ModelParallel` whose layouts refuse, naming the numbers, a weight the mesh does not divide
+    (JAX's own IndivisibleError would come from deep in the variable's creation)."""
+
+    def get_variable_layout(self, variable):
+        layout = super().get_variable_layout(variable)
+        mesh = self.device_mesh
+        for size, axis in zip(variable.shape, layout.axes):
+            parts = 1 if axis is None else int(mesh.shape[mesh.axis_names.index(axis)])
+            if size % parts:
+                raise ValueError(f"The mesh's {axis} dimension {parts} does not divide {variable.path}'s size {size} "
+                                 f"(shape {tuple(variable.shape)}); choose a {axis} dimension that divides {size}.")
+        return layout
 
 
 def get(name, mesh_shape=None, config=None):

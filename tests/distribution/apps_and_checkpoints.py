@@ -72,12 +72,20 @@ def main(init, work):
     from kbert.saving import load_run
     from tests.tasks.conftest import write_sentiment_tsv
 
+    from kbert.saving import BACKBONE_FILE
+    from tests.conftest import TINY
+
     data = write_sentiment_tsv(work / "train.tsv", rows=24)
+    uneven = work / "hidden_6"  # a backbone whose hidden size 6 the model dimension 4 does not divide
+    uneven.mkdir()
+    kbert.BertBackbone(**{**TINY, "hidden_dim": 6}).save(uneven / BACKBONE_FILE)
+    (uneven / "vocab.txt").write_text((pathlib.Path(init) / "vocab.txt").read_text())
     results, arrays = {"devices": len(keras.distribution.list_devices())}, {}
     train = ["train", "--data", str(data), "--init", str(init), "--epochs", "1", "--batch-size", "8",
              "--progress", "0"]
     for name, extra in {"heads": ["--distribution", "model", "--mesh", "2x4"],
                         "preset_heads": ["--init", "bert_tiny", "--distribution", "model", "--mesh", "2x4"],
+                        "folder_hidden": ["--init", str(uneven), "--distribution", "model", "--mesh", "2x4"],
                         "product": ["--distribution", "model", "--mesh", "3x3"],
                         "no_mesh": ["--distribution", "model"],
                         "mesh_without_model": ["--distribution", "data", "--mesh", "8x1"],

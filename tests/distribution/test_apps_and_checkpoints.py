@@ -24,6 +24,7 @@ def spawned(tiny_init, tmp_path_factory):  # noqa: F811 (the imported fixture)
 @pytest.mark.parametrize("case, message", [
     ("heads", "model dimension 4 does not divide num_heads=2 of the model"),  # a folder: checked when fit starts
     ("preset_heads", "model dimension 4 does not divide num_heads=2 of the model"),  # a preset: checked first
+    ("folder_hidden", "model dimension 4 does not divide token_embedding/embeddings's size 6 (shape (50, 6))"),
     ("product", "The mesh 3x3 must be 2 numbers whose product is the number of devices, 8."),
     ("no_mesh", "--distribution model needs --mesh REPLICASxSHARDS"),
     ("mesh_without_model", "--mesh 8x1 is for --distribution model (got --distribution data)"),
