@@ -20,7 +20,7 @@ segment sums): TFLite builtins, besides the tokenizer's tensorflow-text ops.
 
 import tensorflow as tf
 
-from kbert.data.token_rows import UNLIMITED
+from kbert.data.window_tensors import pick, question_window_rows, whole_texts, window_rows
 
 FLOOR = -3e38  # below every logit: marks the places that hold no candidate
 
@@ -35,44 +35,6 @@ def substrings(texts, starts, ends):
     texts = tf.broadcast_to(texts[:, tf.newaxis] if texts.shape.rank == 1 else texts, tf.shape(starts))
     pieces = tf.strings.substr(texts, tf.maximum(starts, 0), tf.maximum(ends - starts, 0), unit="UTF8_CHAR")
     return tf.where(starts >= 0, pieces, "")
-
-
-def whole_texts(tokenizer, texts):
-    """Every token of each text, without special tokens: `(ids, offsets, word_ids, lengths)`.
-
-    ids and word ids (batch, n + 1), offsets (batch, n + 1, 2), where n is the most tokens of
-    a text in the batch; columns from a text's length on hold padding (word id -1).
-    """
-    encoded = tokenizer.encode(texts, max_length=UNLIMITED, padding="longest", return_offsets=True)
-    lengths = tf.reduce_sum(encoded["padding_mask"], axis=1) - 2
-    return encoded["token_ids"][:, 1:], encoded["offsets"][:, 1:], encoded["word_ids"][:, 1:], lengths
-
-
-def window_rows(counts):
-    """`(example, window)` of each row when example b has `counts[b]` windows, rows in order.
-
-    Example:
-    >>> [x.numpy().tolist() for x in window_rows(tf.constant([2, 1]))]
-    [[0, 0, 1], [0, 1, 0]]
-    """
-    most = tf.reduce_max(tf.concat([counts, [0]], axis=0))
-    valid = tf.range(most)[tf.newaxis, :] < counts[:, tf.newaxis]
-    where = tf.cast(tf.where(valid), tf.int32)
-    return where[:, 0], where[:, 1]
-
-
-def pick(values, rows, columns):
-    """values[rows[i], columns[i, j]] for each row i and column j (columns clipped into range).
-
-    `values` may have more axes after the first two: they are kept.
-
-    Example:
-    >>> pick(tf.constant([[5, 6, 7], [8, 9, 10]]), tf.constant([1, 0]), tf.constant([[0, 2], [1, 9]])).numpy().tolist()
-    [[8, 10], [6, 7]]
-    """
-    columns = tf.clip_by_value(columns, 0, tf.shape(values)[1] - 1) + tf.zeros_like(rows)[:, tf.newaxis]
-    rows = tf.broadcast_to(rows[:, tf.newaxis], tf.shape(columns))
-    return tf.gather_nd(values, tf.stack([rows, columns], axis=-1))
 
 
 def scatter(values, rows, columns, where, shape):
@@ -214,54 +176,31 @@ def ner_outputs(logits, layout, label_names):
 
 
 def question_windows(tokenizer, questions, contexts, spec):
-    """`[CLS] question [SEP] context window [SEP]` rows, strided as `kbert_edge.windows.question_windows`.
+    """The rows of `kbert.data.window_tensors.question_window_rows` and each token's max context.
 
     Questions are cut to `max_question_length` tokens (at most `max_length - 4`, so that a
     window always holds a context token). Returns `(inputs, layout)`.
     """
     kept = max(min(spec.max_question_length, spec.max_length - 4), 0)
-    asked = tokenizer.encode(questions, max_length=kept + 2, padding="longest", return_lengths=True)
-    question_ids = asked["token_ids"][:, 1:]
-    question_length = tf.reduce_sum(asked["padding_mask"], axis=1) - 2
-    ids, offsets, _, context_length = whole_texts(tokenizer, contexts)
-    budget = spec.max_length - question_length - 3
-    step = tf.minimum(budget, spec.doc_stride)
-    needed = 1 + tf.maximum(0, -(-(context_length - budget) // step))
-    windows = tf.minimum(needed, spec.max_windows)
-    example, window = window_rows(windows)
-    step, budget, context_length = (tf.gather(x, example) for x in (step, budget, context_length))
-    begin = window * step
-    size = tf.minimum(budget, context_length - begin)
-    first = tf.gather(question_length, example)[:, tf.newaxis] + 2  # where the context starts in each row
-    total = first + size[:, tf.newaxis] + 1
-    width = spec.max_length if spec.padding == "max_length" else tf.reduce_max(tf.concat([total[:, 0], [3]], 0))
-    place = tf.range(width)[tf.newaxis, :]
-    in_question = (place >= 1) & (place < first - 1)
-    in_context = (place >= first) & (place < total - 1)
-    real = place < total
-    source = begin[:, tf.newaxis] + place - first  # the context token at each place
-    token_ids = tf.where(place == 0, tokenizer.cls_token_id, tokenizer.sep_token_id)
-    token_ids = tf.where(in_question, pick(question_ids, example, place - 1), token_ids)
-    token_ids = tf.where(in_context, pick(ids, example, source), token_ids)
-    inputs = {"token_ids": tf.where(real, token_ids, tokenizer.pad_token_id),
-              "segment_ids": tf.clip_by_value(place - first + 1, 0, 1) * tf.clip_by_value(total - place, 0, 1),
-              "padding_mask": tf.clip_by_value(total - place, 0, 1)}  # arithmetic: see `ner_windows`
+    rows = question_window_rows(tokenizer, questions, contexts, spec.max_length, spec.doc_stride, kept,
+                                spec.max_windows, spec.max_length if spec.padding == "max_length" else None)
+    example, windows, in_context, source = rows["example"], rows["windows"], rows["in_context"], rows["source"]
     # BERT's max-context rule: of the windows holding a token, the one where min(tokens left,
     # tokens right) + 0.01 * window length is largest (the earliest of equals), in hundredths.
     reach = -(-(spec.max_length - 3) // spec.doc_stride)  # most windows after (or before) one that overlap it
-    other = window[:, tf.newaxis] + tf.range(-reach, reach + 1)[tf.newaxis, :]
-    other_begin = other * step[:, tf.newaxis]
-    other_end = tf.minimum(other_begin + budget[:, tf.newaxis], context_length[:, tf.newaxis])
+    other = rows["window"][:, tf.newaxis] + tf.range(-reach, reach + 1)[tf.newaxis, :]
+    other_begin = other * rows["step"][:, tf.newaxis]
+    other_end = tf.minimum(other_begin + rows["budget"][:, tf.newaxis], rows["context_length"][:, tf.newaxis])
     exists = (other >= 0) & (other < tf.gather(windows, example)[:, tf.newaxis])
     token = tf.expand_dims(source, 2)
     left, right = token - tf.expand_dims(other_begin, 1), tf.expand_dims(other_end, 1) - 1 - token
     holds = tf.expand_dims(exists, 1) & (left >= 0) & (right >= 0)
     score = tf.where(holds, 100 * tf.minimum(left, right) + tf.expand_dims(other_end - other_begin, 1), -1)
     max_context = in_context & tf.equal(tf.argmax(score, axis=-1, output_type=tf.int32), reach)
-    layout = {"offsets": tf.where(tf.expand_dims(in_context, 2), pick(offsets, example, source), -1),
+    layout = {"offsets": tf.where(tf.expand_dims(in_context, 2), pick(rows["offsets"], example, source), -1),
               "context": in_context, "max_context": max_context, "example": example, "windows": windows,
-              "truncated": (needed > spec.max_windows) | (asked["lengths"] - 2 > kept)}
-    return inputs, layout
+              "truncated": (rows["needed"] > spec.max_windows) | rows["question_cut"]}
+    return rows["inputs"], layout
 
 
 def qa_outputs(start_logits, end_logits, layout, n_best, max_answer_length):

@@ -2,6 +2,7 @@ import keras
 
 from kbert.data.squad_example import SquadExample
 from kbert.data.squad_windows import SquadWindows
+from kbert.data.window_tensors import question_window_rows
 from kbert.tasks.bert_preprocessor import BertPreprocessor, Prepared, text_pairs
 
 
@@ -59,50 +60,22 @@ class BertQuestionAnswererPreprocessor(BertPreprocessor):
         import tensorflow as tf
 
         questions, contexts = x
-        asked = self.tokenizer.encode(questions, max_length=self.max_question_length + 2, padding="longest")
-        read = self.tokenizer.encode(contexts, max_length=2**30, padding="longest", return_offsets=True)
-        question_ids, context_ids = asked["token_ids"][:, 1:], read["token_ids"][:, 1:]
-        offsets = read["offsets"][:, 1:]
-        question_length = tf.reduce_sum(asked["padding_mask"], 1) - 2
-        context_length = tf.reduce_sum(read["padding_mask"], 1) - 2
-        budget = self.sequence_length - question_length - 3
-        tf.debugging.assert_positive(budget, f"sequence_length={self.sequence_length} leaves no room "
+        rows = question_window_rows(self.tokenizer, questions, contexts, self.sequence_length, self.doc_stride,
+                                    self.max_question_length)
+        tf.debugging.assert_positive(rows["budget"], f"sequence_length={self.sequence_length} leaves no room "
                                      "for the context after a question")
-        step = tf.minimum(budget, self.doc_stride)
-        windows = 1 + tf.maximum(0, -(-(context_length - budget) // step))
-        example = tf.repeat(tf.range(tf.shape(windows)[0]), windows)  # the example of each window
-        begin = (tf.range(tf.shape(example)[0]) - tf.gather(tf.cumsum(windows, exclusive=True), example)
-                 ) * tf.gather(step, example)
-        length = tf.minimum(tf.gather(budget, example), tf.gather(context_length, example) - begin)
-        asked_length = tf.gather(question_length, example)[:, tf.newaxis]
-        first = asked_length + 2  # where the context starts in each window
-        total = first + length[:, tf.newaxis] + 1
-        position = tf.range(tf.reduce_max(total))[tf.newaxis, :]
-        in_question = (position >= 1) & (position <= asked_length)
-        in_context = (position >= first) & (position < total - 1)
-
-        def pick(ids, index):  # ids[example of each window, index] for each window and position
-            index = tf.broadcast_to(tf.clip_by_value(index, 0, tf.shape(ids)[1] - 1), tf.shape(in_context))
-            return tf.gather(tf.gather(ids, example), index, batch_dims=1)
-
-        special = tf.where(position == 0, self.tokenizer.cls_token_id, self.tokenizer.sep_token_id)
-        token_ids = tf.where(in_question, pick(question_ids, position - 1), special)
-        token_ids = tf.where(in_context, pick(context_ids, begin[:, tf.newaxis] + position - first), token_ids)
-        real = position < total
-        inputs = {"token_ids": tf.where(real, token_ids, self.tokenizer.pad_token_id),
-                  "segment_ids": tf.cast((position >= first) & real, tf.int32),
-                  "padding_mask": tf.cast(real, tf.int32)}
+        inputs, offsets, example, begin, first = (rows[k] for k in ("inputs", "offsets", "example", "begin", "first"))
         if y is None:
             return self.pad_to_multiple(inputs)
         start = tf.cast(y["answer_start"], tf.int32)[:, tf.newaxis]
         end = start + tf.strings.length(y["text"], unit="UTF8_CHAR")[:, tf.newaxis]
-        in_text = tf.range(tf.shape(context_ids)[1])[tf.newaxis, :] < context_length[:, tf.newaxis]
+        in_text = tf.range(tf.shape(offsets)[1])[tf.newaxis, :] < rows["context_lengths"][:, tf.newaxis]
         overlap = in_text & (offsets[..., 1] > start) & (offsets[..., 0] < end)
         found = tf.reduce_any(overlap, 1)
         answer_first = tf.gather(tf.argmax(tf.cast(overlap, tf.int32), 1, output_type=tf.int32), example)
         answer_last = tf.gather(tf.shape(overlap)[1] - 1 - tf.argmax(
             tf.cast(overlap[:, ::-1], tf.int32), 1, output_type=tf.int32), example)
-        holds = (begin <= answer_first) & (answer_last < begin + length)
+        holds = (begin <= answer_first) & (answer_last < begin + rows["size"])
         targets = {"start_logits": tf.where(holds, first[:, 0] + answer_first - begin, 0),
                    "end_logits": tf.where(holds, first[:, 0] + answer_last - begin, 0)}
         keep = tf.gather(found, example)

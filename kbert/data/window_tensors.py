@@ -1,0 +1,113 @@
+"""Windows over whole texts built from string tensors, in TensorFlow ops that TFLite also runs.
+
+`question_window_rows` makes SQuAD's strided windows (those of `kbert_edge.windows.question_windows`,
+which `kbert.data.SquadWindows` packs in numpy) for `BertQuestionAnswererPreprocessor.call` in
+`tf.data` and for the exported QA graph (`kbert.export.long_inputs`).
+"""
+
+import tensorflow as tf
+
+from kbert.data.token_rows import UNLIMITED
+
+
+def whole_texts(tokenizer, texts):
+    """Every token of each text, without special tokens: `(ids, offsets, word_ids, lengths)`.
+
+    ids and word ids (batch, n + 1), offsets (batch, n + 1, 2), where n is the most tokens of
+    a text in the batch; columns from a text's length on hold padding (word id -1).
+    """
+    encoded = tokenizer.encode(texts, max_length=UNLIMITED, padding="longest", return_offsets=True)
+    lengths = tf.reduce_sum(encoded["padding_mask"], axis=1) - 2
+    return encoded["token_ids"][:, 1:], encoded["offsets"][:, 1:], encoded["word_ids"][:, 1:], lengths
+
+
+def window_rows(counts):
+    """`(example, window)` of each row when example b has `counts[b]` windows, rows in order.
+
+    Example:
+    >>> [x.numpy().tolist() for x in window_rows(tf.constant([2, 1]))]
+    [[0, 0, 1], [0, 1, 0]]
+    """
+    most = tf.reduce_max(tf.concat([counts, [0]], axis=0))
+    valid = tf.range(most)[tf.newaxis, :] < counts[:, tf.newaxis]
+    where = tf.cast(tf.where(valid), tf.int32)
+    return where[:, 0], where[:, 1]
+
+
+def pick(values, rows, columns):
+    """values[rows[i], columns[i, j]] for each row i and column j (columns clipped into range).
+
+    `values` may have more axes after the first two: they are kept.
+
+    Example:
+    >>> pick(tf.constant([[5, 6, 7], [8, 9, 10]]), tf.constant([1, 0]), tf.constant([[0, 2], [1, 9]])).numpy().tolist()
+    [[8, 10], [6, 7]]
+    """
+    columns = tf.clip_by_value(columns, 0, tf.shape(values)[1] - 1) + tf.zeros_like(rows)[:, tf.newaxis]
+    rows = tf.broadcast_to(rows[:, tf.newaxis], tf.shape(columns))
+    return tf.gather_nd(values, tf.stack([rows, columns], axis=-1))
+
+
+def question_window_rows(tokenizer, questions, contexts, sequence_length, doc_stride, max_question_length,
+                         max_windows=None, width=None):
+    """`[CLS] question [SEP] context window [SEP]` rows for every window of every question.
+
+    Each window holds `sequence_length - question tokens - 3` context tokens and starts
+    `min(that, doc_stride)` tokens after the previous one; the last ends at the context's end.
+    Questions are cut to `max_question_length` tokens, which must leave a context token.
+
+    Args:
+        tokenizer: `kbert.text.BertTokenizer`.
+        questions, contexts: string tensors (batch,).
+        sequence_length, doc_stride, max_question_length: int.
+        max_windows: int or None. Most windows per question (None: all).
+        width: int or None. Row length (None: the longest row).
+
+    Returns a dict: `inputs` (`token_ids`, `segment_ids`, `padding_mask`: (rows, width) int32);
+    per row `example`, `window` (its index among its question's), `begin` (its first context
+    token), `size` (its context tokens), `budget`, `step`, `context_length`; per row and place
+    `place` (1, width), `first` (rows, 1: the place of the first context token), `in_context`
+    and `source` (the context token at each place); per question `windows` (rows made),
+    `needed` (rows without `max_windows`) and `question_cut`; per context `offsets` (batch,
+    n + 1, 2) and `context_lengths`.
+
+    Example:
+    >>> from kbert.text import BertTokenizer
+    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "?"])
+    >>> rows = question_window_rows(tokenizer, tf.constant(["a?"]), tf.constant(["a b a b a"]), 8, 2, 4)
+    >>> rows["inputs"]["token_ids"].numpy().tolist()
+    [[2, 5, 7, 3, 5, 6, 5, 3], [2, 5, 7, 3, 5, 6, 5, 3]]
+    """
+    asked = tokenizer.encode(questions, max_length=max_question_length + 2, padding="longest", return_lengths=True)
+    question_ids = asked["token_ids"][:, 1:]
+    question_length = tf.reduce_sum(asked["padding_mask"], axis=1) - 2
+    ids, offsets, _, context_lengths = whole_texts(tokenizer, contexts)
+    budget = sequence_length - question_length - 3
+    step = tf.minimum(budget, doc_stride)
+    needed = 1 + tf.maximum(0, -(-(context_lengths - budget) // step))
+    windows = needed if max_windows is None else tf.minimum(needed, max_windows)
+    example, window = window_rows(windows)
+    budget, step, context_length = (tf.gather(x, example) for x in (budget, step, context_lengths))
+    begin = window * step
+    size = tf.minimum(budget, context_length - begin)
+    first = tf.gather(question_length, example)[:, tf.newaxis] + 2
+    total = first + size[:, tf.newaxis] + 1
+    if width is None:
+        width = tf.reduce_max(tf.concat([total[:, 0], [3]], 0))
+    place = tf.range(width)[tf.newaxis, :]
+    in_question = (place >= 1) & (place < first - 1)
+    in_context = (place >= first) & (place < total - 1)
+    source = begin[:, tf.newaxis] + place - first
+    token_ids = tf.where(place == 0, tokenizer.cls_token_id, tokenizer.sep_token_id)
+    token_ids = tf.where(in_question, pick(question_ids, example, place - 1), token_ids)
+    token_ids = tf.where(in_context, pick(ids, example, source), token_ids)
+    # The masks by arithmetic, not cast from bools: the TFLite converter folds the model's cast
+    # of such a mask back into the bool, whose new axis TFLite's STRIDED_SLICE cannot take.
+    padding_mask = tf.clip_by_value(total - place, 0, 1)
+    inputs = {"token_ids": tf.where(place < total, token_ids, tokenizer.pad_token_id),
+              "segment_ids": tf.clip_by_value(place - first + 1, 0, 1) * padding_mask, "padding_mask": padding_mask}
+    return {"inputs": inputs, "example": example, "window": window, "begin": begin, "size": size, "budget": budget,
+            "step": step, "context_length": context_length, "place": place, "first": first,
+            "in_context": in_context, "source": source, "windows": windows, "needed": needed,
+            "question_cut": asked["lengths"] - 2 > max_question_length, "offsets": offsets,
+            "context_lengths": context_lengths}
