@@ -74,14 +74,13 @@ def per_device_bytes(variables, distribution):
 def build(preset, distribution, deferred):
     """A BertPretrainer of `preset` and its built bert_adamw under `distribution`."""
     import keras
-    from keras.src.backend.common.stateless_scope import StatelessScope
 
     from kbert import BertBackbone, BertPretrainer
     from kbert.optimizers import bert_adamw
 
     keras.distribution.set_distribution(distribution)
     optimizer = bert_adamw(1e-4, total_steps=100)  # its step counter: created with a value, never deferred
-    with StatelessScope(initialize_variables=False) if deferred else contextlib.nullcontext():
+    with keras.StatelessScope(initialize_variables=False) if deferred else contextlib.nullcontext():
         model = BertPretrainer(BertBackbone.from_preset(preset), next_sentence=False, compile=False)
         if deferred:
             for variable in model.trainable_variables:  # as Keras does when it creates the value

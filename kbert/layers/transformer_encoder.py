@@ -2,8 +2,6 @@ import functools
 
 import keras
 from keras import ops
-from keras.src.backend.common.remat import remat
-from keras.src.backend.common.stateless_scope import StatelessScope
 
 from kbert.layers.multi_head_self_attention import MultiHeadSelfAttention
 
@@ -111,12 +109,12 @@ class TransformerEncoder(keras.layers.Layer):
         states = self.non_trainable_variables  # the dropout seeds
 
         def pure_call(values, args, kwargs, training):
-            with StatelessScope(state_mapping=zip(variables, values)) as scope:
+            with keras.StatelessScope(state_mapping=zip(variables, values)) as scope:
                 outputs = layer_call(*args, training=training, **kwargs)
                 return outputs, [scope.get_current_value(v) for v in states]
 
         def call_with_static_training(*args, training=None, **kwargs):
-            checkpointed = remat(functools.partial(pure_call, training=training))
+            checkpointed = keras.remat(functools.partial(pure_call, training=training))
             outputs, new_states = checkpointed([v.value for v in variables], args, kwargs)
             for variable, value in zip(states, new_states):
                 if value is not None:
