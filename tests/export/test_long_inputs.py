@@ -13,6 +13,7 @@ from kbert.data.squad_example import SquadExample
 from kbert.data.squad_windows import SquadWindows
 from kbert.data.token_rows import word_spans_of
 from kbert.export.tflite import interpreter
+from tests.conftest import app_module
 from tests.export.conftest import (CONTEXTS, EMPTY_BATCHES, LONG_CONTEXT, LONG_TEXT, QA_WINDOWING, QUESTIONS,
                                    TENSORFLOW_ONLY, TEXTS, run_edge_predict)
 
@@ -174,3 +175,14 @@ def test_edge_predict_on_text_tflite_reads_every_window(ner, qa):
     assert (answer["start"], answer["end"], answer["text"], answer["windows"]) == (want["start"], want["end"],
                                                                                    want["text"], 7)
     np.testing.assert_allclose(answer["score"], want["score"], atol=1e-4)
+
+
+def test_export_app_max_windows(ner, tmp_path):
+    """apps/export.py --max-windows 2: the SavedModel reads two windows of a four-window text, says
+    `truncated`, and records the setting in export.json."""
+    root = ner[-1]
+    app_module("export").main(["--model", str(root / "run"), "--format", "saved_model", "--max-windows", "2",
+                               "--out", str(tmp_path / "two")])
+    assert json.loads((tmp_path / "two" / "export.json").read_text())["max_windows"] == 2
+    out = tf.saved_model.load(str(tmp_path / "two")).signatures["serving_default"](texts=tf.constant([LONG_TEXT, ""]))
+    assert out["windows"].numpy().tolist() == [2, 1] and out["truncated"].numpy().tolist() == [True, False]
