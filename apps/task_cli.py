@@ -89,12 +89,12 @@ def add_distribution_options(parser):
     parser.add_argument("--distribution", choices=("none", "data", "model"), default="none",
                         help="keras.distribution (JAX backend): data = the model on every device, each batch "
                              "split over them; model = the weights sharded Megatron-style over --mesh's SHARDS")
-    parser.add_argument("--mesh", type=mesh_shape,
+    parser.add_argument("--mesh", type=mesh_shape, metavar="RxS",
                         help="REPLICASxSHARDS for --distribution model, e.g. 2x4 on 8 devices: 2 copies of the "
                              "model, each split over 4 devices (the product must be the number of devices)")
     parser.add_argument("--gradient-accumulation", type=positive_int, default=1, metavar="N",
                         help="step the optimizer once every N batches on their mean gradient: the effective "
-                             "batch is N x --batch-size (1: every batch)")
+                             "batch is N x --batch-size")
     parser.add_argument("--remat", action="store_true",
                         help="recompute each transformer block in the backward pass instead of keeping its "
                              "activations: less memory, about a third more compute (JAX backend)")
