@@ -28,9 +28,11 @@ depends neither on --seed nor on the order of the files. A split that leaves eit
 refused before anything is written. The text is read as it is: markup such as `<br />` is text
 (clean it out first); a byte that is not UTF-8 is refused, naming the file and line; a sentence
 over 4,000 characters is cut at a space; a file with no text is skipped, with a note.
+The data pipeline (tf.data) runs in a child process that makes batches ahead of the training steps.
 With --json, the last line on stdout is metrics.json as one JSON object (the rest goes to stderr).
 """
 
+import contextlib
 import csv
 import glob
 import json
@@ -305,6 +307,7 @@ def pretrain(args, folder, settings, files):
     from kbert.saving import save_backbone
     from kbert.config import PRESETS, BertConfig
     from kbert.data.pretraining_dataset import pretraining_dataset
+    from kbert.data.process_batches import process_batches, stacked_batches
     from kbert.models.bert_backbone import BertBackbone
     from kbert.optimizers import bert_adamw
     from kbert.tasks.bert_pretrainer import BertPretrainer
@@ -326,27 +329,37 @@ def pretrain(args, folder, settings, files):
     data_options = dict(tokenizer=tokenizer, batch_size=args.batch_size, max_seq_length=args.seq_len,
                         task=args.task, whole_word_masking=args.whole_word_masking, holdout=args.holdout_fraction)
     masking = dict(masking="static", duplication_factor=args.duplication_factor) if args.duplication_factor else {}
-    # A resumed run draws a fresh stream (pairs, shuffle, masks) instead of replaying the
-    # instances the first steps already saw: its seed moves with the checkpoint's step.
-    data = pretraining_dataset(files, seed=args.seed + resumed_step(folder / "backup"), **data_options, **masking)
-    held_out = args.holdout_fraction and pretraining_dataset(
-        files, held_out=True, masking="static", duplication_factor=1, repeat=False, shuffle_buffer=0, seed=1,
-        **data_options)
+    # The tf.data pipeline runs in a child process (see process_batches: in this one it
+    # would slow torch's steps about 2x). A resumed run draws a fresh stream (pairs,
+    # shuffle, masks) instead of replaying the instances the first steps already saw: its
+    # seed moves with the checkpoint's step. The held-out batches are made once and kept.
+    data = process_batches(pretraining_dataset, files, seed=args.seed + resumed_step(folder / "backup"),
+                           **data_options, **masking)
+    held_out = args.holdout_fraction and stacked_batches(process_batches(
+        pretraining_dataset, files, held_out=True, masking="static", duplication_factor=1, repeat=False,
+        shuffle_buffer=0, seed=1, **data_options))
+
+    def evaluate(x, y, sample_weight):
+        return model.evaluate(x, y, sample_weight=sample_weight, batch_size=args.batch_size, return_dict=True,
+                              verbose=0)
+
     metrics_path = folder / "metrics.json"
     metrics = json.loads(metrics_path.read_text()) if metrics_path.is_file() else {}
     backup = AtomicBackupAndRestore(folder / "backup", steps_per_epoch=args.checkpoint_every)
     if held_out and "start" not in metrics and not (folder / "backup").exists():
-        metrics["start"] = model.evaluate(held_out, return_dict=True, verbose=0)
+        metrics["start"] = evaluate(*held_out)
         print("held-out before training:", json.dumps(metrics["start"]), flush=True)
         metrics_path.write_text(json.dumps(metrics, indent=2))
 
     callbacks = [StopOnNonFiniteLoss(backup), backup, *training_logs(folder)]
-    # shuffle=False: the tf.data pipeline shuffles (Keras would warn that it ignores shuffle=True).
-    model.fit(data, epochs=epochs, steps_per_epoch=args.checkpoint_every, callbacks=callbacks,
-              validation_data=held_out or None, shuffle=False, verbose=1 if sys.stdout.isatty() else 2)
+    # shuffle=False: the pipeline shuffles (Keras would warn that it ignores shuffle=True).
+    with contextlib.closing(data):
+        model.fit(data, epochs=epochs, steps_per_epoch=args.checkpoint_every, callbacks=callbacks,
+                  validation_data=held_out or None, validation_batch_size=args.batch_size, shuffle=False,
+                  verbose=1 if sys.stdout.isatty() else 2)
 
     if held_out:
-        metrics["end"] = model.evaluate(held_out, return_dict=True, verbose=0)
+        metrics["end"] = evaluate(*held_out)
         print("held-out after training:", json.dumps(metrics["end"]), flush=True)
     metrics["steps"] = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
     metrics["backend"] = keras.config.backend()
