@@ -47,10 +47,12 @@ import tempfile
 from app_cli import app_parser, emit, for_people
 from app_cli import parse_args as parse_app_args
 from cli_errors import run
-from task_cli import non_negative_int, positive_float, positive_int, ratio, sequence_length
+from task_cli import (add_distribution_options, apply_distribution, non_negative_int, positive_float, positive_int,
+                      ratio, sequence_length)
 
 MAY_CHANGE = ("steps",)  # the settings a resumed run may change; the others make the run what it is
-NOT_SETTINGS = ("run", "output", "restart", "json", "verbose")  # how it runs, not what it trains
+# How it runs, not what it trains: a run may resume on another mesh.
+NOT_SETTINGS = ("run", "output", "restart", "json", "verbose", "distribution", "mesh", "remat")
 
 
 def parse_args(argv=None):
@@ -85,6 +87,7 @@ def parse_args(argv=None):
                              "ones, chosen by a hash of their text (0: none)")
     parser.add_argument("--mixed-precision", action="store_true", help="mixed_bfloat16 compute")
     parser.add_argument("--seed", type=int, default=0, help="seeds the initial weights and the data stream")
+    add_distribution_options(parser)
     args = parse_app_args(parser, argv)
     from kbert.config import PRESETS
     from kbert.data.pretraining_instances import TASKS
@@ -99,6 +102,19 @@ def parse_args(argv=None):
     if not args.run.strip() or run_name.is_absolute() or {".", ".."} & set(run_name.parts) or not run_name.parts:
         parser.error(f"--run {args.run!r}: give a name for the folder inside --output ({args.output})")
     return args
+
+
+def check_distribution(args, settings):
+    """Sets --distribution (and --mesh) before any weight exists; refuses, before the run folder is
+    touched, a mesh the model does not divide or a --batch-size the data dimension does not."""
+    import kbert.distribution
+    from kbert.config import BertConfig
+
+    apply_distribution(args, config=BertConfig.from_dict(settings["config"]) if settings["config"] else args.preset)
+    devices = kbert.distribution.data_dimension()
+    if args.batch_size % devices:
+        raise ValueError(f"--batch-size {args.batch_size} does not divide by the data dimension {devices} of "
+                         f"--distribution {args.distribution}: each device takes an equal share of a batch.")
 
 
 def check_inputs(args):
@@ -132,6 +148,8 @@ def run_settings(args, files):
     from kbert.training.model_card import sha256
 
     settings = {key: value for key, value in vars(args).items() if key not in NOT_SETTINGS}
+    if args.gradient_accumulation == 1:
+        del settings["gradient_accumulation"]  # recorded when used: runs from before the option resume
     settings.update(corpus=[{"path": str(path.resolve()), "bytes": path.stat().st_size, "sha256": sha256(path)}
                             for path in files],
                     vocab=args.vocab and str(pathlib.Path(args.vocab).resolve()), config=read_config(args.config))
@@ -286,6 +304,7 @@ def main(argv=None):
     folder = pathlib.Path(args.output) / args.run
     files = check_inputs(args)
     settings = run_settings(args, files)
+    check_distribution(args, settings)
     from kbert.saving import claim_run_folder
 
     with claim_run_folder(folder, "--run", replaces=False), for_people(args):
@@ -313,6 +332,7 @@ def pretrain(args, folder, settings, files):
     from kbert.tasks.bert_pretrainer import BertPretrainer
     from kbert.training import AtomicBackupAndRestore, StopOnNonFiniteLoss, plot_history, use_fast_dropout_masks
     from kbert.training.model_card import write_model_card
+    from kbert.training.remat import rematerialized
     from kbert.training.training_logs import HISTORY_FILE, training_logs
 
     if args.mixed_precision:
@@ -321,10 +341,13 @@ def pretrain(args, folder, settings, files):
     config = BertConfig.from_dict(settings["config"]) if settings["config"] else PRESETS[args.preset]
     use_fast_dropout_masks()
     keras.utils.set_random_seed(args.seed)  # the initial weights (a resumed run then loads its own)
-    backbone = BertBackbone(**{**config.to_dict(), "vocabulary_size": tokenizer.vocabulary_size})
-    model = BertPretrainer(backbone, next_sentence=args.task != "mlm")
+    with rematerialized(args.remat):
+        backbone = BertBackbone(**{**config.to_dict(), "vocabulary_size": tokenizer.vocabulary_size})
+        model = BertPretrainer(backbone, next_sentence=args.task != "mlm")
     epochs = math.ceil(args.steps / args.checkpoint_every)
-    model.compile(optimizer=bert_adamw(args.lr, max(epochs * args.checkpoint_every, 1), args.warmup_ratio))
+    model.compile(optimizer=bert_adamw(args.lr, max(epochs * args.checkpoint_every, 1), args.warmup_ratio,
+                                       gradient_accumulation_steps=args.gradient_accumulation))
+    batches_per_epoch = args.checkpoint_every * args.gradient_accumulation  # fit counts batches
 
     data_options = dict(tokenizer=tokenizer, batch_size=args.batch_size, max_seq_length=args.seq_len,
                         task=args.task, whole_word_masking=args.whole_word_masking, holdout=args.holdout_fraction)
@@ -345,7 +368,7 @@ def pretrain(args, folder, settings, files):
 
     metrics_path = folder / "metrics.json"
     metrics = json.loads(metrics_path.read_text()) if metrics_path.is_file() else {}
-    backup = AtomicBackupAndRestore(folder / "backup", steps_per_epoch=args.checkpoint_every)
+    backup = AtomicBackupAndRestore(folder / "backup", steps_per_epoch=args.checkpoint_every)  # optimizer steps
     if held_out and "start" not in metrics and not (folder / "backup").exists():
         metrics["start"] = evaluate(*held_out)
         print("held-out before training:", json.dumps(metrics["start"]), flush=True)
@@ -354,14 +377,14 @@ def pretrain(args, folder, settings, files):
     callbacks = [StopOnNonFiniteLoss(backup), backup, *training_logs(folder)]
     # shuffle=False: the pipeline shuffles (Keras would warn that it ignores shuffle=True).
     with contextlib.closing(data):
-        model.fit(data, epochs=epochs, steps_per_epoch=args.checkpoint_every, callbacks=callbacks,
+        model.fit(data, epochs=epochs, steps_per_epoch=batches_per_epoch, callbacks=callbacks,
                   validation_data=held_out or None, validation_batch_size=args.batch_size, shuffle=False,
                   verbose=1 if sys.stdout.isatty() else 2)
 
     if held_out:
         metrics["end"] = evaluate(*held_out)
         print("held-out after training:", json.dumps(metrics["end"]), flush=True)
-    metrics["steps"] = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
+    metrics["steps"] = int(keras.ops.convert_to_numpy(model.optimizer.iterations))  # optimizer steps
     metrics["backend"] = keras.config.backend()
     metrics["settings"] = vars(args)  # the command line, for whoever reads the run folder later
     history = read_history(folder / HISTORY_FILE)

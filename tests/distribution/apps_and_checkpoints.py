@@ -1,4 +1,5 @@
-"""On 8 virtual JAX CPU devices: the sentiment app under --distribution model, its bad meshes, and
+"""On 8 virtual JAX CPU devices: the sentiment app under --distribution model, its bad meshes,
+apps/pretrain.py under --distribution data, and
 checkpoints (.keras and the run backup) written sharded and unsharded, each loaded the other way.
 
 argv: TINY_INIT (a backbone folder) WORKDIR. Writes WORKDIR/results.npz and WORKDIR/results.json; leaves
@@ -68,6 +69,23 @@ def app(*argv):
     return code, lines[-1] if lines else ""
 
 
+def pretrain_app(*argv):
+    """(exit code, last line of stderr) of apps/pretrain.py, run as its __main__ runs it."""
+    import cli_errors
+    import pretrain
+
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            cli_errors.run(pretrain.main, list(argv), prog="pretrain.py")
+            code = 0
+        except SystemExit as exit:
+            code = exit.code
+    keras.distribution.set_distribution(None)
+    lines = stderr.getvalue().strip().splitlines()
+    return code, lines[-1] if lines else ""
+
+
 def main(init, work):
     from kbert.saving import load_run
     from tests.tasks.conftest import write_sentiment_tsv
@@ -103,6 +121,19 @@ def main(init, work):
     arrays["run/probabilities"] = model.predict(TEXTS, verbose=0)
     results["run/sharding"] = specs(model.weights, "transformer_layer_0/self_attention/qkv_dense/kernel",
                                     "transformer_layer_0/output_dense/kernel")
+
+    # apps/pretrain.py data-parallel with accumulation and remat; a batch the 8 devices do not divide.
+    from tests.tasks.test_pretrain_app import write_corpus
+
+    write_corpus(work / "corpus.txt")
+    pretraining = ["--corpus", str(work / "corpus.txt"), "--output", str(work), "--preset", "bert_tiny",
+                   "--vocab", str(init), "--task", "mlm", "--steps", "2", "--checkpoint-every", "1",
+                   "--seq-len", "16", "--holdout-fraction", "0.25", "--distribution", "data"]
+    results["pretrain"] = pretrain_app(*pretraining, "--run", "pretrain", "--batch-size", "8",
+                                       "--gradient-accumulation", "2", "--remat")
+    results["pretrain_metrics"] = json.loads((work / "pretrain" / "metrics.json").read_text())
+    results["refused/pretrain_batch"] = [*pretrain_app(*pretraining, "--run", "refused", "--batch-size", "12"),
+                                         (work / "refused").exists()]
 
     # Sharded -> unsharded: a backup written under model_parallel, for the test process to restore.
     keras.utils.set_random_seed(1)

@@ -46,6 +46,17 @@ def test_app_trains_model_parallel_with_accumulation_and_remat(spawned):
                                        "transformer_layer_0/output_dense/kernel": "('model', None)"}
 
 
+def test_pretrain_app_trains_data_parallel_with_accumulation_and_remat(spawned):
+    work, results, _ = spawned
+    assert results["pretrain"][0] == 0, results["pretrain"]
+    metrics = results["pretrain_metrics"]
+    assert metrics["steps"] == 2  # optimizer steps: 4 batches of 8 rows, one step per 2
+    assert metrics["end"]["loss"] < metrics["start"]["loss"]
+    assert (work / "pretrain" / "backbone.keras").is_file()
+    code, message, written = results["refused/pretrain_batch"]
+    assert code == 2 and "--batch-size 12 does not divide by the data dimension 8" in message and not written
+
+
 def test_run_folder_trained_sharded_loads_unsharded(spawned):
     from kbert.saving import load_run
     from tests.distribution.apps_and_checkpoints import TEXTS
