@@ -10,24 +10,39 @@ keras-hub's BertMaskedLM has no next-sentence head, so kbert is also run MLM-onl
 masked positions only) in a plain torch loop with torch's AdamW (`hf_pretrain.py`).
 `--mixed-precision` runs Keras under mixed_bfloat16 and the torch loop under bfloat16 autocast.
 
+Two engines train on real text (`--corpus`, tokenized with `--vocab`, whose size then replaces
+`--vocabulary-size` for every engine), MLM only, `--app-epochs` epochs of `--steps` steps, the
+first epoch (compiling, filling the pipeline) left out: `kbert_app` is `apps/pretrain.py` itself
+(its pipeline in a child process; the step time is Keras's epoch time over its steps, checkpoints
+included), `kbert_in_process` is `fit` on the same tf.data pipeline built in the training process,
+as the app did before. Their ratio to `kbert_mlm_only` (the isolated step on one batch) is the
+pipeline's cost: issue 26 asks for the app within 10% of it.
+
     python benchmarks/pretrain_benchmark.py                        # bert_mini and bert_small
     python benchmarks/pretrain_benchmark.py --presets bert_mini --steps 5 --backends jax
     python benchmarks/pretrain_benchmark.py --presets bert_mini --backends torch --mixed-precision
+    python benchmarks/pretrain_benchmark.py --presets bert_mini --batch-size 64 --seq-len 64 \
+        --engines kbert_mlm_only kbert_app kbert_in_process --vocab saved_models/imdb_mini_random --mixed-precision
 """
 
 import argparse
 import functools
 import json
 import os
+import pathlib
+import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
 
 BACKENDS = ("tensorflow", "jax", "torch")
-ENGINES = ("keras_hub", "kbert", "kbert_mlm_only", "hf_torch")
+ENGINES = ("keras_hub", "kbert", "kbert_mlm_only", "hf_torch", "kbert_app", "kbert_in_process")
+REAL_TEXT = ("kbert_app", "kbert_in_process")
+APP = pathlib.Path(__file__).resolve().parents[1] / "apps" / "pretrain.py"
 
 
 def make_batch(batch_size, length, predictions, vocabulary_size, seed=0):
@@ -57,6 +72,37 @@ def hf_torch_step(preset, vocabulary_size, x, mask_ids, bfloat16):
     return lambda: trainer.step(input_ids=input_ids, labels=labels)
 
 
+def app_seconds_per_step(preset, args):
+    """apps/pretrain.py for --app-epochs epochs of --steps steps: Keras's epoch times (whole
+    seconds, printed with verbose=2) over the steps, the first epoch left out."""
+    with tempfile.TemporaryDirectory() as folder:
+        command = [sys.executable, str(APP), "--corpus", args.corpus, "--vocab", args.vocab, "--run", "run",
+                   "--output", folder, "--preset", preset, "--task", "mlm", "--batch-size", str(args.batch_size),
+                   "--seq-len", str(args.seq_len), "--steps", str(args.steps * args.app_epochs),
+                   "--checkpoint-every", str(args.steps), "--holdout-fraction", "0", "--lr", "1e-4"]
+        done = subprocess.run(command + (["--mixed-precision"] if args.mixed_precision else []),
+                              capture_output=True, text=True, check=True)
+    epochs = [int(seconds) for seconds in re.findall(rf"^{args.steps}/{args.steps} - (\d+)s - ", done.stdout, re.M)]
+    return statistics.median(epochs[1:]) / args.steps
+
+
+def in_process_seconds_per_step(model, args):
+    """`fit` on the pretraining tf.data pipeline built in this process, timed per epoch."""
+    import keras
+
+    from kbert.data.pretraining_dataset import pretraining_dataset
+    from kbert.text import BertTokenizer
+
+    vocab = pathlib.Path(args.vocab)
+    tokenizer = BertTokenizer.from_hf(vocab) if vocab.is_dir() else BertTokenizer(vocab)
+    data = pretraining_dataset([args.corpus], tokenizer, args.batch_size, args.seq_len, task="mlm", seed=0)
+    times = []
+    clock = keras.callbacks.LambdaCallback(on_epoch_begin=lambda *_: times.append(-time.perf_counter()),
+                                           on_epoch_end=lambda *_: times.__setitem__(-1, times[-1] + time.perf_counter()))
+    model.fit(data, epochs=args.app_epochs, steps_per_epoch=args.steps, callbacks=[clock], verbose=0)
+    return statistics.median(times[1:]) / args.steps
+
+
 def worker(engine, preset, args):
     import keras
 
@@ -68,6 +114,10 @@ def worker(engine, preset, args):
     if args.mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
 
+    if engine == "kbert_app":
+        median = app_seconds_per_step(preset, args)
+        return {"first_step_s": float("nan"), "steps_per_s": 1 / median,
+                "tokens_per_s": args.batch_size * args.seq_len / median}
     config = {**PRESETS[preset].to_dict(), "vocabulary_size": args.vocabulary_size}
     x, mask_ids, weights, labels = make_batch(args.batch_size, args.seq_len, args.predictions, args.vocabulary_size)
     optimizer = bert_adamw(1e-4, total_steps=10_000)
@@ -87,6 +137,10 @@ def worker(engine, preset, args):
 
         model = BertPretrainer(BertBackbone(**config), next_sentence=engine == "kbert")
         model.compile(optimizer=optimizer)
+        if engine == "kbert_in_process":
+            median = in_process_seconds_per_step(model, args)
+            return {"first_step_s": float("nan"), "steps_per_s": 1 / median,
+                    "tokens_per_s": args.batch_size * args.seq_len / median}
         y, sample_weight = {"mlm": mask_ids}, {"mlm": weights}
         if engine == "kbert":
             y["nsp"], sample_weight["nsp"] = labels, np.ones(len(labels), "float32")
@@ -115,15 +169,28 @@ def main():
     parser.add_argument("--vocabulary-size", type=int, default=30522)
     parser.add_argument("--steps", type=int, default=10, help="timed steps (the median is reported)")
     parser.add_argument("--mixed-precision", action="store_true", help="bfloat16 compute, float32 weights")
+    parser.add_argument("--corpus", default=None,
+                        help="text for kbert_app and kbert_in_process (default: imdb/unsup.txt under KBERT_DATA_DIR)")
+    parser.add_argument("--vocab", help="vocab.txt or a folder holding one, for the real-text engines")
+    parser.add_argument("--app-epochs", type=int, default=3, help="epochs of --steps steps of the real-text engines")
     parser.add_argument("--worker", nargs=2, metavar=("ENGINE", "PRESET"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if set(args.engines) & set(REAL_TEXT) and not args.worker:
+        from kbert.paths import data_dir
+
+        if not args.vocab:
+            parser.error(f"{', '.join(REAL_TEXT)} need --vocab (e.g. a folder apps/pretrain.py wrote)")
+        vocab = pathlib.Path(args.vocab)
+        args.vocabulary_size = len((vocab / "vocab.txt" if vocab.is_dir() else vocab).read_text().splitlines())
+        args.corpus = args.corpus or str(data_dir() / "imdb" / "unsup.txt")
     if args.worker:
         print(json.dumps(worker(*args.worker, args)))
         return
     print(f"batch {args.batch_size} x {args.seq_len}, {args.predictions} predictions per row, "
           f"vocabulary {args.vocabulary_size}, median of {args.steps} steps, "
           f"{'bfloat16' if args.mixed_precision else 'float32'}, {os.cpu_count()} CPU cores")
-    print(f"{'preset':<11}{'backend':<12}{'engine':<16}{'first step s':>13}{'steps/s':>9}{'tokens/s':>10}{'vs keras-hub':>13}")
+    print(f"{'preset':<11}{'backend':<12}{'engine':<17}{'first step s':>13}{'steps/s':>9}{'tokens/s':>10}"
+          f"{'vs keras-hub':>13}{'vs isolated':>12}")
     for preset in args.presets:
         for backend in args.backends:
             results = {}
@@ -134,15 +201,18 @@ def main():
                            "--batch-size", str(args.batch_size), "--seq-len", str(args.seq_len),
                            "--predictions", str(args.predictions), "--vocabulary-size", str(args.vocabulary_size)]
                 command += ["--mixed-precision"] if args.mixed_precision else []
+                if engine in REAL_TEXT:
+                    command += ["--vocab", args.vocab, "--corpus", args.corpus, "--app-epochs", str(args.app_epochs)]
                 done = subprocess.run(command, env={**os.environ, "KERAS_BACKEND": backend},
                                       capture_output=True, text=True)
                 if done.returncode:
-                    print(f"{preset:<11}{backend:<12}{engine:<16} failed: {done.stderr.strip().splitlines()[-1]}")
+                    print(f"{preset:<11}{backend:<12}{engine:<17} failed: {done.stderr.strip().splitlines()[-1]}")
                     continue
                 results[engine] = result = json.loads(done.stdout.strip().splitlines()[-1])
-                ratio = result["tokens_per_s"] / results["keras_hub"]["tokens_per_s"] if "keras_hub" in results else None
-                print(f"{preset:<11}{backend:<12}{engine:<16}{result['first_step_s']:>13.1f}{result['steps_per_s']:>9.2f}"
-                      f"{result['tokens_per_s']:>10.0f}{'' if ratio is None else f'{ratio:>12.2f}x'}", flush=True)
+                ratios = [f"{result['tokens_per_s'] / results[name]['tokens_per_s']:>{width}.2f}x" if name in results
+                          else " " * (width + 1) for name, width in (("keras_hub", 12), ("kbert_mlm_only", 11))]
+                print(f"{preset:<11}{backend:<12}{engine:<17}{result['first_step_s']:>13.1f}{result['steps_per_s']:>9.2f}"
+                      f"{result['tokens_per_s']:>10.0f}{''.join(ratios)}", flush=True)
 
 
 if __name__ == "__main__":
