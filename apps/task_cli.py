@@ -102,12 +102,16 @@ def add_distribution_options(parser):
 
 
 def apply_distribution(args, config=None):
-    """Sets `keras.distribution` from --distribution and --mesh (see `add_distribution_options`).
+    """Activates the distribution of --distribution and --mesh (see `add_distribution_options`).
 
+    On JAX, `keras.distribution`'s; on TensorFlow, --distribution data is a
+    `tf.distribute.MirroredStrategy` over every local device (`kbert.distribution.activate`).
     Call it before the model is built: weights are laid out when they are created. A bad
     choice raises a ValueError naming the numbers (the apps exit 2 on it, before any
     training): a mesh whose product is not the number of devices, a mesh without
-    --distribution model (or the other way round), a backend other than JAX, and, with
+    --distribution model (or the other way round), --distribution model off JAX, any
+    distribution on torch (the apps run one process; torch's data parallelism is the task
+    API's, across processes: docs/distributed.md), and, with
     `config` (a `BertConfig` or a preset name), a model dimension that does not divide its
     heads, hidden size or intermediate size. A `config` that names a folder is not read
     here: `fit` checks the mesh against the model it built (`BertTask.fit`), before its
@@ -123,10 +127,15 @@ def apply_distribution(args, config=None):
     import kbert.distribution
     from kbert.config import PRESETS
 
+    if args.distribution != "none" and keras.config.backend() == "torch":
+        raise ValueError(f"--distribution {args.distribution}: the apps run one process, and on torch data "
+                         "parallelism runs one process per device (kbert.distribution.data_parallel() under "
+                         "torchrun, with the task API: docs/distributed.md); --distribution data runs on "
+                         "tensorflow and jax, --distribution model on jax.")
     if isinstance(config, str) and config not in PRESETS:
         config = None  # a folder
     distribution = kbert.distribution.get(args.distribution, args.mesh, config=config)
-    keras.distribution.set_distribution(distribution)
+    kbert.distribution.activate(distribution)
     return distribution
 
 

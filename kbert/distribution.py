@@ -1,7 +1,11 @@
-"""Data- and model-parallel BERT on `keras.distribution`: a Megatron layout map and presets.
+"""Data- and model-parallel BERT: a Megatron layout map and presets, on each backend's own engine.
 
-`keras.distribution` runs on the JAX backend (Keras's TensorFlow prototype says "do not use",
-and torch has none): the helpers here refuse other backends with a clear error.
+Model parallelism is `keras.distribution`'s, which runs on the JAX backend only (Keras's
+TensorFlow prototype says "do not use", and torch has none). Data parallelism runs on all
+three: `keras.distribution.DataParallel` on JAX, `tf.distribute.MirroredStrategy` on
+TensorFlow, and processes that average their gradients over `torch.distributed` on torch
+(`kbert.distribution_torch`, DistributedDataParallel's math). `activate(distribution)` makes
+any of them the active one; the rest of this module reads it.
 
 Example, on 8 devices: 2 replicas of the model, each sharded over 4 devices:
 
@@ -41,13 +45,14 @@ _LAYOUTS = {
 
 
 def check_backend():
-    """Raises a ValueError unless the backend runs `keras.distribution` (JAX)."""
+    """Raises a ValueError unless the backend runs `keras.distribution` (JAX): model parallelism."""
     backend = keras.config.backend()
     if backend != "jax":
         raise ValueError(
-            f"kbert.distribution needs the JAX backend (KERAS_BACKEND=jax); this process runs "
-            f"{backend!r}, where keras.distribution is not supported (tf.distribute and torch "
-            "DDP are not built into kbert yet)."
+            f"Model parallelism (keras.distribution.ModelParallel) needs the JAX backend "
+            f"(KERAS_BACKEND=jax); this process runs {backend!r}, where kbert offers data "
+            "parallelism only (data_parallel(): tf.distribute.MirroredStrategy on tensorflow, "
+            "torch.distributed processes on torch)."
         )
 
 
@@ -75,9 +80,60 @@ def bert_layout_map(device_mesh):
 
 
 def data_parallel(devices=None):
-    """`keras.distribution.DataParallel` over `devices` (default: every device), weights replicated."""
+    """The backend's data parallelism: the model replicated, each global batch split over the replicas.
+
+    JAX: `keras.distribution.DataParallel` over `devices` (default: every device of every
+    process). TensorFlow: `tf.distribute.MirroredStrategy` over `devices` (default: every
+    GPU, else every logical CPU device), one process. torch: a `TorchDataParallel`, this
+    process's place among the processes that torchrun (or you) started, read from the
+    environment (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT); its process group is joined
+    here (gloo on CPU, nccl on GPU). Make it the active distribution with `activate`.
+    """
+    backend = keras.config.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        logical = tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU")
+        return tf.distribute.MirroredStrategy(devices or [device.name for device in logical])
+    if backend == "torch":
+        from kbert.distribution_torch import TorchDataParallel
+
+        if devices is not None:
+            raise ValueError("On torch, data parallelism is one process per device (torchrun): "
+                             "data_parallel() takes no devices.")
+        return TorchDataParallel.from_environment()
     check_backend()
     return keras.distribution.DataParallel(devices=devices or keras.distribution.list_devices())
+
+
+def activate(distribution):
+    """Makes `distribution` (from `data_parallel`, `model_parallel`, `get`; None for none) the
+    active one, for the models built and trained after it.
+
+    JAX: `keras.distribution.set_distribution`. TensorFlow: `tf.distribute.experimental_set_strategy`
+    (as if the rest of the program ran in `strategy.scope()`; a `with strategy.scope():` block does
+    the same for its models). torch: `BertTask.fit` trains on this process's share of every
+    global batch and averages the gradients over the processes.
+
+    Example:
+    >>> activate(None)
+    >>> data_dimension()
+    1
+    """
+    backend = keras.config.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        if distribution is not None and not isinstance(distribution, tf.distribute.Strategy):
+            raise ValueError(f"On tensorflow, activate takes a tf.distribute.Strategy (data_parallel()), "
+                             f"not {type(distribution).__name__}.")
+        tf.distribute.experimental_set_strategy(distribution)
+    elif backend == "torch":
+        from kbert import distribution_torch
+
+        distribution_torch.set_active(distribution)
+    else:
+        keras.distribution.set_distribution(distribution)
 
 
 def model_parallel(mesh_shape, config=None, devices=None):
@@ -167,10 +223,18 @@ def check_mesh(config, mesh):
 
 
 def data_dimension(distribution=None):
-    """How many ways `distribution` (default: the active one) splits each batch; 1 if none."""
-    distribution = distribution or keras.distribution.distribution()
+    """How many ways `distribution` splits each global batch; 1 if none.
+
+    Args:
+        distribution: a `keras.distribution` distribution, a `tf.distribute.Strategy`, a
+            `TorchDataParallel`, a model (on TensorFlow: the strategy it was built under), or
+            None for the active one.
+    """
+    distribution = _active(distribution)
     if distribution is None:
         return 1
+    if hasattr(distribution, "num_replicas_in_sync"):  # tf.distribute, torch processes
+        return int(distribution.num_replicas_in_sync)
     mesh = distribution.device_mesh
     return int(mesh.shape[mesh.axis_names.index(distribution.batch_dim_name)])
 
@@ -182,13 +246,30 @@ def describe(distribution=None):
     >>> describe()
     {'distribution': 'none', 'mesh': None, 'devices': 1}
     """
-    distribution = distribution or keras.distribution.distribution()
+    distribution = _active(distribution)
     if distribution is None:
         return {"distribution": "none", "mesh": None, "devices": 1}
+    if hasattr(distribution, "num_replicas_in_sync"):  # tf.distribute, torch processes
+        return {"distribution": "data", "mesh": None, "devices": int(distribution.num_replicas_in_sync)}
     mesh = distribution.device_mesh
     name = "model" if isinstance(distribution, keras.distribution.ModelParallel) else "data"
     return {"distribution": name, "mesh": [int(size) for size in mesh.shape] if name == "model" else None,
             "devices": int(np.prod(mesh.shape))}
+
+
+def _active(distribution):
+    """`distribution`, a model's (its tf.distribute strategy), or the backend's active one (None if none)."""
+    if isinstance(distribution, keras.Model):  # on TensorFlow, the strategy it was built under
+        distribution = getattr(distribution, "distribute_strategy", None)
+    if distribution is not None or keras.config.backend() == "jax":
+        return distribution or keras.distribution.distribution()
+    if keras.config.backend() == "tensorflow":
+        import tensorflow as tf
+
+        return tf.distribute.get_strategy() if tf.distribute.has_strategy() else None
+    from kbert import distribution_torch
+
+    return distribution_torch.active()
 
 
 def _model_dimension(mesh):
@@ -199,5 +280,5 @@ def _model_dimension(mesh):
     return int(tuple(mesh)[1])
 
 
-__all__ = ["bert_layout_map", "check_mesh", "data_dimension", "data_parallel", "describe", "get",
+__all__ = ["activate", "bert_layout_map", "check_mesh", "data_dimension", "data_parallel", "describe", "get",
            "model_parallel"]

@@ -3,6 +3,7 @@
 import keras
 import numpy as np
 
+from kbert import distribution_torch
 from kbert.data.padded_batches import PaddedBatches
 from kbert.distribution import check_mesh, data_dimension
 from kbert.models.compute_dtype import with_compute_dtype
@@ -210,8 +211,11 @@ class BertTask(keras.Model):
             shuffle=True, **kwargs):
         """`keras.Model.fit`, also on raw inputs (see the class docstring); shuffles each epoch.
 
-        Under a `keras.distribution` (see `kbert.distribution`), the mesh is checked against the
-        backbone first, and raw inputs come in batches padded to a multiple of its data dimension.
+        Under a distribution (see `kbert.distribution`), the mesh is checked against the backbone
+        first, and raw inputs come in global batches padded to a multiple of its data dimension
+        (the replicas: devices of a `keras.distribution` or a `tf.distribute` strategy, torch
+        processes). On torch, each process trains on its share of every global batch and the
+        gradients are averaged over the processes (`kbert.distribution_torch`).
         """
         if not self.compiled:
             self.compile()
@@ -220,7 +224,7 @@ class BertTask(keras.Model):
         if self._takes_as_is(x):
             data, y = x, _as_array(y)  # Keras takes arrays of labels, not lists
         else:
-            data = self._batches(x, y, sample_weight, batch_size, shuffle=shuffle)
+            data = self._batches(x, y, sample_weight, batch_size, shuffle=shuffle, shard=True)
             y = sample_weight = batch_size = None
             if validation_data is not None and not self._takes_as_is(validation_data):
                 valid_x, valid_y, valid_weight = keras.utils.unpack_x_y_sample_weight(validation_data)
@@ -229,8 +233,16 @@ class BertTask(keras.Model):
             shuffle = False  # the batches shuffle themselves
         self._plan_learning_rate(data, x, y, batch_size, epochs - kwargs.get("initial_epoch", 0),
                                  kwargs.get("steps_per_epoch"))
-        return super().fit(data, y, batch_size=batch_size, epochs=epochs, validation_data=validation_data,
-                           sample_weight=sample_weight, shuffle=shuffle, **kwargs)
+        arguments = dict(batch_size=batch_size, epochs=epochs, validation_data=validation_data,
+                         sample_weight=sample_weight, shuffle=shuffle, **kwargs)
+        if distribution_torch.active() is None:
+            return super().fit(data, y, **arguments)
+        if not isinstance(data, distribution_torch.Shard):
+            raise ValueError("Data parallelism on torch shards raw inputs (lists or arrays of strings) "
+                             "over the processes; for token ids or a tf.data.Dataset, give each process "
+                             "its own share and train under kbert.distribution_torch.averaged_gradients.")
+        with distribution_torch.averaged_gradients(self):
+            return super().fit(data, y, **arguments)
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
         """`keras.Model.evaluate`, also on raw inputs."""
@@ -286,8 +298,9 @@ class BertTask(keras.Model):
             return isinstance(keras.utils.unpack_x_y_sample_weight(x.element_spec)[0], dict)
         return False
 
-    def _batches(self, x, y, sample_weight, batch_size, shuffle=False):
-        """Raw inputs as batches of token ids, in the form `fit` and `evaluate` take."""
+    def _batches(self, x, y, sample_weight, batch_size, shuffle=False, shard=False):
+        """Raw inputs as batches of token ids, in the form `fit` and `evaluate` take; with `shard`,
+        this torch process's share of each (under `kbert.distribution_torch`)."""
         import tensorflow as tf
 
         if _is_dataset(x):
@@ -296,23 +309,29 @@ class BertTask(keras.Model):
                                  "no y, sample_weight or batch_size with it.")
             return x.map(self.preprocessor, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
         prepared = self.preprocessor.prepare(x, self.check_labels(y), sample_weight)
-        seed = int(np.random.randint(2**31))  # seeded by keras.utils.set_random_seed
+        seed = distribution_torch.shared_seed(int(np.random.randint(2**31)))  # keras.utils.set_random_seed
+        split = data_dimension(self)
         if not isinstance(prepared.inputs, dict):  # tokenized per batch, in the tf.data pipeline
+            if shard and distribution_torch.active() is not None:
+                raise ValueError("Raw inputs tokenized per batch (the pretrainer's) are not sharded over "
+                                 "torch processes yet: data parallelism on torch takes the other tasks.")
             elements = tuple(part for part in (prepared.inputs, prepared.y, prepared.sample_weight)
                              if part is not None)
             data = tf.data.Dataset.from_tensor_slices(elements)
             if shuffle:
                 data = data.shuffle(len(data), seed=seed, reshuffle_each_iteration=True)
-            split = data_dimension()  # masked per batch, so not padded: the last batch is dropped
+            # masked per batch, so not padded: the last batch is dropped
             if (batch_size or 32) % split:
                 raise ValueError(f"batch_size={batch_size or 32} does not divide by the data dimension "
-                                 f"{split} of the active keras.distribution; choose a multiple of {split}.")
+                                 f"{split} of the active distribution; choose a multiple of {split}.")
             data = data.batch(batch_size or 32, drop_remainder=split > 1)
             return data.map(lambda *batch: self.preprocessor(*batch),
                             num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
         batches = PaddedBatches(prepared.inputs, prepared.y, prepared.sample_weight, batch_size or 32,
                                 shuffle=shuffle, seed=seed, group_by_length=shuffle,
-                                batch_multiple=data_dimension())
+                                batch_multiple=split)
+        if shard and distribution_torch.active() is not None:
+            return distribution_torch.Shard(batches, distribution_torch.active())
         return batches.for_fit()
 
     def _plan_learning_rate(self, data, x, y, batch_size, epochs, steps_per_epoch):

@@ -52,7 +52,7 @@ def test_pretrainer_refuses_a_batch_size_the_data_dimension_does_not_divide(monk
     import kbert.tasks.bert_task
 
     model = kbert.BertPretrainer.from_preset("bert_tiny", next_sentence=False)
-    monkeypatch.setattr(kbert.tasks.bert_task, "data_dimension", lambda: 8)
+    monkeypatch.setattr(kbert.tasks.bert_task, "data_dimension", lambda distribution=None: 8)
     with pytest.raises(ValueError, match="batch_size=12 does not divide by the data dimension 8"):
         model.fit(["a film", "another film"], batch_size=12)
 
@@ -121,4 +121,4 @@ def test_bad_names_meshes_and_backends(monkeypatch):
         kbert.distribution.model_parallel((2, 4), devices=keras.distribution.list_devices()[:1])
     monkeypatch.setattr(keras.config, "backend", lambda: "torch")
     with pytest.raises(ValueError, match="needs the JAX backend .* this process runs 'torch'"):
-        kbert.distribution.get("data")
+        kbert.distribution.get("model", (1, 1))

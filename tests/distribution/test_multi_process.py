@@ -2,15 +2,13 @@
 8 global devices and end with the weights of one process training on the same global batches."""
 
 import os
-import socket
-import subprocess
-import sys
 
 import keras
 import numpy as np
 import pytest
 
 from tests.conftest import TESTS, TINY
+from tests.distribution.processes import free_port, run_together
 
 pytestmark = pytest.mark.skipif(keras.config.backend() != "jax",
                                 reason="keras.distribution runs on JAX; the test spawns its own JAX processes")
@@ -39,20 +37,10 @@ def test_two_processes_train_as_one(tmp_path):
     initial = _initial_weights()
     np.savez(tmp_path / "initial.npz", **data, **{f"weight{i}": w for i, w in enumerate(initial)})
 
-    with socket.socket() as probe:  # a free port for the coordinator
-        probe.bind(("localhost", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     env = {key: value for key, value in os.environ.items() if key != "XLA_FLAGS"}
-    workers = [subprocess.Popen([sys.executable, str(TESTS / "distribution" / "multi_process_worker.py"), str(port),
-                                 str(process_id), str(tmp_path)], env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True) for process_id in (0, 1)]
-    try:
-        outputs = [worker.communicate(timeout=600)[0] for worker in workers]
-    finally:
-        for worker in workers:
-            worker.kill()  # after a timeout: the other process waits for its peer
-    for worker, output in zip(workers, outputs):
-        assert worker.returncode == 0, output[-4000:]
+    run_together(TESTS / "distribution" / "multi_process_worker.py",
+                 [(port, process_id, tmp_path) for process_id in (0, 1)], [env, env])
 
     model = classifier(initial)
     inputs = {key: data[key] for key in ("token_ids", "segment_ids", "padding_mask")}

@@ -1,5 +1,8 @@
-"""The task apps' --distribution and --remat on a backend other than JAX: exit 2 with a clear line,
-before any training and with no run folder written (the refusals are backend-independent: TensorFlow)."""
+"""The task apps' --distribution model and --remat on a backend other than JAX, and any --distribution
+on torch: exit 2 with a clear line, before any training and with no run folder written (the refusals
+are backend-independent: TensorFlow; --distribution data trains on TensorFlow: test_data_parallel.py)."""
+
+import argparse
 
 import keras
 import pytest
@@ -12,9 +15,8 @@ pytestmark = pytest.mark.skipif(keras.config.backend() != "tensorflow",
 
 
 @pytest.mark.parametrize("options, message", [
-    (["--distribution", "data"], "kbert.distribution needs the JAX backend (KERAS_BACKEND=jax); this process "
-                                 "runs 'tensorflow'"),
-    (["--distribution", "model", "--mesh", "1x1"], "kbert.distribution needs the JAX backend"),
+    (["--distribution", "model", "--mesh", "1x1"], "Model parallelism (keras.distribution.ModelParallel) needs "
+                                                   "the JAX backend (KERAS_BACKEND=jax); this process runs 'tensorflow'"),
     (["--remat"], "Rematerialization (--remat) is built and tested on the JAX backend only; this process runs "
                   "'tensorflow'"),
     (["--gradient-accumulation", "0"], "argument --gradient-accumulation: expected a positive integer, got '0'"),
@@ -28,3 +30,11 @@ def test_refused_before_training(options, message, tiny_init, tmp_path, capsys):
     assert exit.value.code == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
+
+
+def test_apps_refuse_torch(monkeypatch):
+    task_cli = app_module("task_cli")
+    monkeypatch.setattr(keras.config, "backend", lambda: "torch")
+    with pytest.raises(ValueError, match=r"--distribution data: the apps run one process, and on torch data "
+                                         r"parallelism runs one process per device \(kbert.distribution"):
+        task_cli.apply_distribution(argparse.Namespace(distribution="data", mesh=None))

@@ -1,0 +1,132 @@
+"""Data parallelism on the torch backend: one process per device, gradients averaged over
+`torch.distributed`, as `torch.nn.parallel.DistributedDataParallel` does.
+
+Keras's torch trainer calls the model itself in `train_step` (not a wrapper that DDP could
+own) and reads each weight's `.grad` after `loss.backward()`. So instead of wrapping the
+model in DDP, `averaged_gradients(model)` installs DDP's mechanism directly: a hook on each
+trainable weight that, once its gradient is accumulated in the backward pass, all-reduces it
+and divides by the number of processes; the optimizer then applies the same mean gradient in
+every process. With the same initial weights (broadcast from process 0 when training starts)
+every process takes the same steps. Each process trains on its share of every global batch
+(`Shard`), so the mean of the processes' gradients is the gradient of the global batch.
+"""
+
+import os
+
+import keras
+
+_ACTIVE = None
+
+ENVIRONMENT = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE")
+
+
+class TorchDataParallel:
+    """This process's place in a data-parallel torch job: `rank` of `num_replicas_in_sync` processes.
+
+    Build it with `TorchDataParallel.from_environment()` (what `kbert.distribution.data_parallel()`
+    does on torch), which joins the process group, then `kbert.distribution.activate` it.
+    """
+
+    def __init__(self, rank, num_replicas_in_sync):
+        self.rank = int(rank)
+        self.num_replicas_in_sync = int(num_replicas_in_sync)
+
+    @classmethod
+    def from_environment(cls):
+        """Joins the process group torchrun describes in the environment (gloo on CPU, nccl on GPU)."""
+        import torch
+        import torch.distributed as dist
+
+        missing = [name for name in ENVIRONMENT if name not in os.environ]
+        if missing and not dist.is_initialized():
+            raise ValueError(f"Data parallelism on torch runs one process per device, started by torchrun "
+                             f"(or with {', '.join(ENVIRONMENT)} set in each); {', '.join(missing)} "
+                             "not set in this process.")
+        if not dist.is_initialized():
+            dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+        return cls(dist.get_rank(), dist.get_world_size())
+
+    def __repr__(self):
+        return f"TorchDataParallel(rank={self.rank}, num_replicas_in_sync={self.num_replicas_in_sync})"
+
+
+def set_active(distribution):
+    """Makes `distribution` (a `TorchDataParallel` or None) the active one (`kbert.distribution.activate`)."""
+    global _ACTIVE
+    if distribution is not None and not isinstance(distribution, TorchDataParallel):
+        raise ValueError(f"On torch, activate takes kbert.distribution.data_parallel()'s TorchDataParallel, "
+                         f"not {type(distribution).__name__}.")
+    _ACTIVE = distribution
+
+
+def active():
+    """The active `TorchDataParallel`, or None."""
+    return _ACTIVE
+
+
+def shared_seed(seed):
+    """Process 0's `seed`, in every process: they must shuffle the global batches alike."""
+    if _ACTIVE is None:
+        return seed
+    import torch
+    import torch.distributed as dist
+
+    value = torch.tensor([seed], dtype=torch.int64)
+    dist.broadcast(value, src=0)
+    return int(value.item())
+
+
+class Shard(keras.utils.PyDataset):
+    """This process's rows of every batch of `batches` (a PyDataset of global batches whose rows
+    divide by the processes): process r of n takes the r-th n-th of each batch."""
+
+    def __init__(self, batches, distribution):
+        super().__init__()
+        self.batches = batches
+        self.rank = distribution.rank
+        self.parts = distribution.num_replicas_in_sync
+
+    def __len__(self):
+        return len(self.batches)
+
+    def __getitem__(self, index):
+        def share(value):
+            size = len(value) // self.parts
+            return value[self.rank * size : (self.rank + 1) * size]
+
+        return keras.tree.map_structure(share, self.batches[index])
+
+    def on_epoch_end(self):
+        self.batches.on_epoch_end()
+
+
+class averaged_gradients:
+    """Context manager: while open, `model`'s processes start from process 0's weights and each
+    backward pass leaves in every trainable weight's `.grad` the mean over the processes."""
+
+    def __init__(self, model):
+        self.model = model
+        self.handles = []
+
+    def __enter__(self):
+        import torch.distributed as dist
+
+        parts = _ACTIVE.num_replicas_in_sync
+
+        def average(parameter):
+            dist.all_reduce(parameter.grad)
+            parameter.grad.div_(parts)
+
+        for weight in self.model.weights:
+            dist.broadcast(weight.value.data, src=0)
+        self.handles = [weight.value.register_post_accumulate_grad_hook(average)
+                        for weight in self.model.trainable_variables]
+        return self
+
+    def __exit__(self, *exc_info):
+        for handle in self.handles:
+            handle.remove()
+        self.handles = []
+
+
+__all__ = ["Shard", "TorchDataParallel", "active", "averaged_gradients", "set_active", "shared_seed"]
