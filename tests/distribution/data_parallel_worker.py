@@ -3,9 +3,11 @@ and writes the weights to OUT (.npz).
 
 argv: tensorflow OUT: on 2 logical CPU devices, under `tf.distribute.MirroredStrategy`, and on one device
 (no strategy) in the same process, unshuffled: under a strategy, Keras's TensorFlow trainer reads the
-data once to build the model before the first epoch, a pass after which the batches reshuffle. argv: torch OUT: one of the torch processes of a job described by
-MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE (as torchrun sets them); shuffles from seed RANK, so
-only a shuffle seed shared with process 0 gives the one-process batches.
+data once to build the model before the first epoch, a pass after which the batches reshuffle.
+
+argv: torch OUT: one of the torch processes of a job described by MASTER_ADDR, MASTER_PORT, RANK and
+WORLD_SIZE (as torchrun sets them); shuffles from seed RANK, so only a shuffle seed shared with process 0
+gives the one-process batches.
 """
 
 import os
