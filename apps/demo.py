@@ -8,7 +8,7 @@
 1. Fine-tune `BertClassifier` from --init (default: the real all-MiniLM-L6-v2 checkpoint) on a
    seeded subset of SST-2 (`../shared/data/sst2/train.tsv`, or $KBERT_DATA_DIR/sst2), or, when that
    is absent, on kbert/data/samples/sentiment_sample.tsv (200 hand-written sentences). A seeded
-   split of the data is held out for validation (kbert.training.sentence_task.train).
+   split of the data is held out for validation (kbert.recipes.sentence.train).
 2. Evaluate the Keras model: validation accuracy, file size, latency of one raw sentence.
 3. Export string-in TFLite models (tokenizer in the graph), float32 and dynamic-int8 (kbert.export).
    Export needs the TensorFlow backend: on it, this process exports; on JAX or torch, the saved
@@ -162,7 +162,7 @@ def fine_tune(args, out):
     """Step 1: trains (or, with --reuse, finds) the run folder; writes OUT/validation.tsv. Returns its metrics."""
     from kbert.data import read_sentence_tsv
     from kbert.saving import atomic_file
-    from kbert.training import SENTIMENT, sentence_task
+    from kbert.recipes import SENTIMENT, sentence
 
     metrics_file = out / "metrics.json"
     if args.reuse and (out / "model.keras").is_file() and metrics_file.is_file():
@@ -174,7 +174,7 @@ def fine_tune(args, out):
         data = args.data or default_data()
         examples = read_sentence_tsv(data, label_names=SENTIMENT.label_names)
         seed, valid_size = args.seed, min(args.valid_size, len(examples) // 5)
-        metrics = sentence_task.train(
+        metrics = sentence.train(
             SENTIMENT, data, args.init, out, epochs=args.epochs, batch_size=args.batch_size,
             learning_rate=args.learning_rate, max_length=args.max_length, limit=args.limit,
             validation_fraction=valid_size / len(examples), seed=seed,

@@ -23,13 +23,13 @@ from task_cli import (add_evaluate_command, add_predict_command, add_train_comma
 def main(argv=None):
     """Runs the command in `argv` (default sys.argv)."""
     args = parse_args(parser(), argv)
-    from kbert.training import ner_task
+    from kbert.recipes import ner as recipe
     from kbert.saving import check_run_task, check_writable, claim_run_folder
 
     if args.command == "train":
         apply_distribution(args, config=args.init)
         with claim_run_folder(args.out), for_people(args):
-            metrics = ner_task.train(
+            metrics = recipe.train(
                 args.data, args.init, args.out, valid=args.valid, epochs=args.epochs, batch_size=args.batch_size,
                 learning_rate=args.lr, max_length=args.max_length, mixed_precision=args.mixed_precision,
                 validation_fraction=args.validation_fraction, limit=args.limit,
@@ -41,12 +41,12 @@ def main(argv=None):
     if args.command == "evaluate":
         check_writable(args.out or pathlib.Path(args.model) / "eval.json", "--out" if args.out else "--model")
         with for_people(args):
-            metrics = ner_task.evaluate(args.model, args.data, out=args.out, batch_size=args.batch_size)
+            metrics = recipe.evaluate(args.model, args.data, out=args.out, batch_size=args.batch_size)
         if args.json:
             emit(args, [metrics])
     else:
-        emit(args, ner_task.predict(args.model, texts_or_stdin(args.texts), batch_size=args.batch_size,
-                                           dtype=args.dtype), _describe)
+        emit(args, recipe.predict(args.model, texts_or_stdin(args.texts), batch_size=args.batch_size,
+                                 dtype=args.dtype), _describe)
 
 
 def parser():

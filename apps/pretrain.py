@@ -32,6 +32,7 @@ The data pipeline (tf.data) runs in a child process that makes batches ahead of 
 With --json, the last line on stdout is metrics.json as one JSON object (the rest goes to stderr).
 """
 
+import argparse
 import contextlib
 import csv
 import glob
@@ -53,6 +54,16 @@ from task_cli import (add_distribution_options, apply_distribution, non_negative
 MAY_CHANGE = ("steps",)  # the settings a resumed run may change; the others make the run what it is
 # How it runs, not what it trains: a run may resume on another mesh.
 NOT_SETTINGS = ("run", "output", "restart", "json", "verbose", "distribution", "mesh", "remat")
+RENAMED = {"task": "objective"}  # settings.json names of runs started before a rename: old -> new
+
+
+class FormerName(argparse.Action):
+    """An option's former name (hidden from --help): sets the option and names it on stderr."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        new = "--" + self.dest.replace("_", "-")
+        print(f"{option_string} is now {new}: {option_string} goes in the next release.", file=sys.stderr)
+        setattr(namespace, self.dest, values)
 
 
 def parse_args(argv=None):
@@ -71,7 +82,9 @@ def parse_args(argv=None):
     parser.add_argument("--vocab-size", type=positive_int, default=8192, help="size of the learned vocabulary")
     parser.add_argument("--vocab-lines", type=positive_int, default=20000,
                         help="training lines (drawn at random) the vocabulary is learned from")
-    parser.add_argument("--task", default="nsp", help="second objective: nsp, sop (ALBERT) or mlm (none)")
+    parser.add_argument("--objective", default="nsp",
+                        help="beside masked LM: nsp (next sentence), sop (ALBERT's sentence order) or mlm (none)")
+    parser.add_argument("--task", dest="objective", action=FormerName, help=argparse.SUPPRESS)
     parser.add_argument("--whole-word-masking", action="store_true", help="mask every piece of a chosen word")
     parser.add_argument("--duplication-factor", type=non_negative_int, default=0, help="static masking with this many copies (default: dynamic)")
     parser.add_argument("--steps", type=non_negative_int, default=10000,
@@ -90,9 +103,9 @@ def parse_args(argv=None):
     add_distribution_options(parser)
     args = parse_app_args(parser, argv)
     from kbert.config import PRESETS
-    from kbert.data.pretraining_instances import TASKS
+    from kbert.data.pretraining_instances import OBJECTIVES
 
-    for option, value, names in (("--preset", args.preset, sorted(PRESETS)), ("--task", args.task, TASKS)):
+    for option, value, names in (("--preset", args.preset, sorted(PRESETS)), ("--objective", args.objective, OBJECTIVES)):
         if value not in names:
             parser.error(f"argument {option}: invalid choice: {value!r} (choose from {', '.join(names)})")
     if args.steps % args.checkpoint_every:
@@ -193,7 +206,7 @@ def check_resumable(folder, settings):
                                  f"so a rerun cannot be checked against it: start over with --restart, or choose "
                                  f"another --run.")
         return  # a run killed while writing its data split, before it was prepared: prepared again
-    check_run_settings(folder, settings, may_change=MAY_CHANGE)
+    check_run_settings(folder, settings, may_change=MAY_CHANGE, renamed=RENAMED)
     trained = resumed_step(folder / "backup")
     if settings["steps"] < trained:
         raise RunFolderError(f"--run {folder} has trained {trained} steps already: --steps {settings['steps']} "
@@ -243,9 +256,9 @@ def check_split(files, args):
                          f"of its {counts} holds out none (passages are held out by a hash of their text). "
                          f"Raise --holdout-fraction, or give 0 to train without held-out evaluation.")
     for side, split in (("training", train), ("held-out", held)):
-        if args.task == "nsp" and split["documents"] == 1:
+        if args.objective == "nsp" and split["documents"] == 1:
             raise ValueError(f"--corpus {names}: the {side} split holds one document, so next-sentence prediction "
-                             f"has no random second segments. Separate documents with a blank line, or use --task mlm "
+                             f"has no random second segments. Separate documents with a blank line, or use --objective mlm "
                              f"or sop.")
     for path in survey["empty_files"]:
         print(f"--corpus {path}: no text, skipped.", flush=True)
@@ -330,7 +343,8 @@ def pretrain(args, folder, settings, files):
     from kbert.models.bert_backbone import BertBackbone
     from kbert.optimizers import bert_adamw
     from kbert.tasks.bert_pretrainer import BertPretrainer
-    from kbert.training import AtomicBackupAndRestore, StopOnNonFiniteLoss, plot_history, use_fast_dropout_masks
+    from kbert.backend_speedups import use_fast_dropout_masks
+    from kbert.training import AtomicBackupAndRestore, StopOnNonFiniteLoss, plot_history
     from kbert.training.model_card import write_model_card
     from kbert.training.remat import rematerialized
     from kbert.training.training_logs import HISTORY_FILE, training_logs
@@ -343,14 +357,14 @@ def pretrain(args, folder, settings, files):
     keras.utils.set_random_seed(args.seed)  # the initial weights (a resumed run then loads its own)
     with rematerialized(args.remat):
         backbone = BertBackbone(**{**config.to_dict(), "vocabulary_size": tokenizer.vocabulary_size})
-        model = BertPretrainer(backbone, next_sentence=args.task != "mlm")
+        model = BertPretrainer(backbone, next_sentence=args.objective != "mlm")
     epochs = math.ceil(args.steps / args.checkpoint_every)
     model.compile(optimizer=bert_adamw(args.lr, max(epochs * args.checkpoint_every, 1), args.warmup_ratio,
                                        gradient_accumulation_steps=args.gradient_accumulation))
     batches_per_epoch = args.checkpoint_every * args.gradient_accumulation  # fit counts batches
 
     data_options = dict(tokenizer=tokenizer, batch_size=args.batch_size, max_seq_length=args.seq_len,
-                        task=args.task, whole_word_masking=args.whole_word_masking, holdout=args.holdout_fraction)
+                        objective=args.objective, whole_word_masking=args.whole_word_masking, holdout=args.holdout_fraction)
     masking = dict(masking="static", duplication_factor=args.duplication_factor) if args.duplication_factor else {}
     # The tf.data pipeline runs in a child process (see process_batches: in this one it
     # would slow torch's steps about 2x). A resumed run draws a fresh stream (pairs,

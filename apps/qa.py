@@ -31,13 +31,13 @@ FILE_NAME = re.compile(r"\S*(/|\\)\S*|\S+\.(txt|text|md|json|html?|tsv|csv)", re
 def main(argv=None):
     """Runs the command in `argv` (default sys.argv)."""
     args = parse_args(parser(), argv)
-    from kbert.training import qa_task
+    from kbert.recipes import qa as recipe
     from kbert.saving import check_run_task, check_writable, claim_run_folder
 
     if args.command == "train":
         apply_distribution(args, config=args.init)
         with claim_run_folder(args.out), for_people(args):
-            metrics = qa_task.train(
+            metrics = recipe.train(
                 args.data, args.init, args.out, epochs=args.epochs, batch_size=args.batch_size,
                 learning_rate=args.lr, max_length=args.max_length, doc_stride=args.doc_stride,
                 max_question_length=args.max_question_length, mixed_precision=args.mixed_precision,
@@ -50,13 +50,13 @@ def main(argv=None):
     if args.command == "evaluate":
         check_writable(args.out or pathlib.Path(args.model) / "eval.json", "--out" if args.out else "--model")
         with for_people(args):
-            metrics = qa_task.evaluate(args.model, args.data, out=args.out, batch_size=args.batch_size)
+            metrics = recipe.evaluate(args.model, args.data, out=args.out, batch_size=args.batch_size)
         if args.json:
             emit(args, [metrics])
     else:
         contexts, questions = predict_inputs(args)
-        emit(args, qa_task.predict(args.model, contexts, questions, args.n_best, args.max_answer_length,
-                                   batch_size=args.batch_size, dtype=args.dtype), _describe)
+        emit(args, recipe.predict(args.model, contexts, questions, args.n_best, args.max_answer_length,
+                                  batch_size=args.batch_size, dtype=args.dtype), _describe)
 
 
 def parser():

@@ -1,7 +1,7 @@
 """The command line shared by apps/sentiment.py, apps/nli.py and apps/similarity.py.
 
-Its parser is built before Keras loads (--help answers at once), so it knows each task by the
-shape of its command line, `COMMAND_LINES`; the task itself, `kbert.training.SentenceTask`, is
+Its parser is built before Keras loads (--help answers at once), so it knows each problem by the
+shape of its command line, `COMMAND_LINES`; the problem itself, `kbert.recipes.SentenceProblem`, is
 looked up by name once the arguments are read (tests/apps/test_app_cli.py checks they agree).
 """
 
@@ -13,28 +13,28 @@ from app_cli import emit, for_people, parse_args
 from task_cli import (add_evaluate_command, add_predict_command, add_train_command, apply_distribution,
                       positive_int, task_parser, texts_or_stdin, validation_limit)
 
-# task name -> (texts per example, regression): what the command line of each sentence task takes
+# problem name -> (texts per example, regression): what the command line of each sentence problem takes
 COMMAND_LINES = {"sentiment": (1, False), "nli": (2, False), "similarity": (2, True)}
 
 
-def main(task_name, argv=None, description=None):
-    """Parses `train | evaluate | predict` arguments for the task `task_name` and runs the command.
+def main(problem_name, argv=None, description=None):
+    """Parses `train | evaluate | predict` arguments for the problem `problem_name` and runs the command.
 
     Args:
-        task_name: str. A key of `COMMAND_LINES`, the name of a `kbert.training.SentenceTask`.
+        problem_name: str. A key of `COMMAND_LINES`, the name of a `kbert.recipes.SentenceProblem`.
         argv: list of str or None (sys.argv).
         description: str. The app's help text.
     """
-    args = parse_args(parser(task_name, description), argv)
-    from kbert.training import NLI, SENTIMENT, SIMILARITY, sentence_task
+    args = parse_args(parser(problem_name, description), argv)
+    from kbert.recipes import NLI, SENTIMENT, SIMILARITY, sentence
     from kbert.saving import check_run_task, check_writable, claim_run_folder
 
-    task = {task.name: task for task in (SENTIMENT, NLI, SIMILARITY)}[task_name]
+    problem = {problem.name: problem for problem in (SENTIMENT, NLI, SIMILARITY)}[problem_name]
     if args.command == "train":
         apply_distribution(args, config=args.init)
         with claim_run_folder(args.out), for_people(args):
-            metrics = sentence_task.train(
-                task, args.data, args.init, args.out, valid=args.valid, epochs=args.epochs,
+            metrics = sentence.train(
+                problem, args.data, args.init, args.out, valid=args.valid, epochs=args.epochs,
                 batch_size=args.batch_size, learning_rate=args.lr, max_length=args.max_length,
                 lora_rank=args.lora_rank, mixed_precision=args.mixed_precision,
                 validation_fraction=args.validation_fraction, limit=args.limit,
@@ -43,23 +43,23 @@ def main(task_name, argv=None, description=None):
                 gradient_accumulation=args.gradient_accumulation, remat=args.remat, verbose=args.progress)
         emit(args, [metrics], lambda metrics: f"Wrote {args.out}")
         return
-    check_run_task(args.model, task.name, "BertClassifier", regression=task.regression)
+    check_run_task(args.model, problem.name, "BertClassifier", regression=problem.regression)
     if args.command == "evaluate":
         check_writable(args.out or pathlib.Path(args.model) / "eval.json", "--out" if args.out else "--model")
         with for_people(args):
-            metrics = sentence_task.evaluate(task, args.model, args.data, out=args.out, batch_size=args.batch_size,
-                                             skip_bad_rows=args.skip_bad_rows)
+            metrics = sentence.evaluate(problem, args.model, args.data, out=args.out, batch_size=args.batch_size,
+                                        skip_bad_rows=args.skip_bad_rows)
         if args.json:
             emit(args, [metrics])
     else:
-        texts, pairs = _predict_inputs(task, args)
-        emit(args, sentence_task.predict(args.model, texts, pairs, batch_size=args.batch_size,
-                                                  dtype=args.dtype), _describe)
+        texts, pairs = _predict_inputs(problem, args)
+        emit(args, sentence.predict(args.model, texts, pairs, batch_size=args.batch_size,
+                                    dtype=args.dtype), _describe)
 
 
-def parser(task_name, description=None):
-    """The argparse parser of the sentence-task app of `task_name`."""
-    num_texts, regression = COMMAND_LINES[task_name]
+def parser(problem_name, description=None):
+    """The argparse parser of the sentence app of `problem_name`."""
+    num_texts, regression = COMMAND_LINES[problem_name]
     parser, commands = task_parser(description)
     columns = "sentence<TAB>label" if num_texts == 1 else "sentence1<TAB>sentence2<TAB>label"
 
@@ -67,8 +67,8 @@ def parser(task_name, description=None):
     train.add_argument("--lora-rank", type=positive_int, help="train LoRA factors of this rank (and the head) only")
     if not regression:
         train.add_argument("--labels", type=_label_names,
-                           help=f"comma-separated classes in id order (default: {task_name}'s, see "
-                                f"kbert.training.{task_name.upper()})")
+                           help=f"comma-separated classes in id order (default: {problem_name}'s, see "
+                                f"kbert.recipes.{problem_name.upper()})")
     train.add_argument("--skip-bad-rows", action="store_true", help="skip unreadable rows instead of failing")
     train.set_defaults(labels=None)
 
@@ -83,9 +83,9 @@ def parser(task_name, description=None):
     return parser
 
 
-def _predict_inputs(task, args):
+def _predict_inputs(problem, args):
     """(texts, pairs) from the arguments, else from stdin (pairs: one tab per line)."""
-    if task.num_texts == 1:
+    if problem.num_texts == 1:
         return texts_or_stdin(args.texts), None
     if args.premise or args.hypothesis:
         if len(args.premise or []) != len(args.hypothesis or []):

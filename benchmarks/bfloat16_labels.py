@@ -20,7 +20,7 @@ import numpy as np
 def held_out(run):
     """The run's validation examples, as `apps/<task>.py train` split them."""
     from kbert.data.sentence_tsv import read_sentence_tsv
-    from kbert.training.sentence_task import NLI, SENTIMENT
+    from kbert.recipes import NLI, SENTIMENT
 
     metrics = json.loads((pathlib.Path(run) / "metrics.json").read_text())
     task = {t.name: t for t in (SENTIMENT, NLI)}.get(metrics["task"])

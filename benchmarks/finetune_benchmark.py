@@ -85,7 +85,7 @@ def run_keras(args, build_model):
     import keras
 
     from kbert.optimizers import bert_adamw
-    from kbert.training import use_fast_dropout_masks
+    from kbert.backend_speedups import use_fast_dropout_masks
 
     use_fast_dropout_masks()
 

@@ -2,7 +2,7 @@
 
 AdamW (weight decay 0.01, none on biases and LayerNorm, eps 1e-6), linear warmup over
 `warmup_ratio` of the steps then linear decay, gradient clipping at 1.0; what
-`kbert.training.bert_adamw` does on the kbert side.
+`kbert.optimizers.bert_adamw` does on the kbert side.
 
     trainer = HfTrainer(model, learning_rate=5e-5, total_steps=100)
     loss = trainer.step(input_ids=..., attention_mask=..., token_type_ids=..., labels=...)

@@ -29,7 +29,7 @@ from kbert.data.squad import read_squad  # noqa: E402
 from kbert.data.squad_windows import SquadWindows  # noqa: E402
 from kbert.metrics.squad import squad_scores  # noqa: E402
 from kbert.paths import data_dir, minilm_dir  # noqa: E402
-from kbert.training.qa_task import split_articles  # noqa: E402
+from kbert.recipes.qa import split_articles  # noqa: E402
 
 
 def to_torch(inputs):

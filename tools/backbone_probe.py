@@ -160,13 +160,13 @@ def load_pretrainer(folder, backbone, metrics):
 
 
 def held_out_batches(folder, model, tokenizer, seq_len):
-    """apps/pretrain.py's held-out MLM evaluation batches (with its default batch size and task)."""
+    """apps/pretrain.py's held-out MLM evaluation batches (with its default batch size and objective)."""
     from kbert.data.pretraining_dataset import pretraining_dataset
     from kbert.data.pretraining_instances import run_corpus
 
     paths, holdout = run_corpus(folder)
     data = pretraining_dataset(paths, tokenizer, batch_size=32, holdout=holdout, held_out=True,
-                               max_seq_length=seq_len, task="nsp" if model.next_sentence else "mlm",
+                               max_seq_length=seq_len, objective="nsp" if model.next_sentence else "mlm",
                                masking="static", duplication_factor=1, repeat=False, shuffle_buffer=0, seed=1)
     for x, y, weights in data:
         yield {k: np.asarray(v) for k, v in x.items()}, np.asarray(y["mlm"]), np.asarray(weights["mlm"])

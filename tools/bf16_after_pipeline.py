@@ -41,7 +41,7 @@ def main():
     report("before the pipeline")
     paths, holdout = run_corpus(args.run)
     data = pretraining_dataset(paths, BertTokenizer.from_hf(args.run), batch_size=64, holdout=holdout,
-                               max_seq_length=64, task="mlm", repeat=False, seed=0)
+                               max_seq_length=64, objective="mlm", repeat=False, seed=0)
     batches = data.as_numpy_iterator()
     next(batches)
     report("after its first batch")

@@ -6,7 +6,7 @@ import itertools
 import numpy as np
 import tensorflow as tf
 
-from kbert.data.pretraining_instances import TASKS, document_instances, read_documents
+from kbert.data.pretraining_instances import OBJECTIVES, document_instances, read_documents
 from kbert.data.pretraining_masking import mask_batch
 from kbert.data.text_file import check_utf8
 
@@ -14,7 +14,7 @@ MASKINGS = ("dynamic", "static")
 _NEVER_MASKED = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
-def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=128, task="nsp",
+def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=128, objective="nsp",
                         masking="dynamic", duplication_factor=10, whole_word_masking=False,
                         mask_rate=0.15, max_predictions=20, short_seq_prob=0.1, repeat=True,
                         shuffle_buffer=10000, window_chars=4_000_000, cache=None, holdout=0.0,
@@ -40,7 +40,7 @@ def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=128, task="
         tokenizer: `kbert.text.BertTokenizer`.
         batch_size: int. Rows per batch (the last partial batch is dropped).
         max_seq_length: int. Tokens per row, special tokens included.
-        task: str. "nsp" (next sentence), "sop" (ALBERT's sentence order) or "mlm" (one
+        objective: str. "nsp" (next sentence), "sop" (ALBERT's sentence order) or "mlm" (one
             segment per row, no `nsp` target).
         masking: str. "dynamic" or "static".
         duplication_factor: int. Masked copies per pair with static masking.
@@ -72,18 +72,18 @@ def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=128, task="
     >>> sorted(x), sorted(y), tuple(x["mask_positions"].shape)
     (['mask_positions', 'padding_mask', 'segment_ids', 'token_ids'], ['mlm', 'nsp'], (2, 2))
     """
-    if task not in TASKS:
-        raise ValueError(f"task must be one of {TASKS}, got {task!r}.")
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}.")
     if masking not in MASKINGS:
         raise ValueError(f"masking must be one of {MASKINGS}, got {masking!r}.")
     paths = [str(path) for path in ([paths] if isinstance(paths, str) else paths)]
-    _check_corpus(paths, task, holdout, held_out)
+    _check_corpus(paths, objective, holdout, held_out)
     seed = int(np.random.default_rng(seed).integers(2**31))
     special_ids, is_suffix, replacement_ids = masking_vocabulary(tokenizer)
 
     def instances():
         read = functools.partial(read_documents, paths, holdout, held_out)
-        yield from _instances(read, tokenizer, max_seq_length, short_seq_prob, task, seed,
+        yield from _instances(read, tokenizer, max_seq_length, short_seq_prob, objective, seed,
                               repeat and masking == "dynamic", window_chars)
 
     row = tf.TensorSpec([max_seq_length], tf.int32)
@@ -116,19 +116,19 @@ def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=128, task="
         # ends the loop after n steps.
         batches = int(data.reduce(0, lambda count, _: count + 1))
         data = data.apply(tf.data.experimental.assert_cardinality(batches))
-    return data.map(lambda batch: _fit_layout(batch, task)).prefetch(tf.data.AUTOTUNE)
+    return data.map(lambda batch: _fit_layout(batch, objective)).prefetch(tf.data.AUTOTUNE)
 
 
-def _fit_layout(batch, task):
+def _fit_layout(batch, objective):
     x = {key: batch[key] for key in ("token_ids", "segment_ids", "padding_mask", "mask_positions")}
     y, weights = {"mlm": batch["mask_ids"]}, {"mlm": batch["mask_weights"]}
-    if task != "mlm":
+    if objective != "mlm":
         y["nsp"] = batch["label"]
         weights["nsp"] = tf.ones_like(batch["label"], tf.float32)
     return x, y, weights
 
 
-def _check_corpus(paths, task, holdout, held_out):
+def _check_corpus(paths, objective, holdout, held_out):
     """Refuses, before training starts, a corpus with bytes that are not UTF-8 (naming the file
     and line), with no text (on the side of the held-out split read), or with one document for NSP."""
     for path in paths:
@@ -138,14 +138,14 @@ def _check_corpus(paths, task, holdout, held_out):
         f"The pretraining corpus {paths}" + (f" less its held-out share ({holdout})" if holdout else ""))
     if not documents:
         raise ValueError(f"{part} holds no text.")
-    if len(documents) == 1 and task == "nsp":
+    if len(documents) == 1 and objective == "nsp":
         raise ValueError(
             f"{part} holds one document, so next-sentence prediction "
             "has no random second segments. Separate documents with a blank line, or use "
-            "task='mlm' or 'sop'.")
+            "objective='mlm' or 'sop'.")
 
 
-def _instances(read, tokenizer, max_seq_length, short_seq_prob, task, seed, repeat, window_chars):
+def _instances(read, tokenizer, max_seq_length, short_seq_prob, objective, seed, repeat, window_chars):
     """Packed rows from every window of the documents `read(seed=...)` yields; once, or again and
     again with `repeat` (each pass interleaves the files afresh)."""
     for epoch in itertools.count():
@@ -156,7 +156,7 @@ def _instances(read, tokenizer, max_seq_length, short_seq_prob, task, seed, repe
             for index in rng.permutation(len(documents)):
                 others = documents[:index] + documents[index + 1:] or previous
                 for first, second, label in document_instances(
-                        documents[index], others, rng, max_seq_length, short_seq_prob, task):
+                        documents[index], others, rng, max_seq_length, short_seq_prob, objective):
                     produced += 1
                     yield _pack(tokenizer, first, second, label, max_seq_length)
             previous = documents

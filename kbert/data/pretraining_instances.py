@@ -16,7 +16,7 @@ from kbert.saving import SETTINGS_FILE, read_json
 _SENTENCE_END = re.compile(
     r"(?<!\bMr)(?<!\bMrs)(?<!\bMs)(?<!\bDr)(?<!\bSt)(?<!\bMessrs)[.!?]+[\"'”’)\]]*(\s+)"
     r"(?=[\"'“‘(\[]?[A-Z])")
-TASKS = ("nsp", "sop", "mlm")
+OBJECTIVES = ("nsp", "sop", "mlm")
 HOLDOUT_PASSAGE_LINES = 20  # a longer document is held out (or not) in passages of this many lines
 MAX_SENTENCE_CHARS = 4000  # a longer sentence (or line, in a vocabulary sample) is cut at a space
 
@@ -224,7 +224,7 @@ def _split(documents, holdout):
 
 
 def document_instances(document, others, rng, max_seq_length=128, short_seq_prob=0.1,
-                       task="nsp"):
+                       objective="nsp"):
     """Yields `(first, second, label)` token-id arrays for one tokenized document.
 
     As BERT does: sentences accumulate up to a target length (the longest that fits, or with
@@ -243,17 +243,17 @@ def document_instances(document, others, rng, max_seq_length=128, short_seq_prob
         rng: `numpy.random.Generator`.
         max_seq_length: int. Tokens per sequence, [CLS] and [SEP] included.
         short_seq_prob: float. Probability of a shorter target length.
-        task: str. "nsp", "sop" or "mlm".
+        objective: str. "nsp", "sop" or "mlm".
 
     Example:
     >>> rng = np.random.default_rng(0)
     >>> doc = [np.array([5, 6]), np.array([7]), np.array([8, 9])]
-    >>> [(a.tolist(), b.tolist(), label) for a, b, label in document_instances(doc, [], rng, 9, task="sop")]
+    >>> [(a.tolist(), b.tolist(), label) for a, b, label in document_instances(doc, [], rng, 9, objective="sop")]
     [([8, 9], [5, 6, 7], 1)]
     """
-    if task not in TASKS:
-        raise ValueError(f"task must be one of {TASKS}, got {task!r}.")
-    max_tokens = max_seq_length - (2 if task == "mlm" else 3)
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}.")
+    max_tokens = max_seq_length - (2 if objective == "mlm" else 3)
     if max_tokens < 2:
         raise ValueError(f"max_seq_length={max_seq_length} leaves no room for two segments.")
     segments = [sentence[start:start + max_tokens] for sentence in document
@@ -267,10 +267,10 @@ def document_instances(document, others, rng, max_seq_length=128, short_seq_prob
         chunk.append(segments[i])
         length += len(segments[i])
         if i == len(segments) - 1 or length >= target:
-            if task == "mlm":
+            if objective == "mlm":
                 yield np.concatenate(chunk)[:max_tokens], None, 0
             else:
-                pair = _pair(chunk, segments, i, others, rng, target, task)
+                pair = _pair(chunk, segments, i, others, rng, target, objective)
                 if pair is not None:
                     first, second, label, put_back = pair
                     i -= put_back
@@ -280,14 +280,14 @@ def document_instances(document, others, rng, max_seq_length=128, short_seq_prob
         i += 1
 
 
-def _pair(chunk, segments, i, others, rng, target, task):
+def _pair(chunk, segments, i, others, rng, target, objective):
     """A, B, label and the number of segments to put back, or None if no pair can be made."""
     a_end = int(rng.integers(1, len(chunk))) if len(chunk) >= 2 else 1
-    if task == "nsp" and rng.random() < 0.5:
+    if objective == "nsp" and rng.random() < 0.5:
         first = np.concatenate(chunk[:a_end])
         if not others:
             raise ValueError("Next-sentence prediction needs a second document for random "
-                             "pairs; separate documents with a blank line, or use task='mlm' "
+                             "pairs; separate documents with a blank line, or use objective='mlm' "
                              "or 'sop'.")
         other = others[int(rng.integers(len(others)))]
         start = int(rng.integers(len(other)))
@@ -304,7 +304,7 @@ def _pair(chunk, segments, i, others, rng, target, task):
         first, second = chunk[0][:cut], chunk[0][cut:]
     else:
         first, second = np.concatenate(chunk[:a_end]), np.concatenate(chunk[a_end:])
-    if task == "sop" and rng.random() < 0.5:
+    if objective == "sop" and rng.random() < 0.5:
         return second, first, 1, 0
     return first, second, 0, 0
 

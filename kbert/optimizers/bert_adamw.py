@@ -93,7 +93,7 @@ class BertAdamW(keras.optimizers.AdamW):
         # Under torch, one fused update over all variables, as Keras's own torch optimizers do.
         if keras.config.backend() != "torch":
             return super()._backend_update_step(grads, trainable_variables, learning_rate)
-        from kbert.optimizers.torch_foreach_adamw import foreach_update
+        from kbert.backend_speedups.torch_foreach_adamw import foreach_update
 
         foreach_update(self, grads, trainable_variables, learning_rate)
 

@@ -191,16 +191,18 @@ def check_run_task(folder, task, model_class, regression=None, what="--model"):
                              f"as {task} does.")
 
 
-def check_run_settings(folder, settings, may_change=()):
+def check_run_settings(folder, settings, may_change=(), renamed=None):
     """Raises `RunFolderError` when the run in `folder` started with settings other than `settings`.
 
     The settings it started with are in `folder/settings.json`; a setting in `may_change`
-    may differ. Nothing is checked when the file does not exist (a new run).
+    may differ. Nothing is checked when the file does not exist (a new run). `renamed` maps
+    a setting's former name to its name now, so that a run started before the rename resumes.
 
     Example:
     >>> folder = pathlib.Path(tempfile.mkdtemp())
     >>> write_json_atomic(folder / SETTINGS_FILE, {"corpus": ["a.txt"], "steps": 10})
     >>> check_run_settings(folder, {"corpus": ["a.txt"], "steps": 20}, may_change=["steps"])
+    >>> check_run_settings(folder, {"files": ["a.txt"], "steps": 10}, renamed={"corpus": "files"})
     >>> check_run_settings(folder, {"corpus": ["b.txt"], "steps": 10})
     Traceback (most recent call last):
     kbert.saving.run_folder.RunFolderError: .../settings.json: this run started with --corpus ['a.txt'], not
@@ -210,6 +212,7 @@ def check_run_settings(folder, settings, may_change=()):
     started = read_json(path, missing=None)
     if started is None:
         return
+    started = {(renamed or {}).get(name, name): value for name, value in started.items()}
     for name in sorted(set(started) | set(settings)):
         if name not in may_change and started.get(name) != settings.get(name):
             option = "--" + name.replace("_", "-")

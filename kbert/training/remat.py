@@ -1,5 +1,6 @@
-"""`--remat` of the task trainers: build the model so that its transformer blocks are recomputed
-in the backward pass instead of keeping their activations (`keras.RematScope`)."""
+"""`--remat` of the recipes (`kbert.recipes`) and apps/pretrain.py: build the model so that its
+transformer blocks are recomputed in the backward pass instead of keeping their activations
+(`keras.RematScope`)."""
 
 import contextlib
 import re

@@ -1,4 +1,5 @@
-"""What a finished training writes: its run folder (`write_run_folder`) and its evaluations (`write_evaluation`)."""
+"""What a finished training writes: its run folder (`write_run_folder`, with `run_metrics`) and its
+evaluations (`write_evaluation`)."""
 
 import json
 import os
@@ -6,6 +7,7 @@ import pathlib
 
 import keras
 
+from kbert.distribution import describe as describe_distribution
 from kbert.saving import METRICS_FILE, MODEL_FILE, atomic_output_folder, write_json_atomic
 from kbert.training.curves import plot_history
 from kbert.training.model_card import write_model_card
@@ -46,6 +48,30 @@ def write_run_folder(out, model, tokenizer, metrics, history, title="", extra_js
             if (pathlib.Path(logs) / name).exists():
                 os.replace(pathlib.Path(logs) / name, folder / name)
 
+
+def run_metrics(task, run, hyperparameters, model, backup, seconds, history, validation):
+    """The `metrics.json` of a finished fine-tuning: what ran (`task`, the backend, `run`,
+    `hyperparameters`, the distribution), its optimizer steps (and the step it resumed at),
+    its seconds, its `fit` history and its `validation` scores.
+
+    Args:
+        task: str. The app that trained it: "ner", "qa".
+        run: dict. What the run read (init, data, ...).
+        hyperparameters: dict.
+        model: the trained, compiled Keras model.
+        backup: the run's `AtomicBackupAndRestore` (`run_backup`).
+        seconds: float. Time in `fit`.
+        history: `fit`'s `History`.
+        validation: dict of the validation scores.
+    """
+    return {
+        "task": task, "backend": keras.config.backend(), **run, "hyperparameters": hyperparameters,
+        "distribution": describe_distribution(),
+        "steps": int(model.optimizer.iterations), "resumed_at_step": backup.resumed_step,
+        "train_seconds": round(seconds, 1),
+        "history": {k: [float(v) for v in values] for k, values in history.history.items()},
+        "validation": validation,
+    }
 
 def _uncompiled(model, folder):
     """`model` without its optimizer, so that saving it skips the optimizer's state.

@@ -15,7 +15,7 @@ import keras
 import numpy as np
 import pytest
 
-from kbert.training import NLI, SENTIMENT, SIMILARITY
+from kbert.recipes import NLI, SENTIMENT, SIMILARITY
 from tests.apps.test_app_errors import PRETRAIN, call, train, workspace  # noqa: F401 (a fixture)
 from tests.conftest import APPS as APPS_FOLDER, app_module
 from tests.tasks.conftest import tiny_init  # noqa: F401 (a fixture)

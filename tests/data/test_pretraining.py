@@ -90,14 +90,14 @@ def synthetic_documents(count=60, seed=0):
             for _ in range(count)]
 
 
-@pytest.mark.parametrize("task", ["nsp", "sop"])
-def test_pairs_are_half_random_and_fit(task):
+@pytest.mark.parametrize("objective", ["nsp", "sop"])
+def test_pairs_are_half_random_and_fit(objective):
     documents, rng = synthetic_documents(), np.random.default_rng(1)
     labels = []
     for index, document in enumerate(documents * 16):
         index %= len(documents)
         others = documents[:index] + documents[index + 1:]
-        for first, second, label in document_instances(document, others, rng, 64, task=task):
+        for first, second, label in document_instances(document, others, rng, 64, objective=objective):
             assert len(first) >= 1 and len(second) >= 1 and len(first) + len(second) <= 61
             labels.append(label)
     assert len(labels) > 4000
@@ -108,7 +108,7 @@ def test_true_next_pairs_keep_the_order_and_truncation_cuts_both_ends():
     document = [np.arange(10, 40), np.arange(40, 70), np.arange(70, 100)]
     rng, starts, ends = np.random.default_rng(0), set(), set()
     for _ in range(200):
-        for first, second, label in document_instances(document, [], rng, 40, task="sop"):
+        for first, second, label in document_instances(document, [], rng, 40, objective="sop"):
             a, b = (second, first) if label else (first, second)
             assert (np.diff(np.concatenate([a, b])) > 0).all()
             starts.add(int(a[0]))
@@ -119,7 +119,7 @@ def test_true_next_pairs_keep_the_order_and_truncation_cuts_both_ends():
 def test_long_lines_are_split_into_sequences_not_dropped():
     document = [np.arange(5, 505)]  # one sentence of 500 tokens, sequences of 64
     rng = np.random.default_rng(0)
-    rows = list(document_instances(document, [], rng, 64, short_seq_prob=0.0, task="mlm"))
+    rows = list(document_instances(document, [], rng, 64, short_seq_prob=0.0, objective="mlm"))
     assert sum(len(first) for first, _, _ in rows) == 500
     assert all(len(first) <= 62 for first, _, _ in rows)
 
@@ -174,7 +174,7 @@ def test_dataset_layout_and_masking_modes(corpus, tokenizer):
     assert static.cardinality() == len(first) > 0  # a known length: see pretraining_dataset
     assert (first[0][0] == first[0][1]).sum() > 20  # two masked copies of one pair
 
-    mlm_only = pretraining_dataset([corpus], task="mlm", **options)
+    mlm_only = pretraining_dataset([corpus], objective="mlm", **options)
     x, y, _ = next(iter(mlm_only))
     assert set(y) == {"mlm"} and x["segment_ids"].numpy().max() == 0
 
@@ -188,7 +188,7 @@ def test_bad_corpora_are_refused_before_training(tmp_path, tokenizer):
     one.write_text("The cat sat.\nThe dog ran.\n")
     with pytest.raises(ValueError, match="one document"):
         pretraining_dataset([one], tokenizer, 2)
-    assert pretraining_dataset([one], tokenizer, 2, task="sop") is not None
+    assert pretraining_dataset([one], tokenizer, 2, objective="sop") is not None
     with pytest.raises(ValueError, match="special tokens"):
         BertTokenizer(["the", "cat"])
 
@@ -268,7 +268,7 @@ def test_vocabulary_sample_is_bounded_and_uniform(tmp_path):
 def test_held_out_dataset_reads_the_held_out_share(tmp_path, tokenizer):
     path = tmp_path / "reviews.txt"
     path.write_text("\n\n".join(" ".join(WORDS[:10][i % 7:]) + " home" * (i % 5) + f" {i}." for i in range(60)))
-    options = dict(tokenizer=tokenizer, batch_size=2, max_seq_length=64, task="mlm", repeat=False,
+    options = dict(tokenizer=tokenizer, batch_size=2, max_seq_length=64, objective="mlm", repeat=False,
                    shuffle_buffer=0, masking="static", duplication_factor=1, seed=0)
     held = survey_corpus([path], holdout=0.2)["held_out"]["documents"]
     assert 0 < held < 30
@@ -284,7 +284,7 @@ def test_the_training_stream_goes_on_past_one_pass_over_several_files(tmp_path, 
     paths = [tmp_path / "a.txt", tmp_path / "b.txt"]
     for path, start in zip(paths, (0, 3)):
         path.write_text("\n\n".join(" ".join(WORDS[(start + i) % 10:]) + "." for i in range(6)))
-    options = dict(tokenizer=tokenizer, batch_size=4, max_seq_length=16, task="mlm", shuffle_buffer=0, seed=0)
+    options = dict(tokenizer=tokenizer, batch_size=4, max_seq_length=16, objective="mlm", shuffle_buffer=0, seed=0)
     one_pass = sum(1 for _ in pretraining_dataset(paths, repeat=False, **options))
     assert one_pass > 0
     assert sum(1 for _ in pretraining_dataset(paths, **options).take(3 * one_pass)) == 3 * one_pass

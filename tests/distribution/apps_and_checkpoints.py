@@ -127,7 +127,7 @@ def main(init, work):
 
     write_corpus(work / "corpus.txt")
     pretraining = ["--corpus", str(work / "corpus.txt"), "--output", str(work), "--preset", "bert_tiny",
-                   "--vocab", str(init), "--task", "mlm", "--steps", "2", "--checkpoint-every", "1",
+                   "--vocab", str(init), "--objective", "mlm", "--steps", "2", "--checkpoint-every", "1",
                    "--seq-len", "16", "--holdout-fraction", "0.25", "--distribution", "data"]
     results["pretrain"] = pretrain_app(*pretraining, "--run", "pretrain", "--batch-size", "8",
                                        "--gradient-accumulation", "2", "--remat")

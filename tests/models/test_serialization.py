@@ -7,7 +7,7 @@ from kbert import BertBackbone
 from kbert import load_backbone
 from kbert.saving import BACKBONE_FILE
 from kbert.tasks.bert_question_answerer import BertQuestionAnswerer
-from kbert.training.mixed_precision import bfloat16_compute
+from kbert.optimizers import bfloat16_compute
 from tests.conftest import BACKENDS, TESTS, TINY, run_python, tiny_batch
 
 

@@ -7,7 +7,7 @@ from keras import ops
 
 from kbert import BertBackbone
 from kbert.tasks import BertClassifier
-from kbert.training import enable_lora
+from kbert.optimizers import enable_lora
 from tests.conftest import TINY, tiny_batch
 
 

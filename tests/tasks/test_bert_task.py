@@ -6,8 +6,7 @@ import pytest
 
 from kbert import BertBackbone
 from kbert.tasks import BertClassifier, BertPretrainer, BertQuestionAnswerer, BertTokenClassifier
-from kbert.optimizers import bert_adamw
-from kbert.training import enable_lora
+from kbert.optimizers import bert_adamw, enable_lora
 from tests.conftest import TINY, tiny_batch
 
 

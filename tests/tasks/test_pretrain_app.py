@@ -121,6 +121,27 @@ def test_a_rerun_must_repeat_the_settings_but_may_train_further(tmp_path, capsys
     assert "--restart: deleted" in capsys.readouterr().out
 
 
+
+@pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="the settings check is backend-independent")
+def test_a_run_started_as_task_resumes_as_objective(tmp_path, capsys):
+    """--objective was --task: a run folder whose settings.json says "task" (as every run started
+    before the rename does) resumes under --objective; --task still works, naming --objective."""
+    app = app_module("pretrain")
+    command = tiny_run_command(tmp_path, "tiny", steps=0, checkpoint_every=1, holdout=0)[2:]
+    app.main([*command, "--objective", "mlm"])
+    settings_file = tmp_path / "tiny" / "settings.json"
+    settings = json.loads(settings_file.read_text())
+    old = {("task" if name == "objective" else name): value for name, value in settings.items()}
+    settings_file.write_text(json.dumps(old))
+    with pytest.raises(RunFolderError, match="started with --objective 'mlm', not 'nsp'"):
+        app.main([*command, "--objective", "nsp"])
+    app.main([*command, "--objective", "mlm", "--steps", "1"])
+    assert json.loads((tmp_path / "tiny" / "metrics.json").read_text())["steps"] == 1
+    assert json.loads(settings_file.read_text()) == {**settings, "steps": 1}
+    capsys.readouterr()
+    assert app.parse_args([*command, "--task", "sop"]).objective == "sop"
+    assert "--task is now --objective" in capsys.readouterr().err
+
 def reviews(folder, name, count):
     """A file of one-line documents with blank lines between them, as IMDB's unsup.txt; returns the lines."""
     lines = [f"Review {name}{i}: the {SENTENCES[i % 6].lower()}" for i in range(count)]

@@ -12,7 +12,8 @@ def test_run_folder_model_has_the_weights_not_the_optimizer(tmp_path, lora_rank)
     from kbert.tasks import BertClassifier
     from kbert.text import BertTokenizer
     from kbert.saving import load_run
-    from kbert.training import enable_lora, write_run_folder
+    from kbert.optimizers import enable_lora
+    from kbert.training import write_run_folder
 
     model = BertClassifier(BertBackbone(**TINY), 2)
     if lora_rank:

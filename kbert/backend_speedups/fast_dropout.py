@@ -11,7 +11,7 @@ def use_fast_dropout_masks():
     threefry (since JAX 0.5) generates them about 2x slower than the classic stream; the
     partitionable one only matters for arrays sharded across devices. The distribution is
     the same, the particular masks differ. Process-wide (`jax_threefry_partitionable`);
-    nothing changes under TensorFlow or PyTorch. The task trainers and `apps/pretrain.py`
+    nothing changes under TensorFlow or PyTorch. The recipes (`kbert.recipes`) and `apps/pretrain.py`
     call it.
 
     Example:

@@ -2,7 +2,7 @@
 
 Eager torch pays for every op on every variable; Keras's own torch optimizers update all
 variables in a few fused list ops instead, and this does the same for `BertAdamW`
-(`kbert.optimizers.bert_adamw`), which calls it under the torch backend.
+(`kbert.optimizers.bert_adamw`), which calls it under the torch backend only.
 """
 
 import math

@@ -14,7 +14,8 @@ from kbert import BertBackbone
 from kbert.data import TsvFormatError
 from kbert.saving import BACKBONE_FILE
 from kbert.tasks import BertClassifier
-from kbert.training import NLI, SENTIMENT, SIMILARITY, NonFiniteLossError, sentence_task
+from kbert.recipes import NLI, SENTIMENT, SIMILARITY, sentence
+from kbert.training import NonFiniteLossError
 from tests.conftest import APPS, BACKENDS, TESTS, TINY, app_module, run_python
 from tests.tasks.conftest import VOCABULARY, write_nli_tsv, write_sentiment_tsv
 
@@ -27,7 +28,7 @@ TEXTS = ["a good film", "a dull and boring film", "fun fun fun", "the man is not
 def sentiment_run(tiny_init, tmp_path_factory):
     folder = tmp_path_factory.mktemp("sentiment")
     data = write_sentiment_tsv(folder / "train.tsv")
-    metrics = sentence_task.train(SENTIMENT, data, tiny_init, folder / "run", epochs=2, batch_size=8,
+    metrics = sentence.train(SENTIMENT, data, tiny_init, folder / "run", epochs=2, batch_size=8,
                                   learning_rate=1e-3, verbose=0)
     return folder / "run", data, metrics
 
@@ -41,7 +42,7 @@ def test_run_folder(sentiment_run):
     assert metrics["train_examples"] == 43 and metrics["validation_examples"] == 5
     assert metrics["max_length"] == 12  # capped at the tiny model's positions
     assert len(metrics["history"]["val_accuracy"]) == 2 and metrics["steps"] == 12
-    model, tokenizer, max_length = sentence_task.load_run(run)
+    model, tokenizer, max_length = sentence.load_run(run)
     assert isinstance(model, BertClassifier) and model.label_names == ["negative", "positive"]
     assert tokenizer.vocabulary() == VOCABULARY and max_length == 12
 
@@ -49,21 +50,21 @@ def test_run_folder(sentiment_run):
 def test_the_validation_scores_are_those_keras_computes(sentiment_run):
     """The loss and accuracy the run logs each epoch (one pass of `evaluate_examples`) are `model.evaluate`'s."""
     run, data, _ = sentiment_run
-    model, _, _ = sentence_task.load_run(run)
-    examples = sentence_task.read_sentence_tsv(data, label_names=model.label_names)
+    model, _, _ = sentence.load_run(run)
+    examples = sentence.read_sentence_tsv(data, label_names=model.label_names)
     model.compile(learning_rate=1e-5)
     expected = model.evaluate(examples.texts, np.array(examples.labels), batch_size=8, return_dict=True, verbose=0)
-    scores = sentence_task.evaluate_examples(model, examples, batch_size=8)
+    scores = sentence.evaluate_examples(model, examples, batch_size=8)
     assert scores["loss"] == pytest.approx(expected["loss"], rel=1e-4)
     assert scores["accuracy"] == pytest.approx(expected["accuracy"])
 
 
 def test_evaluate_agrees_with_predict(sentiment_run, capsys):
     run, data, _ = sentiment_run
-    metrics = sentence_task.evaluate(SENTIMENT, run, data)
+    metrics = sentence.evaluate(SENTIMENT, run, data)
     assert json.loads((run / "eval_train.json").read_text()) == metrics
     rows = [line.split("\t") for line in data.read_text().splitlines()[1:]]
-    predicted = [r["label"] for r in sentence_task.predict(run, [text for text, _ in rows])]
+    predicted = [r["label"] for r in sentence.predict(run, [text for text, _ in rows])]
     labels = [["negative", "positive"][int(label)] for _, label in rows]
     assert metrics["accuracy"] == pytest.approx(np.mean(np.array(predicted) == np.array(labels)))
     assert np.sum(metrics["confusion_matrix"]) == len(rows)
@@ -75,12 +76,12 @@ def test_unseen_label_at_evaluation(sentiment_run, tmp_path):
     data = tmp_path / "eval.tsv"
     data.write_text("sentence\tlabel\na good film\tpositive\na film\tmixed\n")
     with pytest.raises(TsvFormatError, match="eval.tsv:3: unknown label 'mixed'"):
-        sentence_task.evaluate(SENTIMENT, run, data)
+        sentence.evaluate(SENTIMENT, run, data)
 
 
 def test_predict_answers_empty_and_long_inputs(sentiment_run):
     run, _, _ = sentiment_run
-    empty, long, short = sentence_task.predict(run, ["  ", "good " * 5000, "fun"])
+    empty, long, short = sentence.predict(run, ["  ", "good " * 5000, "fun"])
     assert empty["label"] is None and "empty" in empty["note"]
     assert "first 12 tokens" in long["note"] and long["label"] in ("negative", "positive")
     assert "note" not in short and sum(short["probabilities"].values()) == pytest.approx(1, abs=1e-5)
@@ -91,7 +92,7 @@ def test_same_predictions_under_another_backend(sentiment_run, other):
     if other == keras.config.backend():
         pytest.skip("same backend")
     run, _, _ = sentiment_run
-    expected = sentence_task.predict(run, TEXTS)
+    expected = sentence.predict(run, TEXTS)
     result = run_python(APPS / "sentiment.py", "predict", "--model", run, "--json", *TEXTS, backend=other)
     answers = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     assert [a["label"] for a in answers] == [e["label"] for e in expected]
@@ -104,7 +105,7 @@ def test_failed_run_writes_nothing(tiny_init, tmp_path, monkeypatch):
 
     monkeypatch.setattr(kbert.training.run_results, "plot_history", broken)
     with pytest.raises(RuntimeError, match="disk full"):
-        sentence_task.train(SENTIMENT, write_sentiment_tsv(tmp_path / "t.tsv", rows=16), tiny_init,
+        sentence.train(SENTIMENT, write_sentiment_tsv(tmp_path / "t.tsv", rows=16), tiny_init,
                             tmp_path / "run", epochs=1, batch_size=8, verbose=0)
     assert sorted(p.name for p in tmp_path.iterdir()) == [".run.backup", "t.tsv"]  # kept: a rerun resumes
 
@@ -129,20 +130,20 @@ def test_nli_app_pairs(tiny_init, tmp_path, capsys):
 
 def test_similarity_regression_with_lora(tiny_init, tmp_path, capsys):
     data = write_nli_tsv(tmp_path / "sts.tsv", rows=40, regression=True)
-    metrics = sentence_task.train(SIMILARITY, data, tiny_init, tmp_path / "run", epochs=1,
+    metrics = sentence.train(SIMILARITY, data, tiny_init, tmp_path / "run", epochs=1,
                                   batch_size=8, lora_rank=2, verbose=0)
     out = capsys.readouterr().out
     assert "LoRA rank 2 on 2 layers" in out and f"{metrics['trainable_parameters']:,} trainable" in out
     assert metrics["trainable_parameters"] == 2 * 2 * (8 + 24) + 8 + 1
     assert set(metrics["validation"]) == {"loss", "pearson", "spearman", "mse", "mae", "examples"}
-    [answer] = sentence_task.predict(tmp_path / "run", ["a man plays"], ["someone plays"])
+    [answer] = sentence.predict(tmp_path / "run", ["a man plays"], ["someone plays"])
     assert isinstance(answer["score"], float)
 
 
 def test_run_folder_from_before_the_task_api(sentiment_run, tmp_path):
     """A model.keras saved without its preprocessor (before 42628e5) gets one from vocab.txt and metrics.json."""
     run, _, _ = sentiment_run
-    model, _, _ = sentence_task.load_run(run)
+    model, _, _ = sentence.load_run(run)
     config = model.get_config()
     del config["preprocessor"]
     older = BertClassifier.from_config(config)
@@ -152,11 +153,11 @@ def test_run_folder_from_before_the_task_api(sentiment_run, tmp_path):
     older.save(old / "model.keras")
     for name in ("vocab.txt", "tokenizer_config.json", "metrics.json"):
         (old / name).write_bytes((run / name).read_bytes())
-    loaded, tokenizer, max_length = sentence_task.load_run(old)
+    loaded, tokenizer, max_length = sentence.load_run(old)
     assert loaded.preprocessor.sequence_length == max_length == 12
     assert tokenizer.vocabulary() == VOCABULARY
     texts = [*TEXTS, "good " * 20]
-    assert sentence_task.predict(old, texts) == sentence_task.predict(run, texts)
+    assert sentence.predict(old, texts) == sentence.predict(run, texts)
     restored = BertClassifier.from_preset(old)  # the task API attaches the same one
     assert restored.preprocessor.sequence_length == 12  # metrics.json's, not default_sequence_length
     np.testing.assert_allclose(restored.predict(texts, verbose=0), model.predict(texts, verbose=0), atol=1e-6)
@@ -169,7 +170,7 @@ def test_non_finite_score_is_refused_before_training(tiny_init, tmp_path):
     lines[4] = lines[4].rsplit("\t", 1)[0] + "\tnan"
     data.write_text("\n".join(lines) + "\n")
     with pytest.raises(TsvFormatError, match=r"sts.tsv:5: the score 'nan' is not finite"):
-        sentence_task.train(SIMILARITY, data, tiny_init, tmp_path / "run", epochs=1, batch_size=8, verbose=0)
+        sentence.train(SIMILARITY, data, tiny_init, tmp_path / "run", epochs=1, batch_size=8, verbose=0)
     assert not (tmp_path / "run").exists()
 
 
@@ -184,20 +185,21 @@ def test_a_loss_that_goes_nan_stops_the_run_and_writes_nothing(tmp_path):
     data = write_sentiment_tsv(tmp_path / "t.tsv", rows=16)
     with pytest.raises(NonFiniteLossError, match="The training loss is nan at step 1: training stopped and there "
                                                  "is no checkpoint before it"):
-        sentence_task.train(SENTIMENT, data, init, tmp_path / "run", epochs=2, batch_size=8, verbose=0)
+        sentence.train(SENTIMENT, data, init, tmp_path / "run", epochs=2, batch_size=8, verbose=0)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["nan_init", "t.tsv"]
 
 
 KILLED_AFTER_THE_FIRST_BACKUP = """
 import os, signal, sys
-from kbert.training import AtomicBackupAndRestore, SENTIMENT, sentence_task
+from kbert.recipes import SENTIMENT, sentence
+from kbert.training import AtomicBackupAndRestore
 
 save = AtomicBackupAndRestore._save_model
 def save_then_die(self, logs):
     save(self, logs)
     os.kill(os.getpid(), signal.SIGKILL)
 AtomicBackupAndRestore._save_model = save_then_die
-sentence_task.train(SENTIMENT, sys.argv[1], sys.argv[2], sys.argv[3], epochs=3, batch_size=8, patience=3, verbose=0)
+sentence.train(SENTIMENT, sys.argv[1], sys.argv[2], sys.argv[3], epochs=3, batch_size=8, patience=3, verbose=0)
 """
 
 
@@ -209,7 +211,7 @@ def test_fine_tuning_resumes_after_kill_9(tiny_init, tmp_path, capsys):
     assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()[-2000:]
     assert sorted(p.name for p in (tmp_path / ".run.backup").iterdir())[-1] == "training_metadata.json"
     (tmp_path / ".run.partial-x1").mkdir()  # as a kill while the run folder is written leaves
-    metrics = sentence_task.train(SENTIMENT, data, tiny_init, out, epochs=3, batch_size=8, patience=3, verbose=0)
+    metrics = sentence.train(SENTIMENT, data, tiny_init, out, epochs=3, batch_size=8, patience=3, verbose=0)
     steps_per_epoch = math.ceil(metrics["train_examples"] / 8)
     assert "Resuming from the backup in" in capsys.readouterr().out
     assert (metrics["resumed_at_step"], metrics["steps"]) == (steps_per_epoch, 3 * steps_per_epoch)

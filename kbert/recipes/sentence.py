@@ -7,15 +7,13 @@ import time
 import keras
 import numpy as np
 
+from kbert.backend_speedups import use_fast_dropout_masks
 from kbert.data import TsvFormatError, read_sentence_tsv
 from kbert.distribution import describe as describe_distribution
 from kbert.metrics import accuracy, confusion_matrix, macro_f1, pearson, spearman
-from kbert.optimizers import bert_adamw
+from kbert.optimizers import bert_adamw, bfloat16_compute, enable_lora
 from kbert.saving import load_run
 from kbert.tasks.bert_classifier import BertClassifier
-from kbert.training.fast_dropout import use_fast_dropout_masks
-from kbert.training.lora import enable_lora
-from kbert.training.mixed_precision import bfloat16_compute
 from kbert.training.non_finite_loss import StopOnNonFiniteLoss
 from kbert.training.remat import rematerialized
 from kbert.training.run_backup import run_backup
@@ -25,8 +23,8 @@ from kbert.training.validation_scores import ValidationScores
 
 
 @dataclasses.dataclass(frozen=True)
-class SentenceTask:
-    """What a sentence task reads and predicts.
+class SentenceProblem:
+    """Which sentence(-pair) problem a `BertClassifier` is fine-tuned on: what it reads and predicts.
 
     Args:
         name: str. Used in messages and the metrics file.
@@ -36,7 +34,7 @@ class SentenceTask:
         regression: bool. One float score per example (STS-B) instead of classes.
 
     Example:
-    >>> SentenceTask("nli", 2, ("entailment", "neutral", "contradiction")).num_texts
+    >>> SentenceProblem("nli", 2, ("entailment", "neutral", "contradiction")).num_texts
     2
     """
 
@@ -46,12 +44,12 @@ class SentenceTask:
     regression: bool = False
 
 
-SENTIMENT = SentenceTask("sentiment", 1, ("negative", "positive"))
-NLI = SentenceTask("nli", 2, ("entailment", "neutral", "contradiction"))
-SIMILARITY = SentenceTask("similarity", 2, regression=True)
+SENTIMENT = SentenceProblem("sentiment", 1, ("negative", "positive"))
+NLI = SentenceProblem("nli", 2, ("entailment", "neutral", "contradiction"))
+SIMILARITY = SentenceProblem("similarity", 2, regression=True)
 
 
-def train(task, data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=3e-5,
+def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=3e-5,
           max_length=128, lora_rank=None, mixed_precision=False, validation_fraction=0.1,
           limit=None, validation_limit=None, patience=1, seed=0, labels=None, skip_bad_rows=False,
           gradient_accumulation=1, remat=False,
@@ -75,7 +73,7 @@ def train(task, data, init, out, valid=None, epochs=3, batch_size=32, learning_r
     `kbert.training.NonFiniteLossError`, keeping the last good backup.
 
     Args:
-        task: `SentenceTask`.
+        problem: `SentenceProblem`.
         data: path of the training TSV file.
         init: str. What `BertClassifier.from_preset` starts from: a preset, "all_minilm_l6_v2" or a folder.
         out: path of the run folder to write.
@@ -91,7 +89,7 @@ def train(task, data, init, out, valid=None, epochs=3, batch_size=32, learning_r
         validation_limit: int or None. Validate on a seeded subset of this many examples.
         patience: int. Epochs without improvement before early stopping.
         seed: int. Seeds the split, the shuffles, dropout and the head's initialization.
-        labels: list of str or None. Classes, overriding the task's defaults.
+        labels: list of str or None. Classes, overriding the problem's defaults.
         skip_bad_rows: bool. Skip unreadable TSV rows (counted) instead of failing.
         verbose: passed to `model.fit` ("auto": a progress bar).
 
@@ -99,8 +97,8 @@ def train(task, data, init, out, valid=None, epochs=3, batch_size=32, learning_r
     """
     use_fast_dropout_masks()
     keras.utils.set_random_seed(seed)
-    label_names = None if task.regression else (labels or task.label_names)
-    read = dict(num_texts=task.num_texts, label_names=label_names, regression=task.regression,
+    label_names = None if problem.regression else (labels or problem.label_names)
+    read = dict(num_texts=problem.num_texts, label_names=label_names, regression=problem.regression,
                 skip_bad_rows=skip_bad_rows)
     train_examples = read_sentence_tsv(data, **read)
     read["label_names"] = train_examples.label_names
@@ -108,7 +106,7 @@ def train(task, data, init, out, valid=None, epochs=3, batch_size=32, learning_r
 
     with bfloat16_compute(mixed_precision), rematerialized(remat):
         model = BertClassifier.from_preset(
-            init, num_classes=1 if task.regression else len(train_examples.label_names),
+            init, num_classes=1 if problem.regression else len(train_examples.label_names),
             label_names=train_examples.label_names, sequence_length=max_length, compile=False)
     for examples in (train_examples, valid_examples):
         _check_labels(model, examples)
@@ -127,7 +125,7 @@ def train(task, data, init, out, valid=None, epochs=3, batch_size=32, learning_r
         print(f"LoRA rank {lora_rank} on {adapted} layers.")
     trainable = sum(int(np.prod(v.shape)) for v in model.trainable_weights)
     total = sum(int(np.prod(v.shape)) for v in model.weights)
-    print(f"{task.name}: {len(train_examples)} training / {len(valid_examples)} validation examples; "
+    print(f"{problem.name}: {len(train_examples)} training / {len(valid_examples)} validation examples; "
           f"{trainable:,} trainable of {total:,} parameters.")
 
     model.compile(optimizer=bert_adamw(learning_rate, total_steps=None,
@@ -137,7 +135,7 @@ def train(task, data, init, out, valid=None, epochs=3, batch_size=32, learning_r
               "mae" if model.regression else "accuracy"}
     scorer = ValidationScores(lambda model: evaluate_examples(model, valid_examples, batch_size), logged, monitor, mode)
     stopping = keras.callbacks.EarlyStopping(monitor, mode=mode, patience=patience, restore_best_weights=True)
-    run = {"task": task.name, "init": str(init), "data": str(data),
+    run = {"task": problem.name, "init": str(init), "data": str(data),
            "valid": str(valid) if valid else f"{validation_fraction:.0%} of data (seed {seed})",
            "train_examples": len(train_examples), "validation_examples": len(valid_examples),
            "label_names": model.label_names, "max_length": max_length}
@@ -154,7 +152,7 @@ def train(task, data, init, out, valid=None, epochs=3, batch_size=32, learning_r
     trained_steps = int(model.optimizer.iterations)
     validation = scorer.best  # the epoch EarlyStopping restored
     metrics = {
-        "task": task.name, "backend": keras.config.backend(), **run, "hyperparameters": hyperparameters,
+        "task": problem.name, "backend": keras.config.backend(), **run, "hyperparameters": hyperparameters,
         "distribution": describe_distribution(),
         "trainable_parameters": trainable, "parameters": total,
         "steps": trained_steps, "resumed_at_step": backup.resumed_step, "fit_seconds": round(seconds, 1),
@@ -165,21 +163,21 @@ def train(task, data, init, out, valid=None, epochs=3, batch_size=32, learning_r
         "validation": validation,
     }
     write_run_folder(out, model, model.preprocessor.tokenizer, metrics, history.history,
-                     title=f"{task.name} from {init}", data={"train": data, "validation": valid},
+                     title=f"{problem.name} from {init}", data={"train": data, "validation": valid},
                      logs=backup.backup_dir)
     backup.delete()
     print(format_metrics(validation, f"validation ({len(valid_examples)} examples)"))
     return metrics
 
 
-def evaluate(task, model_dir, data, out=None, batch_size=64, skip_bad_rows=False):
+def evaluate(problem, model_dir, data, out=None, batch_size=64, skip_bad_rows=False):
     """Scores the model of `model_dir` on the TSV file `data`; prints and writes the metrics.
 
     Returns: dict of metrics, also written as JSON to `out` (default
     `MODEL_DIR/eval_<data file name>.json`).
     """
     model, _, _ = load_run(model_dir)
-    examples = read_sentence_tsv(data, task.num_texts, label_names=model.label_names,
+    examples = read_sentence_tsv(data, problem.num_texts, label_names=model.label_names,
                                  regression=model.regression, skip_bad_rows=skip_bad_rows)
     _check_labels(model, examples)
     scores = evaluate_examples(model, examples, batch_size)

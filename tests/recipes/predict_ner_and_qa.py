@@ -1,7 +1,7 @@
-"""Runs the NER and QA predictions (`kbert.training.ner_task`, `qa_task`) on run folders; writes
+"""Runs the NER and QA predictions (`kbert.recipes.ner`, `kbert.recipes.qa`) on run folders; writes
 them as JSON (cross-backend tests).
 
-    python tests/tasks/predict_token_tasks.py NER_RUN QA_RUN OUT.json
+    python tests/recipes/predict_ner_and_qa.py NER_RUN QA_RUN OUT.json
 """
 
 import json
@@ -16,11 +16,11 @@ QA_QUESTIONS = ["who plays ?", "who sleeps ?"]
 def main(ner_run, qa_run, out):
     import keras
 
-    from kbert.training import ner_task, qa_task
+    from kbert.recipes import ner as ner_recipe, qa as qa_recipe
 
     results = {"backend": keras.config.backend(),
-               "ner": ner_task.predict(ner_run, NER_TEXTS),
-               "qa": qa_task.predict(qa_run, QA_CONTEXT, QA_QUESTIONS)}
+               "ner": ner_recipe.predict(ner_run, NER_TEXTS),
+               "qa": qa_recipe.predict(qa_run, QA_CONTEXT, QA_QUESTIONS)}
     pathlib.Path(out).write_text(json.dumps(results))
 
 

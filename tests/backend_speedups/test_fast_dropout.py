@@ -3,7 +3,7 @@ import numpy as np
 
 
 def test_fast_dropout_masks_keep_the_dropout_rate():
-    from kbert.training import use_fast_dropout_masks
+    from kbert.backend_speedups import use_fast_dropout_masks
 
     use_fast_dropout_masks()
     if keras.config.backend() == "jax":

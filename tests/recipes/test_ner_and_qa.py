@@ -8,9 +8,9 @@ from kbert.metrics.entity_f1 import entity_scores
 from kbert.tasks.bert_question_answerer import BertQuestionAnswerer
 from kbert.tasks.bert_token_classifier import BertTokenClassifier
 from kbert.saving import load_run
-from kbert.training import ner_task, qa_task
+from kbert.recipes import ner as ner_recipe, qa as qa_recipe
 from tests.conftest import BACKENDS, TESTS, app_module, run_python
-from tests.tasks.predict_token_tasks import NER_TEXTS, QA_CONTEXT, QA_QUESTIONS
+from tests.recipes.predict_ner_and_qa import NER_TEXTS, QA_CONTEXT, QA_QUESTIONS
 
 ner_app, qa_app = app_module("ner"), app_module("qa")  # apps/ner.py, apps/qa.py
 PEOPLE, PLACES = ["man", "someone", "nobody"], ["film", "fun"]
@@ -45,7 +45,7 @@ def write_squad(path):
 def ner_run(tiny_init, tmp_path_factory):
     folder = tmp_path_factory.mktemp("ner")
     data = write_conll(folder / "train.txt")
-    metrics = ner_task.train(data, tiny_init, folder / "run", epochs=1, batch_size=8, learning_rate=1e-3, verbose=0)
+    metrics = ner_recipe.train(data, tiny_init, folder / "run", epochs=1, batch_size=8, learning_rate=1e-3, verbose=0)
     return folder / "run", data, metrics
 
 
@@ -53,7 +53,7 @@ def ner_run(tiny_init, tmp_path_factory):
 def qa_run(tiny_init, tmp_path_factory):
     folder = tmp_path_factory.mktemp("qa")
     data = write_squad(folder / "squad.json")
-    metrics = qa_task.train(data, tiny_init, folder / "run", epochs=1, batch_size=4, learning_rate=1e-3,
+    metrics = qa_recipe.train(data, tiny_init, folder / "run", epochs=1, batch_size=4, learning_rate=1e-3,
                        doc_stride=3, validation_articles=1, verbose=0)
     return folder / "run", data, metrics
 
@@ -86,7 +86,7 @@ def check_mixed_precision_run(run, metrics, trained, texts, pairs=None):
 def test_ner_mixed_precision(tiny_init, tmp_path, monkeypatch):
     built = record_models(monkeypatch, BertTokenClassifier)
     data = write_conll(tmp_path / "train.txt")
-    metrics = ner_task.train(data, tiny_init, tmp_path / "run", epochs=1, batch_size=4, learning_rate=1e-3,
+    metrics = ner_recipe.train(data, tiny_init, tmp_path / "run", epochs=1, batch_size=4, learning_rate=1e-3,
                              mixed_precision=True, limit=4, verbose=0)
     assert built[0].get_layer("logits").compute_dtype == "float32"
     check_mixed_precision_run(tmp_path / "run", metrics, built[0], NER_TEXTS)
@@ -95,7 +95,7 @@ def test_ner_mixed_precision(tiny_init, tmp_path, monkeypatch):
 def test_qa_mixed_precision(tiny_init, tmp_path, monkeypatch):
     built = record_models(monkeypatch, BertQuestionAnswerer)
     data = write_squad(tmp_path / "squad.json")
-    metrics = qa_task.train(data, tiny_init, tmp_path / "run", epochs=1, batch_size=4, learning_rate=1e-3,
+    metrics = qa_recipe.train(data, tiny_init, tmp_path / "run", epochs=1, batch_size=4, learning_rate=1e-3,
                             doc_stride=6, mixed_precision=True, validation_articles=1, limit=2,
                             validation_limit=1, verbose=0)
     assert built[0].get_layer("span_logits").compute_dtype == "float32"
@@ -115,11 +115,11 @@ def test_ner_run_folder(ner_run):
 
 def test_ner_evaluate_agrees_with_word_predictions(ner_run, capsys):
     run, data, _ = ner_run
-    metrics = ner_task.evaluate(run, data)
+    metrics = ner_recipe.evaluate(run, data)
     assert json.loads((run / "eval_train.json").read_text()) == metrics
     model, tokenizer, max_length = load_run(run)
     sentences = read_conll(data)
-    tags, _ = ner_task.predict_tags(model, tokenizer, sentences.texts(), sentences.word_spans(), max_length)
+    tags, _ = ner_recipe.predict_tags(model, tokenizer, sentences.texts(), sentences.word_spans(), max_length)
     assert [len(t) for t in tags] == [len(w) for w in sentences.words]  # the 30-word sentence too
     assert metrics["f1"] == pytest.approx(entity_scores(sentences.tags, tags)["f1"])
     assert "micro" in capsys.readouterr().out
@@ -127,7 +127,7 @@ def test_ner_evaluate_agrees_with_word_predictions(ner_run, capsys):
 
 def test_ner_predict_spans_index_the_original_text(ner_run):
     run, _, _ = ner_run
-    for result in ner_task.predict(run, NER_TEXTS + ["  MAN, fun!  " * 5]):
+    for result in ner_recipe.predict(run, NER_TEXTS + ["  MAN, fun!  " * 5]):
         for entity in result["entities"]:
             assert result["text"][entity["start"] : entity["end"]] == entity["text"]
             assert entity["type"] in ("PER", "LOC") and 0 < entity["score"] <= 1
@@ -137,7 +137,7 @@ def test_ner_evaluate_rejects_unknown_tags(ner_run, tmp_path):
     run, _, _ = ner_run
     (tmp_path / "bad.txt").write_text("a O\nman B-ORG\n")
     with pytest.raises(ConllFormatError, match=r"bad.txt:2: tag 'B-ORG' is not among"):
-        ner_task.evaluate(run, tmp_path / "bad.txt")
+        ner_recipe.evaluate(run, tmp_path / "bad.txt")
 
 
 def test_qa_run_and_evaluate(qa_run):
@@ -145,9 +145,9 @@ def test_qa_run_and_evaluate(qa_run):
     assert {"model.keras", "metrics.json", "validation_predictions.json", "curves.png"} <= {p.name for p in run.iterdir()}
     assert metrics["train_questions"] == 6 and metrics["validation_questions"] == 3
     assert metrics["max_length"] == 12 and metrics["doc_stride"] == 3
-    model, _, windowing = qa_task.load_qa_run(run)
+    model, _, windowing = qa_recipe.load_qa_run(run)
     assert isinstance(model, BertQuestionAnswerer) and windowing["doc_stride"] == 3
-    scores = qa_task.evaluate(run, data)
+    scores = qa_recipe.evaluate(run, data)
     predictions = json.loads((run / "predictions_eval_squad.json").read_text())
     assert len(predictions) == 9 and scores["questions"] == 9 and 0 <= scores["f1"] <= 100
 
@@ -164,7 +164,7 @@ def test_qa_skips_and_counts_answers_not_in_their_context(tiny_init, tmp_path):
             {"id": f"{a}-blank", "question": "what is blank ?",
              "answers": [{"text": "\u200b", "answer_start": len(paragraph["context"]) - 1}]}]
     (tmp_path / "squad.json").write_text(json.dumps(squad))
-    metrics = qa_task.train(tmp_path / "squad.json", tiny_init, tmp_path / "run", epochs=1, batch_size=4,
+    metrics = qa_recipe.train(tmp_path / "squad.json", tiny_init, tmp_path / "run", epochs=1, batch_size=4,
                             doc_stride=6, validation_articles=1, verbose=0)
     assert metrics["reader"]["answers_not_found"] == 3
     assert metrics["train_questions"] == 10 and metrics["train_skipped"] == 4
@@ -173,7 +173,7 @@ def test_qa_skips_and_counts_answers_not_in_their_context(tiny_init, tmp_path):
 
 def test_qa_run_split_gives_back_the_held_out_questions(qa_run, tmp_path):
     run, data, _ = qa_run
-    train, valid = qa_task.run_split(run)
+    train, valid = qa_recipe.run_split(run)
     assert [e.id for e in valid] == list(json.loads((run / "validation_predictions.json").read_text()))
     assert len(train) == 6 and not {e.title for e in train} & {e.title for e in valid}
     squad = json.loads(data.read_text())
@@ -181,19 +181,19 @@ def test_qa_run_split_gives_back_the_held_out_questions(qa_run, tmp_path):
         article["title"] += " (edited)"
     (tmp_path / "other.json").write_text(json.dumps(squad))
     with pytest.raises(ValueError, match="does not give back the validation split"):
-        qa_task.run_split(run, tmp_path / "other.json")
+        qa_recipe.run_split(run, tmp_path / "other.json")
 
 
 def test_qa_predict_slices_the_context(qa_run):
     run, _, _ = qa_run
     context = (QA_CONTEXT + " ") * 40  # many windows of 12 tokens
-    for result in qa_task.predict(run, context, QA_QUESTIONS):
+    for result in qa_recipe.predict(run, context, QA_QUESTIONS):
         assert context[result["start"] : result["end"]] == result["text"] and result["text"]
         assert 0 < result["probability"] <= 1
     with pytest.raises(ValueError, match=r"Question 2 \(--question\) is empty"):
-        qa_task.predict(run, context, ["who ?", "  "])
+        qa_recipe.predict(run, context, ["who ?", "  "])
     with pytest.raises(ValueError, match="context is empty"):
-        qa_task.predict(run, "", ["who ?"])
+        qa_recipe.predict(run, "", ["who ?"])
 
 
 def test_same_predictions_under_the_next_backend(ner_run, qa_run, tmp_path):
@@ -203,10 +203,10 @@ def test_same_predictions_under_the_next_backend(ner_run, qa_run, tmp_path):
 
     other = BACKENDS[(BACKENDS.index(keras.config.backend()) + 1) % len(BACKENDS)]
     pytest.importorskip(other)
-    run_python(TESTS / "tasks" / "predict_token_tasks.py", ner_run[0], qa_run[0], tmp_path / "out.json", backend=other)
+    run_python(TESTS / "recipes" / "predict_ner_and_qa.py", ner_run[0], qa_run[0], tmp_path / "out.json", backend=other)
     theirs = json.loads((tmp_path / "out.json").read_text())
-    ours = {"ner": ner_task.predict(ner_run[0], NER_TEXTS),
-            "qa": qa_task.predict(qa_run[0], QA_CONTEXT, QA_QUESTIONS)}
+    ours = {"ner": ner_recipe.predict(ner_run[0], NER_TEXTS),
+            "qa": qa_recipe.predict(qa_run[0], QA_CONTEXT, QA_QUESTIONS)}
     assert theirs["backend"] == other
     strip = lambda results: [[{k: v for k, v in e.items() if k != "score"} for e in r["entities"]] for r in results]  # noqa: E731
     assert strip(theirs["ner"]) == strip(ours["ner"])
@@ -239,7 +239,7 @@ def test_command_line_flags():
 def test_ner_command_line(ner_run, tmp_path, capsys):
     run, data, _ = ner_run
     ner_app.main(["predict", "--model", str(run), "--json", *NER_TEXTS])
-    assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == ner_task.predict(run, NER_TEXTS)
+    assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == ner_recipe.predict(run, NER_TEXTS)
     ner_app.main(["predict", "--model", str(run), "--json", "--dtype", "bfloat16", *NER_TEXTS])
     assert [json.loads(line)["text"] for line in capsys.readouterr().out.splitlines()] == NER_TEXTS
     ner_app.main(["predict", "--model", str(run), "--batch-size", "1", *NER_TEXTS])
@@ -255,7 +255,7 @@ def test_qa_command_line(qa_run, tmp_path, capsys):
     qa_app.main(["predict", "--model", str(run), "--context", str(tmp_path / "context.txt"), "--json",
                  *[arg for question in QA_QUESTIONS for arg in ("--question", question)]])
     answers = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert [a["text"] for a in answers] == [a["text"] for a in qa_task.predict(run, QA_CONTEXT, QA_QUESTIONS)]
+    assert [a["text"] for a in answers] == [a["text"] for a in qa_recipe.predict(run, QA_CONTEXT, QA_QUESTIONS)]
     qa_app.main(["predict", "--model", str(run), "--context", QA_CONTEXT, "--question", QA_QUESTIONS[0],
                  "--dtype", "bfloat16"])
     question, answer = capsys.readouterr().out.splitlines()

@@ -11,20 +11,18 @@ import time
 
 import keras
 
+from kbert.backend_speedups import use_fast_dropout_masks
 from kbert.data.conll import read_conll
 from kbert.data.ner_windows import NerWindows
 from kbert.data.padded_batches import PaddedBatches
-from kbert.distribution import describe as describe_distribution
 from kbert.metrics.entity_f1 import entity_scores, format_entity_scores
-from kbert.optimizers import bert_adamw
+from kbert.optimizers import bert_adamw, bfloat16_compute
 from kbert.saving import load_run
 from kbert.tasks.bert_token_classifier import BertTokenClassifier
-from kbert.training.fast_dropout import use_fast_dropout_masks
-from kbert.training.mixed_precision import bfloat16_compute
 from kbert.training.non_finite_loss import StopOnNonFiniteLoss
 from kbert.training.remat import rematerialized
 from kbert.training.run_backup import run_backup
-from kbert.training.run_results import write_evaluation, write_run_folder
+from kbert.training.run_results import run_metrics, write_evaluation, write_run_folder
 from kbert.training.training_logs import fine_tuning_logs
 from kbert.training.validation_scores import ValidationScores
 
@@ -104,14 +102,7 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
                             callbacks=[StopOnNonFiniteLoss(backup), scorer, stopping, backup, *logs], verbose=verbose)
     seconds = time.perf_counter() - start
     validation = scorer.best  # the epoch EarlyStopping restored
-    metrics = {
-        "task": "ner", "backend": keras.config.backend(), **run, "hyperparameters": hyperparameters,
-        "distribution": describe_distribution(),
-        "steps": int(model.optimizer.iterations), "resumed_at_step": backup.resumed_step,
-        "train_seconds": round(seconds, 1),
-        "history": {k: [float(v) for v in values] for k, values in history.history.items()},
-        "validation": validation,
-    }
+    metrics = run_metrics("ner", run, hyperparameters, model, backup, seconds, history, validation)
     curves = {k: v for k, v in history.history.items() if k != "val_entity_f1"}
     write_run_folder(out, model, model.preprocessor.tokenizer, metrics,
                      curves | {"entity_f1": history.history["val_entity_f1"]},

@@ -15,23 +15,21 @@ import time
 import keras
 import numpy as np
 
+from kbert.backend_speedups import use_fast_dropout_masks
 from kbert.data.padded_batches import PaddedBatches
 from kbert.data.squad import read_squad
 from kbert.data.squad_example import SquadExample
 from kbert.data.squad_windows import SquadWindows
-from kbert.distribution import describe as describe_distribution
 from kbert.metrics.squad import squad_scores
 from kbert.models.compute_dtype import with_compute_dtype
-from kbert.optimizers import bert_adamw
+from kbert.optimizers import bert_adamw, bfloat16_compute
 from kbert.saving import METRICS_FILE, load_run, write_json_atomic
 from kbert.tasks.bert_question_answerer import BertQuestionAnswerer
 from kbert.tasks.bert_question_answerer_preprocessor import BertQuestionAnswererPreprocessor
-from kbert.training.fast_dropout import use_fast_dropout_masks
-from kbert.training.mixed_precision import bfloat16_compute
 from kbert.training.non_finite_loss import StopOnNonFiniteLoss
 from kbert.training.remat import rematerialized
 from kbert.training.run_backup import run_backup
-from kbert.training.run_results import write_evaluation, write_run_folder
+from kbert.training.run_results import run_metrics, write_evaluation, write_run_folder
 from kbert.training.training_logs import fine_tuning_logs
 
 
@@ -114,14 +112,7 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
                             callbacks=[StopOnNonFiniteLoss(backup), backup, *logs])
     seconds = time.perf_counter() - start
     validation, predictions = evaluate_examples(model, tokenizer, valid_examples, windowing, batch_size)
-    metrics = {
-        "task": "qa", "backend": keras.config.backend(), **run, "hyperparameters": hyperparameters,
-        "distribution": describe_distribution(),
-        "steps": int(model.optimizer.iterations), "resumed_at_step": backup.resumed_step,
-        "train_seconds": round(seconds, 1),
-        "history": {k: [float(v) for v in values] for k, values in history.history.items()},
-        "validation": validation,
-    }
+    metrics = run_metrics("qa", run, hyperparameters, model, backup, seconds, history, validation)
     write_run_folder(out, model, tokenizer, metrics, history.history, title=f"qa from {init}",
                      extra_json={"validation_predictions.json": predictions}, data={"train and validation": data},
                      logs=backup.backup_dir)

@@ -1,0 +1,8 @@
+"""Code that makes one backend faster and changes no result: every backend-specific speed-up in one place.
+
+- `fast_dropout.use_fast_dropout_masks`: JAX's classic threefry stream for dropout masks on CPU.
+- `torch_foreach_adamw.foreach_update`: `BertAdamW`'s update as fused list ops under PyTorch
+  (imported by `kbert.optimizers.bert_adamw` under the torch backend only: it imports torch).
+"""
+
+from kbert.backend_speedups.fast_dropout import use_fast_dropout_masks

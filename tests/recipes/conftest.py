@@ -1,0 +1,1 @@
+from tests.tasks.conftest import tiny_init  # noqa: F401 (a fixture)
