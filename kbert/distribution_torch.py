@@ -11,6 +11,7 @@ every process takes the same steps. Each process trains on its share of every gl
 (`Shard`), so the mean of the processes' gradients is the gradient of the global batch.
 """
 
+import contextlib
 import os
 
 import keras
@@ -100,33 +101,26 @@ class Shard(keras.utils.PyDataset):
         self.batches.on_epoch_end()
 
 
-class averaged_gradients:
-    """Context manager: while open, `model`'s processes start from process 0's weights and each
-    backward pass leaves in every trainable weight's `.grad` the mean over the processes."""
+@contextlib.contextmanager
+def averaged_gradients(model):
+    """While open, `model`'s processes start from process 0's weights and each backward pass leaves
+    in every trainable weight's `.grad` its mean over the processes (the active `TorchDataParallel`'s)."""
+    import torch.distributed as dist
 
-    def __init__(self, model):
-        self.model = model
-        self.handles = []
+    parts = _ACTIVE.num_replicas_in_sync
 
-    def __enter__(self):
-        import torch.distributed as dist
+    def average(parameter):
+        dist.all_reduce(parameter.grad)
+        parameter.grad.div_(parts)
 
-        parts = _ACTIVE.num_replicas_in_sync
-
-        def average(parameter):
-            dist.all_reduce(parameter.grad)
-            parameter.grad.div_(parts)
-
-        for weight in self.model.weights:
-            dist.broadcast(weight.value.data, src=0)
-        self.handles = [weight.value.register_post_accumulate_grad_hook(average)
-                        for weight in self.model.trainable_variables]
-        return self
-
-    def __exit__(self, *exc_info):
-        for handle in self.handles:
+    for weight in model.weights:
+        dist.broadcast(weight.value.data, src=0)
+    handles = [weight.value.register_post_accumulate_grad_hook(average) for weight in model.trainable_variables]
+    try:
+        yield
+    finally:
+        for handle in handles:
             handle.remove()
-        self.handles = []
 
 
 __all__ = ["Shard", "TorchDataParallel", "active", "averaged_gradients", "set_active", "shared_seed"]
