@@ -2,7 +2,7 @@
 
 Each (backend, engine) runs in a process of its own, one after another. Every engine trains
 the same configuration on the same random batch (by default 32 x 128 tokens, 20 masked
-positions per row, vocabulary 30522) with the same optimizer (`kbert.training.bert_adamw`) through
+positions per row, vocabulary 30522) with the same optimizer (`kbert.optimizers.bert_adamw`) through
 `train_on_batch`, with the backend's default compilation (XLA on TensorFlow, jax.jit on JAX,
 eager on torch). The first step (tracing, compiling, building the optimizer) is timed apart.
 keras-hub's BertMaskedLM has no next-sentence head, so kbert is also run MLM-only. On torch,
@@ -77,7 +77,7 @@ def app_seconds_per_step(preset, args):
     seconds, printed with verbose=2) over the steps, the first epoch left out."""
     with tempfile.TemporaryDirectory() as folder:
         command = [sys.executable, str(APP), "--corpus", args.corpus, "--vocab", args.vocab, "--run", "run",
-                   "--output", folder, "--preset", preset, "--task", "mlm", "--batch-size", str(args.batch_size),
+                   "--output", folder, "--preset", preset, "--objective", "mlm", "--batch-size", str(args.batch_size),
                    "--seq-len", str(args.seq_len), "--steps", str(args.steps * args.app_epochs),
                    "--checkpoint-every", str(args.steps), "--holdout-fraction", "0", "--lr", "1e-4"]
         done = subprocess.run(command + (["--mixed-precision"] if args.mixed_precision else []),
@@ -95,7 +95,7 @@ def in_process_seconds_per_step(model, args):
 
     vocab = pathlib.Path(args.vocab)
     tokenizer = BertTokenizer.from_hf(vocab) if vocab.is_dir() else BertTokenizer(vocab)
-    data = pretraining_dataset([args.corpus], tokenizer, args.batch_size, args.seq_len, task="mlm", seed=0)
+    data = pretraining_dataset([args.corpus], tokenizer, args.batch_size, args.seq_len, objective="mlm", seed=0)
     times = []
     clock = keras.callbacks.LambdaCallback(on_epoch_begin=lambda *_: times.append(-time.perf_counter()),
                                            on_epoch_end=lambda *_: times.__setitem__(-1, times[-1] + time.perf_counter()))
@@ -108,7 +108,7 @@ def worker(engine, preset, args):
 
     from kbert.config import PRESETS
     from kbert.optimizers import bert_adamw
-    from kbert.training import use_fast_dropout_masks
+    from kbert.backend_speedups import use_fast_dropout_masks
 
     use_fast_dropout_masks()
     if args.mixed_precision:
