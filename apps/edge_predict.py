@@ -75,7 +75,7 @@ def main(argv=None):
     parser.add_argument("--json", action="store_true", help="print JSON, one object a line, on stdout")
     args = parser.parse_args(argv)
     model = EdgeModel(args.model)
-    if model.spec["task"] == "question_answerer":
+    if model.model_kind == "question_answerer":
         if not args.question or args.context is None:
             sys.exit("A QA model takes --question and --context.")
         try:

@@ -15,7 +15,7 @@ written whole or not at all. See kbert/export/serving.py for each task's inputs 
 --metadata also writes token_ids_metadata.tflite, which the TFLite Task Library (BertNLClassifier,
 BertQuestionAnswerer) and MediaPipe Tasks (TextClassifier, TextEmbedder) load unchanged
 (kbert/export/runtimes.py); it needs tools/edge_clients_venv.sh run once.
-With --json it prints one object: model, format, out, task, num_texts, max_length, padding,
+With --json it prints one object: model, format, out, model_kind, num_texts, max_length, padding,
 files ({path: bytes}) and bytes.
 """
 
@@ -76,7 +76,7 @@ def main(argv=None):
                                                      padding=args.padding, num_texts=2 if args.pairs else None)
             if args.max_windows is not None:
                 spec = dataclasses.replace(spec, max_windows=args.max_windows)
-            print(f"{args.model}: {spec.task}, {spec.num_texts} text(s) per input, max_length "
+            print(f"{args.model}: {spec.model_kind}, {spec.num_texts} text(s) per input, max_length "
                   f"{spec.max_length}, padding {spec.padding}")
             if args.format == "saved_model":
                 export_saved_model(model, tokenizer, spec, args.out)
@@ -88,7 +88,7 @@ def main(argv=None):
     files = {str(path.relative_to(args.out)): path.stat().st_size
              for path in sorted(pathlib.Path(args.out).rglob("*")) if path.is_file()}
     total = sum(files.values())
-    summary = {"model": args.model, "format": args.format, "out": args.out, "task": spec.task,
+    summary = {"model": args.model, "format": args.format, "out": args.out, "model_kind": spec.model_kind,
                "num_texts": spec.num_texts, "max_length": spec.max_length, "padding": spec.padding,
                "files": files, "bytes": total}
 

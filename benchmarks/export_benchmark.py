@@ -47,8 +47,8 @@ def prepare(args, work):
     from kbert.export import export_saved_model, export_tflite, load_exportable
 
     model, tokenizer, spec = load_exportable(args.model, max_length=args.length)
-    if spec.task != "classifier" or model.num_classes < 2:
-        raise SystemExit(f"{args.model}: a classifier run folder is needed, got a {spec.task}.")
+    if spec.model_kind != "classifier" or model.num_classes < 2:
+        raise SystemExit(f"{args.model}: a classifier run folder is needed, got a {spec.model_kind}.")
     export_saved_model(model, tokenizer, spec, work / "saved_model")
     for engine, quantize in TFLITE.items():
         export_tflite(model, tokenizer, spec, work / engine, quantize, text_model=False)

@@ -7,11 +7,11 @@
 The run folder (apps/ner.py or apps/qa.py, trained under any backend) is loaded under TensorFlow
 by `kbert.export`, and its token-id TFLite model is written once per --quantize to --work
 (default: a temporary folder, removed after). The Keras model and each .tflite file are then
-scored by the evaluation apps/ner.py and apps/qa.py use: `ner_task.evaluate_sentences` (entity
-F1 as conlleval counts it) or `qa_task.evaluate_examples` (official SQuAD v1.1 exact match and
+scored by the evaluation apps/ner.py and apps/qa.py use: `kbert.recipes.ner.evaluate_sentences` (entity
+F1 as conlleval counts it) or `kbert.recipes.qa.evaluate_examples` (official SQuAD v1.1 exact match and
 F1). The .tflite files run in apps/edge_predict.py's `EdgeModel` (LiteRT), windows padded to the
 model's fixed length. NER data defaults to the run's validation file; QA data is always the
-run's held-out articles, carved again from its SQuAD file by `qa_task.run_split` (--data only
+run's held-out articles, carved again from its SQuAD file by `kbert.recipes.qa.run_split` (--data only
 points at another copy of that file). Latency: one real window padded to the model's length (batch 1),
 median of --repeats calls after --warmup, in this process, on --threads CPU threads.
 
@@ -34,7 +34,7 @@ import tensorflow as tf  # noqa: E402
 from backbone_benchmark import time_calls  # noqa: E402  (benchmarks/ is this script's folder)
 from kbert.data.conll import read_conll  # noqa: E402
 from kbert.export import QUANTIZATIONS, export_tflite, load_exportable  # noqa: E402
-from kbert.training import ner_task, qa_task  # noqa: E402
+from kbert.recipes import ner as ner_recipe, qa as qa_recipe  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "apps"))
 from edge_predict import EdgeModel  # noqa: E402  (apps/edge_predict.py: the LiteRT runner)
@@ -46,28 +46,28 @@ KERAS = "keras fp32"
 def load_data(args, folder, model, spec):
     """(task, evaluation data, description) of the run folder `folder`."""
     metrics = json.loads((folder / "metrics.json").read_text())
-    if spec.task == "token_classifier":
+    if spec.model_kind == "token_classifier":
         data = args.data or metrics.get("valid")
         if not data or not pathlib.Path(data).is_file():
             raise SystemExit(f"{folder}: pass --data (a CoNLL file); the run's validation was {data!r}.")
         sentences = read_conll(data, label_names=model.label_names)
         sentences = sentences.take(range(len(sentences))[: args.limit])
         return "ner", sentences, f"{len(sentences)} sentences of {data}"
-    if spec.task == "question_answerer":
-        _, valid = qa_task.run_split(folder, args.data)
+    if spec.model_kind == "question_answerer":
+        _, valid = qa_recipe.run_split(folder, args.data)
         valid = valid[: args.limit]
         return "qa", valid, f"{len(valid)} questions of the run's held-out articles ({metrics['valid']})"
-    raise SystemExit(f"{folder}: an NER or QA run folder is needed, got a {spec.task}.")
+    raise SystemExit(f"{folder}: an NER or QA run folder is needed, got a {spec.model_kind}.")
 
 
 def evaluate(task, model, tokenizer, spec, data, batch_size):
     """The task's scores, in %: NER entity F1 (and precision, recall); QA exact match and F1."""
     if task == "ner":
-        scores = ner_task.evaluate_sentences(model, tokenizer, data, spec.max_length, batch_size)
+        scores = ner_recipe.evaluate_sentences(model, tokenizer, data, spec.max_length, batch_size)
         return {name: 100 * scores[name] for name in ("f1", "precision", "recall")}
     windowing = {"max_length": spec.max_length, "doc_stride": spec.doc_stride,
                  "max_question_length": spec.max_question_length}
-    scores, _ = qa_task.evaluate_examples(model, tokenizer, data, windowing, batch_size)
+    scores, _ = qa_recipe.evaluate_examples(model, tokenizer, data, windowing, batch_size)
     return {"exact_match": scores["exact_match"], "f1": scores["f1"]}
 
 
@@ -128,7 +128,7 @@ def main(argv=None):
     model, tokenizer, spec = load_exportable(folder)
     task, data, described = load_data(args, folder, model, spec)
     batch = latency_batch(task, tokenizer, spec, data)
-    print(f"{folder}: {spec.task}, {model.count_params() / 1e6:.1f}M parameters, {spec.max_length} tokens per "
+    print(f"{folder}: {spec.model_kind}, {model.count_params() / 1e6:.1f}M parameters, {spec.max_length} tokens per "
           f"window; scored on {described}; latency: batch 1, median of {args.repeats}, {args.threads} thread(s)",
           flush=True)
     work = pathlib.Path(args.work or tempfile.mkdtemp(prefix="quantized_accuracy-"))

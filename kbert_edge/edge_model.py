@@ -59,6 +59,9 @@ class EdgeModel:
     def __init__(self, path, num_threads=None):
         path = pathlib.Path(path)
         self.spec = json.loads((path.parent / "export.json").read_text())
+        # "classifier", "backbone", "token_classifier" or "question_answerer"; exports written
+        # before kbert named it model_kind call it "task".
+        self.model_kind = self.spec.get("model_kind") or self.spec["task"]
         self.text_model = path.name == "text.tflite"
         self.interpreter = load_interpreter(path, self.text_model, num_threads)
         (self.signature, _), = self.interpreter.get_signature_list().items()
@@ -84,22 +87,22 @@ class EdgeModel:
         The rows are padded to `max_length` (the model's fixed shape) and the outputs cut back
         to the batch's width: NER and classifier `logits`, or QA's dict of `start_logits` and
         `end_logits`. So this model stands in for the Keras one in kbert's evaluation
-        (`kbert.data.PaddedBatches.predict`, and the NER and QA task functions built on it).
+        (`kbert.data.PaddedBatches.predict`, and the NER and QA recipes built on it).
         """
-        task, width = self.spec["task"], batch["token_ids"].shape[1]
-        if self.text_model or task == "backbone":
+        kind, width = self.model_kind, batch["token_ids"].shape[1]
+        if self.text_model or kind == "backbone":
             raise ValueError("predict_on_batch runs the token_ids.tflite model of a classifier, NER or QA.")
         out = self.run_ids(batch)
-        if task == "question_answerer":
+        if kind == "question_answerer":
             return {k: out[k][:, :width] for k in ("start_logits", "end_logits")}
-        return out["logits"][:, :width] if task == "token_classifier" else out["logits"]
+        return out["logits"][:, :width] if kind == "token_classifier" else out["logits"]
 
     def predict(self, texts, pairs=None):
         """Classifier: label and probabilities; backbone: embeddings; NER: entities; per text."""
-        task = self.spec["task"]
-        if task == "question_answerer":
+        kind = self.model_kind
+        if kind == "question_answerer":
             raise ValueError("question answering takes answer_question(question, context)")
-        if task == "token_classifier" and not self.text_model:
+        if kind == "token_classifier" and not self.text_model:
             return [self._token_entities(text) for text in texts]
         if self.text_model:
             inputs = {"texts": np.array(texts, dtype=object)}
@@ -109,9 +112,9 @@ class EdgeModel:
         else:
             out = self.tokenizer.encode(texts, pairs, self.max_length)
             out.update(self.run_ids(out))
-        if task == "backbone":
+        if kind == "backbone":
             return [{"text": t, "embedding": e.tolist()} for t, e in zip(texts, out["embeddings"])]
-        if task == "classifier":
+        if kind == "classifier":
             return [self._classification(out, i, text) for i, text in enumerate(texts)]
         return [{"text": text, "entities": self._graph_entities(out, i, text), "truncated": bool(out["truncated"][i]),
                  "windows": int(out["windows"][i])} for i, text in enumerate(texts)]

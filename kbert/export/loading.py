@@ -4,7 +4,7 @@ import pathlib
 
 import keras
 
-from kbert.export.serving import ExportSpec, task_of
+from kbert.export.serving import ExportSpec, model_kind_of
 from kbert.models import load_backbone
 from kbert.saving import METRICS_FILE, MODEL_FILE, load_run, read_json
 
@@ -49,17 +49,17 @@ def load_exportable(path, max_length=None, padding="max_length", num_texts=None)
         (model, tokenizer), saved_length = load_backbone(path), 128
     preprocessor = getattr(model, "preprocessor", None)
     settings = {} if preprocessor is None else preprocessor.get_config()
-    task = task_of(model)
-    backbone = model if task == "backbone" else model.backbone
+    kind = model_kind_of(model)
+    backbone = model if kind == "backbone" else model.backbone
     max_length = min(max_length or saved_length, backbone.max_sequence_length)
     if num_texts is None:
         num_texts = 2 if metrics.get("task") in PAIR_TASKS else 1
-    if task == "question_answerer":
+    if kind == "question_answerer":
         num_texts = 2
-    elif task != "classifier" and num_texts != 1:
-        raise ValueError(f"{path}: a {task} takes one text per input, not {num_texts}.")
+    elif kind != "classifier" and num_texts != 1:
+        raise ValueError(f"{path}: a {kind} takes one text per input, not {num_texts}.")
     label_names = getattr(model, "label_names", None)
-    spec = ExportSpec(task, max_length, padding, num_texts,
+    spec = ExportSpec(kind, max_length, padding, num_texts,
                       None if label_names is None else tuple(label_names),
                       max_question_length=settings.get("max_question_length", 64),
                       doc_stride=settings.get("doc_stride", 128))

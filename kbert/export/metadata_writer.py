@@ -6,7 +6,7 @@ tflite-support and the standard library only, never kbert; `kbert.export.runtime
 
     .venv-edge-clients/bin/python kbert/export/metadata_writer.py request.json
 
-`request.json` holds `task` ("classifier", "question_answerer" or "backbone"), `model` (the
+`request.json` holds `model_kind` ("classifier", "question_answerer" or "backbone"), `model` (the
 .tflite to read), `out` (where to write), `vocab` (vocab.txt), `labels` (labels.txt or null),
 `inputs` (metadata name "ids" / "mask" / "segment_ids" -> TFLite tensor name) and `outputs`
 (TFLite tensor name -> metadata name). The metadata is what the runtimes read:
@@ -33,7 +33,7 @@ def write(request):
     tokenizer = metadata_info.BertTokenizerMd(request["vocab"])
     inputs = request["inputs"]
     ids, mask, segments = inputs["ids"], inputs["mask"], inputs["segment_ids"]
-    if request["task"] == "classifier":
+    if request["model_kind"] == "classifier":
         writer = bert_nl_classifier.MetadataWriter.create_for_inference(
             model, tokenizer, [request["labels"]], ids, mask, segments)
     else:
@@ -41,7 +41,7 @@ def write(request):
         names = request["outputs"]
         outputs = [metadata_info.TensorMd(name=names[tensor], tensor_name=tensor).create_metadata()
                    for tensor in writer_utils.get_output_tensor_names(model)]
-        general = metadata_info.GeneralMd(name=f"kbert {request['task']}",
+        general = metadata_info.GeneralMd(name=f"kbert {request['model_kind']}",
                                           description="BERT exported by kbert, token ids in")
         writer = MetadataWriter.create_from_metadata(
             model, general.create_metadata(), bert_inputs.create_input_tesnor_metadata(), outputs,

@@ -6,7 +6,7 @@ the runtimes read, and TFLite metadata written by tflite-support's own metadata 
 BertTokenizer with `vocab.txt` packed inside, and for classifiers the label file. Runtimes
 (`RUNTIMES`), tested in `tests/export/test_runtime_clients.py`:
 
-| task | outputs | runtimes |
+| model kind | outputs | runtimes |
 |---|---|---|
 | classifier | `probability` (softmax) | Task Library `BertNLClassifier`, MediaPipe `TextClassifier` |
 | question_answerer | `start_logits`, `end_logits` (384 tokens) | Task Library `BertQuestionAnswerer` |
@@ -59,14 +59,14 @@ def unsupported(model, tokenizer, spec):
     >>> unsupported(None, None, ExportSpec("token_classifier"))
     'no standard runtime runs a BERT token classifier (NER): the TFLite Task Library and MediaPipe have none'
     """
-    if spec.task not in RUNTIMES:
+    if spec.model_kind not in RUNTIMES:
         return ("no standard runtime runs a BERT token classifier (NER): the TFLite Task Library and "
                 "MediaPipe have none")
-    if spec.task == "classifier" and model.num_classes == 1:
+    if spec.model_kind == "classifier" and model.num_classes == 1:
         return "the runtimes' BERT classifiers read class probabilities; a regressor has one score"
-    if spec.num_texts != (2 if spec.task == "question_answerer" else 1):
+    if spec.num_texts != (2 if spec.model_kind == "question_answerer" else 1):
         return "the runtimes' BERT classifiers read one text per input, not sentence pairs"
-    if spec.task == "question_answerer" and spec.max_length != TASK_LIBRARY_QA_LENGTH:
+    if spec.model_kind == "question_answerer" and spec.max_length != TASK_LIBRARY_QA_LENGTH:
         return (f"the Task Library's BertQuestionAnswerer feeds {TASK_LIBRARY_QA_LENGTH} tokens; export "
                 f"with --max-length {TASK_LIBRARY_QA_LENGTH} (this model: {spec.max_length})")
     if not tokenizer.lowercase:
@@ -83,9 +83,9 @@ def runtime_function(model, spec):
     def runtime(token_ids, segment_ids, padding_mask):
         inputs = {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
         outputs = model(inputs, training=False)
-        if spec.task == "classifier":
+        if spec.model_kind == "classifier":
             return {"probability": tf.nn.softmax(outputs, axis=-1)}
-        if spec.task == "backbone":
+        if spec.model_kind == "backbone":
             return {"embedding": mean_pool(outputs["sequence_output"], padding_mask)}
         return {"start_logits": outputs["start_logits"], "end_logits": outputs["end_logits"]}
 
@@ -114,11 +114,11 @@ def write_metadata(model_path, out, folder, spec):
     inputs = {ROLES[key]: details["name"] for key, details in runner.get_input_details().items()}
     outputs = {details["name"]: key for key, details in runner.get_output_details().items()}
     labels = folder / "labels.txt"
-    if spec.task == "classifier":
+    if spec.model_kind == "classifier":
         classes = runner.get_output_details()["probability"]["shape"][-1]
         labels.write_text("".join(f"{name}\n" for name in spec.label_names or map(str, range(classes))))
     request = folder / "metadata_request.json"
-    request.write_text(json.dumps({"task": spec.task, "model": str(model_path), "out": str(out),
+    request.write_text(json.dumps({"model_kind": spec.model_kind, "model": str(model_path), "out": str(out),
                                    "vocab": str(folder / "vocab.txt"),
                                    "labels": str(labels) if labels.exists() else None,
                                    "inputs": inputs, "outputs": outputs}))

@@ -1,9 +1,9 @@
-"""The serving graphs of each task: raw strings in, what a user wants out; or token ids in.
+"""The serving graphs of each kind of model: raw strings in, what a user wants out; or token ids in.
 
 `serving_functions(model, tokenizer, spec)` returns `tf.function`s with fixed input
 signatures, for `tf.saved_model.save` and the TFLite converter alike:
 
-| task | text signature (`serving_default`) inputs -> outputs |
+| model kind | text signature (`serving_default`) inputs -> outputs |
 |---|---|
 | classifier | `texts` (and `pairs` for NLI) -> `label`, `label_id`, `probability`, `probabilities`, `truncated`; a regressor gives `score` |
 | backbone | `texts` -> `embeddings` (mean-pooled over real tokens, L2-normalised, as `SentenceEncoder`) |
@@ -28,7 +28,7 @@ from kbert.export.long_inputs import names_tensor
 from kbert.layers.mean_pooling import mean_pool
 from kbert.models.bert_backbone import INPUT_KEYS
 
-TASKS = ("classifier", "backbone", "token_classifier", "question_answerer")
+MODEL_KINDS = ("classifier", "backbone", "token_classifier", "question_answerer")
 PADDINGS = ("max_length", "longest")
 
 
@@ -37,7 +37,7 @@ class ExportSpec:
     """What an export holds besides the weights.
 
     Args:
-        task: str. One of `TASKS`.
+        model_kind: str. One of `MODEL_KINDS`: which model the export serves.
         max_length: int. Tokens per input, special tokens included.
         padding: str. "max_length" (static shapes, best for TFLite) or "longest".
         num_texts: int. 1, or 2 for sentence-pair classifiers (NLI) and QA.
@@ -55,7 +55,7 @@ class ExportSpec:
     1
     """
 
-    task: str
+    model_kind: str
     max_length: int = 128
     padding: str = "max_length"
     num_texts: int = 1
@@ -67,8 +67,8 @@ class ExportSpec:
     max_windows: int = 64
 
     def __post_init__(self):
-        if self.task not in TASKS:
-            raise ValueError(f"task must be one of {TASKS}, got {self.task!r}.")
+        if self.model_kind not in MODEL_KINDS:
+            raise ValueError(f"model_kind must be one of {MODEL_KINDS}, got {self.model_kind!r}.")
         if self.padding not in PADDINGS:
             raise ValueError(f"padding must be one of {PADDINGS}, got {self.padding!r}.")
         if self.max_windows < 1 or self.doc_stride < 1:
@@ -80,8 +80,8 @@ class ExportSpec:
                 else list(self.label_names)}
 
 
-def task_of(model):
-    """The `TASKS` entry for a kbert model, or a ValueError naming what it is."""
+def model_kind_of(model):
+    """The `MODEL_KINDS` entry for a kbert model, or a ValueError naming what it is."""
     from kbert.models.bert_backbone import BertBackbone
     from kbert.tasks import BertClassifier, BertQuestionAnswerer, BertTokenClassifier
 
@@ -94,7 +94,7 @@ def task_of(model):
 
 
 def text_input_names(spec):
-    if spec.task == "question_answerer":
+    if spec.model_kind == "question_answerer":
         return ("questions", "contexts")
     return ("texts", "pairs")[: spec.num_texts]
 
@@ -112,12 +112,12 @@ def serving_functions(model, tokenizer, spec, tflite=False):
     names = text_input_names(spec)
 
     def from_text(*texts):
-        if spec.task in long_inputs.WINDOWED:
-            return long_inputs.WINDOWED[spec.task](model, tokenizer, spec, texts, tflite)
+        if spec.model_kind in long_inputs.WINDOWED:
+            return long_inputs.WINDOWED[spec.model_kind](model, tokenizer, spec, texts, tflite)
         encoded = tokenizer.encode(texts[0], texts[1] if len(texts) > 1 else None, max_length=spec.max_length,
                                    padding=spec.padding, return_lengths=True)
         inputs = {key: encoded[key] for key in INPUT_KEYS}
-        outputs = _HEADS[spec.task](model, spec, inputs, model(inputs, training=False))
+        outputs = _HEADS[spec.model_kind](model, spec, inputs, model(inputs, training=False))
         outputs["truncated"] = encoded["lengths"] > spec.max_length
         return outputs
 
@@ -132,12 +132,12 @@ def serving_functions(model, tokenizer, spec, tflite=False):
 
 
 def _raw_outputs(model, spec, inputs, outputs):
-    if spec.task == "backbone":
+    if spec.model_kind == "backbone":
         return {"embeddings": mean_pool(outputs["sequence_output"], inputs["padding_mask"]),
                 "sequence_output": outputs["sequence_output"]}
-    if spec.task == "question_answerer":
+    if spec.model_kind == "question_answerer":
         return dict(outputs)
-    if spec.task == "classifier" and model.num_classes == 1:
+    if spec.model_kind == "classifier" and model.num_classes == 1:
         return {"logits": outputs, "score": outputs[:, 0]}
     return {"logits": outputs, "probabilities": tf.nn.softmax(outputs, axis=-1)}
 

@@ -93,7 +93,7 @@ def export_tflite(model, tokenizer, spec, out, quantize="none", text_model=True,
             try:
                 blob = converter.convert()
             except Exception as error:  # the converter raises many types; say which model failed
-                raise ExportError(f"TFLite conversion of the {spec.task} {signature} model with "
+                raise ExportError(f"TFLite conversion of the {spec.model_kind} {signature} model with "
                                   f"quantize={quantize} failed: {str(error)[-2000:]}") from error
             if metadata and signature == runtimes.SIGNATURE:
                 (staging / file_name).write_bytes(blob)

@@ -122,10 +122,10 @@ def test_unsupported_combinations_say_which_and_why(run, tmp_path):
         export_tflite(model, tokenizer, spec, tmp_path / "out", quantize="int4")
     assert list(tmp_path.iterdir()) == []
     from kbert.tasks import BertPretrainer
-    from kbert.export.serving import task_of
+    from kbert.export.serving import model_kind_of
 
     with pytest.raises(ValueError, match="Cannot export a BertPretrainer"):
-        task_of(BertPretrainer(tiny_backbone()))
+        model_kind_of(BertPretrainer(tiny_backbone()))
 
 
 def test_a_keras_file_of_the_task_api_exports_with_its_preprocessor(tmp_path, tokenizer):

@@ -44,7 +44,7 @@ def test_edge_predict_matches_keras(tmp_path, tokenizer):
 
 def test_the_script_and_kbert_edge_run_copied_side_by_side(tmp_path, tokenizer):
     """The deployable unit: apps/edge_predict.py and kbert_edge/ copied into one folder, run from
-    elsewhere, import kbert_edge from the copy."""
+    elsewhere, import kbert_edge from the copy; and an export.json from before the rename."""
     model = BertClassifier(tiny_backbone(), 2, label_names=["no", "yes"])
     write_run_folder(tmp_path / "run", model, tokenizer, {"task": "sentiment", "max_length": 16}, {"loss": [1.0]})
     export_tflite(*load_exportable(tmp_path / "run"), tmp_path / "tflite", quantize="none")
@@ -57,6 +57,13 @@ def test_the_script_and_kbert_edge_run_copied_side_by_side(tmp_path, tokenizer):
     assert result.stderr.splitlines()[-1] == f"kbert_edge: {device / 'kbert_edge' / '__init__.py'}"
     expected = keras.ops.convert_to_numpy(keras.ops.softmax(model(tokenizer(["a good film"], max_length=16))))
     np.testing.assert_allclose(list(json.loads(result.stdout)["probabilities"].values()), expected[0], atol=1e-4)
+    # An export written before "task" was renamed "model_kind" in export.json still runs.
+    spec_file = tmp_path / "tflite" / "export.json"
+    spec = json.loads(spec_file.read_text())
+    assert spec["model_kind"] == "classifier" and "task" not in spec
+    spec_file.write_text(json.dumps({("task" if k == "model_kind" else k): v for k, v in spec.items()}))
+    old = run_edge_predict(tmp_path / "tflite" / "token_ids.tflite", "a good film", "--json")
+    assert json.loads(old.stdout) == json.loads(result.stdout)
 
 
 def test_docstring_examples():

@@ -116,12 +116,12 @@ def test_mediapipe_text_embedder_gives_the_keras_embeddings(tmp_path, tokenizer)
     np.testing.assert_allclose(got, expected, atol=1e-4)
 
 
-@pytest.mark.parametrize("task", ["token_classifier", "question_answerer"])
-def test_metadata_is_refused_with_the_reason_where_no_runtime_fits(tmp_path, tokenizer, task):
-    if task == "token_classifier":
-        model, spec, reason = BertTokenClassifier(tiny_backbone(), ["O", "B-PER"]), ExportSpec(task, 24), "NER"
+@pytest.mark.parametrize("model_kind", ["token_classifier", "question_answerer"])
+def test_metadata_is_refused_with_the_reason_where_no_runtime_fits(tmp_path, tokenizer, model_kind):
+    if model_kind == "token_classifier":
+        model, spec, reason = BertTokenClassifier(tiny_backbone(), ["O", "B-PER"]), ExportSpec(model_kind, 24), "NER"
     else:
-        model, spec, reason = BertQuestionAnswerer(tiny_backbone()), ExportSpec(task, 64, num_texts=2), "384"
+        model, spec, reason = BertQuestionAnswerer(tiny_backbone()), ExportSpec(model_kind, 64, num_texts=2), "384"
     with pytest.raises(ExportError, match=reason):
         export_tflite(model, tokenizer, spec, tmp_path / "out", metadata=True)
     assert not (tmp_path / "out").exists()

@@ -11,7 +11,7 @@ from kbert.data.squad_windows import SquadWindows
 from kbert.data.token_rows import word_spans_of
 from kbert.export import export_saved_model, load_exportable
 from kbert.layers import mean_pool
-from kbert.training import ner_task, qa_task
+from kbert.recipes import ner as ner_recipe, qa as qa_recipe
 from kbert_edge import entity_spans
 from tests.export.conftest import (CONTEXTS, EMPTY_BATCHES, LONG_CONTEXT, LONG_TEXT, QA_WINDOWING, QUESTIONS,
                                    TENSORFLOW_ONLY, TEXTS, edge_module, run_edge_predict, tiny_backbone)
@@ -20,13 +20,13 @@ pytestmark = TENSORFLOW_ONLY
 
 
 def test_ner_evaluation_gets_the_same_tags_from_the_tflite_model(ner):
-    """ner_task's evaluation with the token-id TFLite model (apps/edge_predict.py's `EdgeModel`,
+    """kbert.recipes.ner's evaluation with the token-id TFLite model (apps/edge_predict.py's `EdgeModel`,
     windows padded to its fixed length) in place of the Keras model: the same tags."""
     model, tokenizer, spec, root = ner
     edge = edge_module().EdgeModel(root / "tflite" / "token_ids.tflite")
     spans = word_spans_of(tokenizer, TEXTS)
-    expected = ner_task.predict_tags(model, tokenizer, TEXTS, spans, spec.max_length, batch_size=3)
-    tags, probabilities = ner_task.predict_tags(edge, tokenizer, TEXTS, spans, spec.max_length, batch_size=3)
+    expected = ner_recipe.predict_tags(model, tokenizer, TEXTS, spans, spec.max_length, batch_size=3)
+    tags, probabilities = ner_recipe.predict_tags(edge, tokenizer, TEXTS, spans, spec.max_length, batch_size=3)
     assert sum(tag != "O" for text_tags in expected[0] for tag in text_tags) > 5
     assert tags == expected[0]
     np.testing.assert_allclose(np.concatenate(probabilities), np.concatenate(expected[1]), atol=1e-4)
@@ -39,7 +39,7 @@ def test_ner_edge_runner_reads_long_texts_through_windows(ner):
     edge = edge_module().EdgeModel(root / "tflite" / "token_ids.tflite")
     texts = [LONG_TEXT, TEXTS[4], ""]
     spans = word_spans_of(tokenizer, texts)
-    tags, probabilities = ner_task.predict_tags(model, tokenizer, texts, spans, spec.max_length)
+    tags, probabilities = ner_recipe.predict_tags(model, tokenizer, texts, spans, spec.max_length)
     results = edge.predict(texts)
     for text, result, *word in zip(texts, results, spans, tags, probabilities):
         expected = entity_spans(text, *word)
@@ -72,18 +72,18 @@ def test_qa_edge_runner_reads_long_contexts_through_windows(qa, tmp_path):
 
 
 def test_qa_evaluation_gets_the_same_answers_from_the_tflite_model(qa):
-    """qa_task's evaluation (SQuAD EM/F1 over strided windows) with the token-id TFLite model in
+    """kbert.recipes.qa's evaluation (SQuAD EM/F1 over strided windows) with the token-id TFLite model in
     place of the Keras model: the same answers, so the same scores."""
     model, tokenizer, spec, root = qa
     edge = edge_module().EdgeModel(root / "tflite" / "token_ids.tflite")
     windowing = QA_WINDOWING
     examples = [SquadExample(f"q{i}", q, c, ["Paris"]) for i, (q, c) in enumerate(
         zip(QUESTIONS + ["Who visited Paris?"], CONTEXTS + [LONG_CONTEXT]))]
-    scores, predictions = qa_task.evaluate_examples(model, tokenizer, examples, windowing, batch_size=3)
+    scores, predictions = qa_recipe.evaluate_examples(model, tokenizer, examples, windowing, batch_size=3)
     assert all(predictions.values())
-    assert qa_task.evaluate_examples(edge, tokenizer, examples, windowing, batch_size=3) == (scores, predictions)
-    expected = qa_task.answer_examples(model, tokenizer, examples, windowing, batch_size=3)
-    for best, want in zip(qa_task.answer_examples(edge, tokenizer, examples, windowing, batch_size=3), expected):
+    assert qa_recipe.evaluate_examples(edge, tokenizer, examples, windowing, batch_size=3) == (scores, predictions)
+    expected = qa_recipe.answer_examples(model, tokenizer, examples, windowing, batch_size=3)
+    for best, want in zip(qa_recipe.answer_examples(edge, tokenizer, examples, windowing, batch_size=3), expected):
         np.testing.assert_allclose([b["score"] for b in best[:3]], [w["score"] for w in want[:3]], atol=1e-4)
 
 
@@ -94,7 +94,7 @@ def test_backbone_embeddings_match_keras(tmp_path, tokenizer):
     (tmp_path / "backbone").mkdir()
     save_backbone(tmp_path / "backbone", backbone, tokenizer)
     model, tokenizer, spec = load_exportable(tmp_path / "backbone", max_length=24, padding="longest")
-    assert spec.task == "backbone"
+    assert spec.model_kind == "backbone"
     export_saved_model(model, tokenizer, spec, tmp_path / "saved")
     batch = tokenizer(TEXTS, max_length=24, padding="longest")
     expected = keras.ops.convert_to_numpy(mean_pool(model(batch)["sequence_output"], batch["padding_mask"]))
