@@ -61,7 +61,7 @@ class BertAdamW(keras.optimizers.AdamW):
     def plan_fit(self, total_steps):
         """Lays the schedule's warmup and decay over the next `total_steps` optimizer steps."""
         schedule = self._learning_rate
-        schedule.plan(int(self.iterations), total_steps)
+        schedule.plan(int(keras.ops.convert_to_numpy(self.iterations)), total_steps)  # a MirroredVariable has no int()
         if self.built:
             self.fit_plan.assign([schedule.start_step, schedule.warmup_steps, schedule.total_steps])
 

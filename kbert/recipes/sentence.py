@@ -149,7 +149,7 @@ def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learnin
         history = model.fit(_inputs(train_examples), train_examples.labels, batch_size=batch_size, epochs=epochs,
                             callbacks=[StopOnNonFiniteLoss(backup), scorer, stopping, backup, *logs], verbose=verbose)
     seconds = time.perf_counter() - start
-    trained_steps = int(model.optimizer.iterations)
+    trained_steps = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
     validation = scorer.best  # the epoch EarlyStopping restored
     metrics = {
         "task": problem.name, "backend": keras.config.backend(), **run, "hyperparameters": hyperparameters,

@@ -67,7 +67,7 @@ def run_metrics(task, run, hyperparameters, model, backup, seconds, history, val
     return {
         "task": task, "backend": keras.config.backend(), **run, "hyperparameters": hyperparameters,
         "distribution": describe_distribution(),
-        "steps": int(model.optimizer.iterations), "resumed_at_step": backup.resumed_step,
+        "steps": int(keras.ops.convert_to_numpy(model.optimizer.iterations)), "resumed_at_step": backup.resumed_step,
         "train_seconds": round(seconds, 1),
         "history": {k: [float(v) for v in values] for k, values in history.history.items()},
         "validation": validation,

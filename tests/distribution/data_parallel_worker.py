@@ -5,6 +5,10 @@ argv: tensorflow OUT: on 2 logical CPU devices, under `tf.distribute.MirroredStr
 (no strategy) in the same process, unshuffled: under a strategy, Keras's TensorFlow trainer reads the
 data once to build the model before the first epoch, a pass after which the batches reshuffle.
 
+argv: tensorflow-app INIT DATA RUN: on 2 logical CPU devices, the sentiment app trains `--distribution
+data` on the backbone folder INIT and the file DATA into RUN, in a process of its own: run after the
+comparisons in one process (a second MirroredStrategy), its fit failed with a collective's shape mismatch.
+
 argv: torch OUT: one of the torch processes of a job described by MASTER_ADDR, MASTER_PORT, RANK and
 WORLD_SIZE (as torchrun sets them); shuffles from seed RANK, so only a shuffle seed shared with process 0
 gives the one-process batches.
@@ -14,7 +18,8 @@ import os
 import pathlib
 import sys
 
-backend, out = sys.argv[1], sys.argv[2]
+job, out = sys.argv[1], sys.argv[2]
+backend = job.split("-")[0]
 os.environ["KERAS_BACKEND"] = backend
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
 if backend == "tensorflow":
@@ -30,6 +35,14 @@ import kbert.distribution  # noqa: E402
 from tests.distribution.data_parallel_training import TEXTS, train  # noqa: E402
 
 results = {}
+if job == "tensorflow-app":
+    sys.path.append(str(pathlib.Path(__file__).resolve().parents[2] / "apps"))
+    import sentence_cli
+
+    init, data, run = sys.argv[2:5]
+    sentence_cli.main("sentiment", ["train", "--data", data, "--init", init, "--out", run, "--epochs", "1",
+                                    "--batch-size", "5", "--distribution", "data"])
+    sys.exit()
 if backend == "tensorflow":
     single, results["single_steps"], _ = train(None, shuffle=False)
     results.update({f"single{i}": weight for i, weight in enumerate(single)})

@@ -1,7 +1,9 @@
 """Data parallelism off JAX: `tf.distribute.MirroredStrategy` on 2 logical CPU devices, and 2 torch
 processes averaging their gradients over gloo, each train a bert_tiny classifier on raw strings (global
-batches of 5, padded to 6 on 2 replicas) to the weights of one device on the same global batches."""
+batches of 5, padded to 6 on 2 replicas) to the weights of one device on the same global batches; the
+sentiment app trains under --distribution data on the 2 TensorFlow devices."""
 
+import json
 import os
 
 import keras
@@ -10,6 +12,7 @@ import pytest
 
 from tests.conftest import TESTS, run_python
 from tests.distribution.processes import free_port, run_together
+from tests.tasks.conftest import tiny_init, write_sentiment_tsv  # noqa: F401 (a fixture)
 
 WORKER = TESTS / "distribution" / "data_parallel_worker.py"
 
@@ -20,7 +23,11 @@ def _weights(results, prefix):
 
 
 @pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="tf.distribute: TensorFlow's test")
-def test_mirrored_strategy_trains_as_one_device(tmp_path):
+def test_mirrored_strategy_trains_as_one_device(tiny_init, tmp_path):  # noqa: F811
+    data = write_sentiment_tsv(tmp_path / "train.tsv", rows=12)
+    run_python(WORKER, "tensorflow-app", tiny_init, data, tmp_path / "run", backend="tensorflow")
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())  # the app, on the 2 devices
+    assert metrics["distribution"] == {"distribution": "data", "mesh": None, "devices": 2}
     run_python(WORKER, "tensorflow", tmp_path / "out.npz", backend="tensorflow")
     results = np.load(tmp_path / "out.npz")
     assert str(results["refusal"]) == ("batch_size=5 does not divide by the data dimension 2 of the active "
