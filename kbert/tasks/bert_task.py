@@ -309,7 +309,9 @@ class BertTask(keras.Model):
                                  "no y, sample_weight or batch_size with it.")
             return x.map(self.preprocessor, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
         prepared = self.preprocessor.prepare(x, self.check_labels(y), sample_weight)
-        seed = distribution_torch.shared_seed(int(np.random.randint(2**31)))  # keras.utils.set_random_seed
+        seed = int(np.random.randint(2**31))  # seeded by keras.utils.set_random_seed
+        if shard:  # every torch process makes the same global batches (evaluate needs no peers)
+            seed = distribution_torch.shared_seed(seed)
         split = data_dimension(self)
         if not isinstance(prepared.inputs, dict):  # tokenized per batch, in the tf.data pipeline
             if shard and distribution_torch.active() is not None:
