@@ -20,6 +20,9 @@ curves.png, metrics.json (the settings, held-out MLM and NSP accuracy before and
 README.md (the model card: versions, corpus checksums, settings, metrics) and, at the end,
 backbone.keras: `--init saved_models/<run>` for the task apps.
 
+--init continues pretraining from a checkpoint instead of random weights (e.g. --init all_minilm_l6_v2:
+its config and vocabulary; the MLM head starts fresh, its decoder tied to the embeddings).
+
 The corpus streams (memory does not grow with its size): several files (or a quoted glob) interleave
 document by document, drawn in proportion to their sizes (seeded by --seed). --holdout-fraction
 holds out a share of the text for evaluation: whole documents, or 20-line passages of longer ones
@@ -79,6 +82,11 @@ def parse_args(argv=None):
     parser.add_argument("--preset", default="bert_mini", help="a size of kbert.config.PRESETS, bert_tiny to bert_large")
     parser.add_argument("--config", help="a JSON file of BertConfig fields (instead of --preset)")
     parser.add_argument("--vocab", help="a vocab.txt (or a folder with one); default: learn one from the corpus")
+    parser.add_argument("--init", help="continue pretraining from these weights instead of random ones: "
+                                       "'all_minilm_l6_v2', a Hugging Face BERT folder, a folder apps/pretrain.py "
+                                       "wrote, a task run folder; its config and vocabulary replace --preset, "
+                                       "--config and --vocab; the MLM head starts fresh (decoder tied to the "
+                                       "embeddings)")
     parser.add_argument("--vocab-size", type=positive_int, default=8192, help="size of the learned vocabulary")
     parser.add_argument("--vocab-lines", type=positive_int, default=20000,
                         help="training lines (drawn at random) the vocabulary is learned from")
@@ -123,7 +131,8 @@ def check_distribution(args, settings):
     import kbert.distribution
     from kbert.config import BertConfig
 
-    apply_distribution(args, config=BertConfig.from_dict(settings["config"]) if settings["config"] else args.preset)
+    config = BertConfig.from_dict(settings["config"]) if settings["config"] else args.preset
+    apply_distribution(args, config=args.init or config)  # a folder's config is checked when fit starts
     devices = kbert.distribution.data_dimension()
     if args.batch_size % devices:
         raise ValueError(f"--batch-size {args.batch_size} does not divide by the data dimension {devices} of "
@@ -151,6 +160,14 @@ def check_inputs(args):
     vocab = args.vocab and pathlib.Path(args.vocab)
     if vocab and not (vocab.is_file() or (vocab / "vocab.txt").is_file()):
         raise FileNotFoundError(f"--vocab {vocab}: neither a vocab.txt nor a folder holding one.")
+    if args.init:
+        from kbert.saving import is_preset
+
+        if args.vocab or args.config:
+            raise ValueError(f"--init {args.init} brings its own config and vocabulary: drop "
+                             f"{' and '.join(name for name, value in (('--vocab', args.vocab), ('--config', args.config)) if value)}.")
+        if not is_preset(args.init) and not pathlib.Path(args.init).is_dir():
+            raise FileNotFoundError(f"--init {args.init}: neither a preset name nor a folder.")
     return files
 
 
@@ -165,7 +182,9 @@ def run_settings(args, files):
         del settings["gradient_accumulation"]  # recorded when used: runs from before the option resume
     settings.update(corpus=[{"path": str(path.resolve()), "bytes": path.stat().st_size, "sha256": sha256(path)}
                             for path in files],
-                    vocab=args.vocab and str(pathlib.Path(args.vocab).resolve()), config=read_config(args.config))
+                    vocab=args.vocab and str(pathlib.Path(args.vocab).resolve()), config=read_config(args.config),
+                    init=args.init and (str(pathlib.Path(args.init).resolve()) if pathlib.Path(args.init).is_dir()
+                                        else args.init))
     return settings
 
 
@@ -267,14 +286,17 @@ def check_split(files, args):
     return survey["sample"]
 
 
-def prepare_run(args, folder, settings, files):
-    """Checks the split and writes the settings and the vocabulary once; a resumed run reads them back."""
+def prepare_run(args, folder, settings, files, init_tokenizer=None):
+    """Checks the split and writes the settings and the vocabulary (`init_tokenizer`'s with --init)
+    once; a resumed run reads them back."""
     from kbert.text import BertTokenizer, train_wordpiece_vocabulary
     from kbert.saving import SETTINGS_FILE, write_json_atomic
 
     if not (folder / "vocab.txt").is_file():
         sample = check_split(files, args)
-        if args.vocab:
+        if init_tokenizer is not None:
+            tokenizer = init_tokenizer
+        elif args.vocab:
             vocab = pathlib.Path(args.vocab)
             tokenizer = BertTokenizer.from_hf(vocab) if vocab.is_dir() else BertTokenizer(vocab)
         else:
@@ -341,6 +363,7 @@ def pretrain(args, folder, settings, files):
     from kbert.data.pretraining_dataset import pretraining_dataset
     from kbert.data.process_batches import process_batches, stacked_batches
     from kbert.models.bert_backbone import BertBackbone
+    from kbert.models.load_backbone import load_backbone
     from kbert.optimizers import bert_adamw
     from kbert.tasks.bert_pretrainer import BertPretrainer
     from kbert.backend_speedups import use_fast_dropout_masks
@@ -351,12 +374,19 @@ def pretrain(args, folder, settings, files):
 
     if args.mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
-    tokenizer = prepare_run(args, folder, settings, files)
-    config = BertConfig.from_dict(settings["config"]) if settings["config"] else PRESETS[args.preset]
     use_fast_dropout_masks()
     keras.utils.set_random_seed(args.seed)  # the initial weights (a resumed run then loads its own)
     with rematerialized(args.remat):
-        backbone = BertBackbone(**{**config.to_dict(), "vocabulary_size": tokenizer.vocabulary_size})
+        if args.init:  # continued pretraining: the checkpoint's weights, config and vocabulary
+            backbone, init_tokenizer = load_backbone(args.init)
+            if args.seq_len > backbone.max_sequence_length:
+                raise ValueError(f"--seq-len {args.seq_len} exceeds the {backbone.max_sequence_length} positions "
+                                 f"of --init {args.init}: give --seq-len {backbone.max_sequence_length} or less.")
+            tokenizer = prepare_run(args, folder, settings, files, init_tokenizer)
+        else:
+            tokenizer = prepare_run(args, folder, settings, files)
+            config = BertConfig.from_dict(settings["config"]) if settings["config"] else PRESETS[args.preset]
+            backbone = BertBackbone(**{**config.to_dict(), "vocabulary_size": tokenizer.vocabulary_size})
         model = BertPretrainer(backbone, next_sentence=args.objective != "mlm")
     epochs = math.ceil(args.steps / args.checkpoint_every)
     model.compile(optimizer=bert_adamw(args.lr, max(epochs * args.checkpoint_every, 1), args.warmup_ratio,

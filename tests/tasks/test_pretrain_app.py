@@ -181,3 +181,26 @@ def test_the_corpus_is_read_where_it_is_and_one_line_documents_split(tmp_path, c
         with pytest.raises(ValueError, match=re.escape(message)):
             main([*command[:3], "new", *command[4:-1], fraction])  # --run new
         assert not (tmp_path / "new").exists()  # refused before the vocabulary and the run folder
+
+
+@pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="the app's options are backend-independent")
+def test_init_continues_pretraining_from_a_checkpoint_with_its_vocabulary(tmp_path, tiny_init):
+    app = app_module("pretrain")
+    command = tiny_run_command(tmp_path, "continued", steps=0, checkpoint_every=1, holdout=0)[2:]
+    with pytest.raises(ValueError, match="brings its own config and vocabulary: drop --vocab"):
+        app.main([*command, "--init", str(tiny_init), "--vocab", str(tiny_init)])
+    with pytest.raises(ValueError, match="--seq-len 32 exceeds the 12 positions of --init"):
+        app.main([*command, "--init", str(tiny_init), "--objective", "mlm"])
+    command[command.index("--seq-len") + 1] = "12"
+    app.main([*command, "--init", str(tiny_init), "--objective", "mlm"])
+    run = tmp_path / "continued"
+    assert (run / "vocab.txt").read_text() == (tiny_init / "vocab.txt").read_text()
+    init = keras.saving.load_model(tiny_init / "backbone.keras")
+    saved = keras.saving.load_model(run / "backbone.keras")
+    assert all((keras.ops.convert_to_numpy(a) == keras.ops.convert_to_numpy(b)).all()
+               for a, b in zip(init.weights, saved.weights, strict=True))  # step 0: the checkpoint itself
+    app.main([*command, "--init", str(tiny_init), "--objective", "mlm", "--steps", "1"])
+    trained = keras.saving.load_model(run / "backbone.keras")
+    assert json.loads((run / "metrics.json").read_text())["steps"] == 1
+    assert any((keras.ops.convert_to_numpy(a) != keras.ops.convert_to_numpy(b)).any()
+               for a, b in zip(init.weights, trained.weights))
