@@ -87,8 +87,10 @@ def add_distribution_options(parser):
     ('model', (2, 4), 4, False)
     """
     parser.add_argument("--distribution", choices=("none", "data", "model"), default="none",
-                        help="keras.distribution (JAX backend): data = the model on every device, each batch "
-                             "split over them; model = the weights sharded Megatron-style over --mesh's SHARDS")
+                        help="data = the model on every local device, each batch split over them "
+                             "(keras.distribution on JAX, tf.distribute.MirroredStrategy on TensorFlow; torch: "
+                             "the task API under torchrun, docs/distributed.md); model = the weights sharded "
+                             "Megatron-style over --mesh's SHARDS (JAX)")
     parser.add_argument("--mesh", type=mesh_shape, metavar="RxS",
                         help="REPLICASxSHARDS for --distribution model, e.g. 2x4 on 8 devices: 2 copies of the "
                              "model, each split over 4 devices (the product must be the number of devices)")
