@@ -1,9 +1,11 @@
 """Times torch's matmuls before and after kbert's pretraining tf.data pipeline runs.
 
-`apps/pretrain.py` on torch steps at about twice the time `train_on_batch` takes in a
+`apps/pretrain.py` on torch stepped at about twice the time `train_on_batch` takes in a
 process without that pipeline. This reproduces the cause found so far: once the pipeline
 has produced a batch, torch's matmuls of bert_mini's shape stay slower for the rest of
-the process, even after the pipeline is exhausted. The cause behind it is not known yet.
+the process, even after the pipeline is exhausted. The cause behind it is not known; the
+app now runs the pipeline in a child process (`kbert.data.process_batches`), where it
+cannot slow the training process.
 
     KERAS_BACKEND=torch python tools/bf16_after_pipeline.py saved_models/gutenberg_mini_random
 """
