@@ -347,7 +347,7 @@ def quantization(args, work, exported):
 
 
 def accuracy(args):
-    """Runs benchmarks/quantized_accuracy.py (fp32 and dynamic-int8) for NER and QA; prints the commands of all three."""
+    """Prints the accuracy commands of all three tasks; with --accuracy runs quantized_accuracy.py for NER and QA."""
     commands = {task: [".venv/bin/python", "benchmarks/quantized_accuracy.py", "--model", source,
                        "--quantize", *QUANTIZE, "--threads", str(args.threads)]
                 for task, source in (("token_classifier", args.ner), ("question_answerer", args.qa)) if source}
@@ -391,7 +391,7 @@ def aims(sizes, cold, quantized):
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--classifier", default="saved_models/demo", help="classifier run folder (default: %(default)s)")
+    parser.add_argument("--classifier", default="saved_models/demo", help="classifier run (default: %(default)s)")
     parser.add_argument("--backbone", default="all_minilm_l6_v2", help="backbone for embeddings (default: %(default)s)")
     parser.add_argument("--ner", default="saved_models/conll_minilm", help="NER run folder (default: %(default)s)")
     parser.add_argument("--qa", default="saved_models/squad_minilm", help="QA run folder (default: %(default)s)")
