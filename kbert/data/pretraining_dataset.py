@@ -58,7 +58,8 @@ def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=128, object
             `read_documents`); 0 reads it all.
         held_out: bool. Read the held-out share instead of the rest.
         seed: int or None. Seeds the interleaving of files, pairing, shuffling and masking;
-            None draws a fresh one.
+            None draws a fresh one. The shuffle (tf.data's) also reads TensorFlow's global
+            seed when one is set (`tf.random.set_seed`, `keras.utils.set_random_seed`).
 
     Example:
     >>> import pathlib, tempfile
