@@ -52,38 +52,34 @@ def specs(variables, *names):
     return {v.path: repr(tuple(v.value.sharding.spec)) for v in variables if any(name in v.path for name in names)}
 
 
-def app(*argv):
-    """(exit code, last line of stderr) of the sentiment app, run as its __main__ runs it."""
+def run_app(main, argv, prog):
+    """(exit code, last line of stderr) of an app's `main(argv)`, run as its __main__ runs it."""
     import cli_errors
-    import sentence_cli
-
-    stderr = io.StringIO()
-    with contextlib.redirect_stderr(stderr):
-        try:
-            cli_errors.run(lambda args: sentence_cli.main("sentiment", args), list(argv), prog="sentiment.py")
-            code = 0
-        except SystemExit as exit:
-            code = exit.code
-    keras.distribution.set_distribution(None)
-    lines = stderr.getvalue().strip().splitlines()
-    return code, lines[-1] if lines else ""
-
-
-def pretrain_app(*argv):
-    """(exit code, last line of stderr) of apps/pretrain.py, run as its __main__ runs it."""
-    import cli_errors
-    import pretrain
 
     stderr = io.StringIO()
     with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
         try:
-            cli_errors.run(pretrain.main, list(argv), prog="pretrain.py")
+            cli_errors.run(main, list(argv), prog=prog)
             code = 0
         except SystemExit as exit:
             code = exit.code
     keras.distribution.set_distribution(None)
     lines = stderr.getvalue().strip().splitlines()
     return code, lines[-1] if lines else ""
+
+
+def app(*argv):
+    """The sentiment app (see `run_app`)."""
+    import sentence_cli
+
+    return run_app(lambda args: sentence_cli.main("sentiment", args), argv, "sentiment.py")
+
+
+def pretrain_app(*argv):
+    """apps/pretrain.py (see `run_app`)."""
+    import pretrain
+
+    return run_app(pretrain.main, argv, "pretrain.py")
 
 
 def main(init, work):
