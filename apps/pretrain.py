@@ -290,7 +290,7 @@ def prepare_run(args, folder, settings, files, init_tokenizer=None):
     """Checks the split and writes the settings and the vocabulary (`init_tokenizer`'s with --init)
     once; a resumed run reads them back."""
     from kbert.text import BertTokenizer, train_wordpiece_vocabulary
-    from kbert.saving import SETTINGS_FILE, write_json_atomic
+    from kbert.saving import SETTINGS_FILE, read_json, write_json_atomic
 
     if not (folder / "vocab.txt").is_file():
         sample = check_split(files, args)
@@ -309,15 +309,16 @@ def prepare_run(args, folder, settings, files, init_tokenizer=None):
             tokenizer.save(temporary)
             for name in ("tokenizer_config.json", "vocab.txt"):  # vocab.txt last: marks "prepared"
                 os.replace(pathlib.Path(temporary) / name, folder / name)
-    elif json.loads((folder / SETTINGS_FILE).read_text()) != settings:  # --steps raised: the run goes further
+    elif read_json(folder / SETTINGS_FILE) != settings:  # --steps raised: the run goes further
         write_json_atomic(folder / SETTINGS_FILE, settings)
     return BertTokenizer.from_hf(folder)
 
 
 def resumed_step(backup):
     """The optimizer step of the checkpoint in `backup` (0 when starting afresh)."""
-    metadata = backup / "training_metadata.json"
-    return json.loads(metadata.read_text()).get("step", 0) if metadata.is_file() else 0
+    from kbert.saving import read_json
+
+    return read_json(backup / "training_metadata.json", missing={}).get("step", 0)
 
 
 def read_history(path):
@@ -358,7 +359,7 @@ def pretrain(args, folder, settings, files):
     Returns the metrics written to metrics.json."""
     import keras
 
-    from kbert.saving import save_backbone
+    from kbert.saving import read_json, save_backbone
     from kbert.config import PRESETS, BertConfig
     from kbert.data.pretraining_dataset import pretraining_dataset
     from kbert.data.process_batches import process_batches, stacked_batches
@@ -411,7 +412,7 @@ def pretrain(args, folder, settings, files):
                               verbose=0)
 
     metrics_path = folder / "metrics.json"
-    metrics = json.loads(metrics_path.read_text()) if metrics_path.is_file() else {}
+    metrics = read_json(metrics_path, missing={})
     backup = AtomicBackupAndRestore(folder / "backup", steps_per_epoch=args.checkpoint_every)  # optimizer steps
     if held_out and "start" not in metrics and not (folder / "backup").exists():
         metrics["start"] = evaluate(*held_out)

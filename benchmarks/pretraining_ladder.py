@@ -15,7 +15,6 @@ Prints one line per run and a table: accuracy from each backbone, the difference
 """
 
 import argparse
-import json
 import os
 import pathlib
 import statistics
@@ -23,6 +22,7 @@ import subprocess
 import sys
 
 from kbert.paths import data_dir
+from kbert.saving import read_json
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -31,7 +31,7 @@ def fine_tune(init, limit, seed, epochs, args):
     """The best validation accuracy of one `apps/sentiment.py train` run (read back if it exists)."""
     # Named by the backbone's pretraining steps: a run extended to the next rung fine-tunes anew,
     # the random-init twin (0 steps) once for all rungs.
-    pretrained = json.loads((pathlib.Path(init) / "metrics.json").read_text()).get("steps", 0)
+    pretrained = read_json(pathlib.Path(init) / "metrics.json").get("steps", 0)
     out = pathlib.Path(args.out) / f"{pathlib.Path(init).name}_step{pretrained}_{limit}_seed{seed}"
     metrics = out / "metrics.json"
     if not metrics.is_file():
@@ -40,7 +40,7 @@ def fine_tune(init, limit, seed, epochs, args):
                    str(args.validation_limit), "--epochs", str(epochs), "--batch-size", "32", "--patience", "3",
                    "--lr", str(args.lr), "--seed", str(seed)]
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-    return json.loads(metrics.read_text())["validation"]["accuracy"]
+    return read_json(metrics)["validation"]["accuracy"]
 
 
 def main():
