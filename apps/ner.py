@@ -12,41 +12,24 @@ prediction. Scores are entity-level precision / recall / F1 as conlleval counts 
 and per type).
 """
 
-import pathlib
-
-from app_cli import emit, for_people, parse_args
+from app_cli import parse_args
 from cli_errors import run
-from task_cli import (add_evaluate_command, add_predict_command, add_train_command, apply_distribution,
-                      task_parser, texts_or_stdin, validation_limit)
+from task_cli import (add_evaluate_command, add_predict_command, add_train_command, run_command, task_parser,
+                      texts_or_stdin, train_options)
 
 
 def main(argv=None):
     """Runs the command in `argv` (default sys.argv)."""
     args = parse_args(parser(), argv)
     from kbert.recipes import ner as recipe
-    from kbert.saving import check_run_task, check_writable, claim_run_folder
 
-    if args.command == "train":
-        apply_distribution(args, config=args.init)
-        with claim_run_folder(args.out), for_people(args):
-            metrics = recipe.train(
-                args.data, args.init, args.out, valid=args.valid, epochs=args.epochs, batch_size=args.batch_size,
-                learning_rate=args.lr, max_length=args.max_length, mixed_precision=args.mixed_precision,
-                validation_fraction=args.validation_fraction, limit=args.limit,
-                validation_limit=validation_limit(args), patience=args.patience, seed=args.seed,
-                gradient_accumulation=args.gradient_accumulation, remat=args.remat, verbose=args.progress)
-        emit(args, [metrics], lambda metrics: f"Wrote {args.out}")
-        return
-    check_run_task(args.model, "ner", "BertTokenClassifier")
-    if args.command == "evaluate":
-        check_writable(args.out or pathlib.Path(args.model) / "eval.json", "--out" if args.out else "--model")
-        with for_people(args):
-            metrics = recipe.evaluate(args.model, args.data, out=args.out, batch_size=args.batch_size)
-        if args.json:
-            emit(args, [metrics])
-    else:
-        emit(args, recipe.predict(args.model, texts_or_stdin(args.texts), batch_size=args.batch_size,
-                                 dtype=args.dtype), _describe)
+    run_command(
+        args, "ner", "BertTokenClassifier",
+        train=lambda: recipe.train(args.data, args.init, args.out, **train_options(args)),
+        evaluate=lambda: recipe.evaluate(args.model, args.data, out=args.out, batch_size=args.batch_size),
+        predict=lambda: recipe.predict(args.model, texts_or_stdin(args.texts), batch_size=args.batch_size,
+                                       dtype=args.dtype),
+        describe=_describe)
 
 
 def parser():

@@ -20,10 +20,10 @@ import pathlib
 import re
 import sys
 
-from app_cli import emit, for_people, parse_args
+from app_cli import parse_args
 from cli_errors import run
-from task_cli import (add_evaluate_command, add_predict_command, add_train_command, apply_distribution,
-                      positive_int, task_parser, texts_or_stdin, validation_limit)
+from task_cli import (add_evaluate_command, add_predict_command, add_train_command, positive_int, run_command,
+                      task_parser, texts_or_stdin, train_options)
 
 FILE_NAME = re.compile(r"\S*(/|\\)\S*|\S+\.(txt|text|md|json|html?|tsv|csv)", re.IGNORECASE)
 
@@ -32,31 +32,16 @@ def main(argv=None):
     """Runs the command in `argv` (default sys.argv)."""
     args = parse_args(parser(), argv)
     from kbert.recipes import qa as recipe
-    from kbert.saving import check_run_task, check_writable, claim_run_folder
 
-    if args.command == "train":
-        apply_distribution(args, config=args.init)
-        with claim_run_folder(args.out), for_people(args):
-            metrics = recipe.train(
-                args.data, args.init, args.out, epochs=args.epochs, batch_size=args.batch_size,
-                learning_rate=args.lr, max_length=args.max_length, doc_stride=args.doc_stride,
-                max_question_length=args.max_question_length, mixed_precision=args.mixed_precision,
-                validation_articles=args.validation_articles, articles=args.articles, limit=args.limit,
-                validation_limit=validation_limit(args), seed=args.seed,
-                gradient_accumulation=args.gradient_accumulation, remat=args.remat, verbose=args.progress)
-        emit(args, [metrics], lambda metrics: f"Wrote {args.out}")
-        return
-    check_run_task(args.model, "qa", "BertQuestionAnswerer")
-    if args.command == "evaluate":
-        check_writable(args.out or pathlib.Path(args.model) / "eval.json", "--out" if args.out else "--model")
-        with for_people(args):
-            metrics = recipe.evaluate(args.model, args.data, out=args.out, batch_size=args.batch_size)
-        if args.json:
-            emit(args, [metrics])
-    else:
-        contexts, questions = predict_inputs(args)
-        emit(args, recipe.predict(args.model, contexts, questions, args.n_best, args.max_answer_length,
-                                  batch_size=args.batch_size, dtype=args.dtype), _describe)
+    run_command(
+        args, "qa", "BertQuestionAnswerer",
+        train=lambda: recipe.train(
+            args.data, args.init, args.out, doc_stride=args.doc_stride, max_question_length=args.max_question_length,
+            validation_articles=args.validation_articles, articles=args.articles, **train_options(args)),
+        evaluate=lambda: recipe.evaluate(args.model, args.data, out=args.out, batch_size=args.batch_size),
+        predict=lambda: recipe.predict(args.model, *predict_inputs(args), args.n_best, args.max_answer_length,
+                                       batch_size=args.batch_size, dtype=args.dtype),
+        describe=_describe)
 
 
 def parser():

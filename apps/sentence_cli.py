@@ -6,12 +6,11 @@ looked up by name once the arguments are read (tests/apps/test_app_cli.py checks
 """
 
 import argparse
-import pathlib
 import sys
 
-from app_cli import emit, for_people, parse_args
-from task_cli import (add_evaluate_command, add_predict_command, add_train_command, apply_distribution,
-                      positive_int, task_parser, texts_or_stdin, validation_limit)
+from app_cli import parse_args
+from task_cli import (add_evaluate_command, add_predict_command, add_train_command, positive_int, run_command,
+                      task_parser, texts_or_stdin, train_options)
 
 # problem name -> (texts per example, regression): what the command line of each sentence problem takes
 COMMAND_LINES = {"sentiment": (1, False), "nli": (2, False), "similarity": (2, True)}
@@ -27,34 +26,18 @@ def main(problem_name, argv=None, description=None):
     """
     args = parse_args(parser(problem_name, description), argv)
     from kbert.recipes import NLI, SENTIMENT, SIMILARITY, sentence
-    from kbert.saving import check_run_task, check_writable, claim_run_folder
 
     problem = {problem.name: problem for problem in (SENTIMENT, NLI, SIMILARITY)}[problem_name]
-    if args.command == "train":
-        apply_distribution(args, config=args.init)
-        with claim_run_folder(args.out), for_people(args):
-            metrics = sentence.train(
-                problem, args.data, args.init, args.out, valid=args.valid, epochs=args.epochs,
-                batch_size=args.batch_size, learning_rate=args.lr, max_length=args.max_length,
-                lora_rank=args.lora_rank, mixed_precision=args.mixed_precision,
-                validation_fraction=args.validation_fraction, limit=args.limit,
-                validation_limit=validation_limit(args), patience=args.patience, seed=args.seed,
-                labels=args.labels, skip_bad_rows=args.skip_bad_rows,
-                gradient_accumulation=args.gradient_accumulation, remat=args.remat, verbose=args.progress)
-        emit(args, [metrics], lambda metrics: f"Wrote {args.out}")
-        return
-    check_run_task(args.model, problem.name, "BertClassifier", regression=problem.regression)
-    if args.command == "evaluate":
-        check_writable(args.out or pathlib.Path(args.model) / "eval.json", "--out" if args.out else "--model")
-        with for_people(args):
-            metrics = sentence.evaluate(problem, args.model, args.data, out=args.out, batch_size=args.batch_size,
-                                        skip_bad_rows=args.skip_bad_rows)
-        if args.json:
-            emit(args, [metrics])
-    else:
-        texts, pairs = _predict_inputs(problem, args)
-        emit(args, sentence.predict(args.model, texts, pairs, batch_size=args.batch_size,
-                                    dtype=args.dtype), _describe)
+    run_command(
+        args, problem.name, "BertClassifier", regression=problem.regression,
+        train=lambda: sentence.train(
+            problem, args.data, args.init, args.out, lora_rank=args.lora_rank, labels=args.labels,
+            skip_bad_rows=args.skip_bad_rows, **train_options(args)),
+        evaluate=lambda: sentence.evaluate(problem, args.model, args.data, out=args.out, batch_size=args.batch_size,
+                                           skip_bad_rows=args.skip_bad_rows),
+        predict=lambda: sentence.predict(args.model, *_predict_inputs(problem, args), batch_size=args.batch_size,
+                                         dtype=args.dtype),
+        describe=_describe)
 
 
 def parser(problem_name, description=None):

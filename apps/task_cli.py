@@ -1,12 +1,14 @@
-"""The argparse builder shared by the task apps (sentence, NER and QA): `train | evaluate | predict`,
-each with --json and --verbose (`app_cli`), and the argument types that refuse a bad number before
-any work (also used by pretrain, demo, embed). Imports neither Keras nor TensorFlow."""
+"""The command line shared by the task apps (sentence, NER and QA): `train | evaluate | predict`,
+each with --json and --verbose (`app_cli`), built by `task_parser` and run by `run_command`; and
+the argument types that refuse a bad number before any work (also used by pretrain, demo, embed).
+Imports neither Keras nor TensorFlow."""
 
 import argparse
 import math
+import pathlib
 import sys
 
-from app_cli import HelpFormatter, add_dtype_option, add_output_options
+from app_cli import HelpFormatter, add_dtype_option, add_output_options, emit, for_people
 from cli_errors import add_debug_option
 
 
@@ -144,6 +146,69 @@ def apply_distribution(args, config=None):
 def validation_limit(args):
     """The validation examples to keep: --validation-limit, else --limit (a quick run validates quickly too)."""
     return args.validation_limit or args.limit
+
+
+def train_options(args):
+    """The keyword arguments of a recipe's `train` that the options of `add_train_command` give.
+
+    All but --data, --init and --out (the recipe's first arguments) and --distribution and
+    --mesh (`apply_distribution`); --valid, --validation-fraction and --patience when the
+    command has them (`held_out`).
+
+    Example:
+    >>> parser, commands = task_parser()
+    >>> _ = add_train_command(commands, "CoNLL file", held_out=False)
+    >>> options = train_options(parser.parse_args(["train", "--data", "a.txt", "--out", "run", "--limit", "8"]))
+    >>> options["learning_rate"], options["limit"], options["validation_limit"], options["verbose"], "valid" in options
+    (3e-05, 8, 8, 'auto', False)
+    """
+    options = dict(epochs=args.epochs, batch_size=args.batch_size, learning_rate=args.lr, max_length=args.max_length,
+                   mixed_precision=args.mixed_precision, limit=args.limit, validation_limit=validation_limit(args),
+                   seed=args.seed, gradient_accumulation=args.gradient_accumulation, remat=args.remat,
+                   verbose=args.progress)
+    if hasattr(args, "patience"):
+        options.update(valid=args.valid, validation_fraction=args.validation_fraction, patience=args.patience)
+    return options
+
+
+def run_command(args, task, model_class, train, evaluate, predict, describe, regression=None):
+    """Runs the command of a task app (`task_parser`), once `parse_args` has read `args`.
+
+    - train: applies --distribution (`apply_distribution`), claims the run folder --out (one
+      run at a time; refused before training when it cannot be written), calls `train()`,
+      then prints "Wrote OUT", or with --json its metrics.
+    - evaluate: checks that --model is a run folder of `task` and that the metrics file can be
+      written, then calls `evaluate()` (the recipe prints its scores for people); with --json,
+      the metrics on stdout and what the recipe prints on stderr.
+    - predict: checks --model as evaluate does, then prints each result of `predict()`, by
+      `describe` or as JSON lines.
+
+    Args:
+        args: the parsed arguments.
+        task: str. The task a run folder records ("sentiment", "ner", "qa", ...).
+        model_class: str. Its task model's class name (`kbert.saving.check_run_task`).
+        train, evaluate, predict: functions of no arguments that run the recipe's command on
+            `args`: train and evaluate return the metrics, predict a list of results.
+        describe: a result of `predict()` as text for people.
+        regression: bool or None. For a `BertClassifier`: one score, or classes.
+    """
+    from kbert.saving import check_run_task, check_writable, claim_run_folder
+
+    if args.command == "train":
+        apply_distribution(args, config=args.init)
+        with claim_run_folder(args.out), for_people(args):
+            metrics = train()
+        emit(args, [metrics], lambda metrics: f"Wrote {args.out}")
+        return
+    check_run_task(args.model, task, model_class, regression=regression)
+    if args.command == "evaluate":
+        check_writable(args.out or pathlib.Path(args.model) / "eval.json", "--out" if args.out else "--model")
+        with for_people(args):
+            metrics = evaluate()
+        if args.json:
+            emit(args, [metrics])
+    else:
+        emit(args, predict(), describe)
 
 
 def add_evaluate_command(commands, help, data_format):

@@ -6,6 +6,7 @@ the checks that need a fresh process. TensorFlow only: backend-independent.
 """
 
 import hashlib
+import importlib
 import json
 import os
 import subprocess
@@ -91,6 +92,44 @@ def test_start_up_lines_only_with_verbose(tmp_path):
     start_up_line = app_module("app_cli").START_UP_LINE
     assert all(start_up_line.match(line) for line in verbose.stderr.splitlines()[:-1]), verbose.stderr
     assert not start_up_line.match("/x.py:3: UserWarning: a real warning")  # other lines are written back
+
+
+# Every option `task_cli.add_train_command` gives, and the recipe's keyword each one becomes.
+TRAIN_OPTIONS = ["--epochs", "2", "--batch-size", "3", "--lr", "0.01", "--max-length", "16", "--mixed-precision",
+                 "--gradient-accumulation", "2", "--remat", "--limit", "5", "--seed", "4", "--progress", "0"]
+TRAIN_KEYWORDS = dict(epochs=2, batch_size=3, learning_rate=0.01, max_length=16, mixed_precision=True,
+                      gradient_accumulation=2, remat=True, limit=5, validation_limit=5, seed=4, verbose=0)
+HELD_OUT = ["--valid", "v.txt", "--validation-fraction", "0.2", "--patience", "3"]
+HELD_OUT_KEYWORDS = dict(valid="v.txt", validation_fraction=0.2, patience=3)
+# (app, the recipe module, its other options, what they become, the positional arguments before data, init, out)
+TRAIN_RUNS = [
+    ("ner", "ner", HELD_OUT, HELD_OUT_KEYWORDS, 0),
+    ("qa", "qa", ["--doc-stride", "8", "--max-question-length", "6", "--validation-articles", "2", "--articles",
+                  "9", "--validation-limit", "7"],
+     dict(doc_stride=8, max_question_length=6, validation_articles=2, articles=9, validation_limit=7), 0),
+    ("nli", "sentence", [*HELD_OUT, "--lora-rank", "2", "--labels", "a,b,c", "--skip-bad-rows"],
+     dict(HELD_OUT_KEYWORDS, lora_rank=2, labels=["a", "b", "c"], skip_bad_rows=True), 1),
+]
+
+
+@pytest.mark.parametrize("app, recipe, options, keywords, before", TRAIN_RUNS, ids=[run[0] for run in TRAIN_RUNS])
+def test_train_gives_the_recipe_every_option(app, recipe, options, keywords, before, tmp_path, monkeypatch, capsys):
+    """Each task app's `train`: the recipe gets every option (a stand-in recipe: no training), with
+    --out claimed; --json prints its metrics, else "Wrote OUT"."""
+    module = importlib.import_module(f"kbert.recipes.{recipe}")
+    calls = []
+    monkeypatch.setattr(module, "train", lambda *args, **kwargs: calls.append((args, kwargs)) or {"task": app})
+    monkeypatch.chdir(tmp_path)
+    argv = ["train", "--data", "d.txt", "--init", "i", "--out", "run", *TRAIN_OPTIONS, *options]
+    code, out, err = call(app, [*argv, "--json"], monkeypatch, capsys)
+    assert code == 0, err
+    assert json_lines(out) == [{"task": app}]
+    [(args, kwargs)] = calls
+    assert args[before:] == ("d.txt", "i", "run") and kwargs == {**TRAIN_KEYWORDS, **keywords}
+    if before:
+        assert args[0].name == app  # the sentence problem
+    code, out, err = call(app, argv, monkeypatch, capsys)
+    assert (code, out) == (0, "Wrote run\n"), err
 
 
 def json_lines(out):
