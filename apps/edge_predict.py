@@ -16,7 +16,8 @@ file and the `kbert_edge/` folder side by side, with the model folder. It needs 
   pure-Python BERT tokenizer over `vocab.txt` that gives kbert's ids and offsets on ordinary
   text. NER reads long texts through word-aligned windows and question answering through
   overlapping windows (`doc_stride`), picking the best span over all of them, as
-  `text.tflite` does inside its graph.
+  `text.tflite` does inside its graph: up to the export's `max_windows` windows per input
+  (`--max-windows` to change it), `truncated` when an input needed more or a question was cut.
 - `text.tflite` (raw strings in): also needs tensorflow-text's TFLite kernels. They are
   loaded from the installed `tensorflow-text` package's native library without importing
   TensorFlow's Python modules (the library links `libtensorflow_framework.so.2`, which the
@@ -47,19 +48,19 @@ def format_result(result):
     Ann met Bob
       PER 'Ann' (0-3, 0.900)
     """
+    cut = " [truncated]" if result.get("truncated") else ""
     if "question" in result:
         if not result["found"]:
-            return f"{result['question']} -> no answer found"
+            return f"{result['question']} -> no answer found{cut}"
         return (f"{result['question']} -> {result['text']!r} (chars {result['start']}-{result['end']}, "
-                f"probability {result['probability']:.3f})")
-    cut = " [truncated]" if result.get("truncated") else ""
+                f"probability {result['probability']:.3f}){cut}")
     if "label" in result:
         return f"{result['label']} {result['probability']:.3f}  {result['text']}{cut}"
     if "score" in result:
         return f"{result['score']:.4f}  {result['text']}{cut}"
     if "embedding" in result:
         values = ", ".join(f"{v:.4f}" for v in result["embedding"][:4])
-        return f"[{values}, ...] ({len(result['embedding'])} values)  {result['text']}"
+        return f"[{values}, ...] ({len(result['embedding'])} values)  {result['text']}{cut}"
     entities = "; ".join(f"{e['type']} {e['text']!r} ({e['start']}-{e['end']}, {e['score']:.3f})"
                          for e in result["entities"])
     return f"{result['text']}{cut}\n  {entities or 'no entities'}"
@@ -72,9 +73,11 @@ def main(argv=None):
     parser.add_argument("--pair", action="append", help="second text of a pair (repeat per text)")
     parser.add_argument("--question", action="append", help="QA: a question (repeatable)")
     parser.add_argument("--context", help="QA: a text file, or the text itself")
+    parser.add_argument("--max-windows", type=int, help="NER and QA on token_ids.tflite: most windows read per "
+                        "input (default: the export's max_windows; longer inputs are flagged truncated)")
     parser.add_argument("--json", action="store_true", help="print JSON, one object a line, on stdout")
     args = parser.parse_args(argv)
-    model = EdgeModel(args.model)
+    model = EdgeModel(args.model, max_windows=args.max_windows)
     if model.model_kind == "question_answerer":
         if not args.question or args.context is None:
             sys.exit("A QA model takes --question and --context.")

@@ -25,6 +25,7 @@ import pathlib
 import sys
 
 from app_cli import app_parser, emit, for_people, parse_args
+from kbert_edge.windows import MAX_WINDOWS
 
 
 def parser():
@@ -42,8 +43,8 @@ def parser():
     parser.add_argument("--pairs", action="store_true", help="a classifier over text pairs (NLI); "
                         "default: from the run's task")
     parser.add_argument("--max-windows", type=int, help="NER and QA: most windows the string-in model reads per "
-                        "input (default 64; longer inputs are flagged truncated); the model reads all windows of a "
-                        "batch at once, so this bounds its memory")
+                        f"input (default {MAX_WINDOWS}; longer inputs are flagged truncated); the model reads all "
+                        "windows of a batch at once, so this bounds its memory")
     parser.add_argument("--no-text-model", action="store_true", help="TFLite: token-id model only")
     parser.add_argument("--metadata", action="store_true", help="TFLite: also token_ids_metadata.tflite, "
                         "with the TFLite metadata the Task Library and MediaPipe read (classifier, QA at "

@@ -16,5 +16,6 @@ runs `kbert/__init__.py`, which imports Keras (it registers kbert's classes for
 from kbert_edge.answers import best_answers, window_candidates
 from kbert_edge.edge_model import EdgeModel, load_interpreter
 from kbert_edge.entities import entity_spans, get_entities
-from kbert_edge.windows import first_pieces, max_context, pack_question_windows, question_windows, word_windows
+from kbert_edge.windows import (MAX_WINDOWS, first_pieces, max_context, pack_question_windows, question_tokens_kept,
+                                question_windows, word_windows)
 from kbert_edge.wordpiece import WordPiece, kept_lengths, normalize_char

@@ -11,7 +11,8 @@ import numpy as np
 
 from kbert_edge.answers import best_answers, window_candidates
 from kbert_edge.entities import entity_spans
-from kbert_edge.windows import first_pieces, pack_question_windows, question_windows, word_windows
+from kbert_edge.windows import (MAX_WINDOWS, first_pieces, pack_question_windows, question_tokens_kept,
+                                question_windows, word_windows)
 from kbert_edge.wordpiece import WordPiece
 
 
@@ -51,18 +52,32 @@ class EdgeModel:
     put the answers back together. `text.tflite` takes strings and needs tensorflow-text's
     TFLite kernels; for NER and QA it reads the same windows inside its graph.
 
+    Both read at most `max_windows` windows per NER text or QA context and say `truncated`
+    when an input needed more, or (QA) when the question was cut to `max_question_length`
+    tokens; classifiers and the backbone read one window (`truncated`: the input was cut).
+
     Args:
         path: str or path. `text.tflite` or `token_ids.tflite` from apps/export.py.
         num_threads: int or None. CPU threads of the interpreter (None: LiteRT's default, one).
+        max_windows: int or None. NER and QA on `token_ids.tflite`: most windows read per input
+            (None: the export's `max_windows`, which `text.tflite` holds in its graph; exports
+            that do not record it: `kbert_edge.windows.MAX_WINDOWS`).
     """
 
-    def __init__(self, path, num_threads=None):
+    def __init__(self, path, num_threads=None, max_windows=None):
         path = pathlib.Path(path)
         self.spec = json.loads((path.parent / "export.json").read_text())
         # "classifier", "backbone", "token_classifier" or "question_answerer"; exports written
         # before kbert named it model_kind call it "task".
         self.model_kind = self.spec.get("model_kind") or self.spec["task"]
         self.text_model = path.name == "text.tflite"
+        exported = self.spec.get("max_windows", MAX_WINDOWS)
+        if self.text_model and max_windows not in (None, exported):
+            raise ValueError(f"text.tflite reads at most {exported} windows per input, fixed when it was exported "
+                             "(apps/export.py --max-windows); max_windows applies to token_ids.tflite.")
+        self.max_windows = exported if max_windows is None else max_windows
+        if self.max_windows < 1:
+            raise ValueError(f"max_windows must be at least 1, got {self.max_windows}.")
         self.interpreter = load_interpreter(path, self.text_model, num_threads)
         (self.signature, _), = self.interpreter.get_signature_list().items()
         self.runner = self.interpreter.get_signature_runner(self.signature)
@@ -113,7 +128,8 @@ class EdgeModel:
             out = self.tokenizer.encode(texts, pairs, self.max_length)
             out.update(self.run_ids(out))
         if kind == "backbone":
-            return [{"text": t, "embedding": e.tolist()} for t, e in zip(texts, out["embeddings"])]
+            return [{"text": t, "embedding": e.tolist(), "truncated": bool(cut)}
+                    for t, e, cut in zip(texts, out["embeddings"], out["truncated"])]
         if kind == "classifier":
             return [self._classification(out, i, text) for i, text in enumerate(texts)]
         return [{"text": text, "entities": self._graph_entities(out, i, text), "truncated": bool(out["truncated"][i]),
@@ -138,10 +154,13 @@ class EdgeModel:
                  "score": float(out["entity_scores"][i, e])} for e in range(int(out["entity_count"][i]))]
 
     def _token_entities(self, text):
-        """NER on token_ids.tflite over word-aligned windows: each word tagged by its first piece."""
+        """NER on token_ids.tflite over word-aligned windows, the first `max_windows` of them: each word
+        tagged by its first piece."""
         ids, spans, word_ids = self.tokenizer.tokenize(text)
         first = first_pieces(word_ids)
-        windows = word_windows(first, self.max_length - 2)
+        needed = word_windows(first, self.max_length - 2)
+        windows = needed[: self.max_windows]
+        read = windows[-1][1]  # tokens read
         tags, probabilities = [], []
         for begin, end in windows:
             row = np.array([[self.tokenizer.cls, *ids[begin:end], self.tokenizer.sep]], "int32")
@@ -149,35 +168,41 @@ class EdgeModel:
             window = out["probabilities"][0, 1 : end - begin + 1][first[begin:end]]
             tags += [self.label_names[k] for k in window.argmax(-1)]
             probabilities += window.max(-1).tolist()
-        word_spans = {}  # word id -> [start of its first piece, end of its last]
-        for (start, end), word in zip(spans, word_ids):
+        word_spans = {}  # word id -> [start of its first piece, end of its last piece read]
+        for (start, end), word in zip(spans[:read], word_ids[:read]):
             word_spans.setdefault(word, [start, end])[1] = end
-        return {"text": text, "entities": entity_spans(text, list(word_spans.values()), tags, probabilities), "truncated": False,
-                "windows": len(windows)}
+        return {"text": text, "entities": entity_spans(text, list(word_spans.values()), tags, probabilities),
+                "truncated": len(needed) > len(windows), "windows": len(windows)}
 
     def answer_question(self, question, context, n_best=None, max_answer_length=None):
         """The best answer span to `question` in `context`, over overlapping windows.
 
         Windows as `kbert.data.SquadWindows`: `max_length` tokens, the question cut to
-        `max_question_length`, window starts `doc_stride` tokens apart; spans are scored by
-        start + end logit among each window's `n_best` starts and ends, a start counting
-        only in the window that gives it the most context. Returns dict `text`, `start`,
-        `end` (chars), `score`, `probability` (softmax over the n best), `found` and
-        `windows`; or `text` "" and `found` False.
+        `max_question_length` (and to `max_length - 4`), window starts `doc_stride` tokens
+        apart, the first `max_windows` windows read; spans are scored by start + end logit
+        among each window's `n_best` starts and ends, a start counting only in the window
+        that gives it the most context. Returns dict `text`, `start`, `end` (chars), `score`,
+        `probability` (softmax over the n best), `found`, `truncated` (the context needed
+        more windows, or the question was cut) and `windows` (read); with no answer `text`
+        "", `found` False, `truncated` and `windows`.
         """
         spec = self.spec
         n_best, max_answer_length = n_best or spec["n_best"], max_answer_length or spec["max_answer_length"]
         if self.text_model:
             out = self.runner(questions=np.array([question], dtype=object), contexts=np.array([context], dtype=object))
+            flags = {"truncated": bool(out["truncated"][0]), "windows": int(out["windows"][0])}
             if not out["found"][0]:
-                return {"text": "", "found": False}
+                return {"text": "", "found": False, **flags}
             start, end = int(out["answer_start"][0]), int(out["answer_end"][0])
             return {"text": context[start:end], "start": start, "end": end, "score": float(out["score"][0]),
-                    "probability": float(out["probability"][0]), "found": True,
-                    "truncated": bool(out["truncated"][0]), "windows": int(out["windows"][0])}
-        question_ids = self.tokenizer.tokenize(question)[0][: spec["max_question_length"]]
+                    "probability": float(out["probability"][0]), "found": True, **flags}
+        question_ids = self.tokenizer.tokenize(question)[0]
+        kept = question_tokens_kept(spec["max_question_length"], self.max_length)
         context_ids, context_spans, _ = self.tokenizer.tokenize(context)
-        windows = question_windows(len(question_ids), len(context_ids), self.max_length, spec["doc_stride"])
+        needed = question_windows(min(len(question_ids), kept), len(context_ids), self.max_length, spec["doc_stride"])
+        windows = needed[: self.max_windows]
+        flags = {"truncated": len(question_ids) > kept or len(needed) > len(windows), "windows": len(windows)}
+        question_ids = question_ids[:kept]
         packed = pack_question_windows([(question_ids, context_ids, context_spans, windows)], self.tokenizer.cls,
                                        self.tokenizer.sep, self.tokenizer.pad)
         candidates = []
@@ -187,6 +212,6 @@ class EdgeModel:
                                             packed["max_context"][r], n_best, max_answer_length)
         best = best_answers(candidates, context, n_best)
         if not best:
-            return {"text": "", "found": False}
-        return {**best[0], "found": True, "windows": len(windows)}
+            return {"text": "", "found": False, **flags}
+        return {**best[0], "found": True, **flags}
 

@@ -3,6 +3,21 @@ the word-aligned windows of NER."""
 
 import numpy as np
 
+# NER and QA: the most windows read per input, unless an export says otherwise (its export.json's
+# `max_windows`; `kbert.export.ExportSpec` and `apps/export.py --max-windows` default to this).
+# Inputs that need more are read up to there and flagged `truncated`.
+MAX_WINDOWS = 64
+
+
+def question_tokens_kept(max_question_length, max_length):
+    """Question tokens kept in a `max_length` window: `max_question_length`, but room for a context token.
+
+    Example:
+    >>> question_tokens_kept(64, 384), question_tokens_kept(64, 32)
+    (64, 28)
+    """
+    return max(min(max_question_length, max_length - 4), 0)
+
 
 def question_windows(question_length, context_length, max_length, doc_stride):
     """[begin, end) context token ranges of BERT's sliding windows for one question.

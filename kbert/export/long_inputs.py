@@ -21,6 +21,7 @@ segment sums): TFLite builtins, besides the tokenizer's tensorflow-text ops.
 import tensorflow as tf
 
 from kbert.data.window_tensors import pick, question_window_rows, whole_texts, window_rows
+from kbert_edge.windows import question_tokens_kept
 
 FLOOR = -3e38  # below every logit: marks the places that hold no candidate
 
@@ -181,7 +182,7 @@ def question_windows(tokenizer, questions, contexts, spec):
     Questions are cut to `max_question_length` tokens (at most `max_length - 4`, so that a
     window always holds a context token). Returns `(inputs, layout)`.
     """
-    kept = max(min(spec.max_question_length, spec.max_length - 4), 0)
+    kept = question_tokens_kept(spec.max_question_length, spec.max_length)
     rows = question_window_rows(tokenizer, questions, contexts, spec.max_length, spec.doc_stride, kept,
                                 spec.max_windows, spec.max_length if spec.padding == "max_length" else None)
     example, windows, in_context, source = rows["example"], rows["windows"], rows["in_context"], rows["source"]

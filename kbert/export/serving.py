@@ -27,6 +27,7 @@ from kbert.export import long_inputs
 from kbert.export.long_inputs import names_tensor
 from kbert.layers.mean_pooling import mean_pool
 from kbert.models.bert_backbone import INPUT_KEYS
+from kbert_edge.windows import MAX_WINDOWS
 
 MODEL_KINDS = ("classifier", "backbone", "token_classifier", "question_answerer")
 PADDINGS = ("max_length", "longest")
@@ -48,7 +49,8 @@ class ExportSpec:
         doc_stride: int. QA: tokens between window starts.
         max_windows: int. NER and QA: most windows read per input (the model runs on all
             windows of a batch at once, so this bounds its memory); inputs that need more are
-            read up to there and flagged `truncated`.
+            read up to there and flagged `truncated`. `kbert_edge.EdgeModel` reads as many on
+            `token_ids.tflite`.
 
     Example:
     >>> ExportSpec("classifier", 128, label_names=("negative", "positive")).num_texts
@@ -64,7 +66,7 @@ class ExportSpec:
     n_best: int = 20
     max_answer_length: int = 30
     doc_stride: int = 128
-    max_windows: int = 64
+    max_windows: int = MAX_WINDOWS
 
     def __post_init__(self):
         if self.model_kind not in MODEL_KINDS:

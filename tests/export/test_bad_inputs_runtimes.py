@@ -131,39 +131,43 @@ def test_client_classifier_bad_inputs(classifier, client):
 
 
 def test_litert_ner_and_qa_bad_inputs(ner, qa):
-    """kbert_edge on the NER and QA exports (24- and 32-token windows). text.tflite reads at most
-    `max_windows` windows and flags the rest; token_ids.tflite reads every window, unflagged
-    (its time grows with the input), and gives QA no `truncated` for a question it cut."""
+    """kbert_edge on the NER and QA exports (24- and 32-token windows). token_ids.tflite and text.tflite
+    both read at most the export's `max_windows` windows and flag the rest `truncated`, and flag a QA
+    question cut to fit the window; what they read, they answer alike."""
     ner_spec, ner_root = ner[2], ner[3] / "tflite"
     long_text = "Angela Merkel visited Paris. " * 600  # 17,400 characters: more windows than max_windows
-    texts = ["", CONTROL, SURROGATES, INVALID_UTF8, MEGABYTE]
-    ids = run_each("litert", ner_root / "token_ids.tflite", texts[:3] + [long_text])
-    text = run_each("litert", ner_root / "text.tflite", texts + [long_text])
+    texts = ["", CONTROL, SURROGATES, INVALID_UTF8, MEGABYTE, long_text]
+    ids = run_each("litert", ner_root / "token_ids.tflite", texts)
+    text = run_each("litert", ner_root / "text.tflite", texts)
     for got in (ids, text):
         assert got[0]["output"] == {"text": "", "entities": [], "truncated": False, "windows": 1}
+        assert (got[4]["output"]["truncated"], got[4]["output"]["windows"]) == (True, ner_spec.max_windows)
+        assert (got[5]["output"]["truncated"], got[5]["output"]["windows"]) == (True, ner_spec.max_windows)
     assert [e["type"] for e in ids[1]["output"]["entities"]] == [e["type"] for e in text[1]["output"]["entities"]]
     assert "entities" in ids[2]["output"] and text[2] == {"error": "ValueError: PyUnicode_AsUTF8AndSize() failed."}
-    assert text[3]["output"]["truncated"] is False
-    assert (text[4]["output"]["truncated"], text[4]["output"]["windows"]) == (True, ner_spec.max_windows)
-    assert (text[5]["output"]["truncated"], text[5]["output"]["windows"]) == (True, ner_spec.max_windows)
-    assert ids[3]["output"]["truncated"] is False and ids[3]["output"]["windows"] > ner_spec.max_windows
+    assert ids[3]["error"].startswith("TypeError") and text[3]["output"]["truncated"] is False
+    spans = [[(e["type"], e["start"], e["end"]) for e in got[5]["output"]["entities"]] for got in (ids, text)]
+    assert spans[0] == spans[1] and len(spans[0]) > ner_spec.max_windows  # the same windows read
 
     qa_spec, qa_root = qa[2], qa[3] / "tflite"
+    unanswered = {"text": "", "found": False, "truncated": False, "windows": 1}
     pairs = [("", ""), (LONG_QUESTION, "Angela Merkel visited Paris."), ("Who visited Paris?", NO_ANSWER),
-             ("Who\x00 visited?", "Angela\x00 Merkel visited Paris."), (SURROGATES, "Paris \udfff.")]
-    ids = run_each("litert", qa_root / "token_ids.tflite", pairs + [("Who visited Paris?", long_text)])
-    text = run_each("litert", qa_root / "text.tflite", pairs + [(b"Who\xff?", INVALID_UTF8),
-                                                               ("Who visited Paris?", MEGABYTE)])
+             ("Who\x00 visited?", "Angela\x00 Merkel visited Paris."), (SURROGATES, "Paris \udfff."),
+             ("Who visited Paris?", long_text), ("Who visited Paris?", MEGABYTE)]
+    ids = run_each("litert", qa_root / "token_ids.tflite", pairs)
+    text = run_each("litert", qa_root / "text.tflite", pairs + [(b"Who\xff?", INVALID_UTF8)])
     for got in (ids, text):
-        assert got[0]["output"] == {"text": "", "found": False} and got[2]["output"] == {"text": "", "found": False}
+        assert got[0]["output"] == unanswered and got[2]["output"] == unanswered
         assert got[1]["output"]["found"] and got[3]["output"]["found"]
-    assert text[1]["output"]["truncated"] is True and "truncated" not in ids[1]["output"]  # the question was cut
-    assert (ids[3]["output"]["start"], ids[3]["output"]["end"]) == (text[3]["output"]["start"],
-                                                                    text[3]["output"]["end"])
+        assert got[1]["output"]["truncated"] is True  # the question was cut
+        for long in got[5:7]:
+            assert (long["output"]["found"], long["output"]["truncated"], long["output"]["windows"]) == (
+                True, True, qa_spec.max_windows)
+    for i in (1, 3, 5, 6):  # the same spans
+        assert (ids[i]["output"]["start"], ids[i]["output"]["end"]) == (text[i]["output"]["start"],
+                                                                        text[i]["output"]["end"])
     assert ids[4]["output"]["found"] and text[4] == {"error": "ValueError: PyUnicode_AsUTF8AndSize() failed."}
-    assert text[5]["output"]["truncated"] is False
-    assert (text[6]["output"]["truncated"], text[6]["output"]["windows"]) == (True, qa_spec.max_windows)
-    assert ids[5]["output"]["windows"] > qa_spec.max_windows and "truncated" not in ids[5]["output"]
+    assert text[7]["output"]["truncated"] is False
 
 
 @NEEDS_CLIENTS

@@ -60,15 +60,22 @@ def decode_best(model, tokenizer, questions, contexts, windowing):
 
 
 def test_qa_edge_runner_reads_long_contexts_through_windows(qa, tmp_path):
-    """The LiteRT-only runner (token ids + pure-Python WordPiece + windows) equals SquadWindows.decode."""
+    """The LiteRT-only runner (token ids + pure-Python WordPiece + windows) equals SquadWindows.decode;
+    with --max-windows 2 it reads two windows and says `truncated`."""
     model, tokenizer, spec, root = qa
     expected = decode_best(model, tokenizer, ["Who visited Paris?"], [LONG_CONTEXT], QA_WINDOWING)[0]
     result = run_edge_predict(root / "tflite" / "token_ids.tflite", "--question", "Who visited Paris?",
                               "--context", LONG_CONTEXT, "--json")
     answer = json.loads(result.stdout.splitlines()[-1])
     assert (answer["start"], answer["end"], answer["text"]) == (expected["start"], expected["end"], expected["text"])
-    assert answer["windows"] > 3
+    assert (answer["windows"], answer["truncated"]) == (7, False)
     np.testing.assert_allclose(answer["score"], expected["score"], atol=1e-4)
+    capped = run_edge_predict(root / "tflite" / "token_ids.tflite", "--question", "Who visited Paris?",
+                              "--context", LONG_CONTEXT, "--max-windows", "2")  # for people
+    assert capped.stdout.rstrip().endswith("[truncated]")
+    capped = json.loads(run_edge_predict(root / "tflite" / "token_ids.tflite", "--question", "Who visited Paris?",
+                                         "--context", LONG_CONTEXT, "--max-windows", "2", "--json").stdout)
+    assert (capped["windows"], capped["truncated"]) == (2, True)
 
 
 def test_qa_evaluation_gets_the_same_answers_from_the_tflite_model(qa):
