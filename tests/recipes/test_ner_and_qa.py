@@ -87,8 +87,9 @@ def test_ner_mixed_precision(tiny_init, tmp_path, monkeypatch):
     built = record_models(monkeypatch, BertTokenClassifier)
     data = write_conll(tmp_path / "train.txt")
     metrics = ner_recipe.train(data, tiny_init, tmp_path / "run", epochs=1, batch_size=4, learning_rate=1e-3,
-                             mixed_precision=True, limit=4, verbose=0)
+                             mixed_precision=True, limit=4, validation_limit=1, verbose=0)
     assert built[0].get_layer("logits").compute_dtype == "float32"
+    assert (metrics["train_sentences"], metrics["validation_sentences"]) == (4, 1)  # both limits hold
     check_mixed_precision_run(tmp_path / "run", metrics, built[0], NER_TEXTS)
 
 
@@ -99,6 +100,7 @@ def test_qa_mixed_precision(tiny_init, tmp_path, monkeypatch):
                             doc_stride=6, mixed_precision=True, validation_articles=1, limit=2,
                             validation_limit=1, verbose=0)
     assert built[0].get_layer("span_logits").compute_dtype == "float32"
+    assert (metrics["train_questions"], metrics["validation_questions"]) == (2, 1)  # both limits hold
     check_mixed_precision_run(tmp_path / "run", metrics, built[0], QA_QUESTIONS, [QA_CONTEXT] * len(QA_QUESTIONS))
 
 
