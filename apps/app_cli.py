@@ -25,9 +25,10 @@ from cli_errors import add_debug_option
 # What TensorFlow, CUDA and absl print on stderr while TensorFlow loads (before absl's logging
 # starts, TF_CPP_MIN_LOG_LEVEL does not reach them): absl's notice, INFO lines (oneDNN, "Could
 # not find cuda drivers", CPU instructions and their continuation), and the CUDA probes of a
-# machine without a GPU.
+# machine without a GPU; and LiteRT's note that it applied its CPU delegate (apps/edge_predict.py).
 START_UP_LINE = re.compile(r"WARNING: All log messages before absl::InitializeLog\(\)|I\d{4} |"
-                           r"To enable the following instructions|E\d{4} .*(cuInit|cuda|cuDNN|cuFFT|cuBLAS)")
+                           r"To enable the following instructions|E\d{4} .*(cuInit|cuda|cuDNN|cuFFT|cuBLAS)|"
+                           r"INFO: Created TensorFlow Lite XNNPACK delegate for CPU")
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -101,19 +102,29 @@ def start_quietly():
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
     if "tensorflow" in sys.modules:
         return
+    with start_up_lines_held():
+        import keras  # noqa: F401 (first: its backend, torch say, loads before TensorFlow, as kbert has it)
+
+        try:
+            import tensorflow
+
+            tensorflow.config.list_physical_devices()  # CUDA's probes print here
+        except ImportError:
+            pass
+
+
+@contextlib.contextmanager
+def start_up_lines_held():
+    """Holds what stderr receives (C++ code's too) within the block; then writes the lines that are
+    not start-up lines (`START_UP_LINE`), also when the block raises."""
     with tempfile.TemporaryFile() as held:
-        with _stderr_to(held):
-            import keras  # noqa: F401 (first: its backend, torch say, loads before TensorFlow, as kbert has it)
-
-            try:
-                import tensorflow
-
-                tensorflow.config.list_physical_devices()  # CUDA's probes print here
-            except ImportError:
-                pass
-        held.seek(0)
-        lines = held.read().decode(errors="replace").splitlines(keepends=True)
-    sys.stderr.write("".join(line for line in lines if not START_UP_LINE.match(line)))
+        try:
+            with _stderr_to(held):
+                yield
+        finally:
+            held.seek(0)
+            lines = held.read().decode(errors="replace").splitlines(keepends=True)
+            sys.stderr.write("".join(line for line in lines if not START_UP_LINE.match(line)))
 
 
 @contextlib.contextmanager

@@ -26,6 +26,7 @@ file and the `kbert_edge/` folder side by side, with the model folder. It needs 
 """
 
 import argparse
+import contextlib
 import json
 import pathlib
 import sys
@@ -33,6 +34,11 @@ import sys
 # In the repository kbert_edge/ lies beside apps/; on a device, beside this file (already on sys.path).
 sys.path.append(str(pathlib.Path(__file__).resolve().parents[1]))
 from kbert_edge import EdgeModel  # noqa: E402
+
+try:  # apps/app_cli.py (with apps/cli_errors.py) hides the start-up lines of LiteRT and TensorFlow's library
+    from app_cli import start_up_lines_held
+except ImportError:  # copied without them: the lines show
+    start_up_lines_held = contextlib.nullcontext
 
 
 def format_result(result):
@@ -76,8 +82,11 @@ def main(argv=None):
     parser.add_argument("--max-windows", type=int, help="NER and QA on token_ids.tflite: most windows read per "
                         "input (default: the export's max_windows; longer inputs are flagged truncated)")
     parser.add_argument("--json", action="store_true", help="print JSON, one object a line, on stdout")
+    parser.add_argument("--verbose", action="store_true",
+                        help="show what LiteRT and TensorFlow's library print as they load (hidden by default)")
     args = parser.parse_args(argv)
-    model = EdgeModel(args.model, max_windows=args.max_windows)
+    with contextlib.nullcontext() if args.verbose else start_up_lines_held():
+        model = EdgeModel(args.model, max_windows=args.max_windows)
     if model.model_kind == "question_answerer":
         if not args.question or args.context is None:
             sys.exit("A QA model takes --question and --context.")

@@ -17,16 +17,23 @@ from kbert_edge.wordpiece import WordPiece
 
 
 def load_interpreter(path, text_model, num_threads=None):
-    """A LiteRT interpreter for `path`; with `text_model`, tensorflow-text's kernels registered."""
+    """A LiteRT interpreter for `path`, its tensors allocated; with `text_model`, tensorflow-text's kernels registered.
+
+    What loading prints (LiteRT's CPU delegate, TensorFlow's library) comes here, not in a
+    first prediction: apps/edge_predict.py hides it unless --verbose.
+    """
     try:
         from ai_edge_litert import interpreter as litert
     except ImportError:
         print("ai-edge-litert is not installed; using tensorflow.lite's interpreter instead.", file=sys.stderr)
         from tensorflow.lite.python import interpreter as litert
     if not text_model:
-        return litert.Interpreter(model_path=str(path), num_threads=num_threads)
-    return litert.InterpreterWithCustomOps(model_path=str(path), custom_op_registerers=_tf_text_registrars(),
-                                           num_threads=num_threads)
+        interpreter = litert.Interpreter(model_path=str(path), num_threads=num_threads)
+    else:
+        interpreter = litert.InterpreterWithCustomOps(model_path=str(path), custom_op_registerers=_tf_text_registrars(),
+                                                      num_threads=num_threads)
+    interpreter.allocate_tensors()
+    return interpreter
 
 
 def _tf_text_registrars():

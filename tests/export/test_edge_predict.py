@@ -10,10 +10,11 @@ import numpy as np
 from kbert.export import export_tflite, load_exportable
 from kbert.tasks import BertClassifier
 from kbert.training import write_run_folder
-from tests.conftest import TESTS
+from tests.conftest import TESTS, app_module
 from tests.export.conftest import EDGE_PREDICT, TENSORFLOW_ONLY, edge_module, run_edge_predict, tiny_backbone
 
 pytestmark = TENSORFLOW_ONLY
+START_UP_LINE = app_module("app_cli").START_UP_LINE
 
 
 def test_edge_predict_matches_keras(tmp_path, tokenizer):
@@ -36,6 +37,10 @@ def test_edge_predict_matches_keras(tmp_path, tokenizer):
         assert [line["label"] for line in lines] == labels
         assert [line["truncated"] for line in lines] == [False, False, True]
         assert "ai-edge-litert is not installed" not in result.stderr
+        assert not any(map(START_UP_LINE.match, result.stderr.splitlines())), result.stderr  # only with --verbose
+        verbose = run_edge_predict(tmp_path / "tflite" / name, "a", "--pair", "b", "--verbose").stderr.splitlines()
+        assert "INFO: Created TensorFlow Lite XNNPACK delegate for CPU." in verbose  # LiteRT's, as it loads
+        assert any(line.startswith("I0000 ") for line in verbose) == (name == "text.tflite")  # TensorFlow's library
     people = run_edge_predict(tmp_path / "tflite" / "token_ids.tflite", *args).stdout.splitlines()
     assert [line.split()[0] for line in people] == labels
     assert [float(line.split()[1]) for line in people] == [round(p, 3) for p in expected.max(-1)]
