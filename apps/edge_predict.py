@@ -8,7 +8,8 @@
 Reads `export.json` and `vocab.txt` beside the model (written by apps/export.py). Prints the
 results for people, or one JSON object a line with `--json`. This script is a thin front to the
 `kbert_edge` package (numpy and the standard library only): to run it on a device, copy this
-file and the `kbert_edge/` folder side by side, with the model folder. It needs numpy and
+file and the `kbert_edge/` folder side by side, with the model folder (and apps/cli_errors.py and
+apps/app_cli.py for one-line errors and hidden start-up lines; --verbose shows them). It needs numpy and
 `ai-edge-litert` (`pip install ai-edge-litert`); without it, it falls back to
 `tensorflow.lite`'s interpreter (and says so).
 
