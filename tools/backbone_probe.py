@@ -31,7 +31,7 @@ and for each feature, on the test sentences:
 The majority-class rate is the test accuracy of always answering the class most frequent
 among the probe-train sentences.
 
-For a pretraining run folder with a checkpoint (backup/latest.weights.h5 and settings.json,
+For a pretraining run folder with a checkpoint (backup/step-N.weights.h5 and settings.json,
 as apps/pretrain.py leaves them), the MLM head is read back from the checkpoint (it is not
 in backbone.keras) and run twice: on the run's held-out text, masked as apps/pretrain.py's
 held-out evaluation masks it (static masking, seed 1, rows of the run's --seq-len tokens, pairs
@@ -53,10 +53,10 @@ import numpy as np
 from kbert import BertPretrainer, load_backbone, mean_pool
 from kbert.data import SentenceBatches, read_sentence_tsv
 from kbert.paths import data_dir
+from kbert.training.atomic_backup_and_restore import AtomicBackupAndRestore
 
 FEATURES = ("pooled", "cls", "mean")
 VALIDATION_FRACTION = 0.1  # the task apps' --validation-fraction default
-CHECKPOINT = pathlib.Path("backup") / "latest.weights.h5"
 
 
 def parse_args(argv=None):
@@ -142,21 +142,24 @@ def run_metrics(folder):
 
 
 def load_pretrainer(folder, backbone, metrics):
-    """(`BertPretrainer` with the checkpoint's heads, `metrics`' last held-out metrics), or (None, reason)."""
+    """(`BertPretrainer` with the last backup's heads, `metrics`' last held-out metrics, the backup file),
+    or (None, reason, None)."""
     from kbert.optimizers import bert_adamw
 
     folder = pathlib.Path(folder)
-    missing = [str(name) for name in (CHECKPOINT, "settings.json") if not (folder / name).is_file()]
+    checkpoint = AtomicBackupAndRestore(folder / "backup").weights_file()
+    missing = [name for name, there in (("a backup", checkpoint), ("settings.json", (folder / "settings.json").is_file()))
+               if not there]
     if missing:
         return None, (f"no {' or '.join(missing)} in {folder} (a --steps 0 run saves no checkpoint; "
-                      "other folders are no apps/pretrain.py runs)")
+                      "other folders are no apps/pretrain.py runs)"), None
     last = metrics.get("end") or metrics.get("start") or {}
     model = BertPretrainer(backbone, next_sentence="nsp_accuracy" in last or not last)
     # The checkpoint also holds the optimizer state: load it into a built optimizer of the same kind.
     model.compile(optimizer=bert_adamw(1e-4, 1))
     model.optimizer.build(model.trainable_variables)
-    model.load_weights(folder / CHECKPOINT)
-    return model, last
+    model.load_weights(checkpoint)
+    return model, last, checkpoint
 
 
 def held_out_batches(folder, model, tokenizer, seq_len):
@@ -247,13 +250,13 @@ def main(argv=None):
         if not args.no_mlm and pathlib.Path(name).is_dir():
             saved = [keras.ops.convert_to_numpy(v) for v in backbone.weights]
             metrics = run_metrics(name)
-            model, last = load_pretrainer(name, backbone, metrics)
+            model, last, checkpoint = load_pretrainer(name, backbone, metrics)
             if model is None:
                 print(f"  MLM head: not reported, {last}")
                 continue
             drift = max(float(np.abs(keras.ops.convert_to_numpy(v) - w).max())
                         for v, w in zip(backbone.weights, saved))
-            print(f"  MLM head from {CHECKPOINT} (the backbone there vs backbone.keras: max |diff| {drift:.1e}):")
+            print(f"  MLM head from {checkpoint} (the backbone there vs backbone.keras: max |diff| {drift:.1e}):")
             seq_len = args.mlm_seq_len or metrics.get("settings", {}).get("seq_len", 128)
             print(mlm_line(model, tokenizer, held_out_batches(name, model, tokenizer, seq_len),
                            "the held-out text", last.get("mlm_accuracy")), flush=True)

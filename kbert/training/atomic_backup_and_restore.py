@@ -66,6 +66,11 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
         metadata = self._metadata()
         return metadata and f"{self.backup_dir} (epoch {metadata['epoch']}, step {metadata['step']})"
 
+    def weights_file(self):
+        """The last backup's weights file (`step-N.weights.h5`), or None when there is no backup."""
+        metadata = self._metadata()
+        return metadata and pathlib.Path(self.backup_dir) / metadata.get("weights", "latest.weights.h5")  # (older)
+
     def delete(self):
         """Deletes the backups (once the run's results are saved)."""
         shutil.rmtree(self.backup_dir, ignore_errors=True)
@@ -87,13 +92,12 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
             return
         if self.model.optimizer is not None and not self.model.optimizer.built:
             self.model.optimizer.build(self.model.trainable_variables)
-        folder = pathlib.Path(self.backup_dir)
-        self.model.load_weights(folder / metadata.get("weights", "latest.weights.h5"))  # (older backups)
+        self.model.load_weights(self.weights_file())
         self.resumed_step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
         epoch = self.resumed_step // self.steps_per_epoch if self.steps_per_epoch else metadata["epoch"]
         arrays = {}
         if metadata.get("arrays"):
-            with np.load(folder / metadata["arrays"], allow_pickle=False) as saved:
+            with np.load(pathlib.Path(self.backup_dir) / metadata["arrays"], allow_pickle=False) as saved:
                 arrays = dict(saved)
         for callback, state in zip(self.callbacks, metadata.get("callbacks", [])):
             for name, value in state.items():

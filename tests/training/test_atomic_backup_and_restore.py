@@ -1,7 +1,5 @@
 """Backups that a killed fit resumes from, and that never replace the last good one with a non-finite model."""
 
-import json
-
 import keras
 import numpy as np
 import pytest
@@ -16,9 +14,10 @@ def test_a_backup_refuses_a_non_finite_epoch_and_keeps_the_last_good_one(tmp_pat
     alone = AtomicBackupAndRestore(tmp_path / "alone")  # without StopOnNonFiniteLoss: the epoch's end refuses
     with pytest.raises(NonFiniteLossError, match=r"epoch's training loss is inf at step 2.*alone \(epoch 1, step 1\)"):
         dense_model(1e30).fit(x, y, epochs=3, callbacks=[alone], verbose=0)
+    assert alone.weights_file() == tmp_path / "alone" / "step-1.weights.h5"  # the last good one
+    assert AtomicBackupAndRestore(tmp_path / "none").weights_file() is None
     restored = dense_model(1e30)
-    restored.load_weights(tmp_path / "alone" / json.loads((tmp_path / "alone" / "training_metadata.json")
-                                                          .read_text())["weights"])
+    restored.load_weights(alone.weights_file())
     assert all(np.isfinite(w).all() for w in restored.get_weights())
 
 
