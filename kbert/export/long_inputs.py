@@ -124,7 +124,10 @@ def ner_outputs(logits, layout, label_names):
     batch = tf.shape(word_ids)[0]
     firsts = layout["first"] & read
     count = tf.reduce_max(tf.where(firsts, word_ids + 1, 0), axis=1)  # words read, per text
-    shape = tf.stack([batch, tf.reduce_max(tf.concat([count, [0]], 0))])
+    # At least one column of words and of entities: a batch without any (empty texts, or texts the
+    # model tags O throughout) would give zero-width tensors, on which TFLite's batched gathers
+    # divide by zero (SIGFPE). The counts say how many columns of each row are real.
+    shape = tf.stack([batch, tf.reduce_max(tf.concat([count, [1]], 0))])
     following = tf.pad(word_ids[:, 1:], [[0, 0], [0, 1]], constant_values=-1)
     read_next = tf.pad(read[:, 1:], [[0, 0], [0, 1]])
     lasts = read & (word_ids >= 0) & (tf.not_equal(word_ids, following) | ~read_next)
@@ -151,7 +154,7 @@ def ner_outputs(logits, layout, label_names):
     following_entity = tf.pad(entity[:, 1:], [[0, 0], [0, 1]], constant_values=-1)
     ends = (entity >= 0) & tf.not_equal(entity, following_entity)
     entity_count = tf.reduce_sum(tf.cast(starts, tf.int32), axis=1)
-    most = tf.reduce_max(tf.concat([entity_count, [0]], 0))
+    most = tf.reduce_max(tf.concat([entity_count, [1]], 0))
     entity_shape = tf.stack([batch, most])
     words = tf.broadcast_to(tf.range(shape[1])[tf.newaxis, :], tf.shape(entity))
     first_word = scatter(words + 1, texts, entity, starts, entity_shape) - 1

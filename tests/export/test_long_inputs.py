@@ -14,8 +14,8 @@ from kbert.data.squad_windows import SquadWindows
 from kbert.data.token_rows import word_spans_of
 from kbert.export.tflite import interpreter
 from tests.conftest import app_module
-from tests.export.conftest import (CONTEXTS, EMPTY_BATCHES, LONG_CONTEXT, LONG_TEXT, QA_WINDOWING, QUESTIONS,
-                                   TENSORFLOW_ONLY, TEXTS, run_edge_predict)
+from tests.export.conftest import (CONTEXTS, EMPTY_BATCHES, LONG_CONTEXT, LONG_TEXT, NER_TAGS, QA_WINDOWING, QUESTIONS,
+                                   TENSORFLOW_ONLY, TEXTS, export_both, run_edge_predict, tiny_backbone)
 
 pytestmark = TENSORFLOW_ONLY
 
@@ -90,6 +90,23 @@ def test_ner_bad_inputs_give_flagged_outputs(ner):
         want = model.predict([prefix], verbose=0)[0]
         assert [tag.decode() for tag in out["tags"][3, :words]] == want["tags"][:words]
         assert_same_entities(served_entities(out, 3, HUGE), [e for e in want["entities"] if e["end"] <= read_to])
+
+
+def test_ner_batches_without_entities_or_words(tmp_path_factory, tokenizer):
+    """A model that tags every word O: a batch with no entity (or no word) gave zero-width tensors, on
+    which text.tflite died of SIGFPE (found on a real CoNLL model: `apps/export.py` crashed in its own
+    check run on ["", "A short text."]). Now one blank column, and the counts say 0."""
+    from kbert.tasks import BertTokenClassifier, BertTokenClassifierPreprocessor
+
+    model = BertTokenClassifier(tiny_backbone(), NER_TAGS, BertTokenClassifierPreprocessor(tokenizer, 24))
+    model.get_layer("logits").bias.assign(np.array([9.0, 0, 0, 0, 0], "float32"))  # O throughout
+    *_, root = export_both(tmp_path_factory, model, tokenizer, {"task": "ner", "max_length": 24}, "ner_outside")
+    for texts in (["A short text."], ["", " "], ["", LONG_TEXT]):
+        for name, out in served(root, texts=texts):
+            assert out["entity_count"].tolist() == [0] * len(texts), name
+            assert out["word_count"].tolist() == [len(text.split()) + text.count(",") + text.count(".")
+                                                  for text in texts], name
+            assert (out["entity_starts"] == -1).all() and (out["entity_types"] == b"").all(), name
 
 
 def nbest_lists(model, tokenizer, questions, contexts):
