@@ -205,11 +205,11 @@ class EdgeModel:
                     "probability": float(out["probability"][0]), "found": True, **flags}
         question_ids = self.tokenizer.tokenize(question)[0]
         kept = question_tokens_kept(spec["max_question_length"], self.max_length)
+        question_cut, question_ids = len(question_ids) > kept, question_ids[:kept]
         context_ids, context_spans, _ = self.tokenizer.tokenize(context)
-        needed = question_windows(min(len(question_ids), kept), len(context_ids), self.max_length, spec["doc_stride"])
+        needed = question_windows(len(question_ids), len(context_ids), self.max_length, spec["doc_stride"])
         windows = needed[: self.max_windows]
-        flags = {"truncated": len(question_ids) > kept or len(needed) > len(windows), "windows": len(windows)}
-        question_ids = question_ids[:kept]
+        flags = {"truncated": question_cut or len(needed) > len(windows), "windows": len(windows)}
         packed = pack_question_windows([(question_ids, context_ids, context_spans, windows)], self.tokenizer.cls,
                                        self.tokenizer.sep, self.tokenizer.pad)
         candidates = []

@@ -69,7 +69,10 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
     def weights_file(self):
         """The last backup's weights file (`step-N.weights.h5`), or None when there is no backup."""
         metadata = self._metadata()
-        return metadata and pathlib.Path(self.backup_dir) / metadata.get("weights", "latest.weights.h5")  # (older)
+        return metadata and self._weights_file(metadata)
+
+    def _weights_file(self, metadata):
+        return pathlib.Path(self.backup_dir) / metadata.get("weights", "latest.weights.h5")  # (older backups)
 
     def delete(self):
         """Deletes the backups (once the run's results are saved)."""
@@ -92,7 +95,7 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
             return
         if self.model.optimizer is not None and not self.model.optimizer.built:
             self.model.optimizer.build(self.model.trainable_variables)
-        self.model.load_weights(self.weights_file())
+        self.model.load_weights(self._weights_file(metadata))
         self.resumed_step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
         epoch = self.resumed_step // self.steps_per_epoch if self.steps_per_epoch else metadata["epoch"]
         arrays = {}
