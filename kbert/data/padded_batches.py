@@ -3,6 +3,8 @@ import math
 import keras
 import numpy as np
 
+from kbert.distribution import data_dimension
+
 
 class PaddedBatches(keras.utils.PyDataset):
     """Batches of already tokenized rows, each cut to its longest row (rounded up), any backend.
@@ -85,7 +87,12 @@ class PaddedBatches(keras.utils.PyDataset):
         batch is as long as its longest row. When the model compiles a program per input
         shape (`model.jit_compile`: XLA, `jax.jit`), lengths are rounded up to a few buckets
         (`bucket_length`) instead, and a short last batch is padded with copies of its rows
-        to a power of two, so that few shapes compile.
+        to a power of two, so that few shapes compile. Under a distribution that splits each
+        batch (`kbert.distribution.data_dimension`), every batch is padded with copies of its
+        rows to a multiple of the data dimension (the copies' outputs are dropped) and, under a
+        `keras.distribution` in one process, laid out along the data dimension, so that each
+        device computes its share of the rows (`predict_on_batch` alone would run the whole
+        batch on every replica).
 
         Args:
             model: a Keras model, or anything with its `predict_on_batch`. Its outputs may
@@ -111,6 +118,7 @@ class PaddedBatches(keras.utils.PyDataset):
         if progress is None and verbose not in (0, False) and len(self) > 1:
             progress = keras.utils.Progbar(len(self), unit_name="batch")
         compiled = bool(getattr(model, "jit_compile", False))
+        split = data_dimension(model) if isinstance(model, keras.Model) else 1
         order = np.argsort(-self.lengths, kind="stable")
         results = None
         for start in range(0, len(order), self.batch_size):
@@ -121,7 +129,9 @@ class PaddedBatches(keras.utils.PyDataset):
                 served = np.resize(rows, min(1 << (len(rows) - 1).bit_length(), self.batch_size))
             else:  # eager or graph: any width runs as fast, so no padding past the longest row
                 width, served = longest, rows
-            outputs = model.predict_on_batch({key: value[served, :width] for key, value in self.inputs.items()})
+            served = np.resize(served, -(-len(served) // split) * split)
+            batch = {key: value[served, :width] for key, value in self.inputs.items()}
+            outputs = model.predict_on_batch(_laid_out(batch) if split > 1 else batch)
             outputs = keras.tree.map_structure(lambda value: np.asarray(value)[: len(rows)], outputs)
             if results is None:
                 results = keras.tree.map_structure(lambda value: self._rows_like(value, token_outputs), outputs)
@@ -214,6 +224,20 @@ class PaddedBatches(keras.utils.PyDataset):
             return self.widths[index]
         longest = int(self.lengths[self.order[index * self.batch_size : (index + 1) * self.batch_size]].max())
         return min(-(-longest // self.length_multiple) * self.length_multiple, self.width)
+
+
+def _laid_out(batch):
+    """`batch` split along the data dimension of the active `keras.distribution` (JAX, one process),
+    as Keras lays out the batches of `fit`; as it is otherwise."""
+    distribution = keras.distribution.distribution()
+    if distribution is None or keras.config.backend() != "jax":
+        return batch
+    import jax
+
+    if jax.process_count() > 1:  # a global array needs every process's rows: predict runs per process
+        return batch
+    return {key: keras.distribution.distribute_tensor(value, distribution.get_data_layout(value.shape))
+            for key, value in batch.items()}
 
 
 BUCKET_STEPS = ((64, 8), (128, 16), (256, 32), (None, 64))  # (up to this length, round to a multiple of)
