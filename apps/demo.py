@@ -58,23 +58,23 @@ def parser():
     parser = app_parser(__doc__)
     parser.add_argument("sentences", nargs="*", help="raw sentences for the edge runner (default: five examples)")
     parser.add_argument("--out", default="saved_models/demo",
-                        help="folder for the run and the exports (default: %(default)s)")
+                        help="folder for the run and the exports")
     parser.add_argument("--init", default="all_minilm_l6_v2",
                         help="backbone to fine-tune: all_minilm_l6_v2, a preset such as bert_tiny (random "
-                        "weights), or a folder (default: %(default)s)")
+                        "weights), or a folder")
     parser.add_argument("--data", help="a sentence<TAB>label TSV (default: ../shared/data/sst2/train.tsv when "
                         "present, else kbert/data/samples/sentiment_sample.tsv)")
     parser.add_argument("--limit", type=positive_int, default=8000,
-                        help="training sentences, a seeded subset (default: %(default)s; sets the run time)")
-    parser.add_argument("--epochs", type=positive_int, default=1, help="default: %(default)s")
+                        help="training sentences, a seeded subset; sets the run time")
+    parser.add_argument("--epochs", type=positive_int, default=1, help="passes over the training sentences")
     parser.add_argument("--valid-size", type=positive_int, default=500,
-                        help="sentences held out for validation, at most a fifth of the data (default: %(default)s)")
+                        help="sentences held out for validation, at most a fifth of the data")
     parser.add_argument("--max-length", type=sequence_length, default=64,
-                        help="tokens per sentence in training and in the exports (default: %(default)s; "
-                        "4 of SST-2's 67,349 sentences are longer)")
-    parser.add_argument("--batch-size", type=positive_int, default=32, help="default: %(default)s")
+                        help="tokens per sentence in training and in the exports; 4 of SST-2's 67,349 sentences "
+                        "are longer")
+    parser.add_argument("--batch-size", type=positive_int, default=32, help="sentences per step")
     parser.add_argument("--learning-rate", type=positive_float, default=5e-5,
-                        help="peak learning rate (default: %(default)s)")
+                        help="peak learning rate")
     parser.add_argument("--seed", type=int, default=0, help="seeds the split, the subset and the training")
     parser.add_argument("--repeats", type=positive_int, default=20, help="timed calls per latency, median reported")
     parser.add_argument("--reuse", action="store_true",
@@ -123,6 +123,7 @@ def demo(args, out, sentences):
     rows = {f"Keras ({keras.config.backend()})": keras_row, **{name: edge[name] for name in EXPORTS}}
     print(f"\n{len(sentences)} raw sentences (label and probability):")
     print(format_predictions(sentences, predictions))
+    print(trust_line(keras_row["accuracy"], metrics["validation_examples"]))
     print(f"\nSentiment from {metrics['init']}, {metrics['train_examples']} training sentences, "
           f"{metrics['hyperparameters']['epochs']} epoch(s), on {metrics['data']}")
     print(f"accuracy on {metrics['validation_examples']} held-out sentences; latency: one raw sentence to "
@@ -291,6 +292,16 @@ def format_table(rows):
     for name, row in rows.items():
         lines.append(f"{name:22} {row['accuracy']:>9.2%} {row['size'] / 1e6:>7.1f} MB {row['latency_ms']:>13.1f} ms")
     return "\n".join(lines)
+
+
+def trust_line(accuracy, examples):
+    """How far to trust the labels above: the fine-tuned model's accuracy on the held-out sentences.
+
+    Example:
+    >>> trust_line(0.836, 2000)
+    'validation accuracy 83.6% on 2,000 held-out sentences (the fine-tuned Keras model)'
+    """
+    return f"validation accuracy {accuracy:.1%} on {examples:,} held-out sentences (the fine-tuned Keras model)"
 
 
 def format_predictions(sentences, predictions, width=50):

@@ -43,3 +43,10 @@ def test_demo_runs_on_the_shipped_sample(tmp_path):
         assert edge_answer["label"] == keras_answer["label"]
         assert abs(edge_answer["probability"] - keras_answer["probability"]) < 1e-4
     assert len(predictions["TFLite dynamic-int8"]) == len(sentences)
+    # Beside the showcase, how far to trust its labels: the run's validation accuracy (issue 22).
+    lines = result.stderr.splitlines()
+    showcase = lines.index(f"{len(sentences)} raw sentences (label and probability):")
+    accuracy = json.loads((out / "metrics.json").read_text())["validation"]["accuracy"]
+    assert [line.split()[0] for line in lines[showcase + 2 : showcase + 2 + len(sentences)]] == ["A", "Dull."]
+    assert lines[showcase + 2 + len(sentences)] == (
+        f"validation accuracy {100 * accuracy:.1f}% on 40 held-out sentences (the fine-tuned Keras model)")

@@ -342,7 +342,7 @@ def test_a_lock_left_by_a_killed_run_blocks_nobody(tmp_path):
     assert not (tmp_path / ".run.lock").exists()
 
 
-@pytest.mark.parametrize("name", ["cli_errors", "task_cli", "app_cli"])
+@pytest.mark.parametrize("name", ["cli_errors", "task_cli", "app_cli", "demo"])
 def test_docstring_examples_of_the_shared_app_modules(name):
     module = importlib.import_module(name)  # as the apps import it (app_module put apps/ on sys.path)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
