@@ -128,9 +128,16 @@ def parse_args(argv=None):
 def check_distribution(args, settings):
     """Sets --distribution (and --mesh) before any weight exists; refuses, before the run folder is
     touched, a mesh the model does not divide or a --batch-size the data dimension does not."""
+    import keras
+
     import kbert.distribution
     from kbert.config import BertConfig
 
+    if args.distribution == "data" and keras.config.backend() == "torch":
+        raise ValueError("--distribution data: pretraining masks each batch anew in tf.data, which "
+                         "kbert does not shard over torch processes; on torch, --distribution data trains the "
+                         "task apps (sentiment, nli, similarity, ner, qa) under torchrun; pretrain with "
+                         "--distribution data on jax or tensorflow.")
     config = BertConfig.from_dict(settings["config"]) if settings["config"] else args.preset
     apply_distribution(args, config=args.init or config)  # a folder's config is checked when fit starts
     devices = kbert.distribution.data_dimension()

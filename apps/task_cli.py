@@ -4,7 +4,9 @@ the argument types that refuse a bad number before any work (also used by pretra
 Imports neither Keras nor TensorFlow."""
 
 import argparse
+import contextlib
 import math
+import os
 import pathlib
 import sys
 
@@ -91,8 +93,9 @@ def add_distribution_options(parser):
     parser.add_argument("--distribution", choices=("none", "data", "model"), default="none",
                         help="data = the model on every local device, each batch split over them "
                              "(keras.distribution on JAX, tf.distribute.MirroredStrategy on TensorFlow; torch: "
-                             "the task API under torchrun, docs/distributed.md); model = the weights sharded "
-                             "Megatron-style over --mesh's SHARDS (JAX)")
+                             "one process per device, started by torchrun, process 0 writes the run folder: "
+                             "docs/distributed.md); model = the weights sharded Megatron-style over --mesh's "
+                             "SHARDS (JAX)")
     parser.add_argument("--mesh", type=mesh_shape, metavar="RxS",
                         help="REPLICASxSHARDS for --distribution model, e.g. 2x4 on 8 devices: 2 copies of the "
                              "model, each split over 4 devices (the product must be the number of devices)")
@@ -109,13 +112,13 @@ def apply_distribution(args, config=None):
     """Activates the distribution of --distribution and --mesh (see `add_distribution_options`).
 
     On JAX, `keras.distribution`'s; on TensorFlow, --distribution data is a
-    `tf.distribute.MirroredStrategy` over every local device (`kbert.distribution.activate`).
+    `tf.distribute.MirroredStrategy` over every local device (`kbert.distribution.activate`);
+    on torch, this process joins the processes torchrun started (`data_parallel()`).
     Call it before the model is built: weights are laid out when they are created. A bad
     choice raises a ValueError naming the numbers (the apps exit 2 on it, before any
     training): a mesh whose product is not the number of devices, a mesh without
-    --distribution model (or the other way round), --distribution model off JAX, any
-    distribution on torch (the apps run one process; torch's data parallelism is the task
-    API's, across processes: docs/distributed.md), and, with
+    --distribution model (or the other way round), --distribution model off JAX,
+    --distribution data on torch outside torchrun (naming the variables not set), and, with
     `config` (a `BertConfig` or a preset name), a model dimension that does not divide its
     heads, hidden size or intermediate size. A `config` that names a folder is not read
     here: `fit` checks the mesh against the model it built (`BertTask.fit`), before its
@@ -126,16 +129,9 @@ def apply_distribution(args, config=None):
                          f"(got --distribution {args.distribution}).")
     if args.distribution == "model" and args.mesh is None:
         raise ValueError("--distribution model needs --mesh REPLICASxSHARDS, e.g. --mesh 2x4 on 8 devices.")
-    import keras
-
     import kbert.distribution
     from kbert.config import PRESETS
 
-    if args.distribution != "none" and keras.config.backend() == "torch":
-        raise ValueError(f"--distribution {args.distribution}: the apps run one process, and on torch data "
-                         "parallelism runs one process per device (kbert.distribution.data_parallel() under "
-                         "torchrun, with the task API: docs/distributed.md); --distribution data runs on "
-                         "tensorflow and jax, --distribution model on jax.")
     if isinstance(config, str) and config not in PRESETS:
         config = None  # a folder
     distribution = kbert.distribution.get(args.distribution, args.mesh, config=config)
@@ -176,7 +172,9 @@ def run_command(args, task, model_class, train, evaluate, predict, describe, reg
 
     - train: applies --distribution (`apply_distribution`), claims the run folder --out (one
       run at a time; refused before training when it cannot be written), calls `train()`,
-      then prints "Wrote OUT", or with --json its metrics.
+      then prints "Wrote OUT", or with --json its metrics. In a job of several processes
+      (torchrun), process 0 does that; the others train with it and write and print nothing
+      (`kbert.distribution.is_chief`).
     - evaluate: checks that --model is a run folder of `task` and that the metrics file can be
       written, then calls `evaluate()` (the recipe prints its scores for people); with --json,
       the metrics on stdout and what the recipe prints on stderr.
@@ -196,6 +194,12 @@ def run_command(args, task, model_class, train, evaluate, predict, describe, reg
 
     if args.command == "train":
         apply_distribution(args, config=args.init)
+        from kbert.distribution import is_chief
+
+        if not is_chief():
+            with open(os.devnull, "w") as nowhere, contextlib.redirect_stdout(nowhere):
+                train()
+            return
         with claim_run_folder(args.out), for_people(args):
             metrics = train()
         emit(args, [metrics], lambda metrics: f"Wrote {args.out}")

@@ -257,6 +257,27 @@ def describe(distribution=None):
             "devices": int(np.prod(mesh.shape))}
 
 
+def is_chief():
+    """True in the process that writes a run's files and prints: process 0 of a job of several
+    processes (torch's under `data_parallel()`, JAX's after `keras.distribution.initialize`), and
+    any process of its own. The others train alongside it and write nothing.
+
+    Example:
+    >>> is_chief()
+    True
+    """
+    backend = keras.config.backend()
+    if backend == "torch":
+        from kbert import distribution_torch
+
+        return distribution_torch.active() is None or distribution_torch.active().rank == 0
+    if backend == "jax":
+        import jax
+
+        return jax.process_index() == 0
+    return True
+
+
 def _active(distribution):
     """`distribution`, a model's (its tf.distribute strategy), or the backend's active one (None if none)."""
     if isinstance(distribution, keras.Model):  # on TensorFlow, the strategy it was built under
@@ -281,4 +302,4 @@ def _model_dimension(mesh):
 
 
 __all__ = ["activate", "bert_layout_map", "check_mesh", "data_dimension", "data_parallel", "describe", "get",
-           "model_parallel"]
+           "is_chief", "model_parallel"]

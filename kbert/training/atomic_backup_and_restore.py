@@ -5,6 +5,7 @@ import shutil
 import keras
 import numpy as np
 
+from kbert.distribution import is_chief
 from kbert.saving import read_json, write_json_atomic
 from kbert.training.non_finite_loss import NonFiniteLossError, non_finite_weights, stop_message
 from kbert.training.training_logs import LOG_NAMES
@@ -31,6 +32,10 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
     A backup never replaces the last good one with a model whose loss or weights are NaN or
     infinite: it raises `kbert.training.NonFiniteLossError` instead. With `settings`, a
     backup of a run with other settings is deleted rather than restored (a note says so).
+
+    In a job of several processes (`kbert.distribution.is_chief`), every process restores
+    the backup, and process 0 alone writes and deletes it: the others must see its folder
+    (one host, or a shared file system) to resume with it.
 
     Args:
         backup_dir: str or path. A folder used by this run only.
@@ -75,8 +80,9 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
         return pathlib.Path(self.backup_dir) / metadata.get("weights", "latest.weights.h5")  # (older backups)
 
     def delete(self):
-        """Deletes the backups (once the run's results are saved)."""
-        shutil.rmtree(self.backup_dir, ignore_errors=True)
+        """Deletes the backups (once the run's results are saved); process 0's job in a job of several."""
+        if is_chief():
+            shutil.rmtree(self.backup_dir, ignore_errors=True)
 
     def _metadata(self):
         path = pathlib.Path(self._training_metadata_path)
@@ -126,6 +132,8 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
         bad = non_finite_weights(self.model)
         if bad:
             raise NonFiniteLossError(stop_message(f"The weights {bad[:3]} are not finite", step, self))
+        if not is_chief():
+            return  # process 0 writes the backup of the weights every process holds
         folder = pathlib.Path(self.backup_dir)
         folder.mkdir(parents=True, exist_ok=True)
         history = {key: list(values) for key, values in getattr(self.model.history, "history", {}).items()}

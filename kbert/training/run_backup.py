@@ -1,6 +1,7 @@
 import pathlib
 import shutil
 
+from kbert.distribution import is_chief
 from kbert.saving import hidden_beside, remove_leftovers
 from kbert.training.atomic_backup_and_restore import AtomicBackupAndRestore
 
@@ -15,7 +16,8 @@ def run_backup(out, settings, callbacks=()):
     folder is written; after a failure the backups stay (the last good one, after a
     `NonFiniteLossError`). Leftovers of a killed write of `out` are removed first
     (`remove_leftovers`): one training at a time writes `out`; so are the logs of a run
-    that left no backup to resume (see `fine_tuning_logs`).
+    that left no backup to resume (see `fine_tuning_logs`). In a job of several processes,
+    process 0 alone writes and deletes (`kbert.distribution.is_chief`); every process resumes.
 
     Fit with `callbacks=[StopOnNonFiniteLoss(backup), *callbacks, backup]`.
 
@@ -36,8 +38,9 @@ def run_backup(out, settings, callbacks=()):
     >>> backup.delete()  # the run folder is written
     """
     out = pathlib.Path(out)
-    remove_leftovers(out)
+    if is_chief():
+        remove_leftovers(out)
     backup = AtomicBackupAndRestore(hidden_beside(out, "backup"), settings=settings, callbacks=callbacks)
-    if backup.last_checkpoint() is None:
+    if backup.last_checkpoint() is None and is_chief():
         shutil.rmtree(backup.backup_dir, ignore_errors=True)
     return backup

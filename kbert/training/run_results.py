@@ -8,6 +8,7 @@ import pathlib
 import keras
 
 from kbert.distribution import describe as describe_distribution
+from kbert.distribution import is_chief
 from kbert.saving import METRICS_FILE, MODEL_FILE, atomic_output_folder, write_json_atomic
 from kbert.training.curves import plot_history
 from kbert.training.model_card import write_model_card
@@ -23,6 +24,8 @@ def write_run_folder(out, model, tokenizer, metrics, history, title="", extra_js
     the optimizer's state (twice the weights again under AdamW), which a finished run does
     not need. The logs (`history.csv`, `logs/`) are moved in from the folder `logs`, where
     `kbert.training.training_logs.fine_tuning_logs` wrote them while the run trained.
+    In a job of several processes, process 0 writes it and the others nothing
+    (`kbert.distribution.is_chief`): they hold the same weights.
 
     Args:
         out: path of the run folder.
@@ -36,6 +39,8 @@ def write_run_folder(out, model, tokenizer, metrics, history, title="", extra_js
         data: dict of role -> data file, for the model card (`write_model_card`).
         logs: path of the folder of the fit's logs, or None.
     """
+    if not is_chief():
+        return
     with atomic_output_folder(out) as folder:
         _uncompiled(model, folder).save(folder / MODEL_FILE)
         tokenizer.save(folder)

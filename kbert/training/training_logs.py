@@ -5,6 +5,8 @@ import shutil
 
 import keras
 
+from kbert.distribution import is_chief
+
 HISTORY_FILE = "history.csv"
 TENSORBOARD_FOLDER = "logs"
 LOG_NAMES = (HISTORY_FILE, TENSORBOARD_FOLDER)
@@ -18,7 +20,8 @@ def training_logs(folder):
     needs the `tensorboard` package: without it only the CSV is written, and a line says so.
     (Keras's CSVLogger writes `val_` columns even without validation data: "NA" then.)
     Used by apps/pretrain.py (into its run folder) and, through `fine_tuning_logs`, by the
-    fine-tuning recipes.
+    fine-tuning recipes. In a job of several processes, process 0 logs and the others get no
+    callbacks (`kbert.distribution.is_chief`).
 
     Example:
     >>> import tempfile, numpy as np
@@ -29,6 +32,8 @@ def training_logs(folder):
     >>> (folder / HISTORY_FILE).read_text().splitlines()[0], (folder / TENSORBOARD_FOLDER).is_dir()
     ('epoch,loss,val_loss', True)
     """
+    if not is_chief():
+        return []
     folder = pathlib.Path(folder)
     callbacks = [keras.callbacks.LambdaCallback(on_train_begin=lambda logs: folder.mkdir(parents=True, exist_ok=True)),
                  keras.callbacks.CSVLogger(folder / HISTORY_FILE, append=True)]
@@ -52,6 +57,6 @@ def fine_tuning_logs(backup):
     try:
         yield training_logs(folder)
     except BaseException:
-        if backup.last_checkpoint() is None:
+        if backup.last_checkpoint() is None and is_chief():
             shutil.rmtree(folder, ignore_errors=True)
         raise

@@ -1,8 +1,7 @@
-"""The task apps' --distribution model and --remat on a backend other than JAX, and any --distribution
-on torch: exit 2 with a clear line, before any training and with no run folder written (the refusals
-are backend-independent: TensorFlow; --distribution data trains on TensorFlow: test_data_parallel.py)."""
-
-import argparse
+"""The task apps' --distribution model and --remat on a backend other than JAX: exit 2 with a clear line,
+before any training and with no run folder written (the refusals are backend-independent: TensorFlow;
+--distribution data trains on TensorFlow: test_data_parallel.py; on torch, and torch's refusals:
+test_app_processes.py)."""
 
 import keras
 import pytest
@@ -30,11 +29,3 @@ def test_refused_before_training(options, message, tiny_init, tmp_path, capsys):
     assert exit.value.code == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
-
-
-def test_apps_refuse_torch(monkeypatch):
-    task_cli = app_module("task_cli")
-    monkeypatch.setattr(keras.config, "backend", lambda: "torch")
-    with pytest.raises(ValueError, match=r"--distribution data: the apps run one process, and on torch data "
-                                         r"parallelism runs one process per device \(kbert.distribution"):
-        task_cli.apply_distribution(argparse.Namespace(distribution="data", mesh=None))
