@@ -104,7 +104,7 @@ def add_distribution_options(parser):
                              "batch is N x --batch-size")
     parser.add_argument("--remat", action="store_true",
                         help="recompute each transformer block in the backward pass instead of keeping its "
-                             "activations: less memory, about a third more compute (JAX backend)")
+                             "activations: less memory, about a third more compute")
     return parser
 
 

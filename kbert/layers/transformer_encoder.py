@@ -92,30 +92,42 @@ class TransformerEncoder(keras.layers.Layer):
         return self.output_layer_norm(x + self.residual_dropout(hidden, training=training))
 
     def rematerialized_call(self, layer_call, *args, **kwargs):
-        """The block under a `keras.RematScope` that selects it (JAX): recomputed in the
-        backward pass, with `training` held static and the block's state passed explicitly.
+        """The block under a `keras.RematScope` that selects it: recomputed in the backward
+        pass (`keras.remat`: `jax.checkpoint`, `tf.recompute_grad`,
+        `torch.utils.checkpoint`), with `training` held static and the block's state passed
+        explicitly.
 
-        Keras rematerializes with `jax.checkpoint(call)`, which traces every argument: the
-        Python bool `training` becomes a traced value and `if training` (dropout) fails
-        ("Unable to automatically build the model", a TracerBoolConversionError below it).
-        And dropout's seed, a variable the call assigns, would leak the checkpoint's tracer.
-        So the block is checkpointed as a pure function of its tensors and variables, which
-        returns its new seeds.
+        Keras's own `keras.remat(call)` fails here on JAX and TensorFlow. JAX traces every
+        argument: the Python bool `training` becomes a traced value and `if training`
+        (dropout) fails ("Unable to automatically build the model", a
+        TracerBoolConversionError below it), and dropout's seed, a variable the call assigns,
+        would leak the checkpoint's tracer. TensorFlow's `tf.custom_gradient` refuses keyword
+        arguments in a `tf.function` ("supports keywords arguments only when eager execution
+        is enabled": `padding_mask`, `training`), and eagerly its recomputation reads the seed
+        the forward pass has already moved on: other dropout masks, wrong gradients. (On
+        torch it works: Keras's dropout draws from torch's generator, whose state
+        `torch.utils.checkpoint` restores.) So the block is checkpointed as a pure function
+        of its weights and input tensors, with the seeds' values taken before the call (the
+        recomputation draws the forward pass's masks); it returns the new seeds, assigned
+        once, outside.
         """
         call = super().rematerialized_call(layer_call, *args, **kwargs)
-        if call is layer_call or keras.config.backend() != "jax":
+        if call is layer_call:
             return call
-        variables = self.variables
+        weights = self.trainable_variables
         states = self.non_trainable_variables  # the dropout seeds
 
-        def pure_call(values, args, kwargs, training):
-            with keras.StatelessScope(state_mapping=zip(variables, values)) as scope:
+        def pure_call(values, args, kwargs, state_values, training):
+            mapping = [*zip(weights, values), *zip(states, state_values)]
+            with keras.StatelessScope(state_mapping=mapping) as scope:
                 outputs = layer_call(*args, training=training, **kwargs)
                 return outputs, [scope.get_current_value(v) for v in states]
 
         def call_with_static_training(*args, training=None, **kwargs):
-            checkpointed = keras.remat(functools.partial(pure_call, training=training))
-            outputs, new_states = checkpointed([v.value for v in variables], args, kwargs)
+            state_values = [ops.copy(v.value) for v in states]  # not read again in the backward pass
+            checkpointed = keras.remat(functools.partial(pure_call, kwargs=kwargs, state_values=state_values,
+                                                         training=training))  # what needs no gradient
+            outputs, new_states = checkpointed([v.value for v in weights], args)
             for variable, value in zip(states, new_states):
                 if value is not None:
                     variable.assign(value)

@@ -64,7 +64,7 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
         mixed_precision: bool. Compute in bfloat16 ("mixed_bfloat16"), keep float32 weights.
         gradient_accumulation: int. Step the optimizer once every this many batches, on their mean
             gradient (the effective batch is `gradient_accumulation * batch_size`).
-        remat: bool. Recompute each transformer block in the backward pass (JAX; `rematerialized`).
+        remat: bool. Recompute each transformer block in the backward pass (`rematerialized`).
         validation_articles: int. Articles held out for validation.
         articles: int or None. Read only the first `articles` articles of `data`.
         limit: int or None. Train on a seeded subset of this many questions.

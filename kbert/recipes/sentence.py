@@ -83,7 +83,7 @@ def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learnin
         mixed_precision: bool. Compute in bfloat16 ("mixed_bfloat16"), keep float32 weights.
         gradient_accumulation: int. Step the optimizer once every this many batches, on their mean
             gradient (the effective batch is `gradient_accumulation * batch_size`).
-        remat: bool. Recompute each transformer block in the backward pass (JAX; `rematerialized`).
+        remat: bool. Recompute each transformer block in the backward pass (`rematerialized`).
         validation_fraction: float. Share of `data` held out when `valid` is None.
         limit: int or None. Train on a seeded subset of this many training examples.
         validation_limit: int or None. Validate on a seeded subset of this many examples.

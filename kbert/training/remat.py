@@ -1,6 +1,6 @@
 """`--remat` of the recipes (`kbert.recipes`) and apps/pretrain.py: build the model so that its
 transformer blocks are recomputed in the backward pass instead of keeping their activations
-(`keras.RematScope`)."""
+(`keras.RematScope`), on JAX, TensorFlow and torch."""
 
 import contextlib
 import re
@@ -22,26 +22,26 @@ def rematerialized(enabled=True):
 
     The activations of a block are not kept for the backward pass but recomputed there:
     less memory (longer sequences, larger batches per device) for about a third more
-    compute. Same losses and gradients. Only the blocks: `keras.RematScope(mode="full")`
-    around a model fails on JAX in Keras 3.15 as soon as it holds a `Dropout`
-    (`jax.checkpoint` traces the Python bool `training`), while the blocks hold `training`
-    static (`TransformerEncoder.rematerialized_call`). JAX only: elsewhere a ValueError.
+    compute. Same losses and gradients, dropout included. On every backend (`keras.remat`:
+    `jax.checkpoint`, `tf.recompute_grad`, `torch.utils.checkpoint`). Only the blocks, each
+    as a pure function of its weights and tensors with `training` static
+    (`TransformerEncoder.rematerialized_call`): Keras's own remat of a layer fails on JAX as
+    soon as it holds a `Dropout` (`jax.checkpoint` traces the Python bool `training`), and
+    on TensorFlow inside `fit` (`tf.custom_gradient` takes no keyword arguments in a
+    `tf.function`).
 
     Args:
         enabled: bool. False builds as usual.
 
     Example:
     >>> import kbert
-    >>> with rematerialized(keras.config.backend() == "jax"):
+    >>> with rematerialized():
     ...     backbone = kbert.BertBackbone.from_preset("bert_tiny")
-    >>> backbone.get_layer("transformer_layer_0")._remat_mode is not None or keras.config.backend() != "jax"
+    >>> backbone.get_layer("transformer_layer_0")._remat_mode is not None
     True
     """
     if not enabled:
         yield
         return
-    if keras.config.backend() != "jax":
-        raise ValueError(f"Rematerialization (--remat) is built and tested on the JAX backend only; this "
-                         f"process runs {keras.config.backend()!r} (KERAS_BACKEND=jax).")
     with keras.RematScope(mode="list_of_layers", layer_names=_TransformerBlocks()):
         yield
