@@ -32,6 +32,11 @@ refused before anything is written. The text is read as it is: markup such as `<
 (clean it out first); a byte that is not UTF-8 is refused, naming the file and line; a sentence
 over 4,000 characters is cut at a space; a file with no text is skipped, with a note.
 The data pipeline (tf.data) runs in a child process that makes batches ahead of the training steps.
+--batch-size is the global batch of a step: under --distribution data it is split over the devices (on torch, the
+processes torchrun starts: each draws the same stream of global batches and trains on its share of each; process 0
+alone writes the run folder and prints; docs/distributed.md):
+    KERAS_BACKEND=torch torchrun --nproc-per-node 2 apps/pretrain.py --corpus ... --run-name NAME --distribution data
+
 With --json, the last line on stdout is metrics.json as one JSON object (the rest goes to stderr).
 """
 
@@ -75,7 +80,9 @@ def parse_args(argv=None):
     parser.add_argument("--corpus", nargs="+", required=True,
                         help="text files or quoted glob patterns ('data/*.txt'): a sentence or paragraph a line, "
                              "blank line between documents; several interleave document by document")
-    parser.add_argument("--run", required=True, help="run name: the folder saved_models/<run>")
+    parser.add_argument("--run", "--run-name", dest="run", required=True,
+                        help="run name: the folder saved_models/<run> (--run-name: the same, for torchrun, whose "
+                             "own options take --run for an abbreviation of its --run-path)")
     parser.add_argument("--output", default="saved_models", help="parent folder of the run folder")
     parser.add_argument("--restart", action="store_true",
                         help="start the run over: delete what its folder holds (checkpoint included) first")
@@ -126,18 +133,12 @@ def parse_args(argv=None):
 
 
 def check_distribution(args, settings):
-    """Sets --distribution (and --mesh) before any weight exists; refuses, before the run folder is
-    touched, a mesh the model does not divide or a --batch-size the data dimension does not."""
-    import keras
-
+    """Sets --distribution (and --mesh) before any weight exists (on torch, joins torchrun's processes);
+    refuses, before the run folder is touched, a mesh the model does not divide or a --batch-size the
+    data dimension does not."""
     import kbert.distribution
     from kbert.config import BertConfig
 
-    if args.distribution == "data" and keras.config.backend() == "torch":
-        raise ValueError("--distribution data: pretraining masks each batch anew in tf.data, which "
-                         "kbert does not shard over torch processes; on torch, --distribution data trains the "
-                         "task apps (sentiment, nli, similarity, ner, qa) under torchrun; pretrain with "
-                         "--distribution data on jax or tensorflow.")
     config = BertConfig.from_dict(settings["config"]) if settings["config"] else args.preset
     apply_distribution(args, config=args.init or config)  # a folder's config is checked when fit starts
     devices = kbert.distribution.data_dimension()
@@ -348,15 +349,24 @@ def main(argv=None):
     files = check_inputs(args)
     settings = run_settings(args, files)
     check_distribution(args, settings)
+    from kbert.distribution import is_chief
+    from kbert.distribution_torch import chief_first
     from kbert.saving import claim_run_folder
 
-    with claim_run_folder(folder, "--run", replaces=False), for_people(args):
-        remove_deleted(folder)
-        if args.restart:
-            start_over(folder)
-        check_resumable(folder, settings)
+    with contextlib.ExitStack() as stack:
+        def claim():  # process 0 of a torch job alone (the others wait, and stop if it fails)
+            stack.enter_context(claim_run_folder(folder, "--run", replaces=False))
+            stack.enter_context(for_people(args))
+            remove_deleted(folder)
+            if args.restart:
+                start_over(folder)
+            check_resumable(folder, settings)
+
+        chief_first(claim)
+        if not is_chief():  # trains with process 0 on its share of each batch; writes and prints nothing
+            stack.enter_context(contextlib.redirect_stdout(stack.enter_context(open(os.devnull, "w"))))
         metrics = pretrain(args, folder, settings, files)
-    if args.json:
+    if args.json and is_chief():
         emit(args, [metrics])
 
 
@@ -366,12 +376,15 @@ def pretrain(args, folder, settings, files):
     Returns the metrics written to metrics.json."""
     import keras
 
+    from kbert import distribution_torch
+    from kbert.distribution import describe, is_chief
     from kbert.saving import read_json, save_backbone
     from kbert.config import PRESETS, BertConfig
     from kbert.data.pretraining_dataset import pretraining_dataset
     from kbert.data.process_batches import process_batches, stacked_batches
     from kbert.models.bert_backbone import BertBackbone
     from kbert.models.load_backbone import load_backbone
+    from kbert.text import BertTokenizer
     from kbert.optimizers import bert_adamw
     from kbert.tasks.bert_pretrainer import BertPretrainer
     from kbert.backend_speedups import use_fast_dropout_masks
@@ -390,9 +403,12 @@ def pretrain(args, folder, settings, files):
             if args.seq_len > backbone.max_sequence_length:
                 raise ValueError(f"--seq-len {args.seq_len} exceeds the {backbone.max_sequence_length} positions "
                                  f"of --init {args.init}: give --seq-len {backbone.max_sequence_length} or less.")
-            tokenizer = prepare_run(args, folder, settings, files, init_tokenizer)
         else:
-            tokenizer = prepare_run(args, folder, settings, files)
+            init_tokenizer = None
+        # process 0 writes the settings and vocabulary; a torch job's others then read them
+        tokenizer = distribution_torch.chief_first(lambda: prepare_run(args, folder, settings, files, init_tokenizer),
+                                                   lambda: BertTokenizer.from_hf(folder))
+        if not args.init:
             config = BertConfig.from_dict(settings["config"]) if settings["config"] else PRESETS[args.preset]
             backbone = BertBackbone(**{**config.to_dict(), "vocabulary_size": tokenizer.vocabulary_size})
         model = BertPretrainer(backbone, next_sentence=args.objective != "mlm")
@@ -408,6 +424,7 @@ def pretrain(args, folder, settings, files):
     # would slow torch's steps about 2x). A resumed run draws a fresh stream (pairs,
     # shuffle, masks) instead of replaying the instances the first steps already saw: its
     # seed moves with the checkpoint's step. The held-out batches are made once and kept.
+    # In a torch job every process draws the same global batches and trains on its share of each.
     data = process_batches(pretraining_dataset, files, seed=args.seed + resumed_step(folder / "backup"),
                            **data_options, **masking)
     held_out = args.holdout_fraction and stacked_batches(process_batches(
@@ -421,7 +438,7 @@ def pretrain(args, folder, settings, files):
     metrics_path = folder / "metrics.json"
     metrics = read_json(metrics_path, missing={})
     backup = AtomicBackupAndRestore(folder / "backup", steps_per_epoch=args.checkpoint_every)  # optimizer steps
-    if held_out and "start" not in metrics and not (folder / "backup").exists():
+    if held_out and is_chief() and "start" not in metrics and not (folder / "backup").exists():
         metrics["start"] = evaluate(*held_out)
         print("held-out before training:", json.dumps(metrics["start"]), flush=True)
         metrics_path.write_text(json.dumps(metrics, indent=2))
@@ -429,15 +446,19 @@ def pretrain(args, folder, settings, files):
     callbacks = [StopOnNonFiniteLoss(backup), backup, *training_logs(folder)]
     # shuffle=False: the pipeline shuffles (Keras would warn that it ignores shuffle=True).
     with contextlib.closing(data):
-        model.fit(data, epochs=epochs, steps_per_epoch=batches_per_epoch, callbacks=callbacks,
+        mine = distribution_torch.shares(data) if distribution_torch.active() else data
+        model.fit(mine, epochs=epochs, steps_per_epoch=batches_per_epoch, callbacks=callbacks,
                   validation_data=held_out or None, validation_batch_size=args.batch_size, shuffle=False,
                   verbose=1 if sys.stdout.isatty() else 2)
+    if not is_chief():  # process 0 evaluates, saves and reports the weights every process holds
+        return None
 
     if held_out:
         metrics["end"] = evaluate(*held_out)
         print("held-out after training:", json.dumps(metrics["end"]), flush=True)
     metrics["steps"] = int(keras.ops.convert_to_numpy(model.optimizer.iterations))  # optimizer steps
     metrics["backend"] = keras.config.backend()
+    metrics["distribution"] = describe()
     metrics["settings"] = vars(args)  # the command line, for whoever reads the run folder later
     history = read_history(folder / HISTORY_FILE)
     if history:

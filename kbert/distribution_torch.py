@@ -13,10 +13,12 @@ every process takes the same steps. Each process trains on its share of every gl
 
 import contextlib
 import os
+import types
 
 import keras
 
 _ACTIVE = None
+_AVERAGING = False  # within `averaged_gradients`: every process runs the same steps (and validations)
 
 ENVIRONMENT = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE")
 
@@ -77,6 +79,71 @@ def shared_seed(seed):
     return int(value.item())
 
 
+def chief_first(work, read=lambda: None):
+    """Process 0 runs `work()` (e.g. writes files) while the others wait; they then run `read()` (e.g. read
+    those files). Returns `work()`'s result in process 0, `read()`'s in the others, `work()`'s outside a job.
+    If `work` raises, process 0 raises it and the others a RuntimeError naming it: none waits forever."""
+    if _ACTIVE is None:
+        return work()
+    import torch.distributed as dist
+
+    outcome = [None]
+    if _ACTIVE.rank == 0:
+        try:
+            result = work()
+        except BaseException as error:
+            dist.broadcast_object_list([f"{type(error).__name__}: {error}"], src=0)
+            raise
+        dist.broadcast_object_list(outcome, src=0)
+        return result
+    dist.broadcast_object_list(outcome, src=0)
+    if outcome[0] is not None:
+        raise RuntimeError(f"Process 0 stopped: {outcome[0]}")
+    return read()
+
+
+def global_share(amount):
+    """n x `amount` / its sum over the n processes (0 if that is 0), while `averaged_gradients` is open;
+    None otherwise. A share's mean weighted by `amount` (e.g. its masked tokens), scaled by it, averages
+    over the processes to the global batch's weighted mean (the mean of the shares' means would not)."""
+    if _ACTIVE is None or not _AVERAGING:
+        return None
+    import torch
+    import torch.distributed as dist
+
+    total = amount.detach().to(torch.float64).clone()
+    dist.all_reduce(total)
+    share = amount.detach().to(torch.float64) * _ACTIVE.num_replicas_in_sync / total
+    return torch.where(total > 0, share, torch.zeros_like(share)).to(amount.dtype)
+
+
+def share(batch, distribution=None):
+    """This process's rows of the global `batch` (a nest of arrays whose rows divide by the processes):
+    process r of n takes the r-th n-th."""
+    distribution = distribution or _ACTIVE
+    parts, rank = distribution.num_replicas_in_sync, distribution.rank
+
+    def rows(value):
+        size = len(value) // parts
+        return value[rank * size : (rank + 1) * size]
+
+    return keras.tree.map_structure(rows, batch)
+
+
+def shares(batches, distribution=None):
+    """A generator of this process's share (`share`) of each global batch of the iterable `batches`
+    (e.g. `kbert.data.process_batches`' stream, drawn alike in every process): `BertTask.fit` takes it
+    under the active `TorchDataParallel` (`is_shares`)."""
+    distribution = distribution or _ACTIVE
+    for batch in batches:
+        yield share(batch, distribution)
+
+
+def is_shares(data):
+    """True for a generator `shares` made."""
+    return isinstance(data, types.GeneratorType) and data.gi_code is shares.__code__
+
+
 class Shard(keras.utils.PyDataset):
     """This process's rows of every batch of `batches` (a PyDataset of global batches whose rows
     divide by the processes): process r of n takes the r-th n-th of each batch."""
@@ -84,18 +151,13 @@ class Shard(keras.utils.PyDataset):
     def __init__(self, batches, distribution):
         super().__init__()
         self.batches = batches
-        self.rank = distribution.rank
-        self.parts = distribution.num_replicas_in_sync
+        self.distribution = distribution
 
     def __len__(self):
         return len(self.batches)
 
     def __getitem__(self, index):
-        def share(value):
-            size = len(value) // self.parts
-            return value[self.rank * size : (self.rank + 1) * size]
-
-        return keras.tree.map_structure(share, self.batches[index])
+        return share(self.batches[index], self.distribution)
 
     def on_epoch_end(self):
         self.batches.on_epoch_end()
@@ -104,8 +166,11 @@ class Shard(keras.utils.PyDataset):
 @contextlib.contextmanager
 def averaged_gradients(model):
     """While open, `model`'s processes start from process 0's weights and each backward pass leaves
-    in every trainable weight's `.grad` its mean over the processes (the active `TorchDataParallel`'s)."""
+    in every trainable weight's `.grad` its mean over the processes (the active `TorchDataParallel`'s),
+    and `global_share` answers. Every process must run the same steps and validations meanwhile."""
     import torch.distributed as dist
+
+    global _AVERAGING
 
     parts = _ACTIVE.num_replicas_in_sync
 
@@ -116,11 +181,14 @@ def averaged_gradients(model):
     for weight in model.weights:
         dist.broadcast(weight.value.data, src=0)
     handles = [weight.value.register_post_accumulate_grad_hook(average) for weight in model.trainable_variables]
+    _AVERAGING = True
     try:
         yield
     finally:
+        _AVERAGING = False
         for handle in handles:
             handle.remove()
 
 
-__all__ = ["Shard", "TorchDataParallel", "active", "averaged_gradients", "set_active", "shared_seed"]
+__all__ = ["Shard", "TorchDataParallel", "active", "averaged_gradients", "chief_first", "global_share", "is_shares",
+           "set_active", "share", "shared_seed", "shares"]

@@ -1,11 +1,25 @@
 import keras
 from keras import ops
 
+from kbert import distribution_torch
 from kbert.layers.masked_lm_head import MaskedLMHead
 from kbert.models.bert_backbone import INPUT_KEYS
 from kbert.tasks.bert_classifier import class_ids
 from kbert.tasks.bert_masked_lm_preprocessor import BertMaskedLMPreprocessor
 from kbert.tasks.bert_task import BertTask
+
+
+@keras.saving.register_keras_serializable(package="kbert")
+class MaskedTokensLoss(keras.losses.SparseCategoricalCrossentropy):
+    """Sparse cross-entropy averaged over the masked tokens (weighted by `mask_weights`, the sample
+    weight), those of the global batch in a torch job's `fit` too: a process's mean over its share is
+    scaled by the share's part of the masked tokens (`distribution_torch.global_share`), so that the
+    gradients averaged over the processes are the global batch's, as on one device."""
+
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        loss = super().__call__(y_true, y_pred, sample_weight)
+        share = None if sample_weight is None else distribution_torch.global_share(ops.sum(sample_weight))
+        return loss if share is None else loss * share
 
 
 @keras.saving.register_keras_serializable(package="kbert")
@@ -20,7 +34,7 @@ class BertPretrainer(BertTask):
     vocabulary_size) from a `MaskedLMHead` tied to the token embedding, and, unless
     `next_sentence=False`, `nsp`, logits (batch, 2) on the pooled output.
     The default loss is MLM cross-entropy averaged over the masked positions (weighted by
-    `mask_weights`, passed as the sample weight of `mlm`) plus NSP cross-entropy; the
+    `mask_weights`, passed as the sample weight of `mlm`; `MaskedTokensLoss`) plus NSP cross-entropy; the
     metrics MLM accuracy, MLM perplexity and NSP accuracy. The perplexity is
     `exp(mlm_loss)`, the mean MLM loss of the epoch so far (as Hugging Face's `run_mlm.py`
     reports it), read from the loss tracker rather than computed again from the logits
@@ -72,8 +86,7 @@ class BertPretrainer(BertTask):
         self._reports_perplexity = isinstance(mlm_loss, keras.losses.SparseCategoricalCrossentropy)
 
     def default_compile_arguments(self):
-        loss = {"mlm": keras.losses.SparseCategoricalCrossentropy(
-            from_logits=True, reduction="mean_with_sample_weight")}
+        loss = {"mlm": MaskedTokensLoss(from_logits=True, reduction="mean_with_sample_weight")}
         arguments = {"loss": loss,
                      "weighted_metrics": {"mlm": [keras.metrics.SparseCategoricalAccuracy("accuracy")]}}
         if self.next_sentence:

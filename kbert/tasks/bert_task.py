@@ -215,7 +215,8 @@ class BertTask(keras.Model):
         first, and raw inputs come in global batches padded to a multiple of its data dimension
         (the replicas: devices of a `keras.distribution` or a `tf.distribute` strategy, torch
         processes). On torch, each process trains on its share of every global batch and the
-        gradients are averaged over the processes (`kbert.distribution_torch`).
+        gradients are averaged over the processes (`kbert.distribution_torch`); token ids come as
+        `distribution_torch.shares(global batches)`.
         """
         if not self.compiled:
             self.compile()
@@ -237,10 +238,12 @@ class BertTask(keras.Model):
                          sample_weight=sample_weight, shuffle=shuffle, **kwargs)
         if distribution_torch.active() is None:
             return super().fit(data, y, **arguments)
-        if not isinstance(data, distribution_torch.Shard):
+        if not (isinstance(data, distribution_torch.Shard) or distribution_torch.is_shares(data)):
             raise ValueError("Data parallelism on torch shards raw inputs (lists or arrays of strings) "
-                             "over the processes; for token ids or a tf.data.Dataset, give each process "
-                             "its own share and train under kbert.distribution_torch.averaged_gradients.")
+                             "over the processes, and a stream of global batches given as "
+                             "kbert.distribution_torch.shares(batches); for other token ids or a tf.data.Dataset, "
+                             "give each process its own share and train under "
+                             "kbert.distribution_torch.averaged_gradients.")
         with distribution_torch.averaged_gradients(self):
             return super().fit(data, y, **arguments)
 

@@ -83,8 +83,9 @@ def test_sentiment_app_trains_as_two_torch_processes(tmp_path):
     ("sentiment", ["--distribution", "model", "--mesh", "1x1"], "Model parallelism (keras.distribution.ModelParallel) "
                                                                 "needs the JAX backend (KERAS_BACKEND=jax); this "
                                                                 "process runs 'torch', where kbert offers data"),
-    ("pretrain", ["--distribution", "data"], "--distribution data: pretraining masks each batch anew in tf.data, "
-                                             "which kbert does not shard over torch processes"),
+    ("pretrain", ["--distribution", "data"], "Data parallelism on torch runs one process per device, started by "
+                                             "torchrun (or with MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE set in "
+                                             "each); MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE not set"),
 ])
 def test_refused_on_torch(app, options, message, tmp_path, monkeypatch, capsys):
     from tests.tasks.test_pretrain_app import write_corpus
