@@ -148,11 +148,11 @@ def load_pretrainer(folder, backbone, metrics):
 
     folder = pathlib.Path(folder)
     checkpoint = AtomicBackupAndRestore(folder / "backup").weights_file()
-    missing = [name for name, there in (("a backup", checkpoint), ("settings.json", (folder / "settings.json").is_file()))
+    missing = [name for name, there in (("backup", checkpoint), ("settings.json", (folder / "settings.json").is_file()))
                if not there]
     if missing:
         return None, (f"no {' or '.join(missing)} in {folder} (a --steps 0 run saves no checkpoint; "
-                      "other folders are no apps/pretrain.py runs)"), None
+                      "other folders are not apps/pretrain.py runs)"), None
     last = metrics.get("end") or metrics.get("start") or {}
     model = BertPretrainer(backbone, next_sentence="nsp_accuracy" in last or not last)
     # The checkpoint also holds the optimizer state: load it into a built optimizer of the same kind.
