@@ -93,7 +93,9 @@ def add_distribution_options(parser):
     parser.add_argument("--distribution", choices=("none", "data", "model"), default="none",
                         help="data = the model on every local device, each batch split over them "
                              "(keras.distribution on JAX, tf.distribute.MirroredStrategy on TensorFlow; torch: "
-                             "one process per device, started by torchrun, process 0 writes the run folder: "
+                             "one process per device, started by torchrun; JAX across processes: one per host, "
+                             "each with KERAS_DISTRIBUTION_JOB_ADDRESSES, KERAS_DISTRIBUTION_NUM_PROCESSES, "
+                             "KERAS_DISTRIBUTION_PROCESS_ID set; process 0 writes the run folder: "
                              "docs/distributed.md); model = the weights sharded Megatron-style over --mesh's "
                              "SHARDS (JAX)")
     parser.add_argument("--mesh", type=mesh_shape, metavar="RxS",
@@ -113,7 +115,10 @@ def apply_distribution(args, config=None):
 
     On JAX, `keras.distribution`'s; on TensorFlow, --distribution data is a
     `tf.distribute.MirroredStrategy` over every local device (`kbert.distribution.activate`);
-    on torch, this process joins the processes torchrun started (`data_parallel()`).
+    on torch, this process joins the processes torchrun started (`data_parallel()`); on JAX,
+    the job of several processes that KERAS_DISTRIBUTION_JOB_ADDRESSES,
+    KERAS_DISTRIBUTION_NUM_PROCESSES and KERAS_DISTRIBUTION_PROCESS_ID describe, if set
+    (`kbert.distribution.join_jax_job`; --distribution data only).
     Call it before the model is built: weights are laid out when they are created. A bad
     choice raises a ValueError naming the numbers (the apps exit 2 on it, before any
     training): a mesh whose product is not the number of devices, a mesh without
@@ -135,6 +140,9 @@ def apply_distribution(args, config=None):
     if isinstance(config, str) and config not in PRESETS:
         config = None  # a folder
     distribution = kbert.distribution.get(args.distribution, args.mesh, config=config)
+    if args.distribution == "model" and getattr(distribution, "num_processes", 1) > 1:
+        raise ValueError("--distribution model across JAX processes is not built in the apps (their batches are "
+                         "shared out by process under --distribution data only); use --distribution data.")
     kbert.distribution.activate(distribution)
     return distribution
 
@@ -173,7 +181,7 @@ def run_command(args, task, model_class, train, evaluate, predict, describe, reg
     - train: applies --distribution (`apply_distribution`), claims the run folder --out (one
       run at a time; refused before training when it cannot be written), calls `train()`,
       then prints "Wrote OUT", or with --json its metrics. In a job of several processes
-      (torchrun), process 0 does that; the others train with it and write and print nothing
+      (torchrun, or JAX processes), process 0 does that; the others train with it and write and print nothing
       (`kbert.distribution.is_chief`).
     - evaluate: checks that --model is a run folder of `task` and that the metrics file can be
       written, then calls `evaluate()` (the recipe prints its scores for people); with --json,

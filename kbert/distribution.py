@@ -18,12 +18,17 @@ model.fit(["a gripping film", "a dull film"], [1, 0], batch_size=16)
 ```
 """
 
+import contextlib
+
 import keras
 import numpy as np
 
 from kbert.config import PRESETS
 
 NAMES = ("data", "model", "none")
+
+# What `keras.distribution.initialize()` reads: this process's place in a job of several JAX processes.
+JAX_JOB = ("KERAS_DISTRIBUTION_JOB_ADDRESSES", "KERAS_DISTRIBUTION_NUM_PROCESSES", "KERAS_DISTRIBUTION_PROCESS_ID")
 
 # Megatron-LM's tensor parallelism (Shoeybi et al., 2019): the first matmul of each pair is
 # split by columns (outputs), the second by rows (inputs), so each pair needs one all-reduce.
@@ -83,7 +88,8 @@ def data_parallel(devices=None):
     """The backend's data parallelism: the model replicated, each global batch split over the replicas.
 
     JAX: `keras.distribution.DataParallel` over `devices` (default: every device of every
-    process). TensorFlow: `tf.distribute.MirroredStrategy` over `devices` (default: every
+    process), after joining the job of several processes that the environment describes, if it
+    does (`join_jax_job`). TensorFlow: `tf.distribute.MirroredStrategy` over `devices` (default: every
     GPU, else every logical CPU device), one process. torch: a `TorchDataParallel`, this
     process's place among the processes that torchrun (or you) started, read from the
     environment (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT); its process group is joined
@@ -103,6 +109,7 @@ def data_parallel(devices=None):
                              "data_parallel() takes no devices.")
         return TorchDataParallel.from_environment()
     check_backend()
+    join_jax_job()
     return keras.distribution.DataParallel(devices=devices or keras.distribution.list_devices())
 
 
@@ -147,6 +154,7 @@ def model_parallel(mesh_shape, config=None, devices=None):
         devices: list of devices (default: every device); their count must be the mesh's.
     """
     check_backend()
+    join_jax_job()
     mesh_shape = tuple(int(size) for size in mesh_shape)
     devices = devices or keras.distribution.list_devices()
     if len(mesh_shape) != 2 or mesh_shape[0] * mesh_shape[1] != len(devices):
@@ -278,6 +286,109 @@ def is_chief():
     return True
 
 
+def join_jax_job():
+    """Joins the job of several JAX processes that the environment describes (`JAX_JOB`:
+    `KERAS_DISTRIBUTION_JOB_ADDRESSES`, the coordinator first, `KERAS_DISTRIBUTION_NUM_PROCESSES`,
+    `KERAS_DISTRIBUTION_PROCESS_ID`), with `keras.distribution.initialize()`, unless joined already;
+    nothing when none of them is set. Run it before any JAX computation. Returns the number of
+    processes. A ValueError names the variables missing when only some are set.
+
+    Example:
+    >>> join_jax_job()  # no job in the environment: this process alone
+    1
+    """
+    import os
+
+    import jax
+
+    given = [name for name in JAX_JOB if name in os.environ]
+    if given and not jax.distributed.is_initialized():
+        missing = [name for name in JAX_JOB if name not in os.environ]
+        if missing:
+            raise ValueError(f"A job of several JAX processes needs {', '.join(JAX_JOB)} set in each process; "
+                             f"{', '.join(given)} set but {', '.join(missing)} not.")
+        keras.distribution.initialize()
+    return jax.process_count()
+
+
+@contextlib.contextmanager
+def writing_alone():
+    """Within it, process 0 may save a model while the others do not: under a `keras.distribution` of
+    several JAX processes, that distribution is set aside meanwhile (Keras's saving creates variables,
+    e.g. a copy of the model or a stand-in optimizer, and creating one under it is a step every process
+    must take together: process 0 alone would wait forever); elsewhere, nothing changes.
+
+    Example:
+    >>> with writing_alone():
+    ...     pass
+    """
+    distribution = _multi_process_jax()
+    if distribution is None:
+        yield
+        return
+    keras.distribution.set_distribution(None)
+    try:
+        yield
+    finally:
+        keras.distribution.set_distribution(distribution)
+
+
+def process_share(batches):
+    """This process's rows of every batch of `batches` (a `PyDataset` of global batches), when the
+    active `keras.distribution` spans several JAX processes: process p of n takes the p-th n-th of
+    each batch, the rows of its own devices along the data axis (Keras's JAX trainer assembles the
+    global batch from the processes' shares, `jax.make_array_from_process_local_data`), as a
+    `kbert.distribution_torch.Shard`; `batches` itself otherwise. Every process must make the same
+    global batches (same data, same seed). Keras's `fit` and `evaluate` take it within
+    `taking_process_shares`.
+    """
+    distribution = _multi_process_jax()
+    if distribution is None:
+        return batches
+    if isinstance(distribution, keras.distribution.ModelParallel):
+        raise ValueError("Model parallelism across JAX processes takes a tf.data.Dataset of global batches "
+                         "(Keras shards it); kbert's raw-input batches are shared out by process under data "
+                         "parallelism only.")
+    import types
+
+    import jax
+
+    from kbert.distribution_torch import Shard
+
+    return Shard(batches, types.SimpleNamespace(rank=jax.process_index(), num_replicas_in_sync=jax.process_count()))
+
+
+@contextlib.contextmanager
+def taking_process_shares(data):
+    """Within it, Keras's `fit` and `evaluate` take `data` when it is this process's shares of the
+    batches (`process_share`) under a `keras.distribution` of several JAX processes: its
+    `auto_shard_dataset` is turned off meanwhile (with it on, Keras takes only a tf.data.Dataset,
+    which it shares out itself); elsewhere, nothing changes.
+
+    Example:
+    >>> with taking_process_shares([1, 2]):
+    ...     pass
+    """
+    from kbert.distribution_torch import Shard
+
+    distribution = _multi_process_jax()
+    if distribution is None or not isinstance(data, Shard):
+        yield
+        return
+    auto_shard = distribution.auto_shard_dataset
+    distribution.auto_shard_dataset = False
+    try:
+        yield
+    finally:
+        distribution.auto_shard_dataset = auto_shard
+
+
+def _multi_process_jax():
+    """The active `keras.distribution` if it spans several JAX processes, else None."""
+    distribution = keras.distribution.distribution() if keras.config.backend() == "jax" else None
+    return distribution if distribution is not None and distribution.num_processes > 1 else None
+
+
 def _active(distribution):
     """`distribution`, a model's (its tf.distribute strategy), or the backend's active one (None if none)."""
     if isinstance(distribution, keras.Model):  # on TensorFlow, the strategy it was built under
@@ -302,4 +413,5 @@ def _model_dimension(mesh):
 
 
 __all__ = ["activate", "bert_layout_map", "check_mesh", "data_dimension", "data_parallel", "describe", "get",
-           "is_chief", "model_parallel"]
+           "is_chief", "join_jax_job", "model_parallel", "process_share",
+           "taking_process_shares", "writing_alone"]

@@ -3,7 +3,7 @@ import math
 import keras
 import numpy as np
 
-from kbert.distribution import data_dimension
+from kbert.distribution import data_dimension, process_share
 
 
 class PaddedBatches(keras.utils.PyDataset):
@@ -156,10 +156,11 @@ class PaddedBatches(keras.utils.PyDataset):
         Under TensorFlow, a `tf.data.Dataset` whose signature leaves the batch and length axes
         open: Keras would otherwise fix the shapes it accepts from the first batches it peeks
         at, and a later batch of another length (after a reshuffle) would stop training.
-        Other backends take the batches as they are.
+        Other backends take the batches as they are; on JAX, this process's share of each
+        (`kbert.distribution.process_share`) when the active distribution spans several processes.
         """
         if keras.config.backend() != "tensorflow":
-            return self
+            return process_share(self)
         import tensorflow as tf
 
         def open_spec(value):

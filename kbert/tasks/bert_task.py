@@ -5,7 +5,7 @@ import numpy as np
 
 from kbert import distribution_torch
 from kbert.data.padded_batches import PaddedBatches
-from kbert.distribution import check_mesh, data_dimension
+from kbert.distribution import check_mesh, data_dimension, taking_process_shares
 from kbert.models.compute_dtype import with_compute_dtype
 from kbert.optimizers import bert_adamw
 from kbert.saving import check_vocabulary
@@ -216,7 +216,8 @@ class BertTask(keras.Model):
         (the replicas: devices of a `keras.distribution` or a `tf.distribute` strategy, torch
         processes). On torch, each process trains on its share of every global batch and the
         gradients are averaged over the processes (`kbert.distribution_torch`); token ids come as
-        `distribution_torch.shares(global batches)`.
+        `distribution_torch.shares(global batches)`. Across JAX processes, each feeds its share of
+        every global batch and Keras assembles the batch (`kbert.distribution.process_share`).
         """
         if not self.compiled:
             self.compile()
@@ -237,7 +238,8 @@ class BertTask(keras.Model):
         arguments = dict(batch_size=batch_size, epochs=epochs, validation_data=validation_data,
                          sample_weight=sample_weight, shuffle=shuffle, **kwargs)
         if distribution_torch.active() is None:
-            return super().fit(data, y, **arguments)
+            with taking_process_shares(data):
+                return super().fit(data, y, **arguments)
         if not (isinstance(data, distribution_torch.Shard) or distribution_torch.is_shares(data)):
             raise ValueError("Data parallelism on torch shards raw inputs (lists or arrays of strings) "
                              "over the processes, and a stream of global batches given as "
@@ -255,7 +257,8 @@ class BertTask(keras.Model):
             return super().evaluate(x, _as_array(y), batch_size=batch_size, sample_weight=sample_weight,
                                     **kwargs)
         data = self._batches(x, y, sample_weight, batch_size, shuffle=False)
-        return super().evaluate(data, **kwargs)
+        with taking_process_shares(data):
+            return super().evaluate(data, **kwargs)
 
     def predict(self, x, batch_size=None, verbose="auto", dtype="float32", **kwargs):
         """`keras.Model.predict` on token ids; on raw inputs, what the task is for (`decode`).

@@ -5,7 +5,7 @@ import shutil
 import keras
 import numpy as np
 
-from kbert.distribution import is_chief
+from kbert.distribution import is_chief, writing_alone
 from kbert.saving import read_json, write_json_atomic
 from kbert.training.non_finite_loss import NonFiniteLossError, non_finite_weights, stop_message
 from kbert.training.training_logs import LOG_NAMES
@@ -145,7 +145,8 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
                     "callbacks": [_encode({name: getattr(callback, name) for name in _state_names(callback)},
                                           arrays) for callback in self.callbacks],
                     "settings": self.settings}
-        self.model.save_weights(folder / metadata["weights"], overwrite=True)
+        with writing_alone():
+            self.model.save_weights(folder / metadata["weights"], overwrite=True)
         if arrays:
             metadata["arrays"] = f"step-{step}.arrays.npz"
             np.savez(folder / metadata["arrays"], *arrays)

@@ -8,7 +8,7 @@ import pathlib
 import keras
 
 from kbert.distribution import describe as describe_distribution
-from kbert.distribution import is_chief
+from kbert.distribution import is_chief, writing_alone
 from kbert.saving import METRICS_FILE, MODEL_FILE, atomic_output_folder, write_json_atomic
 from kbert.training.curves import plot_history
 from kbert.training.model_card import write_model_card
@@ -41,7 +41,7 @@ def write_run_folder(out, model, tokenizer, metrics, history, title="", extra_js
     """
     if not is_chief():
         return
-    with atomic_output_folder(out) as folder:
+    with atomic_output_folder(out) as folder, writing_alone():
         _uncompiled(model, folder).save(folder / MODEL_FILE)
         tokenizer.save(folder)
         for name, content in {METRICS_FILE: metrics, **(extra_json or {})}.items():

@@ -23,3 +23,32 @@ def run_together(script, argvs, envs):
             worker.kill()  # after a timeout: the others wait for their peer
     for worker, output in zip(workers, outputs):
         assert worker.returncode == 0, output[-4000:]
+
+
+TEXTS = ["a film good great", "a film dull awful", "a film fine", "a film boring bad bad", "a film"]
+
+
+def assert_runs_agree(one, two, init, distributions):
+    """The app's run folders `one` (one process) and `two` (process 0 of a job) agree: `distributions`, the
+    `metrics.json` "distribution" of each, 10 steps, the same validation scores (1e-5), the same weights
+    (2e-5) and predictions on TEXTS (1e-5); and the run trained (its backbone moved from `init`'s)."""
+    import json
+
+    import keras
+    import numpy as np
+
+    from kbert.saving import BACKBONE_FILE, load_run
+
+    metrics = [json.loads((folder / "metrics.json").read_text()) for folder in (one, two)]
+    assert [run["distribution"] for run in metrics] == list(distributions)
+    assert metrics[0]["steps"] == metrics[1]["steps"] == 10
+    assert metrics[0]["validation"]["accuracy"] == metrics[1]["validation"]["accuracy"]
+    np.testing.assert_allclose(metrics[1]["history"]["val_loss"], metrics[0]["history"]["val_loss"], atol=1e-5)
+
+    single, data_parallel = (load_run(folder)[0] for folder in (one, two))
+    start = keras.saving.load_model(init / BACKBONE_FILE).get_weights()
+    assert max(np.abs(a - b).max() for a, b in zip(start, single.backbone.get_weights())) > 1e-3  # it trained
+    assert len(single.get_weights()) == len(data_parallel.get_weights())
+    for expected, actual in zip(single.get_weights(), data_parallel.get_weights()):
+        np.testing.assert_allclose(actual, expected, atol=2e-5)
+    np.testing.assert_allclose(data_parallel.predict(TEXTS, verbose=0), single.predict(TEXTS, verbose=0), atol=1e-5)

@@ -3,23 +3,20 @@ torchrun would, with MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE): process 0 writ
 model predicts as the same app run in one process on the same data and seed; process 1 writes and prints
 nothing. What the apps still refuse on torch exits 2 with one line, before any run folder exists."""
 
-import json
 import os
 
 import keras
-import numpy as np
 import pytest
 
 from kbert import BertBackbone
 from kbert.saving import BACKBONE_FILE
 from tests.conftest import TESTS, TINY, app_module
-from tests.distribution.processes import free_port, run_together
+from tests.distribution.processes import assert_runs_agree, free_port, run_together
 from tests.tasks.conftest import VOCABULARY, write_sentiment_tsv
 
 pytestmark = pytest.mark.skipif(keras.config.backend() != "torch", reason="torch.distributed: torch's test")
 
 WORKER = TESTS / "distribution" / "app_process_worker.py"
-TEXTS = ["a film good great", "a film dull awful", "a film fine", "a film boring bad bad", "a film"]
 
 
 def _train(tmp_path, name, init, data, ranks, options=()):
@@ -58,22 +55,8 @@ def test_sentiment_app_trains_as_two_torch_processes(tmp_path):
     assert sorted(path.name for path in tmp_path.iterdir() if path.name.startswith((".two_1", "two_1"))) == []
     assert [list(folder.iterdir()) for folder in workdirs] == [[], []]
 
-    one, two = (json.loads((tmp_path / f"{name}_0" / "metrics.json").read_text()) for name in ("one", "two"))
-    assert one["distribution"] == {"distribution": "none", "mesh": None, "devices": 1}
-    assert two["distribution"] == {"distribution": "data", "mesh": None, "devices": 2}
-    assert one["steps"] == two["steps"] == 10
-    assert one["validation"]["accuracy"] == two["validation"]["accuracy"]
-    np.testing.assert_allclose(two["history"]["val_loss"], one["history"]["val_loss"], atol=1e-5)
-
-    from kbert.saving import load_run
-
-    single, data_parallel = (load_run(tmp_path / f"{name}_0")[0] for name in ("one", "two"))
-    start = keras.saving.load_model(init / BACKBONE_FILE).get_weights()
-    assert max(np.abs(a - b).max() for a, b in zip(start, single.backbone.get_weights())) > 1e-3  # it trained
-    assert len(single.get_weights()) == len(data_parallel.get_weights())
-    for expected, actual in zip(single.get_weights(), data_parallel.get_weights()):
-        np.testing.assert_allclose(actual, expected, atol=2e-5)
-    np.testing.assert_allclose(data_parallel.predict(TEXTS, verbose=0), single.predict(TEXTS, verbose=0), atol=1e-5)
+    assert_runs_agree(tmp_path / "one_0", tmp_path / "two_0", init, [{"distribution": "none", "mesh": None, "devices": 1},
+                                                                    {"distribution": "data", "mesh": None, "devices": 2}])
 
 
 @pytest.mark.parametrize("app, options, message", [
