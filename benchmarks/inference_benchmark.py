@@ -10,7 +10,9 @@ Two jobs, every engine in a process of its own, one after another, on the same t
 Each engine makes two passes over the texts: the first includes tracing and compiling, the
 second is the steady state. Prints texts/s, ratios, and how bfloat16 compares with float32
 (minimum cosine of the embeddings; share of identical labels). For encode, also the share of
-this CPU's fp32 GEMM peak each engine reaches, counting only the FLOPs of real tokens.
+this CPU's fp32 GEMM peak each engine reaches, counting only the FLOPs of real tokens, and
+the speed of the encoder's matmuls alone on the same batches (random weights, torch's GEMM
+kernels): a ceiling no engine that runs them on those kernels can pass.
 
     python benchmarks/inference_benchmark.py                        # everything (~15 min here)
     python benchmarks/inference_benchmark.py --jobs encode --limit 3000 --backends torch
@@ -57,7 +59,9 @@ def two_passes(run, texts):
 def worker(engine, job, dtype, args):
     """Runs one engine in this process; writes its outputs to `args.out` and returns timings."""
     texts = texts_for(job, args.limit)
-    if engine == "sentence_transformers":
+    if engine == "matmuls_only":
+        seconds, output = matmuls_only(texts, args.batch_size, dtype), np.zeros((1, 1))
+    elif engine == "sentence_transformers":
         from sentence_transformers import SentenceTransformer
 
         from kbert.paths import minilm_dir
@@ -111,16 +115,51 @@ def write_classifier(folder):
 def encode_gflop(texts, max_length=256):
     """GFLOP of encoding `texts` unpadded: each text's tokens (Hugging Face's tokenizer of the
     checkpoint, [CLS] and [SEP] included) through the encoder layers (`flops_per_sequence`)."""
+    from backbone_benchmark import flops_per_sequence
+
+    lengths = token_lengths(texts, max_length)
+    return sum(flops_per_sequence(length) for length in lengths) / 1e9, float(np.mean(lengths))
+
+
+def token_lengths(texts, max_length=256):
+    """Each text's tokens under the checkpoint's Hugging Face tokenizer, [CLS] and [SEP] included."""
     from tokenizers import Tokenizer
 
-    from backbone_benchmark import flops_per_sequence
     from kbert.paths import minilm_dir
 
     tokenizer = Tokenizer.from_file(os.path.join(minilm_dir(), "tokenizer.json"))
     tokenizer.no_padding()
     tokenizer.enable_truncation(max_length)
-    lengths = [len(encoding.ids) for encoding in tokenizer.encode_batch(texts)]
-    return sum(flops_per_sequence(length) for length in lengths) / 1e9, float(np.mean(lengths))
+    return [len(encoding.ids) for encoding in tokenizer.encode_batch(texts)]
+
+
+def matmuls_only(texts, batch_size, dtype):
+    """Seconds of a second pass of nothing but the encoder's matmuls (torch) over `texts` in
+    length-sorted batches, each as long as its longest text: what any engine on torch's GEMM
+    kernels spends at the least, before norms, softmax, GELU, embeddings and tokenizing."""
+    import torch
+
+    from backbone_benchmark import CONFIG
+
+    h, i, heads = CONFIG["hidden_dim"], CONFIG["intermediate_dim"], CONFIG["num_heads"]
+    dtype = getattr(torch, dtype)
+    weights = [[torch.randn(*shape, dtype=dtype) / 20 for shape in ((h, 3 * h), (h, h), (h, i), (i, h))]
+               for _ in range(CONFIG["num_layers"])]
+    lengths = sorted(token_lengths(texts), reverse=True)
+    shapes = [(len(chunk), chunk[0]) for chunk in (lengths[j:j + batch_size] for j in range(0, len(lengths), batch_size))]
+
+    def one_pass():
+        for rows, length in shapes:
+            x = torch.randn(rows * length, h, dtype=dtype)
+            for qkv, out, ffn_in, ffn_out in weights:
+                q, k, v = (t.reshape(rows, length, heads, h // heads).transpose(1, 2) for t in (x @ qkv).split(h, -1))
+                context = (q @ k.transpose(-1, -2)) @ v
+                x = context.transpose(1, 2).reshape(rows * length, h) @ out
+                x = (x @ ffn_in) @ ffn_out
+
+    with torch.inference_mode():
+        seconds, _ = two_passes(lambda texts: one_pass(), texts)
+    return seconds
 
 
 def gemm_peak(batch_size):
@@ -187,6 +226,13 @@ def main():
                 print(f"  {mean_length:.1f} tokens per text, {gflop:.0f} GFLOP unpadded; fp32 GEMM peak {peak:.0f} "
                       f"GFLOP/s: {reference_engine} reaches "
                       f"{gflop / reference['second_s'] / peak:.0%} of it" if reference else "")
+            if job == "encode" and reference:
+                for dtype in args.dtypes:
+                    bound = run_worker("matmuls_only", job, "torch", dtype, args, folder)
+                    if bound:
+                        print(f"  matmuls alone (torch), same batches, {dtype:8} {texts / bound['second_s']:7.1f} texts/s "
+                              f"({reference['second_s'] / bound['second_s']:4.2f}x {reference_engine}): "
+                              "the ceiling of any engine on torch's GEMM kernels")
             for (engine, backend, dtype), result in results.items():
                 if engine != "kbert":
                     continue
