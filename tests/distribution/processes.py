@@ -25,6 +25,31 @@ def run_together(script, argvs, envs):
         assert worker.returncode == 0, output[-4000:]
 
 
+def sentiment_app_inputs(tmp_path):
+    """A backbone folder without dropout (the workers' heads have none either) and a sentiment TSV
+    of 28 rows (21 training rows: batches of 5, 5, 5, 5, 1), for the app-process tests."""
+    from kbert import BertBackbone
+    from kbert.saving import BACKBONE_FILE
+    from tests.conftest import TINY
+    from tests.tasks.conftest import VOCABULARY, write_sentiment_tsv
+
+    init = tmp_path / "init"
+    init.mkdir()
+    BertBackbone(**TINY, dropout=0.0).save(init / BACKBONE_FILE)
+    (init / "vocab.txt").write_text("".join(f"{token}\n" for token in VOCABULARY))
+    return init, write_sentiment_tsv(tmp_path / "train.tsv", rows=28)
+
+
+def assert_only_process_0_wrote(tmp_path, name, printed, workdirs):
+    """Process 0 of the job `name` printed "Wrote"; process 1 printed nothing and wrote nothing: no run
+    folder, backup, lock or logs beside it, nothing in any process's working directory."""
+    assert "Wrote" in printed[0]
+    assert printed[1] == ""
+    assert not (tmp_path / f"{name}_1").exists()
+    assert sorted(path.name for path in tmp_path.iterdir() if path.name.startswith((f".{name}_1", f"{name}_1"))) == []
+    assert [list(folder.iterdir()) for folder in workdirs] == [[] for _ in workdirs]
+
+
 TEXTS = ["a film good great", "a film dull awful", "a film fine", "a film boring bad bad", "a film"]
 
 

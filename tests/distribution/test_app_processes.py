@@ -8,11 +8,10 @@ import os
 import keras
 import pytest
 
-from kbert import BertBackbone
-from kbert.saving import BACKBONE_FILE
-from tests.conftest import TESTS, TINY, app_module
-from tests.distribution.processes import assert_runs_agree, free_port, run_together
-from tests.tasks.conftest import VOCABULARY, write_sentiment_tsv
+from tests.conftest import TESTS, app_module
+from tests.distribution.processes import (assert_only_process_0_wrote, assert_runs_agree, free_port,
+                                         run_together, sentiment_app_inputs)
+from tests.tasks.conftest import write_sentiment_tsv
 
 pytestmark = pytest.mark.skipif(keras.config.backend() != "torch", reason="torch.distributed: torch's test")
 
@@ -40,20 +39,13 @@ def _train(tmp_path, name, init, data, ranks, options=()):
 
 
 def test_sentiment_app_trains_as_two_torch_processes(tmp_path):
-    init = tmp_path / "init"  # a backbone folder without dropout (the worker's head has none either)
-    init.mkdir()
-    BertBackbone(**TINY, dropout=0.0).save(init / BACKBONE_FILE)
-    (init / "vocab.txt").write_text("".join(f"{token}\n" for token in VOCABULARY))
-    data = write_sentiment_tsv(tmp_path / "train.tsv", rows=28)  # 21 training rows: batches 5, 5, 5, 5, 1
+    init, data = sentiment_app_inputs(tmp_path)
 
     _, (alone,) = _train(tmp_path, "one", init, data, ranks=[0])
     workdirs, printed = _train(tmp_path, "two", init, data, ranks=[0, 1], options=["--distribution", "data"])
 
-    assert "Wrote" in alone and "Wrote" in printed[0]
-    assert printed[1] == ""  # process 1 printed nothing ...
-    assert not (tmp_path / "two_1").exists()  # ... and wrote nothing: no run folder, backup, lock or logs
-    assert sorted(path.name for path in tmp_path.iterdir() if path.name.startswith((".two_1", "two_1"))) == []
-    assert [list(folder.iterdir()) for folder in workdirs] == [[], []]
+    assert "Wrote" in alone
+    assert_only_process_0_wrote(tmp_path, "two", printed, workdirs)
 
     assert_runs_agree(tmp_path / "one_0", tmp_path / "two_0", init, [{"distribution": "none", "mesh": None, "devices": 1},
                                                                     {"distribution": "data", "mesh": None, "devices": 2}])

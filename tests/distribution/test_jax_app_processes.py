@@ -8,11 +8,9 @@ import os
 import keras
 import pytest
 
-from kbert import BertBackbone
-from kbert.saving import BACKBONE_FILE
-from tests.conftest import TESTS, TINY
-from tests.distribution.processes import assert_runs_agree, free_port, run_together
-from tests.tasks.conftest import VOCABULARY, write_sentiment_tsv
+from tests.conftest import TESTS
+from tests.distribution.processes import (assert_only_process_0_wrote, assert_runs_agree, free_port,
+                                         run_together, sentiment_app_inputs)
 
 pytestmark = pytest.mark.skipif(keras.config.backend() != "jax",
                                 reason="keras.distribution runs on JAX; the test spawns its own JAX processes")
@@ -44,20 +42,13 @@ def _train(tmp_path, name, init, data, processes, devices):
 
 
 def test_sentiment_app_trains_as_two_jax_processes(tmp_path):
-    init = tmp_path / "init"  # a backbone folder without dropout (the worker's head has none either)
-    init.mkdir()
-    BertBackbone(**TINY, dropout=0.0).save(init / BACKBONE_FILE)
-    (init / "vocab.txt").write_text("".join(f"{token}\n" for token in VOCABULARY))
-    data = write_sentiment_tsv(tmp_path / "train.tsv", rows=28)  # 21 training rows: batches 5, 5, 5, 5, 1
+    init, data = sentiment_app_inputs(tmp_path)
 
     _, (alone,), _ = _train(tmp_path, "one", init, data, processes=1, devices=8)
     workdirs, printed, traced = _train(tmp_path, "two", init, data, processes=2, devices=4)
 
-    assert "Wrote" in alone and "Wrote" in printed[0]
-    assert printed[1] == ""  # process 1 printed nothing ...
-    assert not (tmp_path / "two_1").exists()  # ... and wrote nothing: no run folder, backup, lock or logs
-    assert sorted(path.name for path in tmp_path.iterdir() if path.name.startswith((".two_1", "two_1"))) == []
-    assert [list(folder.iterdir()) for folder in workdirs] == [[], []]
+    assert "Wrote" in alone
+    assert_only_process_0_wrote(tmp_path, "two", printed, workdirs)
     # each process fed its 4 rows of every global batch of 8 (5 rows padded to the 8 devices): had each fed the whole
     # batch, the steps would have seen 16 rows (twice each row, the same mean gradient)
     assert traced[0] == traced[1] and set(traced[0]) == {"8"}
