@@ -1,19 +1,22 @@
-"""Spawned by tests/distribution/test_app_processes.py: runs the sentiment app's `train` (apps/sentence_cli.py's
-`main`, what apps/sentiment.py runs) in a folder of its own, and writes what it printed on stdout to STDOUT_FILE.
+"""Spawned by tests/distribution/test_app_processes.py and jax_app_process_worker.py: runs a task app's command
+(APP: sentiment, nli or similarity through apps/sentence_cli.py's `main`, what apps/sentiment.py runs; ner or qa
+through apps/ner.py's or apps/qa.py's `main`) in a folder of its own, and writes what it printed on stdout to
+STDOUT_FILE.
 
-argv: WORKDIR STDOUT_FILE ARGS...: ARGS are the app's. A torch job's process when MASTER_ADDR, MASTER_PORT, RANK
-and WORLD_SIZE are set (as torchrun sets them), else one process. Dropout is 0 (the backbone folder's, and the
-classifier head's default here): a process drawing its masks for its share of a batch cannot match one process
-drawing them for the whole batch, and without dropout the runs must agree.
+argv: WORKDIR STDOUT_FILE APP ARGS...: ARGS are the app's. A torch job's process when MASTER_ADDR, MASTER_PORT, RANK
+and WORLD_SIZE are set (as torchrun sets them), else one process. The classifier head's dropout is 0 (and so is
+the backbone folder's in the tests that compare): a process drawing its masks for its share of a batch cannot
+match one process drawing them for the whole batch, and without dropout the runs must agree.
 """
 
 import contextlib
+import importlib
 import io
 import os
 import pathlib
 import sys
 
-workdir, stdout_file, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
+workdir, stdout_file, app, argv = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 root = pathlib.Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(root), str(root / "apps")]
 os.chdir(workdir)  # a relative path the app wrote would land here
@@ -28,5 +31,8 @@ BertClassifier.__init__.__defaults__ = tuple(defaults)
 
 printed = io.StringIO()
 with contextlib.redirect_stdout(printed):
-    sentence_cli.main("sentiment", argv)
+    if app in ("ner", "qa"):
+        importlib.import_module(app).main(argv)
+    else:
+        sentence_cli.main(app, argv)
 pathlib.Path(stdout_file).write_text(printed.getvalue())

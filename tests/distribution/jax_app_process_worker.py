@@ -1,8 +1,8 @@
-"""Spawned by tests/distribution/test_jax_app_processes.py: tests/distribution/app_process_worker.py (the sentiment
-app's `train`, dropout 0, in a folder of its own) on JAX with DEVICES virtual CPU devices, which also writes the
-rows of every batch the model traced a training step on (the global batch) to SHAPES_FILE, one number a line.
+"""Spawned by tests/distribution/test_jax_app_processes.py: tests/distribution/app_process_worker.py (a task app's
+command, in a folder of its own) on JAX with DEVICES virtual CPU devices, which also writes the rows of every batch
+the task model traced a training step on (the global batch) to SHAPES_FILE, one number a line.
 
-argv: DEVICES SHAPES_FILE WORKDIR STDOUT_FILE ARGS...: a JAX job's process when KERAS_DISTRIBUTION_JOB_ADDRESSES,
+argv: DEVICES SHAPES_FILE WORKDIR STDOUT_FILE APP ARGS...: a JAX job's process when KERAS_DISTRIBUTION_JOB_ADDRESSES,
 KERAS_DISTRIBUTION_NUM_PROCESSES and KERAS_DISTRIBUTION_PROCESS_ID are set, else one process.
 """
 
@@ -17,10 +17,10 @@ os.environ["KERAS_BACKEND"] = "jax"
 sys.argv[1:] = sys.argv[3:]
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
 
-from kbert.tasks.bert_classifier import BertClassifier  # noqa: E402
+from kbert.tasks.bert_task import BertTask  # noqa: E402
 
 traced = []
-train_step = BertClassifier.train_step
+train_step = BertTask.train_step
 
 
 def recorded_train_step(self, state, data):
@@ -28,6 +28,6 @@ def recorded_train_step(self, state, data):
     return train_step(self, state, data)
 
 
-BertClassifier.train_step = recorded_train_step
+BertTask.train_step = recorded_train_step  # every task model's
 runpy.run_path(str(pathlib.Path(__file__).with_name("app_process_worker.py")), run_name="__main__")
 shapes_file.write_text("".join(f"{rows}\n" for rows in traced))

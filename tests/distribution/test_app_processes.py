@@ -30,10 +30,10 @@ def _train(tmp_path, name, init, data, ranks, options=()):
         job = {"MASTER_ADDR": "localhost", "MASTER_PORT": str(port), "RANK": str(rank),
                "WORLD_SIZE": str(len(ranks))} if len(ranks) > 1 else {}
         envs.append({**os.environ, "KERAS_BACKEND": "torch", "OMP_NUM_THREADS": "1", **job})
-        argvs.append([workdirs[-1], tmp_path / f"{name}_stdout{rank}", "train", "--data", data, "--init", init,
-                      "--out", tmp_path / f"{name}_{rank}", "--epochs", "2", "--batch-size", "5", "--lr", "1e-3",
-                      "--max-length", "12", "--validation-fraction", "0.25", "--seed", "3", "--progress", "0",
-                      *options])
+        argvs.append([workdirs[-1], tmp_path / f"{name}_stdout{rank}", "sentiment", "train", "--data", data,
+                      "--init", init, "--out", tmp_path / f"{name}_{rank}", "--epochs", "2", "--batch-size", "5",
+                      "--lr", "1e-3", "--max-length", "12", "--validation-fraction", "0.25", "--seed", "3",
+                      "--progress", "0", *options])
     run_together(WORKER, argvs, envs)
     return workdirs, [(tmp_path / f"{name}_stdout{rank}").read_text() for rank in ranks]
 
