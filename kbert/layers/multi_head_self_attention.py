@@ -1,6 +1,8 @@
 import keras
 from keras import ops
 
+from kbert.layers.sublayer_calls import sublayer_call
+
 
 @keras.saving.register_keras_serializable(package="kbert")
 class MultiHeadSelfAttention(keras.layers.Layer):
@@ -58,7 +60,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
 
     def call(self, inputs, padding_mask, training=None):
         batch, length = ops.shape(inputs)[0], ops.shape(inputs)[1]
-        query, key, value = self._project(inputs)
+        query, key, value = self._project(inputs, training)
         # (batch, 1, 1, length): every query may attend to every real key.
         mask = ops.cast(padding_mask, "bool")[:, None, None, :]
         if training and self.dropout > 0:
@@ -66,28 +68,31 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         else:
             context = self._fused_attention(query, key, value, mask)
         context = ops.reshape(context, (batch, length, self.num_heads * self.head_dim))
-        return self.output_dense(context)
+        return sublayer_call(self.output_dense, training)(context)
 
-    def _project(self, inputs):
+    def _project(self, inputs, training=None):
         """Query, key and value, each (batch, length, heads, head_dim).
 
-        In float, `inputs` times each third of the fused QKV kernel: slicing the kernel
+        In training, `inputs` times each third of the fused QKV kernel: slicing the kernel
         rather than the fused output spares the backward pass from padding three activation
         gradients back into one (6% fewer bytes moved in a JAX training step of bert_mini);
-        keras-hub projects apart too. Once `quantize` has stored the kernel as integers
-        (int8, int4) or with float8 scales, `qkv_dense` itself computes the fused projection,
-        which it knows how to dequantize, and its output is split.
+        keras-hub projects apart too. At inference there is no backward pass: `qkv_dense`
+        computes the fused projection in one matmul (`sublayer_call`), reshaped once and
+        indexed (fewer Keras ops to dispatch than a split and three reshapes). So it does in
+        training too once `quantize` has stored the kernel as integers (int8, int4) or with
+        float8 scales, which `qkv_dense` knows how to dequantize.
         """
         shape = (*ops.shape(inputs)[:2], self.num_heads, self.head_dim)
-        if self.qkv_dense.quantization_mode:
-            parts = ops.split(self.qkv_dense(inputs), 3, axis=-1)
-        else:
-            kernel, bias = self.qkv_dense.kernel, self.qkv_dense.bias
-            width = self.num_heads * self.head_dim
-            parts = [
-                ops.matmul(inputs, kernel[:, i * width : (i + 1) * width]) + bias[i * width : (i + 1) * width]
-                for i in range(3)
-            ]
+        if not training or self.qkv_dense.quantization_mode:
+            fused = sublayer_call(self.qkv_dense, training)(inputs)
+            fused = ops.reshape(fused, (*shape[:2], 3, *shape[2:]))
+            return [fused[:, :, i] for i in range(3)]
+        kernel, bias = self.qkv_dense.kernel, self.qkv_dense.bias
+        width = self.num_heads * self.head_dim
+        parts = [
+            ops.matmul(inputs, kernel[:, i * width : (i + 1) * width]) + bias[i * width : (i + 1) * width]
+            for i in range(3)
+        ]
         return [ops.reshape(part, shape) for part in parts]
 
     def _fused_attention(self, query, key, value, mask):

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from kbert.layers.multi_head_self_attention import MultiHeadSelfAttention
+from kbert.layers.sublayer_calls import sublayer_call
 
 
 def exact_gelu(x):
@@ -83,13 +84,16 @@ class TransformerEncoder(keras.layers.Layer):
         self.residual_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
 
     def call(self, inputs, padding_mask, training=None):
-        attended = self.self_attention(inputs, padding_mask, training=training)
-        x = self.attention_layer_norm(
-            inputs + self.residual_dropout(attended, training=training)
-        )
-        hidden = exact_gelu(self.intermediate_dense(x))
-        hidden = self.output_dense(hidden)
-        return self.output_layer_norm(x + self.residual_dropout(hidden, training=training))
+        # At inference: the sublayers' own calls where that changes nothing (`sublayer_call`),
+        # and no dropout layer called at all.
+        attended = sublayer_call(self.self_attention, training)(inputs, padding_mask, training=training)
+        x = sublayer_call(self.attention_layer_norm, training)(inputs + self._dropout(attended, training))
+        hidden = exact_gelu(sublayer_call(self.intermediate_dense, training)(x))
+        hidden = sublayer_call(self.output_dense, training)(hidden)
+        return sublayer_call(self.output_layer_norm, training)(x + self._dropout(hidden, training))
+
+    def _dropout(self, x, training):
+        return self.residual_dropout(x, training=training) if training else x
 
     def rematerialized_call(self, layer_call, *args, **kwargs):
         """The block under a `keras.RematScope` that selects it: recomputed in the backward
