@@ -33,8 +33,9 @@ refused before anything is written. The text is read as it is: markup such as `<
 over 4,000 characters is cut at a space; a file with no text is skipped, with a note.
 The data pipeline (tf.data) runs in a child process that makes batches ahead of the training steps.
 --batch-size is the global batch of a step: under --distribution data it is split over the devices (on torch, the
-processes torchrun starts: each draws the same stream of global batches and trains on its share of each; process 0
-alone writes the run folder and prints; docs/distributed.md):
+processes torchrun starts; on JAX, the processes KERAS_DISTRIBUTION_JOB_ADDRESSES, _NUM_PROCESSES and _PROCESS_ID
+describe: each draws the same stream of global batches and trains on its share of each; process 0 alone writes the
+run folder and prints; docs/distributed.md):
     KERAS_BACKEND=torch torchrun --nproc-per-node 2 apps/pretrain.py --corpus ... --run-name NAME --distribution data
 
 With --json, the last line on stdout is metrics.json as one JSON object (the rest goes to stderr).
@@ -329,6 +330,21 @@ def resumed_step(backup):
     return read_json(backup / "training_metadata.json", missing={}).get("step", 0)
 
 
+def kept_batches(batches):
+    """The list `batches` (the held-out global batches) as a `keras.utils.PyDataset`: `fit`'s validation and
+    `evaluate` read it as it is, batch by batch, and a job of several JAX processes shares it out (`process_share`)."""
+    import keras
+
+    class Kept(keras.utils.PyDataset):
+        def __len__(self):
+            return len(batches)
+
+        def __getitem__(self, index):
+            return batches[index]
+
+    return Kept()
+
+
 def read_history(path):
     """history.csv as {metric: [per-epoch values]}; a resumed epoch keeps its last row.
 
@@ -349,12 +365,11 @@ def main(argv=None):
     files = check_inputs(args)
     settings = run_settings(args, files)
     check_distribution(args, settings)
-    from kbert.distribution import is_chief
-    from kbert.distribution_torch import chief_first
+    from kbert.distribution import chief_first, is_chief
     from kbert.saving import claim_run_folder
 
     with contextlib.ExitStack() as stack:
-        def claim():  # process 0 of a torch job alone (the others wait, and stop if it fails)
+        def claim():  # process 0 of a job alone (the others wait, and stop if it fails)
             stack.enter_context(claim_run_folder(folder, "--run", replaces=False))
             stack.enter_context(for_people(args))
             remove_deleted(folder)
@@ -377,11 +392,11 @@ def pretrain(args, folder, settings, files):
     import keras
 
     from kbert import distribution_torch
-    from kbert.distribution import describe, is_chief
+    from kbert.distribution import chief_first, describe, is_chief, process_share, writing_alone
     from kbert.saving import read_json, save_backbone
     from kbert.config import PRESETS, BertConfig
     from kbert.data.pretraining_dataset import pretraining_dataset
-    from kbert.data.process_batches import process_batches, stacked_batches
+    from kbert.data.process_batches import process_batches
     from kbert.models.bert_backbone import BertBackbone
     from kbert.models.load_backbone import load_backbone
     from kbert.text import BertTokenizer
@@ -405,9 +420,9 @@ def pretrain(args, folder, settings, files):
                                  f"of --init {args.init}: give --seq-len {backbone.max_sequence_length} or less.")
         else:
             init_tokenizer = None
-        # process 0 writes the settings and vocabulary; a torch job's others then read them
-        tokenizer = distribution_torch.chief_first(lambda: prepare_run(args, folder, settings, files, init_tokenizer),
-                                                   lambda: BertTokenizer.from_hf(folder))
+        # process 0 writes the settings and vocabulary; a job's others then read them
+        tokenizer = chief_first(lambda: prepare_run(args, folder, settings, files, init_tokenizer),
+                                lambda: BertTokenizer.from_hf(folder))
         if not args.init:
             config = BertConfig.from_dict(settings["config"]) if settings["config"] else PRESETS[args.preset]
             backbone = BertBackbone(**{**config.to_dict(), "vocabulary_size": tokenizer.vocabulary_size})
@@ -424,38 +439,38 @@ def pretrain(args, folder, settings, files):
     # would slow torch's steps about 2x). A resumed run draws a fresh stream (pairs,
     # shuffle, masks) instead of replaying the instances the first steps already saw: its
     # seed moves with the checkpoint's step. The held-out batches are made once and kept.
-    # In a torch job every process draws the same global batches and trains on its share of each.
+    # In a job of several processes every process draws the same global batches and trains on its share of each.
     data = process_batches(pretraining_dataset, files, seed=args.seed + resumed_step(folder / "backup"),
                            **data_options, **masking)
-    held_out = args.holdout_fraction and stacked_batches(process_batches(
+    held_out = args.holdout_fraction and kept_batches(list(process_batches(
         pretraining_dataset, files, held_out=True, masking="static", duplication_factor=1, repeat=False,
-        shuffle_buffer=0, seed=1, **data_options))
+        shuffle_buffer=0, seed=1, **data_options)))
 
-    def evaluate(x, y, sample_weight):
-        return model.evaluate(x, y, sample_weight=sample_weight, batch_size=args.batch_size, return_dict=True,
-                              verbose=0)
+    def evaluate():  # every process (across JAX processes a collective step, each on its share of each batch)
+        return model.evaluate(process_share(held_out), return_dict=True, verbose=0)
 
     metrics_path = folder / "metrics.json"
     metrics = read_json(metrics_path, missing={})
     backup = AtomicBackupAndRestore(folder / "backup", steps_per_epoch=args.checkpoint_every)  # optimizer steps
-    if held_out and is_chief() and "start" not in metrics and not (folder / "backup").exists():
-        metrics["start"] = evaluate(*held_out)
+    if held_out and "start" not in metrics and not (folder / "backup").exists():
+        metrics["start"] = evaluate()
         print("held-out before training:", json.dumps(metrics["start"]), flush=True)
-        metrics_path.write_text(json.dumps(metrics, indent=2))
+        if is_chief():
+            metrics_path.write_text(json.dumps(metrics, indent=2))
 
     callbacks = [StopOnNonFiniteLoss(backup), backup, *training_logs(folder)]
     # shuffle=False: the pipeline shuffles (Keras would warn that it ignores shuffle=True).
     with contextlib.closing(data):
-        mine = distribution_torch.shares(data) if distribution_torch.active() else data
+        mine = distribution_torch.shares(data) if distribution_torch.active() else process_share(data)
         model.fit(mine, epochs=epochs, steps_per_epoch=batches_per_epoch, callbacks=callbacks,
-                  validation_data=held_out or None, validation_batch_size=args.batch_size, shuffle=False,
+                  validation_data=process_share(held_out) if held_out else None, shuffle=False,
                   verbose=1 if sys.stdout.isatty() else 2)
-    if not is_chief():  # process 0 evaluates, saves and reports the weights every process holds
+    if held_out:
+        metrics["end"] = evaluate()
+        print("held-out after training:", json.dumps(metrics["end"]), flush=True)
+    if not is_chief():  # process 0 saves and reports the weights every process holds
         return None
 
-    if held_out:
-        metrics["end"] = evaluate(*held_out)
-        print("held-out after training:", json.dumps(metrics["end"]), flush=True)
     metrics["steps"] = int(keras.ops.convert_to_numpy(model.optimizer.iterations))  # optimizer steps
     metrics["backend"] = keras.config.backend()
     metrics["distribution"] = describe()
@@ -464,7 +479,7 @@ def pretrain(args, folder, settings, files):
     if history:
         plot_history(history, folder / "curves.png",
                      title=f"{args.run}: one epoch = {args.checkpoint_every} steps of {args.batch_size}")
-    with tempfile.TemporaryDirectory(dir=folder) as temporary:  # a kill never leaves half a file
+    with tempfile.TemporaryDirectory(dir=folder) as temporary, writing_alone():  # a kill never leaves half a file
         save_backbone(temporary, backbone, tokenizer)
         os.replace(pathlib.Path(temporary) / "backbone.keras", folder / "backbone.keras")
     metrics_path.write_text(json.dumps(metrics, indent=2))

@@ -286,6 +286,34 @@ def is_chief():
     return True
 
 
+def chief_first(work, read=lambda: None):
+    """Process 0 of a job of several processes (torch's under `data_parallel()`, JAX's after
+    `keras.distribution.initialize`) runs `work()` (e.g. writes files) while the others wait; they
+    then run `read()` (e.g. read those files). Returns `work()`'s result in process 0, `read()`'s in
+    the others, `work()`'s in a process of its own. If `work` raises, process 0 raises it and the
+    others a RuntimeError naming it: none waits forever.
+
+    Example:
+    >>> chief_first(lambda: "written", lambda: "read")
+    'written'
+    """
+    broadcast = _from_process_0()
+    if broadcast is None:
+        return work()
+    if is_chief():
+        try:
+            result = work()
+        except BaseException as error:
+            broadcast(f"{type(error).__name__}: {error}")
+            raise
+        broadcast("")
+        return result
+    failure = broadcast("")
+    if failure:
+        raise RuntimeError(f"Process 0 stopped: {failure}")
+    return read()
+
+
 def join_jax_job():
     """Joins the job of several JAX processes that the environment describes (`JAX_JOB`:
     `KERAS_DISTRIBUTION_JOB_ADDRESSES`, the coordinator first, `KERAS_DISTRIBUTION_NUM_PROCESSES`,
@@ -334,28 +362,33 @@ def writing_alone():
 
 
 def process_share(batches):
-    """This process's rows of every batch of `batches` (a `PyDataset` of global batches), when the
-    active `keras.distribution` spans several JAX processes: process p of n takes the p-th n-th of
-    each batch, the rows of its own devices along the data axis (Keras's JAX trainer assembles the
-    global batch from the processes' shares, `jax.make_array_from_process_local_data`), as a
-    `kbert.distribution_torch.Shard`; `batches` itself otherwise. Every process must make the same
-    global batches (same data, same seed). Keras's `fit` and `evaluate` take it within
-    `taking_process_shares`.
+    """This process's rows of every batch of `batches`, when the active `keras.distribution` spans
+    several JAX processes: process p of n takes the p-th n-th of each global batch, the rows of its
+    own devices along the data axis (Keras's JAX trainer assembles the global batch from the
+    processes' shares, `jax.make_array_from_process_local_data`). A `PyDataset` of global batches
+    comes back as a `kbert.distribution_torch.Shard`, another iterable of them (e.g. the
+    pretraining stream of `kbert.data.process_batches`) as a generator of shares
+    (`kbert.distribution_torch.shares`); `batches` itself without such a job. Every process must
+    make the same global batches (same data, same seed). Keras's `fit` and `evaluate` take the
+    shares within `taking_process_shares`.
     """
     distribution = _multi_process_jax()
     if distribution is None:
         return batches
     if isinstance(distribution, keras.distribution.ModelParallel):
         raise ValueError("Model parallelism across JAX processes takes a tf.data.Dataset of global batches "
-                         "(Keras shards it); kbert's raw-input batches are shared out by process under data "
+                         "(Keras shards it); kbert's batches are shared out by process under data "
                          "parallelism only.")
     import types
 
     import jax
 
-    from kbert.distribution_torch import Shard
+    from kbert.distribution_torch import Shard, shares
 
-    return Shard(batches, types.SimpleNamespace(rank=jax.process_index(), num_replicas_in_sync=jax.process_count()))
+    process = types.SimpleNamespace(rank=jax.process_index(), num_replicas_in_sync=jax.process_count())
+    if isinstance(batches, keras.utils.PyDataset):
+        return Shard(batches, process)
+    return shares(batches, process)
 
 
 @contextlib.contextmanager
@@ -369,10 +402,10 @@ def taking_process_shares(data):
     >>> with taking_process_shares([1, 2]):
     ...     pass
     """
-    from kbert.distribution_torch import Shard
+    from kbert.distribution_torch import Shard, is_shares
 
     distribution = _multi_process_jax()
-    if distribution is None or not isinstance(data, Shard):
+    if distribution is None or not (isinstance(data, Shard) or is_shares(data)):
         yield
         return
     auto_shard = distribution.auto_shard_dataset
@@ -381,6 +414,42 @@ def taking_process_shares(data):
         yield
     finally:
         distribution.auto_shard_dataset = auto_shard
+
+
+def _from_process_0():
+    """In a job of several processes, a function that every process calls with a string and that returns
+    process 0's (a collective step); None in a process of its own."""
+    backend = keras.config.backend()
+    if backend == "torch":
+        from kbert import distribution_torch
+
+        if distribution_torch.active() is None:
+            return None
+        import torch.distributed as dist
+
+        def broadcast(text):
+            message = [text]
+            dist.broadcast_object_list(message, src=0)
+            return message[0]
+
+        return broadcast
+    if backend != "jax":
+        return None
+    import jax
+
+    if jax.process_count() == 1:
+        return None
+    from jax.experimental import multihost_utils
+
+    def broadcast(text):  # of one shape in every process: the length first, then the bytes
+        data = np.frombuffer(text.encode(), np.uint8)
+        size = int(multihost_utils.broadcast_one_to_all(np.int32(data.size)))
+        if not size:
+            return ""
+        data = data if is_chief() else np.zeros(size, np.uint8)
+        return bytes(np.asarray(multihost_utils.broadcast_one_to_all(data))).decode()
+
+    return broadcast
 
 
 def _multi_process_jax():
@@ -412,6 +481,6 @@ def _model_dimension(mesh):
     return int(tuple(mesh)[1])
 
 
-__all__ = ["activate", "bert_layout_map", "check_mesh", "data_dimension", "data_parallel", "describe", "get",
+__all__ = ["activate", "bert_layout_map", "check_mesh", "chief_first", "data_dimension", "data_parallel", "describe", "get",
            "is_chief", "join_jax_job", "model_parallel", "process_share",
            "taking_process_shares", "writing_alone"]

@@ -79,29 +79,6 @@ def shared_seed(seed):
     return int(value.item())
 
 
-def chief_first(work, read=lambda: None):
-    """Process 0 runs `work()` (e.g. writes files) while the others wait; they then run `read()` (e.g. read
-    those files). Returns `work()`'s result in process 0, `read()`'s in the others, `work()`'s outside a job.
-    If `work` raises, process 0 raises it and the others a RuntimeError naming it: none waits forever."""
-    if _ACTIVE is None:
-        return work()
-    import torch.distributed as dist
-
-    outcome = [None]
-    if _ACTIVE.rank == 0:
-        try:
-            result = work()
-        except BaseException as error:
-            dist.broadcast_object_list([f"{type(error).__name__}: {error}"], src=0)
-            raise
-        dist.broadcast_object_list(outcome, src=0)
-        return result
-    dist.broadcast_object_list(outcome, src=0)
-    if outcome[0] is not None:
-        raise RuntimeError(f"Process 0 stopped: {outcome[0]}")
-    return read()
-
-
 def global_share(amount):
     """n x `amount` / its sum over the n processes (0 if that is 0), while `averaged_gradients` is open;
     None otherwise. A share's mean weighted by `amount` (e.g. its masked tokens), scaled by it, averages
@@ -190,5 +167,5 @@ def averaged_gradients(model):
             handle.remove()
 
 
-__all__ = ["Shard", "TorchDataParallel", "active", "averaged_gradients", "chief_first", "global_share", "is_shares",
+__all__ = ["Shard", "TorchDataParallel", "active", "averaged_gradients", "global_share", "is_shares",
            "set_active", "share", "shared_seed", "shares"]

@@ -217,7 +217,8 @@ class BertTask(keras.Model):
         processes). On torch, each process trains on its share of every global batch and the
         gradients are averaged over the processes (`kbert.distribution_torch`); token ids come as
         `distribution_torch.shares(global batches)`. Across JAX processes, each feeds its share of
-        every global batch and Keras assembles the batch (`kbert.distribution.process_share`).
+        every global batch and Keras assembles the batch (`kbert.distribution.process_share`, which
+        also shares out a stream or `PyDataset` of global batches of token ids).
         """
         if not self.compiled:
             self.compile()
@@ -250,15 +251,16 @@ class BertTask(keras.Model):
             return super().fit(data, y, **arguments)
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
-        """`keras.Model.evaluate`, also on raw inputs."""
+        """`keras.Model.evaluate`, also on raw inputs, and across JAX processes on this process's share
+        of every batch (`kbert.distribution.process_share`)."""
         if not self.compiled:
             self.compile()
         if self._takes_as_is(x):
-            return super().evaluate(x, _as_array(y), batch_size=batch_size, sample_weight=sample_weight,
-                                    **kwargs)
-        data = self._batches(x, y, sample_weight, batch_size, shuffle=False)
+            data, arguments = x, dict(y=_as_array(y), batch_size=batch_size, sample_weight=sample_weight)
+        else:
+            data, arguments = self._batches(x, y, sample_weight, batch_size, shuffle=False), {}
         with taking_process_shares(data):
-            return super().evaluate(data, **kwargs)
+            return super().evaluate(data, **arguments, **kwargs)
 
     def predict(self, x, batch_size=None, verbose="auto", dtype="float32", **kwargs):
         """`keras.Model.predict` on token ids; on raw inputs, what the task is for (`decode`).

@@ -1,5 +1,6 @@
 """Spawned by tests/distribution/test_pretrain_processes.py, as one process or as one of a torch job's processes
-(MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE set, as torchrun sets them).
+(MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE set, as torchrun sets them), on torch unless KERAS_BACKEND says
+otherwise (tests/distribution/jax_app_process_worker.py runs its app mode on JAX).
 
 argv: library OUT: a `BertPretrainer` (TINY, dropout 0, NSP head, SGD with momentum) fits the fixed global batches
 of `batches()`: in a job, this process's share of each (`distribution_torch.shares`); alone, the whole batches.
@@ -19,7 +20,7 @@ import sys
 
 root = pathlib.Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(root), str(root / "apps")]
-os.environ["KERAS_BACKEND"] = "torch"
+os.environ.setdefault("KERAS_BACKEND", "torch")
 
 
 def batches(count=4, rows=6, length=10, predictions=3, vocabulary_size=50):

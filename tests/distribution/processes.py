@@ -25,6 +25,32 @@ def run_together(script, argvs, envs):
         assert worker.returncode == 0, output[-4000:]
 
 
+def run_jax_app_processes(tmp_path, name, processes, devices, arguments):
+    """Runs tests/distribution/jax_app_process_worker.py in `processes` JAX processes of `devices` virtual CPU devices
+    each (a job when more than one: the test sets KERAS_DISTRIBUTION_JOB_ADDRESSES, _NUM_PROCESSES, _PROCESS_ID), each
+    in an empty folder of its own; `arguments(p)` gives process p's APP ARGS.... Returns the working folders, what
+    each printed, and the rows of the batches each traced a training step on."""
+    import os
+
+    from tests.conftest import TESTS
+
+    envs, argvs, workdirs = [], [], []
+    address = f"localhost:{free_port()}"
+    for process in range(processes):
+        workdirs.append(tmp_path / f"{name}_cwd{process}")
+        workdirs[-1].mkdir()
+        job = {"KERAS_DISTRIBUTION_JOB_ADDRESSES": address, "KERAS_DISTRIBUTION_NUM_PROCESSES": str(processes),
+               "KERAS_DISTRIBUTION_PROCESS_ID": str(process)} if processes > 1 else {}
+        env = {key: value for key, value in os.environ.items() if key != "XLA_FLAGS"}
+        envs.append({**env, "OMP_NUM_THREADS": "1", **job})
+        argvs.append([devices, tmp_path / f"{name}_shapes{process}", workdirs[-1], tmp_path / f"{name}_stdout{process}",
+                      *arguments(process)])
+    run_together(TESTS / "distribution" / "jax_app_process_worker.py", argvs, envs)
+    printed = [(tmp_path / f"{name}_stdout{process}").read_text() for process in range(processes)]
+    traced = [(tmp_path / f"{name}_shapes{process}").read_text().split() for process in range(processes)]
+    return workdirs, printed, traced
+
+
 def sentiment_app_inputs(tmp_path):
     """A backbone folder without dropout (the workers' heads have none either) and a sentiment TSV
     of 28 rows (21 training rows: batches of 5, 5, 5, 5, 1), for the app-process tests."""

@@ -4,42 +4,23 @@ each process feeds its half of every global batch and process 0 alone prints and
 writes and prints nothing. The sentiment app's model predicts as the same app run in one process on 8 virtual
 devices; NER, QA, NLI and similarity (one epoch each) write metrics that record the job and a model that loads."""
 
-import os
-
 import keras
 import pytest
 
-from tests.conftest import TESTS
-from tests.distribution.processes import (assert_only_process_0_wrote, assert_runs_agree, free_port,
-                                         run_together, sentiment_app_inputs)
+from tests.distribution.processes import (assert_only_process_0_wrote, assert_runs_agree, run_jax_app_processes,
+                                         sentiment_app_inputs)
 from tests.tasks.conftest import tiny_init  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.skipif(keras.config.backend() != "jax",
                                 reason="keras.distribution runs on JAX; the test spawns its own JAX processes")
-
-WORKER = TESTS / "distribution" / "jax_app_process_worker.py"
 
 
 def _train(tmp_path, name, app, arguments, processes, devices):
     """Runs `app`'s train with `arguments` and --distribution data in `processes` JAX processes of `devices` virtual
     devices each (a job when more than one), each in an empty folder of its own, process p writing --out NAME_p;
     returns the folders, what each printed, and the rows of the batches each traced a training step on."""
-    envs, argvs, workdirs = [], [], []
-    address = f"localhost:{free_port()}"
-    for process in range(processes):
-        workdirs.append(tmp_path / f"{name}_cwd{process}")
-        workdirs[-1].mkdir()
-        job = {"KERAS_DISTRIBUTION_JOB_ADDRESSES": address, "KERAS_DISTRIBUTION_NUM_PROCESSES": str(processes),
-               "KERAS_DISTRIBUTION_PROCESS_ID": str(process)} if processes > 1 else {}
-        env = {key: value for key, value in os.environ.items() if key != "XLA_FLAGS"}
-        envs.append({**env, "OMP_NUM_THREADS": "1", **job})
-        argvs.append([devices, tmp_path / f"{name}_shapes{process}", workdirs[-1], tmp_path / f"{name}_stdout{process}",
-                      app, "train", *arguments, "--out", tmp_path / f"{name}_{process}", "--progress", "0",
-                      "--distribution", "data"])
-    run_together(WORKER, argvs, envs)
-    printed = [(tmp_path / f"{name}_stdout{process}").read_text() for process in range(processes)]
-    traced = [(tmp_path / f"{name}_shapes{process}").read_text().split() for process in range(processes)]
-    return workdirs, printed, traced
+    return run_jax_app_processes(tmp_path, name, processes, devices, lambda process: [
+        app, "train", *arguments, "--out", tmp_path / f"{name}_{process}", "--progress", "0", "--distribution", "data"])
 
 
 def test_sentiment_app_trains_as_two_jax_processes(tmp_path):
