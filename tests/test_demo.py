@@ -50,3 +50,15 @@ def test_demo_runs_on_the_shipped_sample(tmp_path):
     assert [line.split()[0] for line in lines[showcase + 2 : showcase + 2 + len(sentences)]] == ["A", "Dull."]
     assert lines[showcase + 2 + len(sentences)] == (
         f"validation accuracy {100 * accuracy:.1f}% on 40 held-out sentences (the fine-tuned Keras model)")
+
+
+def test_the_demo_trains_on_torch_in_bfloat16_unless_told_otherwise(monkeypatch):
+    monkeypatch.syspath_prepend(str(DEMO.parent))
+    import demo
+
+    monkeypatch.delenv("KERAS_BACKEND", raising=False)
+    assert demo.parser().parse_args([]).backend == "torch"  # the recipe measured fastest (docs/results.md)
+    monkeypatch.setenv("KERAS_BACKEND", "jax")
+    assert demo.parser().parse_args([]).backend == "jax"  # the user's choice wins
+    assert demo.parser().parse_args(["--backend", "tensorflow"]).backend == "tensorflow"
+    assert demo.parser().parse_args([]).limit is None  # all of the training sentences

@@ -235,6 +235,8 @@ ERRORS = [
     *[("demo", [option, value], f"argument {option}: expected")
       for option, value in [("--limit", "0"), ("--epochs", "0"), ("--valid-size", "-1"), ("--max-length", "1"),
                             ("--batch-size", "0"), ("--learning-rate", "0"), ("--repeats", "0")]],
+    ("demo", ["--backend", "cuda"], "argument --backend: invalid choice: 'cuda'"),
+    ("demo", ["--precision", "half"], "argument --precision: invalid choice: 'half'"),
     ("demo", ["--out", "a_file/demo", "--init", "bert_tiny"], "a_file is a file, not a folder"),
     ("demo", ["--out", "not_a_run", "--init", "bert_tiny"], "holds files but no model.keras"),
     ("demo", ["--out", "demo", "--data", "missing.tsv", "--init", "bert_tiny"], "missing.tsv"),
