@@ -5,9 +5,6 @@ import os
 import queue
 import traceback
 
-import numpy as np
-from keras import tree
-
 _END = "end"
 _ERROR = "error"
 _BATCH = "batch"
@@ -99,15 +96,3 @@ def _send(batches, parent, message):
             pass
     return False
 
-
-def stacked_batches(batches):
-    """Batches of equal structure (nests of numpy arrays) joined along their first axis.
-
-    Example:
-    >>> import numpy as np
-    >>> x, y = stacked_batches([({"ids": np.zeros((2, 3))}, np.ones(2)), ({"ids": np.ones((2, 3))}, np.zeros(2))])
-    >>> x["ids"].shape, y.tolist()
-    ((4, 3), [1.0, 1.0, 0.0, 0.0])
-    """
-    batches = list(batches)
-    return tree.map_structure(lambda *parts: np.concatenate(parts), *batches)
