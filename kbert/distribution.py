@@ -423,16 +423,7 @@ def _from_process_0():
     if backend == "torch":
         from kbert import distribution_torch
 
-        if distribution_torch.active() is None:
-            return None
-        import torch.distributed as dist
-
-        def broadcast(text):
-            message = [text]
-            dist.broadcast_object_list(message, src=0)
-            return message[0]
-
-        return broadcast
+        return None if distribution_torch.active() is None else distribution_torch.broadcast_from_process_0
     if backend != "jax":
         return None
     import jax
@@ -481,6 +472,6 @@ def _model_dimension(mesh):
     return int(tuple(mesh)[1])
 
 
-__all__ = ["activate", "bert_layout_map", "check_mesh", "chief_first", "data_dimension", "data_parallel", "describe", "get",
-           "is_chief", "join_jax_job", "model_parallel", "process_share",
+__all__ = ["activate", "bert_layout_map", "check_mesh", "chief_first", "data_dimension", "data_parallel", "describe",
+           "get", "is_chief", "join_jax_job", "model_parallel", "process_share",
            "taking_process_shares", "writing_alone"]

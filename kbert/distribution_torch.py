@@ -79,6 +79,15 @@ def shared_seed(seed):
     return int(value.item())
 
 
+def broadcast_from_process_0(text):
+    """Process 0's `text`, in every process of the active job (a collective step: all must call it)."""
+    import torch.distributed as dist
+
+    message = [text]
+    dist.broadcast_object_list(message, src=0)
+    return message[0]
+
+
 def global_share(amount):
     """n x `amount` / its sum over the n processes (0 if that is 0), while `averaged_gradients` is open;
     None otherwise. A share's mean weighted by `amount` (e.g. its masked tokens), scaled by it, averages
@@ -167,5 +176,5 @@ def averaged_gradients(model):
             handle.remove()
 
 
-__all__ = ["Shard", "TorchDataParallel", "active", "averaged_gradients", "global_share", "is_shares",
-           "set_active", "share", "shared_seed", "shares"]
+__all__ = ["Shard", "TorchDataParallel", "active", "averaged_gradients", "broadcast_from_process_0", "global_share",
+           "is_shares", "set_active", "share", "shared_seed", "shares"]

@@ -95,4 +95,3 @@ def _send(batches, parent, message):
         except queue.Full:
             pass
     return False
-
