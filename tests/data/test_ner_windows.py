@@ -39,7 +39,3 @@ def test_word_without_tokens_gets_nan(tokenizer):
     windows = NerWindows(tokenizer, [text], [np.array([[0, 1], [2, 3], [4, 5]])], max_length=8)
     per_word = windows.word_logits(np.ones((1, 8, 2)))[0]
     assert np.isnan(per_word[1]).all() and not np.isnan(per_word[[0, 2]]).any()
-
-
-def test_raw_text_words_split_at_punctuation(tokenizer):
-    assert word_spans_of(tokenizer, ["Merkel visited Paris."])[0].tolist() == [[0, 6], [7, 14], [15, 20], [20, 21]]

@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 
-from kbert.data import SentenceExamples, TsvFormatError, read_sentence_tsv
+from kbert.data import TsvFormatError, read_sentence_tsv
 
 
 def write(tmp_path, text, name="data.tsv"):
@@ -93,13 +93,3 @@ def test_unlabeled_and_empty_files(tmp_path):
     assert read_sentence_tsv(write(tmp_path, "a b\nc\n"), labeled=False).texts == ["a b", "c"]
     with pytest.raises(TsvFormatError, match="no examples"):
         read_sentence_tsv(write(tmp_path, "sentence\tlabel\n"))
-
-
-def test_seeded_split_is_disjoint_and_reproducible():
-    data = SentenceExamples([str(i) for i in range(100)], labels=np.arange(100) % 2)
-    train, valid = data.split(0.1, seed=3)
-    again_train, again_valid = data.split(0.1, seed=3)
-    assert len(valid) == 10 and valid.texts == again_valid.texts and train.texts == again_train.texts
-    assert sorted(train.texts + valid.texts, key=int) == data.texts
-    assert valid.texts != data.split(0.1, seed=4)[1].texts
-    assert [int(t) % 2 for t in train.texts] == train.labels.tolist()
