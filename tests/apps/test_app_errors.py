@@ -25,7 +25,7 @@ from kbert.recipes import NLI, SENTIMENT
 from kbert.saving import claim_run_folder
 from tests.conftest import APPS as APPS_FOLDER, app_module
 from tests.tasks.conftest import tiny_init, write_nli_tsv, write_sentiment_tsv  # noqa: F401 (a fixture)
-from tests.recipes.test_ner_and_qa import write_conll, write_squad
+from tests.recipes.conftest import write_conll, write_squad
 
 pytestmark = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")
 

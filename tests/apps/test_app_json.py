@@ -19,7 +19,7 @@ from scipy.stats import rankdata
 from kbert.recipes import NLI
 from kbert.tasks import BertClassifier
 from tests.apps.test_app_errors import call, save_run, workspace  # noqa: F401 (a fixture)
-from tests.recipes.test_ner_and_qa import write_conll, write_squad
+from tests.recipes.conftest import write_conll, write_squad
 from tests.tasks.conftest import tiny_init, write_nli_tsv  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")

@@ -42,7 +42,7 @@ def test_sentiment_app_trains_as_two_jax_processes(tmp_path):
 
 def _inputs(app, tmp_path):
     """(the app's data arguments, what its run folder's model is given to predict) for a quick run of `app`."""
-    from tests.recipes.test_ner_and_qa import write_conll, write_squad
+    from tests.recipes.conftest import write_conll, write_squad
     from tests.tasks.conftest import write_nli_tsv
 
     if app == "ner":  # 16 sentences, one of 30 words (3 windows); 5 more to validate

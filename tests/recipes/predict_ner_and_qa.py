@@ -1,7 +1,7 @@
-"""Runs the NER and QA predictions (`kbert.recipes.ner`, `kbert.recipes.qa`) on run folders; writes
+"""Runs the NER or QA predictions (`kbert.recipes.ner`, `kbert.recipes.qa`) on a run folder; writes
 them as JSON (cross-backend tests).
 
-    python tests/recipes/predict_ner_and_qa.py NER_RUN QA_RUN OUT.json
+    python tests/recipes/predict_ner_and_qa.py ner|qa RUN OUT.json
 """
 
 import json
@@ -13,15 +13,14 @@ QA_CONTEXT = "the man plays a film . someone sleeps . nobody is fine and the fil
 QA_QUESTIONS = ["who plays ?", "who sleeps ?"]
 
 
-def main(ner_run, qa_run, out):
+def main(recipe, run, out):
     import keras
 
     from kbert.recipes import ner as ner_recipe, qa as qa_recipe
 
-    results = {"backend": keras.config.backend(),
-               "ner": ner_recipe.predict(ner_run, NER_TEXTS),
-               "qa": qa_recipe.predict(qa_run, QA_CONTEXT, QA_QUESTIONS)}
-    pathlib.Path(out).write_text(json.dumps(results))
+    predictions = (ner_recipe.predict(run, NER_TEXTS) if recipe == "ner"
+                   else qa_recipe.predict(run, QA_CONTEXT, QA_QUESTIONS))
+    pathlib.Path(out).write_text(json.dumps({"backend": keras.config.backend(), recipe: predictions}))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,124 @@
+"""kbert.recipes.qa: training, evaluation and prediction of a tiny SQuAD run, and apps/qa.py's command line."""
+
+import json
+
+import pytest
+
+from kbert.recipes import qa as qa_recipe
+from kbert.tasks.bert_question_answerer import BertQuestionAnswerer
+from tests.conftest import app_module
+from tests.recipes.conftest import (check_mixed_precision_run, default_flags, predictions_under_the_next_backend,
+                                    record_models, train_flags, write_squad)
+from tests.recipes.predict_ner_and_qa import QA_CONTEXT, QA_QUESTIONS
+
+qa_app = app_module("qa")  # apps/qa.py
+
+
+@pytest.fixture(scope="module")
+def qa_run(tiny_init, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("qa")
+    data = write_squad(folder / "squad.json")
+    metrics = qa_recipe.train(data, tiny_init, folder / "run", epochs=1, batch_size=4, learning_rate=1e-3,
+                       doc_stride=3, validation_articles=1, verbose=0)
+    return folder / "run", data, metrics
+
+
+def test_qa_mixed_precision(tiny_init, tmp_path, monkeypatch):
+    built = record_models(monkeypatch, BertQuestionAnswerer)
+    data = write_squad(tmp_path / "squad.json")
+    metrics = qa_recipe.train(data, tiny_init, tmp_path / "run", epochs=1, batch_size=4, learning_rate=1e-3,
+                            doc_stride=6, mixed_precision=True, validation_articles=1, limit=2,
+                            validation_limit=1, verbose=0)
+    assert built[0].get_layer("span_logits").compute_dtype == "float32"
+    assert (metrics["train_questions"], metrics["validation_questions"]) == (2, 1)  # both limits hold
+    check_mixed_precision_run(tmp_path / "run", metrics, built[0], QA_QUESTIONS, [QA_CONTEXT] * len(QA_QUESTIONS))
+
+
+def test_qa_run_and_evaluate(qa_run):
+    run, data, metrics = qa_run
+    assert {"model.keras", "metrics.json", "validation_predictions.json", "curves.png"} <= {p.name for p in run.iterdir()}
+    assert metrics["train_questions"] == 6 and metrics["validation_questions"] == 3
+    assert metrics["max_length"] == 12 and metrics["doc_stride"] == 3
+    model, _, windowing = qa_recipe.load_qa_run(run)
+    assert isinstance(model, BertQuestionAnswerer) and windowing["doc_stride"] == 3
+    scores = qa_recipe.evaluate(run, data)
+    predictions = json.loads((run / "predictions_eval_squad.json").read_text())
+    assert len(predictions) == 9 and scores["questions"] == 9 and 0 <= scores["f1"] <= 100
+
+
+def test_qa_skips_and_counts_answers_not_in_their_context(tiny_init, tmp_path):
+    """As the reader leaves them: not found (no answer_start), or found on no token (a deleted
+    character); training skips both and counts them, where BertQuestionAnswerer.fit would raise."""
+    squad = json.loads(write_squad(tmp_path / "squad.json").read_text())
+    for a, article in enumerate(squad["data"]):
+        paragraph = article["paragraphs"][0]
+        paragraph["context"] += " \u200b"
+        paragraph["qas"] += [
+            {"id": f"{a}-lost", "question": "who flies ?", "answers": [{"text": "a bird", "answer_start": 0}]},
+            {"id": f"{a}-blank", "question": "what is blank ?",
+             "answers": [{"text": "\u200b", "answer_start": len(paragraph["context"]) - 1}]}]
+    (tmp_path / "squad.json").write_text(json.dumps(squad))
+    metrics = qa_recipe.train(tmp_path / "squad.json", tiny_init, tmp_path / "run", epochs=1, batch_size=4,
+                            doc_stride=6, validation_articles=1, verbose=0)
+    assert metrics["reader"]["answers_not_found"] == 3
+    assert metrics["train_questions"] == 10 and metrics["train_skipped"] == 4
+    assert metrics["validation_questions"] == 5 and metrics["steps"] > 0
+
+
+def test_qa_run_split_gives_back_the_held_out_questions(qa_run, tmp_path):
+    run, data, _ = qa_run
+    train, valid = qa_recipe.run_split(run)
+    assert [e.id for e in valid] == list(json.loads((run / "validation_predictions.json").read_text()))
+    assert len(train) == 6 and not {e.title for e in train} & {e.title for e in valid}
+    squad = json.loads(data.read_text())
+    for article in squad["data"]:
+        article["title"] += " (edited)"
+    (tmp_path / "other.json").write_text(json.dumps(squad))
+    with pytest.raises(ValueError, match="does not give back the validation split"):
+        qa_recipe.run_split(run, tmp_path / "other.json")
+
+
+def test_qa_predict_slices_the_context(qa_run):
+    run, _, _ = qa_run
+    context = (QA_CONTEXT + " ") * 40  # many windows of 12 tokens
+    for result in qa_recipe.predict(run, context, QA_QUESTIONS):
+        assert context[result["start"] : result["end"]] == result["text"] and result["text"]
+        assert 0 < result["probability"] <= 1
+    with pytest.raises(ValueError, match=r"Question 2 \(--question\) is empty"):
+        qa_recipe.predict(run, context, ["who ?", "  "])
+    with pytest.raises(ValueError, match="context is empty"):
+        qa_recipe.predict(run, "", ["who ?"])
+
+
+def test_same_predictions_under_the_next_backend(qa_run, tmp_path):
+    """A run trained here gives the same answers under the next backend."""
+    theirs = predictions_under_the_next_backend("qa", qa_run[0], tmp_path / "out.json")
+    ours = qa_recipe.predict(qa_run[0], QA_CONTEXT, QA_QUESTIONS)
+    for a, b in zip(theirs, ours):
+        assert (a["text"], a["start"], a["end"]) == (b["text"], b["start"], b["end"])
+        assert a["score"] == pytest.approx(b["score"], abs=1e-3)
+
+
+def test_command_line_flags():
+    common, expected = train_flags()
+    qa = qa_app.parser().parse_args(["train", *common, "--doc-stride", "32", "--max-question-length", "16",
+                                     "--validation-articles", "2", "--articles", "9", "--validation-limit", "7"])
+    assert vars(qa) == {**expected, "doc_stride": 32, "max_question_length": 16, "validation_articles": 2,
+                        "articles": 9, "validation_limit": 7}
+    assert default_flags(qa_app.parser()) == (2, 5e-5, 384, False, "auto")
+
+
+def test_qa_command_line(qa_run, tmp_path, capsys):
+    run, _, _ = qa_run
+    (tmp_path / "context.txt").write_text(QA_CONTEXT)
+    qa_app.main(["predict", "--model", str(run), "--context", str(tmp_path / "context.txt"), "--json",
+                 *[arg for question in QA_QUESTIONS for arg in ("--question", question)]])
+    answers = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [a["text"] for a in answers] == [a["text"] for a in qa_recipe.predict(run, QA_CONTEXT, QA_QUESTIONS)]
+    qa_app.main(["predict", "--model", str(run), "--context", QA_CONTEXT, "--question", QA_QUESTIONS[0],
+                 "--dtype", "bfloat16"])
+    question, answer = capsys.readouterr().out.splitlines()
+    assert question == QA_QUESTIONS[0] and " probability " in answer
+    (tmp_path / "empty.txt").write_text(" \n")
+    with pytest.raises(SystemExit, match="the context file is empty"):
+        qa_app.main(["predict", "--model", str(run), "--context", str(tmp_path / "empty.txt"), "--question", "who ?"])
