@@ -97,21 +97,6 @@ def test_predict_returns_what_each_task_is_for(saved):
     assert answer["text"] == context[answer["start"]:answer["end"]] != ""
 
 
-def test_ner_predict_reads_long_texts_through_all_windows():
-    model = BertTokenClassifier.from_preset("bert_tiny", label_names=["O", "B-PER"], sequence_length=8)
-    text = " ".join(["Ann"] * 40)
-    assert len(model.preprocessor.prepare([text]).windows) == 7  # 6 words a window
-    [result] = model.predict([text], verbose=0)
-    assert len(result["tags"]) == 40
-
-
-def test_qa_reads_every_window_and_finds_answers_late_in_long_contexts():
-    model = BertQuestionAnswerer.from_preset("bert_tiny", sequence_length=16)
-    context = "filler words here. " * 20 + "Ann sings."
-    prepared = model.preprocessor.prepare((["Who sings?"], [context]), ["Ann"])
-    assert len(prepared.windows) > 5 and prepared.y["start_logits"].max() > 0
-
-
 def test_fit_plans_bert_schedule_over_each_call():
     model = BertClassifier.from_preset("bert_tiny", num_classes=2, label_names=["neg", "pos"])
     texts, labels = examples.SENTIMENT
@@ -168,33 +153,6 @@ def test_evaluate_on_raw_inputs_as_lists_or_numpy_arrays():
     assert int(model.optimizer.iterations) == 2
 
 
-def sentence_pairs(data_dir, count=2000):
-    """Real STS-B sentence pairs (the toy NLI pairs when the data folder is missing)."""
-    path = data_dir / "stsb" / "train.tsv" if data_dir else None
-    if path is None or not path.is_file():
-        return examples.NLI[0]
-    rows = [line.split("\t") for line in path.read_text("utf-8").split("\n")[1 : count + 1] if line]
-    return [row[0] for row in rows], [row[1] for row in rows]
-
-
-def test_the_text_preprocessor_gives_the_tokenizer_ids_in_python_and_in_tf_data():
-    tf = pytest.importorskip("tensorflow")
-    from kbert.paths import data_dir
-
-    model = BertClassifier.from_preset("bert_tiny", num_classes=3, sequence_length=24)
-    premises, hypotheses = sentence_pairs(data_dir() if data_dir().is_dir() else None)
-    expected = model.preprocessor.tokenizer(premises, hypotheses, max_length=24, padding="longest")
-    prepared = model.preprocessor.prepare((premises, hypotheses)).inputs
-    data = tf.data.Dataset.from_tensor_slices((premises, hypotheses)).batch(len(premises)).map(
-        lambda a, b: model.preprocessor((a, b)))
-    mapped = {key: value.numpy() for key, value in next(iter(data)).items()}
-    width = expected["token_ids"].shape[1]
-    for key, value in expected.items():
-        np.testing.assert_array_equal(prepared[key], value)
-        np.testing.assert_array_equal(mapped[key][:, :width], value)
-        assert not mapped[key][:, width:].any() and mapped[key].shape[1] % 8 == 0
-
-
 @pytest.mark.parametrize("make_call, message", [
     (lambda m: m.fit(["a", "b"], [0, 2]), "Label 1 is 2, outside the 2 classes"),
     (lambda m: m.fit(["a", "b"], ["pos", "meh"]), "Label 1 is 'meh', not one of"),
@@ -245,52 +203,6 @@ def test_import_kbert_registers_every_saved_object():
                  "BertMaskedLMPreprocessor", "BertQuestionAnswererPreprocessor",
                  "BertTokenClassifierPreprocessor", "BertBackbone"):
         assert keras.saving.get_registered_object(f"kbert>{name}") is getattr(kbert, name)
-
-
-def test_ner_tf_data_preprocessing_matches_the_windows_on_conll(data_dir):
-    """`call` (tf.data) against `prepare` (NerWindows) on real CoNLL sentences that fit a window."""
-    tf = pytest.importorskip("tensorflow")
-    from kbert.data.conll import read_conll
-
-    sentences = read_conll(data_dir / "conll2003" / "train.txt").take(range(300))
-    model = BertTokenClassifier.from_preset("bert_tiny", label_names=sentences.label_names(), sequence_length=64)
-    tags = model.check_labels(sentences.tags)
-    prepared = model.preprocessor.prepare(sentences.words, tags)
-    fits = np.bincount(prepared.windows.window_texts, minlength=len(sentences)) == 1
-    words = [w for w, ok in zip(sentences.words, fits) if ok]
-    labels = [t.tolist() for t, ok in zip(tags, fits) if ok]
-    assert len(words) > 250
-    data = tf.data.Dataset.from_tensor_slices((tf.ragged.constant(words), tf.ragged.constant(labels)))
-    x, y, weights = model.preprocessor(*next(iter(data.batch(len(words)))))
-    rows = np.flatnonzero(fits)
-    width = prepared.inputs["token_ids"].shape[1]
-    for key, value in prepared.inputs.items():
-        np.testing.assert_array_equal(x[key].numpy()[:, :width], value[rows][:, :x[key].shape[1]])
-    np.testing.assert_array_equal(y.numpy()[:, :width], prepared.y[rows][:, :y.shape[1]])
-    np.testing.assert_array_equal(weights.numpy()[:, :width], prepared.sample_weight[rows][:, :y.shape[1]])
-
-
-def test_qa_tf_data_preprocessing_matches_the_windows_on_squad(data_dir):
-    """`call` (tf.data) against `prepare` (SquadWindows): the same windows and answer positions."""
-    tf = pytest.importorskip("tensorflow")
-    from kbert.data.squad import read_squad
-
-    examples = [e for e in read_squad(data_dir / "squad" / "train-v1.1.json", articles=slice(0, 1),
-                                      verbose=False) if e.answer_start is not None][:60]
-    model = BertQuestionAnswerer.from_preset("bert_tiny", sequence_length=96)
-    model.preprocessor.doc_stride = 32
-    x = ([e.question for e in examples], [e.context for e in examples])
-    answers = [{"text": e.answers[0], "answer_start": e.answer_start} for e in examples]
-    prepared = model.preprocessor.prepare(x, answers)
-    assert len(prepared.windows) > 2 * len(examples)  # long contexts: several windows each
-    data = tf.data.Dataset.from_tensor_slices((x, {"text": [a["text"] for a in answers],
-                                                   "answer_start": [a["answer_start"] for a in answers]}))
-    inputs, targets = model.preprocessor(*next(iter(data.batch(len(examples)))))
-    width = prepared.inputs["token_ids"].shape[1]
-    for key, value in prepared.inputs.items():
-        np.testing.assert_array_equal(inputs[key].numpy()[:, :width], value)
-    for key, value in prepared.y.items():
-        np.testing.assert_array_equal(targets[key].numpy(), value)
 
 
 @pytest.mark.parametrize("task", ["ner", "qa"])

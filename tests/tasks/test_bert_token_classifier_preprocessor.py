@@ -1,0 +1,86 @@
+"""BertTokenClassifierPreprocessor: words or raw texts to windows, each word's tag on its first WordPiece."""
+
+import numpy as np
+import pytest
+
+from kbert.tasks import BertTokenClassifier, BertTokenClassifierPreprocessor
+from kbert.text import BertTokenizer
+
+VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "ann", "sing", "##s", "in", "paris", ".", "bob"]
+#              0        1        2        3        4         5      6       7      8     9        10   11
+WORDS = [["Ann", "sings"], ["Bob", "in", "Paris", "."]]
+TAGS = [[1, 0], [1, 0, 2, 0]]
+IDS = [[2, 5, 6, 7, 3, 0], [2, 11, 8, 9, 10, 3]]
+LABELS = [[0, 1, 0, 0, 0, 0], [0, 1, 0, 2, 0, 0]]  # on first pieces; "##s" and the specials get 0
+WEIGHTS = [[0, 1, 1, 0, 0, 0], [0, 1, 1, 1, 1, 0]]
+
+
+def preprocessor(sequence_length=16):
+    return BertTokenClassifierPreprocessor(BertTokenizer(VOCABULARY), sequence_length=sequence_length)
+
+
+def test_prepare_puts_each_words_tag_on_its_first_piece():
+    prepared = preprocessor().prepare(WORDS, [np.array(tags) for tags in TAGS])
+    assert prepared.inputs["token_ids"].tolist() == IDS
+    assert prepared.inputs["padding_mask"].tolist() == [[1, 1, 1, 1, 1, 0], [1] * 6]
+    assert not prepared.inputs["segment_ids"].any()
+    assert prepared.y.tolist() == LABELS and prepared.sample_weight.tolist() == WEIGHTS
+    assert [(text, spans.tolist()) for text, spans in prepared.examples] == [
+        ("Ann sings", [[0, 3], [4, 9]]), ("Bob in Paris .", [[0, 3], [4, 6], [7, 12], [13, 14]])]
+
+
+def test_prepare_of_raw_text_splits_words_at_spaces_and_punctuation():
+    prepared = preprocessor().prepare(["Ann sings in Paris."])
+    assert prepared.inputs["token_ids"].tolist() == [[2, 5, 6, 7, 8, 9, 10, 3]]
+    [(text, spans)] = prepared.examples
+    assert text == "Ann sings in Paris." and spans.tolist() == [[0, 3], [4, 9], [10, 12], [13, 18], [18, 19]]
+    assert prepared.y is None
+
+
+def test_prepare_cuts_long_sentences_at_word_boundaries():
+    """sequence_length=5 leaves 3 pieces a window: "ann sing ##s" fits, "in" starts the next."""
+    prepared = preprocessor(sequence_length=5).prepare([["Ann", "sings", "in"]], [np.array([1, 0, 2])])
+    assert prepared.inputs["token_ids"].tolist() == [[2, 5, 6, 7, 3], [2, 8, 3, 0, 0]]
+    assert prepared.y.tolist() == [[0, 1, 0, 0, 0], [0, 2, 0, 0, 0]]
+
+
+def test_prepare_refuses_sample_weights_and_tags_that_do_not_match_the_words():
+    with pytest.raises(ValueError, match="sample_weight is not taken"):
+        preprocessor().prepare(WORDS, TAGS, sample_weight=[1.0, 1.0])
+    with pytest.raises(ValueError, match="Example 1 has 4 words but 3 tags"):
+        preprocessor().prepare(WORDS, [[1, 0], [1, 0, 2]])
+    with pytest.raises(TypeError, match=r"x\[1\]\[0\] is None"):
+        preprocessor().prepare([["Ann"], [None]])
+
+
+def test_call_gives_the_same_tags_in_tensorflow_padded_to_a_multiple_of_8():
+    tf = pytest.importorskip("tensorflow")
+    x, labels, weights = preprocessor()(tf.ragged.constant(WORDS), tf.ragged.constant(TAGS))
+    assert x["token_ids"].numpy().tolist() == [row + [0, 0] for row in IDS]
+    assert labels.numpy().tolist() == [row + [0, 0] for row in LABELS]
+    assert weights.numpy().tolist() == [row + [0, 0] for row in WEIGHTS]
+    only_inputs = preprocessor()(tf.constant([["Bob", "in"]]))  # a dense tensor of words, no tags
+    assert only_inputs["token_ids"].numpy().tolist() == [[2, 11, 8, 3, 0, 0, 0, 0]]
+
+
+def test_ner_tf_data_preprocessing_matches_the_windows_on_conll(data_dir):
+    """`call` (tf.data) against `prepare` (NerWindows) on real CoNLL sentences that fit a window."""
+    tf = pytest.importorskip("tensorflow")
+    from kbert.data.conll import read_conll
+
+    sentences = read_conll(data_dir / "conll2003" / "train.txt").take(range(300))
+    model = BertTokenClassifier.from_preset("bert_tiny", label_names=sentences.label_names(), sequence_length=64)
+    tags = model.check_labels(sentences.tags)
+    prepared = model.preprocessor.prepare(sentences.words, tags)
+    fits = np.bincount(prepared.windows.window_texts, minlength=len(sentences)) == 1
+    words = [w for w, ok in zip(sentences.words, fits) if ok]
+    labels = [t.tolist() for t, ok in zip(tags, fits) if ok]
+    assert len(words) > 250
+    data = tf.data.Dataset.from_tensor_slices((tf.ragged.constant(words), tf.ragged.constant(labels)))
+    x, y, weights = model.preprocessor(*next(iter(data.batch(len(words)))))
+    rows = np.flatnonzero(fits)
+    width = prepared.inputs["token_ids"].shape[1]
+    for key, value in prepared.inputs.items():
+        np.testing.assert_array_equal(x[key].numpy()[:, :width], value[rows][:, :x[key].shape[1]])
+    np.testing.assert_array_equal(y.numpy()[:, :width], prepared.y[rows][:, :y.shape[1]])
+    np.testing.assert_array_equal(weights.numpy()[:, :width], prepared.sample_weight[rows][:, :y.shape[1]])
