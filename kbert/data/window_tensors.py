@@ -14,7 +14,8 @@ def whole_texts(tokenizer, texts):
     """Every token of each text, without special tokens: `(ids, offsets, word_ids, lengths)`.
 
     ids and word ids (batch, n + 1), offsets (batch, n + 1, 2), where n is the most tokens of
-    a text in the batch; columns from a text's length on hold padding (word id -1).
+    a text in the batch; the column at a text's length holds its [SEP], the columns after it
+    padding; word ids are -1 from a text's length on.
     """
     encoded = tokenizer.encode(texts, max_length=UNLIMITED, padding="longest", return_offsets=True)
     lengths = tf.reduce_sum(encoded["padding_mask"], axis=1) - 2
