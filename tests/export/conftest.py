@@ -57,6 +57,35 @@ def tiny_backbone():
     return BertBackbone.from_preset("bert_tiny", vocabulary_size=len(VOCAB), max_sequence_length=64)
 
 
+def small_backbone(max_sequence_length=16):
+    """A backbone of `tests.conftest.TINY` (2 layers, hidden 8) on `VOCAB`: for the modules' own tests."""
+    from kbert import BertBackbone
+    from tests.conftest import TINY
+
+    keras.utils.set_random_seed(2)
+    return BertBackbone(**{**TINY, "vocabulary_size": len(VOCAB), "max_sequence_length": max_sequence_length})
+
+
+SMALL_LABELS = ("negative", "positive")
+
+
+@pytest.fixture(scope="module")
+def small_classifier():
+    """A two-class `BertClassifier` on `small_backbone()`, labelled `SMALL_LABELS`."""
+    from kbert.tasks import BertClassifier
+
+    return BertClassifier(small_backbone(), 2, label_names=list(SMALL_LABELS))
+
+
+def numpy_mean_pool(sequence_output, padding_mask):
+    """Sentence embeddings by their definition: the mean over real tokens, divided by its L2 norm."""
+    import numpy as np
+
+    mask = np.asarray(padding_mask, "float32")[..., None]
+    mean = (np.asarray(sequence_output) * mask).sum(1) / mask.sum(1)
+    return mean / np.linalg.norm(mean, axis=-1, keepdims=True)
+
+
 def run_edge_predict(*args, script=EDGE_PREDICT, cwd=None):
     """apps/edge_predict.py ARGS in a fresh process without Keras or TensorFlow's Python modules."""
     result = subprocess.run([sys.executable, "-c", WITHOUT_FRAMEWORKS, str(script), *map(str, args)],

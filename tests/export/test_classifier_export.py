@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kbert.export import ExportError, export_saved_model, export_tflite, load_exportable
+from kbert.export import export_saved_model, export_tflite, load_exportable
 from kbert.export.tflite import interpreter
 from kbert.tasks import BertClassifier
 from kbert.training import write_run_folder
@@ -55,14 +55,6 @@ def test_saved_model_matches_keras(exported):
     assert json.loads((root / "saved" / "export.json").read_text())["label_names"] == LABELS
 
 
-def test_saved_model_stores_each_weight_once(exported):
-    """`ExportArchive.track(model)` would store every weight a second time (keras-team/keras#23553)."""
-    model, _, root = exported
-    stored = tf.train.list_variables(str(root / "saved" / "variables" / "variables"))
-    assert sum(int(np.prod(shape)) for name, shape in stored if name != "_CHECKPOINTABLE_OBJECT_GRAPH") \
-        == model.count_params()
-
-
 def test_tflite_fp32_matches_keras(exported):
     model, tokenizer, root = exported
     expected = keras_probabilities(model, tokenizer, TEXTS)
@@ -100,45 +92,3 @@ def test_batches_without_a_wordpiece_give_the_keras_outputs_of_cls_sep(exported)
             assert np.isfinite(out["probabilities"]).all()
             np.testing.assert_allclose(out["probabilities"], expected, atol=1e-4)
             assert out["truncated"].tolist() == [False] * len(texts)
-
-
-def test_interrupted_export_leaves_nothing(run, tmp_path, monkeypatch):
-    model, tokenizer, spec = load_exportable(run)
-
-    def interrupt(folder):
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(tokenizer, "save", interrupt)
-    with pytest.raises(KeyboardInterrupt):
-        export_saved_model(model, tokenizer, spec, tmp_path / "out")
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_unsupported_combinations_say_which_and_why(run, tmp_path):
-    model, tokenizer, spec = load_exportable(run)
-    with pytest.raises(ExportError, match="full-integer int8 is not offered.*dynamic-int8"):
-        export_tflite(model, tokenizer, spec, tmp_path / "out", quantize="int8")
-    with pytest.raises(ExportError, match="--quantize must be one of"):
-        export_tflite(model, tokenizer, spec, tmp_path / "out", quantize="int4")
-    assert list(tmp_path.iterdir()) == []
-    from kbert.tasks import BertPretrainer
-    from kbert.export.serving import model_kind_of
-
-    with pytest.raises(ValueError, match="Cannot export a BertPretrainer"):
-        model_kind_of(BertPretrainer(tiny_backbone()))
-
-
-def test_a_keras_file_of_the_task_api_exports_with_its_preprocessor(tmp_path, tokenizer):
-    from kbert.tasks import BertTextClassifierPreprocessor
-
-    model = BertClassifier(tiny_backbone(), 3, label_names=LABELS,
-                           preprocessor=BertTextClassifierPreprocessor(tokenizer, sequence_length=20))
-    model.save(tmp_path / "sst.keras")
-    loaded, loaded_tokenizer, spec = load_exportable(tmp_path / "sst.keras")
-    assert spec.max_length == 20 and spec.label_names == tuple(LABELS)
-    assert loaded_tokenizer.vocabulary() == tokenizer.vocabulary()
-    export_tflite(loaded, loaded_tokenizer, spec, tmp_path / "tflite")
-    runner = interpreter(tmp_path / "tflite" / "text.tflite").get_signature_runner()
-    expected = model.predict(TEXTS[:4], verbose=0)
-    got = runner(texts=np.array(TEXTS[:4], dtype=object))["probabilities"]
-    np.testing.assert_allclose(got, expected, atol=1e-5)

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from kbert import BertBackbone
-from kbert.export import ExportError, ExportSpec, export_tflite
+from kbert.export import ExportSpec, export_tflite
 from kbert.export import runtimes
 from kbert.export.tflite import interpreter
 from kbert.layers import mean_pool
-from kbert.tasks import BertClassifier, BertQuestionAnswerer, BertTokenClassifier
+from kbert.tasks import BertClassifier, BertQuestionAnswerer
 from kbert.tasks.bert_question_answerer_preprocessor import BertQuestionAnswererPreprocessor
 from tests.conftest import TESTS
 from tests.export.conftest import TENSORFLOW_ONLY, VOCAB, tiny_backbone
@@ -114,14 +114,3 @@ def test_mediapipe_text_embedder_gives_the_keras_embeddings(tmp_path, tokenizer)
     batch = tokenizer(TEXTS, max_length=MAX_LENGTH)
     expected = keras.ops.convert_to_numpy(mean_pool(backbone(batch)["sequence_output"], batch["padding_mask"]))
     np.testing.assert_allclose(got, expected, atol=1e-4)
-
-
-@pytest.mark.parametrize("model_kind", ["token_classifier", "question_answerer"])
-def test_metadata_is_refused_with_the_reason_where_no_runtime_fits(tmp_path, tokenizer, model_kind):
-    if model_kind == "token_classifier":
-        model, spec, reason = BertTokenClassifier(tiny_backbone(), ["O", "B-PER"]), ExportSpec(model_kind, 24), "NER"
-    else:
-        model, spec, reason = BertQuestionAnswerer(tiny_backbone()), ExportSpec(model_kind, 64, num_texts=2), "384"
-    with pytest.raises(ExportError, match=reason):
-        export_tflite(model, tokenizer, spec, tmp_path / "out", metadata=True)
-    assert not (tmp_path / "out").exists()
