@@ -4,9 +4,6 @@ import pytest
 from keras import ops
 
 from kbert import BertBackbone
-from kbert import load_backbone
-from kbert.saving import BACKBONE_FILE
-from kbert.tasks.bert_question_answerer import BertQuestionAnswerer
 from kbert.optimizers import bfloat16_compute
 from tests.conftest import BACKENDS, TESTS, TINY, run_python, tiny_batch
 
@@ -45,33 +42,3 @@ def test_only_an_explicit_dtype_policy_is_saved(tmp_path):
     BertBackbone(**TINY, dtype="mixed_bfloat16").save(tmp_path / "explicit.keras")
     assert compute_dtype(keras.saving.load_model(tmp_path / "global.keras")) == "float32"
     assert compute_dtype(keras.saving.load_model(tmp_path / "explicit.keras")) == "bfloat16"
-
-
-def write_tiny_vocab(folder):
-    (folder / "vocab.txt").write_text("".join(f"{token}\n" for token in [
-        "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *[f"w{i}" for i in range(TINY["vocabulary_size"] - 5)]]))
-
-
-def test_load_backbone_follows_the_global_policy(tmp_path):
-    saved = BertBackbone(**TINY, dtype="float32")  # as kbert files named the policy before
-    saved.save(tmp_path / BACKBONE_FILE)
-    write_tiny_vocab(tmp_path)
-    with bfloat16_compute():
-        backbone, _ = load_backbone(tmp_path)
-    assert compute_dtype(backbone) == "bfloat16"
-    for ours, theirs in zip(backbone.get_weights(), saved.get_weights()):
-        np.testing.assert_array_equal(ours, theirs)
-
-
-def test_load_backbone_takes_the_backbone_of_a_fine_tuned_run(tmp_path):
-    fine_tuned = BertQuestionAnswerer(BertBackbone(**TINY))
-    fine_tuned.save(tmp_path / "model.keras")
-    write_tiny_vocab(tmp_path)
-    backbone, tokenizer = load_backbone(tmp_path)
-    assert isinstance(backbone, BertBackbone) and tokenizer.vocabulary_size == TINY["vocabulary_size"]
-    assert len(backbone.weights) == len(fine_tuned.backbone.weights) < len(fine_tuned.weights)
-    for ours, theirs in zip(backbone.get_weights(), fine_tuned.backbone.get_weights()):
-        np.testing.assert_array_equal(ours, theirs)
-    pooler = {w.path for w in backbone.pooler.weights}
-    assert not pooler & {w.path for w in fine_tuned.trainable_weights}  # QA never reads it
-    assert pooler <= {w.path for w in backbone.trainable_weights}  # a classifier fine-tuned from it will

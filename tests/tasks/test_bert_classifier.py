@@ -7,7 +7,6 @@ from keras import ops
 
 from kbert import BertBackbone
 from kbert.tasks import BertClassifier
-from kbert.optimizers import enable_lora
 from tests.conftest import TINY, tiny_batch
 
 
@@ -41,29 +40,6 @@ def test_saved_model_round_trip(tmp_path):
     assert isinstance(loaded, BertClassifier) and loaded.label_names == ["neg", "pos"]
     batch = tiny_batch()
     np.testing.assert_allclose(ops.convert_to_numpy(loaded(batch)), ops.convert_to_numpy(model(batch)), atol=1e-6)
-
-
-def test_lora_trains_few_weights_and_saves_merged(tmp_path):
-    backbone = BertBackbone(**TINY)
-    model = BertClassifier(backbone, 2)
-    assert enable_lora(backbone, rank=2) == TINY["num_layers"]
-    hidden = TINY["hidden_dim"]
-    lora = TINY["num_layers"] * 2 * (hidden + 3 * hidden)  # A: hidden x r, B: r x 3 hidden
-    head = hidden * 2 + 2
-    assert sum(int(np.prod(v.shape)) for v in model.trainable_weights) == lora + head
-    for variable in model.trainable_weights:  # LoRA B starts at zero: move it
-        variable.assign(np.random.default_rng(0).normal(size=variable.shape).astype("float32"))
-    batch = tiny_batch()
-    expected = ops.convert_to_numpy(model(batch))
-    model.save(tmp_path / "model.keras")
-    loaded = keras.saving.load_model(tmp_path / "model.keras", safe_mode=True)
-    assert not any("lora" in v.path for v in loaded.weights)
-    np.testing.assert_allclose(ops.convert_to_numpy(loaded(batch)), expected, atol=1e-5)
-
-
-def test_lora_needs_a_target():
-    with pytest.raises(ValueError, match="No layer named"):
-        enable_lora(BertBackbone(**TINY), rank=2, target_names=("query",))
 
 
 def test_predict_on_raw_texts_matches_one_by_one_in_input_order():
