@@ -54,7 +54,7 @@ import shutil
 import sys
 import tempfile
 
-from app_cli import app_parser, emit, for_people
+from app_cli import START_UP_LINE, app_parser, emit, for_people
 from app_cli import parse_args as parse_app_args
 from cli_errors import run
 from task_cli import (add_distribution_options, apply_distribution, non_negative_int, positive_float, positive_int,
@@ -440,11 +440,13 @@ def pretrain(args, folder, settings, files):
     # shuffle, masks) instead of replaying the instances the first steps already saw: its
     # seed moves with the checkpoint's step. The held-out batches are made once and kept.
     # In a job of several processes every process draws the same global batches and trains on its share of each.
+    # The child loads TensorFlow: its start-up lines are dropped too, unless --verbose.
+    quiet = None if args.verbose else lambda line: not START_UP_LINE.match(line)
     data = process_batches(pretraining_dataset, files, seed=args.seed + resumed_step(folder / "backup"),
-                           **data_options, **masking)
+                           stderr_filter=quiet, **data_options, **masking)
     held_out = args.holdout_fraction and kept_batches(list(process_batches(
         pretraining_dataset, files, held_out=True, masking="static", duplication_factor=1, repeat=False,
-        shuffle_buffer=0, seed=1, **data_options)))
+        shuffle_buffer=0, seed=1, stderr_filter=quiet, **data_options)))
 
     def evaluate():  # every process (across JAX processes a collective step, each on its share of each batch)
         return model.evaluate(process_share(held_out), return_dict=True, verbose=0)

@@ -1,8 +1,11 @@
 """Batches made in a child process: a data pipeline that cannot slow the training process."""
 
+import contextlib
 import multiprocessing
 import os
 import queue
+import sys
+import threading
 import traceback
 
 _END = "end"
@@ -10,7 +13,7 @@ _ERROR = "error"
 _BATCH = "batch"
 
 
-def process_batches(make_batches, *args, buffer=16, backend="tensorflow", **kwargs):
+def process_batches(make_batches, *args, buffer=16, backend="tensorflow", stderr_filter=None, **kwargs):
     """Yields the batches `make_batches(*args, **kwargs)` yields, made in a child process.
 
     The child is a fresh interpreter (multiprocessing's "spawn"), so the pipeline (e.g. a
@@ -29,6 +32,9 @@ def process_batches(make_batches, *args, buffer=16, backend="tensorflow", **kwar
         buffer: int. Batches made ahead.
         backend: str. The child's `KERAS_BACKEND` (it imports kbert): TensorFlow by default,
             the one a tf.data pipeline needs anyway.
+        stderr_filter: a function of each line the child writes to stderr, true to pass the
+            line on to this process's stderr (e.g. one that drops TensorFlow's start-up lines,
+            which the child prints as it loads TensorFlow). None: the child writes there itself.
 
     Example:
     >>> import itertools
@@ -43,7 +49,8 @@ def process_batches(make_batches, *args, buffer=16, backend="tensorflow", **kwar
     environment = os.environ.get("KERAS_BACKEND")
     os.environ["KERAS_BACKEND"] = backend  # the spawned interpreter inherits the environment at start
     try:
-        child.start()
+        with _stderr_filtered(stderr_filter) as forwarding:
+            child.start()
     finally:
         if environment is None:
             del os.environ["KERAS_BACKEND"]
@@ -61,6 +68,41 @@ def process_batches(make_batches, *args, buffer=16, backend="tensorflow", **kwar
         child.terminate()
         child.join()
         batches.close()
+        if forwarding:
+            forwarding.join(timeout=5.0)  # the child has ended: its last lines are on their way
+
+
+@contextlib.contextmanager
+def _stderr_filtered(keep):
+    """Within the block, processes started get a pipe as their stderr (file descriptor 2); a
+    thread passes on the lines `keep` accepts to this process's stderr. Yields the thread (None
+    without `keep`)."""
+    if keep is None:
+        yield None
+        return
+    read_end, write_end = os.pipe()
+    sys.stderr.flush()
+    saved = os.dup(2)
+    os.dup2(write_end, 2)  # inherited by a process started now
+    os.close(write_end)
+    try:
+        forwarding = threading.Thread(target=_forward_lines, args=(read_end, keep), daemon=True)
+        yield forwarding
+    except BaseException:
+        os.close(read_end)  # no process was started to write to it
+        raise
+    finally:
+        os.dup2(saved, 2)  # this process's stderr again; the pipe's write end now lives in the child alone
+        os.close(saved)
+    forwarding.start()
+
+
+def _forward_lines(read_end, keep):
+    with open(read_end, encoding="utf-8", errors="replace") as lines:
+        for line in lines:
+            if keep(line):
+                sys.stderr.write(line)
+                sys.stderr.flush()
 
 
 def _receive(batches, child):

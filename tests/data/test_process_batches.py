@@ -41,6 +41,22 @@ def test_an_error_in_the_child_is_raised_with_its_traceback(tmp_path):
         next(batches)
 
 
+def noisy_batches(lines):
+    """Writes `lines` to stderr, then yields one batch."""
+    for line in lines:
+        print(line, file=sys.stderr, flush=True)
+    yield 1
+
+
+def test_the_child_s_stderr_lines_pass_through_the_filter(capfd):
+    lines = ["I0000 00:00:1.0 1 port.cc:153] start-up chatter", "UserWarning: a real warning"]
+    assert list(process_batches(noisy_batches, lines, stderr_filter=lambda line: not line.startswith("I0000"))) == [1]
+    stderr = capfd.readouterr().err
+    assert "a real warning" in stderr and "start-up chatter" not in stderr, stderr
+    assert list(process_batches(noisy_batches, lines)) == [1]  # no filter: the child writes to stderr itself
+    assert "start-up chatter" in capfd.readouterr().err
+
+
 PARENT = """
 import itertools, multiprocessing, sys, time
 from kbert.data.process_batches import process_batches
