@@ -1,0 +1,67 @@
+"""foreach_update: BertAdamW's step under torch, on whole lists of tensors, against torch.optim.AdamW."""
+
+import keras
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.skipif(keras.config.backend() != "torch", reason="torch._foreach_* ops: torch only")
+
+
+def gradients(shapes, steps, seed=0):
+    rng = np.random.default_rng(seed)
+    return [[(rng.normal(size=shape) * 10.0 ** rng.integers(-6, 1, size=shape)).astype("float32") for shape in shapes]
+            for _ in range(steps)]
+
+
+def torch_adamw(starts, steps, learning_rate, weight_decay):
+    import torch
+
+    parameters = [torch.nn.Parameter(torch.tensor(start)) for start in starts]
+    optimizer = torch.optim.AdamW(parameters, lr=learning_rate, betas=(0.9, 0.999), eps=1e-6,
+                                  weight_decay=weight_decay, foreach=False)
+    for grads in steps:
+        for parameter, grad in zip(parameters, grads):
+            parameter.grad = torch.tensor(grad)
+        optimizer.step()
+    return [parameter.detach().numpy() for parameter in parameters]
+
+
+def test_bert_adamw_under_torch_steps_as_torch_optim_adamw():
+    from kbert.optimizers import BertAdamW
+
+    shapes = [(3, 4), (4,), (2, 2, 2)]
+    rng = np.random.default_rng(1)
+    starts = [rng.normal(size=shape).astype("float32") for shape in shapes]
+    steps = gradients(shapes, 4)
+    variables = [keras.Variable(start) for start in starts]
+    optimizer = BertAdamW(learning_rate=1e-2, weight_decay=0.01, epsilon=1e-6)
+    for grads in steps:
+        optimizer.apply([keras.ops.convert_to_tensor(g) for g in grads], variables)
+    for ours, theirs in zip(variables, torch_adamw(starts, steps, 1e-2, 0.01), strict=True):
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(ours), theirs, rtol=0, atol=1e-6)
+
+
+def test_foreach_update_is_adams_step_without_the_decay():
+    """Called directly (Keras applies the decay before): torch's AdamW step with weight_decay=0, and the
+    moments it leaves are Adam's m and v, worked in numpy."""
+    import torch
+
+    from kbert.backend_speedups.torch_foreach_adamw import foreach_update
+    from kbert.optimizers import BertAdamW
+
+    shapes = [(5,), (2, 3)]
+    starts = [np.linspace(-1, 1, 5, dtype="float32"), np.ones((2, 3), "float32")]
+    steps = gradients(shapes, 2, seed=2)
+    variables = [keras.Variable(start) for start in starts]
+    optimizer = BertAdamW(learning_rate=0.1, weight_decay=0.0, epsilon=1e-6)
+    optimizer.build(variables)
+    for step, grads in enumerate(steps):
+        foreach_update(optimizer, [torch.tensor(g) for g in grads], variables, 0.1)
+        optimizer.iterations.assign(step + 1)
+    for ours, theirs in zip(variables, torch_adamw(starts, steps, 0.1, 0.0), strict=True):
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(ours), theirs, rtol=0, atol=1e-6)
+    g1, g2 = steps[0][1], steps[1][1]
+    m = keras.ops.convert_to_numpy(optimizer._momentums[optimizer._get_variable_index(variables[1])])
+    v = keras.ops.convert_to_numpy(optimizer._velocities[optimizer._get_variable_index(variables[1])])
+    np.testing.assert_allclose(m, 0.9 * 0.1 * g1 + 0.1 * g2, rtol=1e-5, atol=1e-12)
+    np.testing.assert_allclose(v, 0.999 * 0.001 * g1**2 + 0.001 * g2**2, rtol=1e-5, atol=1e-20)
