@@ -43,7 +43,8 @@ class MaskedLMHead(keras.layers.Layer):
         self.dense.build(sequence_output_shape)
         self.layer_norm.build(sequence_output_shape[:-1] + (self.token_embedding.output_dim,))
         self.bias = self.add_weight(
-            name="bias", shape=(self.token_embedding.input_dim,), initializer="zeros")
+            name="bias", shape=(self.token_embedding.input_dim,), initializer="zeros",
+            autocast=False)  # added to the float32 logits as it is, also under mixed precision
 
     def call(self, sequence_output, mask_positions):
         positions = ops.expand_dims(ops.cast(mask_positions, "int32"), -1)
@@ -56,7 +57,7 @@ class MaskedLMHead(keras.layers.Layer):
             table = embedding.embeddings
         table = ops.cast(table, x.dtype)
         logits = ops.matmul(x, ops.transpose(table))
-        return ops.cast(logits, "float32") + ops.convert_to_tensor(self.bias)
+        return ops.cast(logits, "float32") + self.bias
 
     def compute_output_shape(self, sequence_output_shape, mask_positions_shape):
         return (*mask_positions_shape, self.token_embedding.input_dim)

@@ -48,9 +48,6 @@ def test_logits_match_a_numpy_head_with_the_tied_table():
     assert head.token_embedding is embedding
 
 
-@pytest.mark.xfail(keras.config.backend() == "tensorflow", strict=True, raises=Exception,
-                   reason="called alone (not inside BertPretrainer) on TensorFlow, the bias autocasts to bfloat16 "
-                          "and TensorFlow refuses float32 + bfloat16")
 def test_logits_are_float32_under_mixed_precision():
     head, embedding = tied_head(dtype="mixed_bfloat16")
     x = np.random.default_rng(1).normal(size=(2, 5, 8)).astype("float32")
