@@ -19,7 +19,7 @@ def qa_run(tiny_init, tmp_path_factory):
     folder = tmp_path_factory.mktemp("qa")
     data = write_squad(folder / "squad.json")
     metrics = qa_recipe.train(data, tiny_init, folder / "run", epochs=1, batch_size=4, learning_rate=1e-3,
-                       doc_stride=3, validation_articles=1, verbose=0)
+                              doc_stride=3, validation_articles=1, verbose=0)
     return folder / "run", data, metrics
 
 
