@@ -10,13 +10,16 @@ keras-hub's BertMaskedLM has no next-sentence head, so kbert is also run MLM-onl
 masked positions only) in a plain torch loop with torch's AdamW (`hf_pretrain.py`).
 `--mixed-precision` runs Keras under mixed_bfloat16 and the torch loop under bfloat16 autocast.
 
-Two engines train on real text (`--corpus`, tokenized with `--vocab`, whose size then replaces
-`--vocabulary-size` for every engine), MLM only, `--app-epochs` epochs of `--steps` steps, the
-first epoch (compiling, filling the pipeline) left out: `kbert_app` is `apps/pretrain.py` itself
-(its pipeline in a child process; the step time is Keras's epoch time over its steps, checkpoints
-included), `kbert_in_process` is `fit` on the same tf.data pipeline built in the training process,
-as the app did before. Their ratio to `kbert_mlm_only` (the isolated step on one batch) is the
-pipeline's cost: issue 26 asks for the app within 10% of it.
+With `--vocab`, every engine trains on real text: the others cycle through 20 batches of the
+app's pipeline (MLM, `--predictions` slots a row, unused slots weighted 0) on `--corpus`,
+tokenized with `--vocab`, whose size then replaces `--vocabulary-size`; the batches are made
+ahead, in a child process as the app makes them. Two engines run the pipeline while they train,
+MLM only, `--app-epochs` epochs of `--steps` steps, the first epoch (compiling, filling the
+pipeline) left out: `kbert_app` is `apps/pretrain.py` itself (its pipeline in a child process;
+the step time is Keras's epoch time over its steps, a checkpoint each epoch included),
+`kbert_in_process` is `fit` on the same tf.data pipeline built in the training process, as the
+app did before. Their ratio to `kbert_mlm_only` (the isolated step on the same kind of batches)
+is the pipeline's cost: issue 26 asks for the app within 10% of it.
 
     python benchmarks/pretrain_benchmark.py                        # bert_mini and bert_small
     python benchmarks/pretrain_benchmark.py --presets bert_mini --steps 5 --backends jax
@@ -26,7 +29,9 @@ pipeline's cost: issue 26 asks for the app within 10% of it.
 """
 
 import argparse
+import contextlib
 import functools
+import itertools
 import json
 import os
 import pathlib
@@ -55,8 +60,25 @@ def make_batch(batch_size, length, predictions, vocabulary_size, seed=0):
     return x, mask_ids, np.ones(positions.shape, "float32"), rng.integers(0, 2, batch_size).astype("int32")
 
 
-def hf_torch_step(preset, vocabulary_size, x, mask_ids, bfloat16):
-    """One training step of Hugging Face's BertForMaskedLM on the batch, as a function."""
+def real_batches(args, count=20):
+    """`count` batches of the app's pretraining pipeline (MLM, `--predictions` slots a row, unused
+    slots weighted 0) on --corpus with --vocab, as `make_batch` returns them (random NSP labels).
+    Made in a child process, as the app makes them: a torch worker runs no tf.data."""
+    from kbert.data.pretraining_dataset import pretraining_dataset
+    from kbert.data.process_batches import process_batches
+    from kbert.text import BertTokenizer
+
+    vocab = pathlib.Path(args.vocab)
+    tokenizer = BertTokenizer.from_hf(vocab) if vocab.is_dir() else BertTokenizer(vocab)
+    stream = process_batches(pretraining_dataset, [args.corpus], tokenizer=tokenizer, batch_size=args.batch_size,
+                             max_seq_length=args.seq_len, objective="mlm", max_predictions=args.predictions, seed=0)
+    labels = np.random.default_rng(0).integers(0, 2, args.batch_size).astype("int32")
+    with contextlib.closing(stream):
+        return [(x, y["mlm"], w["mlm"], labels) for x, y, w in itertools.islice(stream, count)]
+
+
+def hf_torch_steps(preset, vocabulary_size, batches, bfloat16):
+    """A training step of Hugging Face's BertForMaskedLM on each batch, as functions (one model)."""
     import torch
     import transformers
 
@@ -66,10 +88,14 @@ def hf_torch_step(preset, vocabulary_size, x, mask_ids, bfloat16):
 
     model = transformers.BertForMaskedLM(hf_bert_config(PRESETS[preset], vocabulary_size))
     trainer = HfTrainer(MaskedPositionsMLM(model), 1e-4, 10_000, bfloat16=bfloat16)
-    input_ids = torch.from_numpy(x["token_ids"]).long()
-    labels = torch.full_like(input_ids, -100)
-    labels.scatter_(1, torch.from_numpy(x["mask_positions"]).long(), torch.from_numpy(mask_ids).long())
-    return lambda: trainer.step(input_ids=input_ids, labels=labels)
+    steps = []
+    for x, mask_ids, weights, _ in batches:
+        input_ids = torch.from_numpy(x["token_ids"]).long()
+        labels = torch.full_like(input_ids, -100)
+        targets = torch.from_numpy(np.where(weights > 0, mask_ids, -100)).long()  # unused slots: no target
+        labels.scatter_(1, torch.from_numpy(x["mask_positions"]).long(), targets)
+        steps.append(functools.partial(trainer.step, input_ids=input_ids, labels=labels))
+    return steps
 
 
 def app_seconds_per_step(preset, args):
@@ -119,10 +145,11 @@ def worker(engine, preset, args):
         return {"first_step_s": float("nan"), "steps_per_s": 1 / median,
                 "tokens_per_s": args.batch_size * args.seq_len / median}
     config = {**PRESETS[preset].to_dict(), "vocabulary_size": args.vocabulary_size}
-    x, mask_ids, weights, labels = make_batch(args.batch_size, args.seq_len, args.predictions, args.vocabulary_size)
+    batches = real_batches(args) if args.vocab else [make_batch(args.batch_size, args.seq_len, args.predictions,
+                                                                args.vocabulary_size)]
     optimizer = bert_adamw(1e-4, total_steps=10_000)
     if engine == "hf_torch":
-        step = hf_torch_step(preset, args.vocabulary_size, x, mask_ids, args.mixed_precision)
+        steps = hf_torch_steps(preset, args.vocabulary_size, batches, args.mixed_precision)
     elif engine == "keras_hub":
         import keras_hub
 
@@ -130,7 +157,9 @@ def worker(engine, preset, args):
         model = keras_hub.models.BertMaskedLM(keras_hub.models.BertBackbone(**{k: config[k] for k in names}))
         model.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                       weighted_metrics=[keras.metrics.SparseCategoricalAccuracy()])
-        y, sample_weight = mask_ids, weights
+
+        def make_targets(mask_ids, weights, labels):
+            return mask_ids, weights
     else:
         from kbert.models.bert_backbone import BertBackbone
         from kbert.tasks.bert_pretrainer import BertPretrainer
@@ -141,16 +170,19 @@ def worker(engine, preset, args):
             median = in_process_seconds_per_step(model, args)
             return {"first_step_s": float("nan"), "steps_per_s": 1 / median,
                     "tokens_per_s": args.batch_size * args.seq_len / median}
-        y, sample_weight = {"mlm": mask_ids}, {"mlm": weights}
-        if engine == "kbert":
-            y["nsp"], sample_weight["nsp"] = labels, np.ones(len(labels), "float32")
+
+        def make_targets(mask_ids, weights, labels):
+            if engine == "kbert":
+                return {"mlm": mask_ids, "nsp": labels}, {"mlm": weights, "nsp": np.ones(len(labels), "float32")}
+            return {"mlm": mask_ids}, {"mlm": weights}
     if engine != "hf_torch":
-        step = functools.partial(model.train_on_batch, x, y, sample_weight=sample_weight)
+        steps = [functools.partial(model.train_on_batch, x, *make_targets(mask_ids, weights, labels))
+                 for x, mask_ids, weights, labels in batches]
     start = time.perf_counter()
-    step()
+    steps[0]()
     first = time.perf_counter() - start
     times = []
-    for _ in range(args.steps):
+    for step in itertools.islice(itertools.cycle(steps), 1, args.steps + 1):
         start = time.perf_counter()
         step()
         times.append(time.perf_counter() - start)
@@ -175,11 +207,11 @@ def main():
     parser.add_argument("--app-epochs", type=int, default=3, help="epochs of --steps steps of the real-text engines")
     parser.add_argument("--worker", nargs=2, metavar=("ENGINE", "PRESET"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if set(args.engines) & set(REAL_TEXT) and not args.worker:
+    if set(args.engines) & set(REAL_TEXT) and not args.vocab and not args.worker:
+        parser.error(f"{', '.join(REAL_TEXT)} need --vocab (e.g. a folder apps/pretrain.py wrote)")
+    if args.vocab and not args.worker:
         from kbert.paths import data_dir
 
-        if not args.vocab:
-            parser.error(f"{', '.join(REAL_TEXT)} need --vocab (e.g. a folder apps/pretrain.py wrote)")
         vocab = pathlib.Path(args.vocab)
         args.vocabulary_size = len((vocab / "vocab.txt" if vocab.is_dir() else vocab).read_text().splitlines())
         args.corpus = args.corpus or str(data_dir() / "imdb" / "unsup.txt")
@@ -187,7 +219,8 @@ def main():
         print(json.dumps(worker(*args.worker, args)))
         return
     print(f"batch {args.batch_size} x {args.seq_len}, {args.predictions} predictions per row, "
-          f"vocabulary {args.vocabulary_size}, median of {args.steps} steps, "
+          f"vocabulary {args.vocabulary_size}, {'real text' if args.vocab else 'a random batch'}, "
+          f"median of {args.steps} steps, "
           f"{'bfloat16' if args.mixed_precision else 'float32'}, {os.cpu_count()} CPU cores")
     print(f"{'preset':<11}{'backend':<12}{'engine':<17}{'first step s':>13}{'steps/s':>9}{'tokens/s':>10}"
           f"{'vs keras-hub':>13}{'vs isolated':>12}")
@@ -201,7 +234,7 @@ def main():
                            "--batch-size", str(args.batch_size), "--seq-len", str(args.seq_len),
                            "--predictions", str(args.predictions), "--vocabulary-size", str(args.vocabulary_size)]
                 command += ["--mixed-precision"] if args.mixed_precision else []
-                if engine in REAL_TEXT:
+                if args.vocab:
                     command += ["--vocab", args.vocab, "--corpus", args.corpus, "--app-epochs", str(args.app_epochs)]
                 done = subprocess.run(command, env={**os.environ, "KERAS_BACKEND": backend},
                                       capture_output=True, text=True)
