@@ -144,7 +144,7 @@ class BertTask(keras.Model):
     # --- training recipe -----------------------------------------------------------------
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", weighted_metrics="auto",
-                learning_rate=None, **kwargs):
+                learning_rate=None, jit_compile="auto", **kwargs):
         """`keras.Model.compile` with the task's defaults for every argument left "auto".
 
         Args:
@@ -155,6 +155,10 @@ class BertTask(keras.Model):
                 weighted, so that the rows padding a batch to the data dimension count 0.
             learning_rate: float or None. The peak rate of the "auto" optimizer (None: the
                 task's `default_learning_rate`).
+            jit_compile: as for Keras. A saved model keeps "auto" as "auto" (Keras keeps what it
+                resolved to), so that a model saved under JAX or TensorFlow, where "auto" means
+                compiled, predicts eagerly when loaded under torch instead of under
+                `torch.compile`.
         """
         if optimizer == "auto":
             optimizer = bert_adamw(learning_rate or self.default_learning_rate, total_steps=None)
@@ -164,7 +168,8 @@ class BertTask(keras.Model):
         if data_dimension() > 1 and metrics == "auto" and not arguments["weighted_metrics"]:
             # Batches padded to the data dimension weigh their padding 0: weighted metrics see that.
             arguments["metrics"], arguments["weighted_metrics"] = None, arguments["metrics"]
-        super().compile(optimizer=optimizer, **arguments, **kwargs)
+        super().compile(optimizer=optimizer, **arguments, jit_compile=jit_compile, **kwargs)
+        self._compile_config.config["jit_compile"] = jit_compile
 
     def compile_from_config(self, config):
         """Compiles as the saved model was compiled (`keras.saving.load_model` calls this)."""

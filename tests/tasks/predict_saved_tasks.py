@@ -23,6 +23,10 @@ def main(folder):
             decoded = model.predict(PREDICT[name], verbose=0)
             results[name]["decoded"] = np.asarray(decoded).tolist() if name in ("classifier", "nli") else decoded
         results[name]["compiled_with"] = type(model.optimizer).__name__ if model.optimizer else None
+        results[name]["jit_compile"] = model.jit_compile
+    fresh = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+    fresh.compile()
+    results["jit_compile_auto"] = fresh.jit_compile  # what "auto" means here, for a model made in this process
     with open(f"{folder}/{keras.config.backend()}.json", "w") as file:
         json.dump(results, file)
 

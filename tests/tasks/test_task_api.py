@@ -53,14 +53,18 @@ def other_backend():
 
 
 def test_saved_tasks_predict_the_same_in_a_fresh_process_under_another_backend(saved):
-    """A fresh process, `import kbert` alone, the next backend: the same outputs (1e-5) and answers."""
+    """A fresh process, `import kbert` alone, the next backend: the same outputs (1e-5) and answers, and the
+    `jit_compile` that "auto" means there for a model made there (Keras would save "auto" as what it meant here:
+    on JAX, compiled, and torch would then predict under `torch.compile`)."""
     backend = other_backend()
     pytest.importorskip(backend)
     folder, expected = saved
     run_python(HERE / "predict_saved_tasks.py", folder, backend=backend)
     got = json.loads((folder / f"{backend}.json").read_text())
+    auto = got.pop("jit_compile_auto")
     for name, outputs in expected.items():
         assert got[name]["compiled_with"] == "BertAdamW", name
+        assert got[name]["jit_compile"] == auto, name
         keras.tree.map_structure(lambda a, b: np.testing.assert_allclose(a, b, atol=1e-5, err_msg=name),
                                  got[name]["raw"], outputs["raw"])
         if "decoded" in outputs:
