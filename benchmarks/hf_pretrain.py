@@ -58,8 +58,8 @@ class MaskedPositionsMLM(torch.nn.Module):
         super().__init__()
         self.model = model
 
-    def forward(self, input_ids, labels):
-        hidden = self.model.bert(input_ids=input_ids).last_hidden_state
+    def forward(self, input_ids, labels, attention_mask=None):
+        hidden = self.model.bert(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         masked = labels != -100
         logits = self.model.cls(hidden[masked])
         loss = torch.nn.functional.cross_entropy(logits.float(), labels[masked])

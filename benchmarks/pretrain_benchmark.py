@@ -100,7 +100,8 @@ def hf_torch_steps(preset, vocabulary_size, batches, bfloat16):
         labels = torch.full_like(input_ids, -100)
         targets = torch.from_numpy(np.where(weights > 0, mask_ids, -100)).long()  # unused slots: no target
         labels.scatter_(1, torch.from_numpy(x["mask_positions"]).long(), targets)
-        steps.append(functools.partial(trainer.step, input_ids=input_ids, labels=labels))
+        attention_mask = torch.from_numpy(x["padding_mask"]).long()  # real text has padded rows
+        steps.append(functools.partial(trainer.step, input_ids=input_ids, labels=labels, attention_mask=attention_mask))
     return steps
 
 
@@ -201,7 +202,9 @@ def main():
     parser.add_argument("--engines", nargs="+", default=list(ENGINES), choices=ENGINES)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--seq-len", type=int, default=128)
-    parser.add_argument("--predictions", type=int, default=20, help="masked positions per row")
+    parser.add_argument("--predictions", type=int,
+                        help="masked-position slots per row (default: as many as a row can get, as the app has them: "
+                             "kbert.data.pretraining_masking.prediction_slots, 10 at 64 tokens)")
     parser.add_argument("--vocabulary-size", type=int, default=30522)
     parser.add_argument("--steps", type=int, default=10, help="timed steps (the median is reported)")
     parser.add_argument("--mixed-precision", action="store_true", help="bfloat16 compute, float32 weights")
@@ -211,6 +214,10 @@ def main():
     parser.add_argument("--app-epochs", type=int, default=3, help="epochs of --steps steps of the real-text engines")
     parser.add_argument("--worker", nargs=2, metavar=("ENGINE", "PRESET"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.predictions is None:
+        from kbert.data.pretraining_masking import prediction_slots
+
+        args.predictions = prediction_slots(args.seq_len)
     if set(args.engines) & set(REAL_TEXT) and not args.vocab and not args.worker:
         parser.error(f"{', '.join(REAL_TEXT)} need --vocab (e.g. a folder apps/pretrain.py wrote)")
     if args.vocab and not args.worker:

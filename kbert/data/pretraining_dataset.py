@@ -7,7 +7,7 @@ import numpy as np
 import tensorflow as tf
 
 from kbert.data.pretraining_instances import OBJECTIVES, document_instances, read_documents
-from kbert.data.pretraining_masking import mask_batch
+from kbert.data.pretraining_masking import mask_batch, prediction_slots
 from kbert.data.text_file import check_utf8
 
 MASKINGS = ("dynamic", "static")
@@ -16,7 +16,7 @@ _NEVER_MASKED = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=128, objective="nsp",
                         masking="dynamic", duplication_factor=10, whole_word_masking=False,
-                        mask_rate=0.15, max_predictions=20, short_seq_prob=0.1, repeat=True,
+                        mask_rate=0.15, max_predictions=None, short_seq_prob=0.1, repeat=True,
                         shuffle_buffer=10000, window_chars=4_000_000, cache=None, holdout=0.0,
                         held_out=False, seed=None):
     """Streams BERT pretraining batches from text files, for `BertPretrainer.fit`.
@@ -45,7 +45,8 @@ def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=128, object
         masking: str. "dynamic" or "static".
         duplication_factor: int. Masked copies per pair with static masking.
         whole_word_masking: bool. Mask all the WordPieces of a word together.
-        mask_rate, max_predictions: see `mask_batch`.
+        mask_rate, max_predictions: see `mask_batch`. `max_predictions` None: as many as a row
+            can get (`prediction_slots(max_seq_length, mask_rate)`: 10 at 64 tokens, 19 at 128).
         short_seq_prob: float. Probability of a shorter target length (see
             `document_instances`).
         repeat: bool. Loop over the corpus forever (train) or once (evaluation: one pass up
@@ -80,6 +81,7 @@ def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=128, object
     paths = [str(path) for path in ([paths] if isinstance(paths, str) else paths)]
     _check_corpus(paths, objective, holdout, held_out)
     seed = int(np.random.default_rng(seed).integers(2**31))
+    max_predictions = max_predictions or prediction_slots(max_seq_length, mask_rate)
     special_ids, is_suffix, replacement_ids = masking_vocabulary(tokenizer)
 
     def instances():

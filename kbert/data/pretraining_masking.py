@@ -1,6 +1,24 @@
 """Masked-LM masking of a batch, with TensorFlow ops (for `tf.data.Dataset.map`)."""
 
+import math
+
 import tensorflow as tf
+
+
+def prediction_slots(sequence_length, mask_rate=0.15):
+    """The most predictions `mask_batch` can choose in a row of `sequence_length` tokens: the
+    default width of its outputs.
+
+    A row holds at most `sequence_length - 2` candidates ([CLS] and [SEP] are never chosen) and
+    predicts `round(mask_rate * n)` of its `n`, so wider outputs only carry slots weighted 0 that
+    the masked-LM head still computes. BERT's `max_predictions_per_seq` of 20 at 128 tokens
+    is this bound (19) plus one; at 64 tokens 20 slots would leave 10 always empty.
+
+    Example:
+    >>> prediction_slots(128), prediction_slots(64), prediction_slots(8, mask_rate=0.5)
+    (19, 10, 3)
+    """
+    return max(1, math.ceil(mask_rate * (sequence_length - 2)))
 
 
 def mask_batch(token_ids, padding_mask, seed, special_ids, is_suffix, mask_id, replacement_ids,
@@ -22,7 +40,8 @@ def mask_batch(token_ids, padding_mask, seed, special_ids, is_suffix, mask_id, r
         mask_id: int. The [MASK] id.
         replacement_ids: list of int. Ids that random replacement draws from.
         mask_rate: float. Share of the tokens to predict.
-        max_predictions: int. Predictions per row at most (the width of the outputs).
+        max_predictions: int. Predictions per row at most (the width of the outputs; see
+            `prediction_slots`).
         whole_word: bool. Mask whole words.
 
     Returns:

@@ -20,7 +20,8 @@ class BertMaskedLMPreprocessor(BertPreprocessor):
         tokenizer: `kbert.BertTokenizer`.
         sequence_length: int. Tokens per row, special tokens included.
         mask_rate: float. Share of the tokens to predict.
-        max_predictions: int. Predictions per row at most.
+        max_predictions: int or None. Predictions per row at most; None: as many as a row of
+            `sequence_length` tokens can get (`prediction_slots`: 19 at 128 tokens).
         whole_word: bool. Mask all the WordPieces of a word together.
 
     Example:
@@ -31,13 +32,14 @@ class BertMaskedLMPreprocessor(BertPreprocessor):
     ((1, 2), ['mlm'], [[1.0, 0.0]])
     """
 
-    def __init__(self, tokenizer, sequence_length=128, mask_rate=0.15, max_predictions=20,
+    def __init__(self, tokenizer, sequence_length=128, mask_rate=0.15, max_predictions=None,
                  whole_word=False, **kwargs):
         super().__init__(tokenizer, sequence_length, **kwargs)
         from kbert.data.pretraining_dataset import masking_vocabulary
+        from kbert.data.pretraining_masking import prediction_slots
 
         self.mask_rate = mask_rate
-        self.max_predictions = max_predictions
+        self.max_predictions = max_predictions or prediction_slots(sequence_length, mask_rate)
         self.whole_word = whole_word
         self._vocabulary = masking_vocabulary(self.tokenizer)
 

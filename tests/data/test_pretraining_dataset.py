@@ -43,6 +43,9 @@ def test_dataset_layout_and_masking_modes(corpus, tokenizer):
     assert set(weights) == {"mlm", "nsp"}
     assert (x["token_ids"].numpy()[:, 0] == CLS).all()
 
+    default_width = pretraining_dataset([corpus], **{**options, "max_predictions": None})
+    assert next(iter(default_width))[0]["mask_positions"].shape == (4, 5)  # ceil(0.15 x 30): prediction_slots(32)
+
     static = pretraining_dataset([corpus], masking="static", duplication_factor=2, **options)
     first, second = [[batch[0]["token_ids"].numpy() for batch in static] for _ in range(2)]
     assert all((a == b).all() for a, b in zip(first, second))  # cached: the same masks

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kbert.data.pretraining_masking import mask_batch
+from kbert.data.pretraining_masking import mask_batch, prediction_slots
 
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 WORDS = ["the", "cat", "sat", "on", "mat", "dog", "ran", "far", "away", "home", "##s", "##ed", "##ing"]
@@ -24,11 +24,11 @@ def random_rows(rows=4000, length=64, seed=0):
     return token_ids, padding_mask
 
 
-def mask(token_ids, padding_mask, whole_word=False, seed=(1, 2)):
+def mask(token_ids, padding_mask, whole_word=False, seed=(1, 2), mask_rate=0.15, max_predictions=20):
     out = mask_batch(token_ids, padding_mask, tf.constant(seed), special_ids=[0, 1, 2, 3, 4],
                      is_suffix=[token.startswith("##") for token in VOCAB], mask_id=MASK,
-                     replacement_ids=list(range(5, len(VOCAB))), max_predictions=20,
-                     whole_word=whole_word)
+                     replacement_ids=list(range(5, len(VOCAB))), mask_rate=mask_rate,
+                     max_predictions=max_predictions, whole_word=whole_word)
     return {key: value.numpy() for key, value in out.items()}
 
 
@@ -73,3 +73,18 @@ def test_masking_is_stateless_and_row_width_is_max_predictions():
     assert (first["token_ids"] == again["token_ids"]).all()
     assert (first["token_ids"] != other["token_ids"]).any()
     assert first["mask_positions"].shape == (8, 20)
+
+
+@pytest.mark.parametrize("whole_word", [False, True])
+@pytest.mark.parametrize("length, mask_rate, slots", [(64, 0.15, 10), (128, 0.15, 19), (512, 0.15, 77),
+                                                      (16, 0.5, 7), (4, 0.15, 1)])
+def test_prediction_slots_hold_every_prediction_a_row_can_get(length, mask_rate, slots, whole_word):
+    """Slots worked out by hand: ceil(rate x (length - 2)), e.g. 0.15 x 62 = 9.3 -> 10. Full rows (the most
+    candidates) masked without a width limit never choose more; some choose exactly the slots or one fewer."""
+    assert prediction_slots(length, mask_rate) == slots
+    token_ids = np.random.default_rng(0).integers(5, len(VOCAB), (200, length)).astype("int32")
+    token_ids[:, 0], token_ids[:, -1] = CLS, SEP
+    padding_mask = np.ones_like(token_ids)
+    out = mask(token_ids, padding_mask, whole_word, mask_rate=mask_rate, max_predictions=length)
+    chosen = out["mask_weights"].sum(axis=1)
+    assert chosen.max() <= slots and chosen.max() >= slots - 1, (chosen.max(), slots)
