@@ -3,6 +3,8 @@
 - `fast_dropout.use_fast_dropout_masks`: JAX's classic threefry stream for dropout masks on CPU.
 - `torch_foreach_adamw.foreach_update`: `BertAdamW`'s update as fused list ops under PyTorch
   (imported by `kbert.optimizers.bert_adamw` under the torch backend only: it imports torch).
+- `torch_dropout.dropout`: dropout's mask from `torch.rand` instead of `bernoulli_` under PyTorch
+  (`kbert.layers.Dropout` uses it in training, torch only).
 - `torch_dense.dense_call`: a `keras.layers.Dense` with its bias added inside the matmul under
   PyTorch (`kbert.layers.sublayer_calls.sublayer_call` uses it at inference, torch only).
 """

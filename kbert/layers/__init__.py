@@ -1,3 +1,4 @@
+from kbert.layers.dropout import Dropout
 from kbert.layers.mean_pooling import mean_pool
 from kbert.layers.multi_head_self_attention import MultiHeadSelfAttention
 from kbert.layers.position_embedding import PositionEmbedding

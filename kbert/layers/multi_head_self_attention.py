@@ -1,6 +1,7 @@
 import keras
 from keras import ops
 
+from kbert.layers.dropout import Dropout
 from kbert.layers.sublayer_calls import sublayer_call
 
 
@@ -56,7 +57,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             name="output_dense",
         )
         self.output_dense.build(input_shape)
-        self.probability_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
+        self.probability_dropout = Dropout(self.dropout, dtype=self.dtype_policy)
 
     def call(self, inputs, padding_mask, training=None):
         batch, length = ops.shape(inputs)[0], ops.shape(inputs)[1]

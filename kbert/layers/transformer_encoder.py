@@ -3,6 +3,7 @@ import functools
 import keras
 from keras import ops
 
+from kbert.layers.dropout import Dropout
 from kbert.layers.multi_head_self_attention import MultiHeadSelfAttention
 from kbert.layers.sublayer_calls import sublayer_call
 
@@ -81,7 +82,7 @@ class TransformerEncoder(keras.layers.Layer):
             epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="output_layer_norm"
         )
         self.output_layer_norm.build(input_shape)
-        self.residual_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
+        self.residual_dropout = Dropout(self.dropout, dtype=self.dtype_policy)
 
     def call(self, inputs, padding_mask, training=None):
         # At inference: the sublayers' own calls where that changes nothing (`sublayer_call`),

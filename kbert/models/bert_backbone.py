@@ -3,6 +3,7 @@ import numpy as np
 from keras import ops
 
 from kbert.config import PRESETS, BertConfig
+from kbert.layers.dropout import Dropout
 from kbert.layers.position_embedding import PositionEmbedding
 from kbert.layers.transformer_encoder import TransformerEncoder
 from kbert.saving.saved_models import PRESET_NAMES, pretrained_folder
@@ -78,7 +79,7 @@ class BertBackbone(keras.Model):
         x = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=dtype, name="embeddings_layer_norm"
         )(x)
-        x = keras.layers.Dropout(dropout, dtype=dtype, name="embeddings_dropout")(x)
+        x = Dropout(dropout, dtype=dtype, name="embeddings_dropout")(x)
         for i in range(num_layers):
             x = TransformerEncoder(
                 num_heads=num_heads,
