@@ -463,10 +463,11 @@ def pretrain(args, folder, settings, files):
     callbacks = [StopOnNonFiniteLoss(backup), backup, *training_logs(folder)]
     # shuffle=False: the pipeline shuffles (Keras would warn that it ignores shuffle=True).
     with contextlib.closing(data):
-        mine = distribution_torch.shares(data) if distribution_torch.active() else process_share(data)
-        model.fit(mine, epochs=epochs, steps_per_epoch=batches_per_epoch, callbacks=callbacks,
-                  validation_data=process_share(held_out) if held_out else None, shuffle=False,
-                  verbose=1 if sys.stdout.isatty() else 2)
+        if epochs:  # --steps 0 makes the vocabulary and the initial backbone: no batch is drawn, no child started
+            mine = distribution_torch.shares(data) if distribution_torch.active() else process_share(data)
+            model.fit(mine, epochs=epochs, steps_per_epoch=batches_per_epoch, callbacks=callbacks,
+                      validation_data=process_share(held_out) if held_out else None, shuffle=False,
+                      verbose=1 if sys.stdout.isatty() else 2)
     if held_out:
         metrics["end"] = evaluate()
         print("held-out after training:", json.dumps(metrics["end"]), flush=True)

@@ -89,12 +89,19 @@ def test_a_run_without_held_out_lines_saves_its_backbone_and_curves(tmp_path):
 
 
 @pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="the settings check is backend-independent")
-def test_a_rerun_must_repeat_the_settings_but_may_train_further(tmp_path, capsys):
+def test_a_rerun_must_repeat_the_settings_but_may_train_further(tmp_path, capsys, monkeypatch):
     """Defect 5 of issue 21: another --corpus or --checkpoint-every on a rerun was taken silently
-    (the old text kept, steps trained past --steps); now refused, naming the setting, unless --restart."""
+    (the old text kept, steps trained past --steps); now refused, naming the setting, unless --restart.
+    --steps 0 (and no held-out text) draws no batch: no pipeline process is started."""
+    import multiprocessing.context
+
     main = app_module("pretrain").main
     command = tiny_run_command(tmp_path, "tiny", steps=0, checkpoint_every=1, holdout=0)[2:]
-    main(command)
+    started = []
+    with monkeypatch.context() as patch:
+        patch.setattr(multiprocessing.context.SpawnProcess, "start", lambda process: started.append(process))
+        main(command)
+    assert started == []
     run = tmp_path / "tiny"
     text = (tmp_path / "corpus.txt").read_bytes()
     corpus = {"path": str(tmp_path / "corpus.txt"), "bytes": len(text), "sha256": hashlib.sha256(text).hexdigest()}
