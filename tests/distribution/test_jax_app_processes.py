@@ -2,7 +2,7 @@
 (KERAS_DISTRIBUTION_JOB_ADDRESSES, KERAS_DISTRIBUTION_NUM_PROCESSES, KERAS_DISTRIBUTION_PROCESS_ID set by the test):
 each process feeds its half of every global batch and process 0 alone prints and writes the run folder; process 1
 writes and prints nothing. The sentiment app's model predicts as the same app run in one process on 8 virtual
-devices; NER, QA, NLI and similarity (one epoch each) write metrics that record the job and a model that loads."""
+devices; NER, QA and similarity (one epoch each) write metrics that record the job and a model that loads."""
 
 import keras
 import pytest
@@ -56,7 +56,9 @@ def _inputs(app, tmp_path):
     return ["--data", data, "--validation-fraction", "0.25"], (["a man plays", "nobody plays"], ["someone plays"] * 2)
 
 
-@pytest.mark.parametrize("app", ["ner", "qa", "nli", "similarity"])
+# NLI is left out (CI time): apps/nli.py is the sentiment app's code (sentence_cli) on text pairs, tested above as 2
+# processes; similarity's regression loss and score, NER's and QA's token batches are each their own.
+@pytest.mark.parametrize("app", ["ner", "qa", "similarity"])
 def test_app_trains_as_two_jax_processes(app, tiny_init, tmp_path):
     """A user's view of a job of 2 processes: it ends, process 0 alone prints and writes the run folder, whose
     metrics record the 8 devices and one epoch of steps over global batches of 8 (5 rows padded), finite losses
@@ -87,7 +89,7 @@ def test_app_trains_as_two_jax_processes(app, tiny_init, tmp_path):
         rows = metrics["train_windows" if app == "qa" else "train_examples"]
     assert metrics["steps"] == math.ceil(rows / 5) > 1
     assert all(np.isfinite(values).all() for values in metrics["history"].values())
-    score, top = {"ner": ("f1", 1), "qa": ("f1", 100), "nli": ("accuracy", 1), "similarity": ("mae", math.inf)}[app]
+    score, top = {"ner": ("f1", 1), "qa": ("f1", 100), "similarity": ("mae", math.inf)}[app]
     assert 0 <= metrics["validation"][score] <= top
 
     predicted = model.predict(inputs, verbose=0)
@@ -96,4 +98,4 @@ def test_app_trains_as_two_jax_processes(app, tiny_init, tmp_path):
     elif app == "qa":
         assert [result["text"] in inputs[1][0] for result in predicted] == [True, True]
     else:
-        assert np.shape(predicted) == ((2, 3) if app == "nli" else (2,)) and np.isfinite(predicted).all()
+        assert np.shape(predicted) == (2,) and np.isfinite(predicted).all()
