@@ -6,7 +6,7 @@ argv: tensorflow OUT: on 2 logical CPU devices, under `tf.distribute.MirroredStr
 data once to build the model before the first epoch, a pass after which the batches reshuffle.
 
 argv: tensorflow-app INIT DATA RUN: on 2 logical CPU devices, the sentiment app trains `--distribution
-data` on the backbone folder INIT and the file DATA into RUN, in a process of its own: run after the
+data --remat` on the backbone folder INIT and the file DATA into RUN, in a process of its own: run after the
 comparisons in one process (a second MirroredStrategy), its fit failed with a collective's shape mismatch.
 
 argv: torch OUT: one of the torch processes of a job described by MASTER_ADDR, MASTER_PORT, RANK and
@@ -41,7 +41,7 @@ if job == "tensorflow-app":
 
     init, data, run = sys.argv[2:5]
     sentence_cli.main("sentiment", ["train", "--data", data, "--init", init, "--out", run, "--epochs", "1",
-                                    "--batch-size", "5", "--distribution", "data"])
+                                    "--batch-size", "5", "--distribution", "data", "--remat"])
     sys.exit()
 if backend == "tensorflow":
     single, results["single_steps"], _ = train(None, shuffle=False)

@@ -1,8 +1,9 @@
 """The sentiment app trains under `--distribution data` as 2 torch processes (gloo on localhost, started as
 torchrun would, with MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE): process 0 writes the run folder, whose
 model predicts as the same app run in one process on the same data and seed; process 1 writes and prints
-nothing. What the apps still refuse on torch exits 2 with one line, before any run folder exists."""
+nothing, also with --remat. What the apps still refuse on torch exits 2 with one line, before any run folder exists."""
 
+import json
 import os
 
 import keras
@@ -42,13 +43,15 @@ def test_sentiment_app_trains_as_two_torch_processes(tmp_path):
     init, data = sentiment_app_inputs(tmp_path)
 
     _, (alone,) = _train(tmp_path, "one", init, data, ranks=[0])
-    workdirs, printed = _train(tmp_path, "two", init, data, ranks=[0, 1], options=["--distribution", "data"])
+    # the job also rematerializes its blocks (--remat): recomputing them in the backward pass changes no weight
+    workdirs, printed = _train(tmp_path, "two", init, data, ranks=[0, 1], options=["--distribution", "data", "--remat"])
 
     assert "Wrote" in alone
     assert_only_process_0_wrote(tmp_path, "two", printed, workdirs)
 
     assert_runs_agree(tmp_path / "one_0", tmp_path / "two_0", init, [{"distribution": "none", "mesh": None, "devices": 1},
                                                                     {"distribution": "data", "mesh": None, "devices": 2}])
+    assert json.loads((tmp_path / "two_0" / "metrics.json").read_text())["hyperparameters"]["remat"] is True
 
 
 @pytest.mark.parametrize("app, options, message", [

@@ -1,7 +1,7 @@
 """Data parallelism off JAX: `tf.distribute.MirroredStrategy` on 2 logical CPU devices, and 2 torch
 processes averaging their gradients over gloo, each train a bert_tiny classifier on raw strings (global
 batches of 5, padded to 6 on 2 replicas) to the weights of one device on the same global batches; the
-sentiment app trains under --distribution data on the 2 TensorFlow devices."""
+sentiment app trains under --distribution data --remat on the 2 TensorFlow devices."""
 
 import json
 import os
@@ -28,6 +28,7 @@ def test_mirrored_strategy_trains_as_one_device(tiny_init, tmp_path):  # noqa: F
     run_python(WORKER, "tensorflow-app", tiny_init, data, tmp_path / "run", backend="tensorflow")
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())  # the app, on the 2 devices
     assert metrics["distribution"] == {"distribution": "data", "mesh": None, "devices": 2}
+    assert metrics["hyperparameters"]["remat"] is True  # its blocks rematerialized under MirroredStrategy
     run_python(WORKER, "tensorflow", tmp_path / "out.npz", backend="tensorflow")
     results = np.load(tmp_path / "out.npz")
     assert str(results["refusal"]) == ("batch_size=5 does not divide by the data dimension 2 of the active "
