@@ -1,11 +1,14 @@
 """Pretraining step throughput: kbert's BertPretrainer beside keras-hub's and Hugging Face's BertMaskedLM.
 
 Each (backend, engine) runs in a process of its own, one after another. Every engine trains
-the same configuration on the same random batch (by default 32 x 128 tokens, 20 masked
+the same configuration on the same random batch (by default 32 x 128 tokens, 19 masked
 positions per row, vocabulary 30522) with the same optimizer (`kbert.optimizers.bert_adamw`) through
 `train_on_batch`, with the backend's default compilation (XLA on TensorFlow, jax.jit on JAX,
 eager on torch). The first step (tracing, compiling, building the optimizer) is timed apart.
-keras-hub's BertMaskedLM has no next-sentence head, so kbert is also run MLM-only. On torch,
+keras-hub's BertMaskedLM has no next-sentence head, so kbert is also run MLM-only. keras-hub's
+BERT computes GELU with the tanh approximation (4.6e-3 from the real checkpoint's outputs);
+`keras_hub_erf` is the same keras-hub model with BERT's exact GELU written as kbert writes it
+(`kbert.layers.transformer_encoder.exact_gelu`), so that both compute the same function. On torch,
 `hf_torch` is the reference outside Keras: Hugging Face's `BertForMaskedLM` (head on the
 masked positions only) in a plain torch loop with torch's AdamW (`hf_pretrain.py`).
 `--mixed-precision` runs Keras under mixed_bfloat16 and the torch loop under bfloat16 autocast.
@@ -45,7 +48,7 @@ import time
 import numpy as np
 
 BACKENDS = ("tensorflow", "jax", "torch")
-ENGINES = ("keras_hub", "kbert", "kbert_mlm_only", "hf_torch", "kbert_app", "kbert_in_process")
+ENGINES = ("keras_hub", "keras_hub_erf", "kbert", "kbert_mlm_only", "hf_torch", "kbert_app", "kbert_in_process")
 REAL_TEXT = ("kbert_app", "kbert_in_process")
 APP = pathlib.Path(__file__).resolve().parents[1] / "apps" / "pretrain.py"
 
@@ -155,8 +158,15 @@ def worker(engine, preset, args):
     optimizer = bert_adamw(1e-4, total_steps=10_000)
     if engine == "hf_torch":
         steps = hf_torch_steps(preset, args.vocabulary_size, batches, args.mixed_precision)
-    elif engine == "keras_hub":
+    elif engine in ("keras_hub", "keras_hub_erf"):
         import keras_hub
+
+        if engine == "keras_hub_erf":  # the activation keras-hub's BertBackbone passes to its blocks
+            from keras_hub.src.models.bert import bert_backbone
+
+            from kbert.layers.transformer_encoder import exact_gelu
+
+            bert_backbone.gelu_approximate = exact_gelu
 
         names = ("vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim", "max_sequence_length")
         model = keras_hub.models.BertMaskedLM(keras_hub.models.BertBackbone(**{k: config[k] for k in names}))
