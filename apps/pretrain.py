@@ -306,8 +306,7 @@ def prepare_run(args, folder, settings, files, init_tokenizer=None):
         if init_tokenizer is not None:
             tokenizer = init_tokenizer
         elif args.vocab:
-            vocab = pathlib.Path(args.vocab)
-            tokenizer = BertTokenizer.from_hf(vocab) if vocab.is_dir() else BertTokenizer(vocab)
+            tokenizer = BertTokenizer.from_vocab(args.vocab)
         else:
             print(f"Learning a {args.vocab_size}-token WordPiece vocabulary from {len(sample)} training lines",
                   flush=True)

@@ -63,22 +63,15 @@ def make_batch(batch_size, length, predictions, vocabulary_size, seed=0):
     return x, mask_ids, np.ones(positions.shape, "float32"), rng.integers(0, 2, batch_size).astype("int32")
 
 
-def vocab_tokenizer(vocab):
-    """The tokenizer of --vocab: a vocab.txt, or a folder holding one (as apps/pretrain.py writes)."""
-    from kbert.text import BertTokenizer
-
-    vocab = pathlib.Path(vocab)
-    return BertTokenizer.from_hf(vocab) if vocab.is_dir() else BertTokenizer(vocab)
-
-
 def real_batches(args, count=20):
     """`count` batches of the app's pretraining pipeline (MLM, `--predictions` slots a row, unused
     slots weighted 0) on --corpus with --vocab, as `make_batch` returns them (random NSP labels).
     Made in a child process, as the app makes them: a torch worker runs no tf.data."""
     from kbert.data.pretraining_dataset import pretraining_dataset
     from kbert.data.process_batches import process_batches
+    from kbert.text import BertTokenizer
 
-    tokenizer = vocab_tokenizer(args.vocab)
+    tokenizer = BertTokenizer.from_vocab(args.vocab)
     stream = process_batches(pretraining_dataset, [args.corpus], tokenizer=tokenizer, batch_size=args.batch_size,
                              max_seq_length=args.seq_len, objective="mlm", max_predictions=args.predictions, seed=0)
     labels = np.random.default_rng(0).integers(0, 2, args.batch_size).astype("int32")
@@ -127,8 +120,9 @@ def in_process_seconds_per_step(model, args):
     import keras
 
     from kbert.data.pretraining_dataset import pretraining_dataset
+    from kbert.text import BertTokenizer
 
-    tokenizer = vocab_tokenizer(args.vocab)
+    tokenizer = BertTokenizer.from_vocab(args.vocab)
     data = pretraining_dataset([args.corpus], tokenizer, args.batch_size, args.seq_len, objective="mlm", seed=0)
     times = []
     clock = keras.callbacks.LambdaCallback(on_epoch_begin=lambda *_: times.append(-time.perf_counter()),
@@ -232,9 +226,9 @@ def main():
         parser.error(f"{', '.join(REAL_TEXT)} need --vocab (e.g. a folder apps/pretrain.py wrote)")
     if args.vocab and not args.worker:
         from kbert.paths import data_dir
+        from kbert.text import BertTokenizer
 
-        vocab = pathlib.Path(args.vocab)
-        args.vocabulary_size = len((vocab / "vocab.txt" if vocab.is_dir() else vocab).read_text().splitlines())
+        args.vocabulary_size = BertTokenizer.from_vocab(args.vocab).vocabulary_size
         args.corpus = args.corpus or str(data_dir() / "imdb" / "unsup.txt")
     if args.worker:
         print(json.dumps(worker(*args.worker, args)))

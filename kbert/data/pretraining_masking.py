@@ -12,7 +12,8 @@ def prediction_slots(sequence_length, mask_rate=0.15):
     A row holds at most `sequence_length - 2` candidates ([CLS] and [SEP] are never chosen) and
     predicts `round(mask_rate * n)` of its `n`, so wider outputs only carry slots weighted 0 that
     the masked-LM head still computes. BERT's `max_predictions_per_seq` of 20 at 128 tokens
-    is this bound (19) plus one; at 64 tokens 20 slots would leave 10 always empty.
+    is this bound (19) plus one; at 64 tokens a row predicts at most 9, and 20 slots would leave
+    at least 11 empty.
 
     Example:
     >>> prediction_slots(128), prediction_slots(64), prediction_slots(8, mask_rate=0.5)

@@ -90,6 +90,19 @@ class BertTokenizer:
             raise ValueError(f"{config_file}: tokenize_chinese_chars=false is not supported.")
         return cls(path / "vocab.txt", lowercase=lowercase)
 
+    @classmethod
+    def from_vocab(cls, path):
+        """A vocab.txt (lowercasing, as BERT's uncased vocabularies), or a folder holding one,
+        read with `from_hf` (its tokenizer_config.json too).
+
+        Example:
+        >>> from kbert.paths import minilm_dir
+        >>> BertTokenizer.from_vocab(minilm_dir() / "vocab.txt").vocabulary_size
+        30522
+        """
+        path = pathlib.Path(path)
+        return cls.from_hf(path) if path.is_dir() else cls(path)
+
     def save(self, path):
         """Writes vocab.txt and tokenizer_config.json into the folder `path`, as Hugging Face does.
 

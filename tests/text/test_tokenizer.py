@@ -37,6 +37,8 @@ def test_vocabulary_checks(tmp_path):
     cased = BertTokenizer.from_hf(tmp_path)
     assert not cased.lowercase
     assert rows(cased(["hi HI Hi"], padding="longest")) == [[2, 5, 1, 1, 3]]
+    assert not BertTokenizer.from_vocab(tmp_path).lowercase  # a folder: its config read as from_hf reads it
+    assert BertTokenizer.from_vocab(tmp_path / "vocab.txt").lowercase  # the file alone: uncased
 
 
 @pytest.mark.parametrize("truncation", ["longest_first", "only_second"])
