@@ -7,6 +7,8 @@
   (`kbert.layers.Dropout` uses it in training, torch only).
 - `torch_dense.dense_call`: a `keras.layers.Dense` with its bias added inside the matmul under
   PyTorch (`kbert.layers.sublayer_calls.sublayer_call` uses it at inference, torch only).
+- `torch_backbone.backbone_forward`: a `BertBackbone`'s inference pass as plain torch calls on its
+  own weights (`BertBackbone.call` uses it at inference under PyTorch, where nothing needs the graph).
 """
 
 from kbert.backend_speedups.fast_dropout import use_fast_dropout_masks

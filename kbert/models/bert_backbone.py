@@ -106,7 +106,23 @@ class BertBackbone(keras.Model):
 
     def call(self, inputs, training=None, mask=None):
         self.check_inputs(inputs)
+        if self._runs_in_plain_torch(inputs, training):
+            from kbert.backend_speedups.torch_backbone import backbone_forward
+
+            return backbone_forward(self, inputs)
         return super().call(inputs, training=training, mask=mask)
+
+    def _runs_in_plain_torch(self, inputs, training):
+        """Whether this call can skip the functional graph for `backbone_forward`'s torch
+        calls: under PyTorch, at inference, on tensors (not while a model is being built), in
+        the dtype the weights are stored in (not "mixed_bfloat16"), with no layer quantized
+        and no `keras.distribution` laying out the outputs."""
+        policy = self.token_embedding.dtype_policy  # every layer's (the model's own is float32)
+        return (keras.config.backend() == "torch" and not training
+                and not keras.backend.is_keras_tensor(inputs["token_ids"])
+                and policy.compute_dtype == policy.variable_dtype
+                and keras.distribution.distribution() is None
+                and not any(layer.quantization_mode for layer in self._flatten_layers()))
 
     def check_inputs(self, inputs):
         """Refuses inputs that would silently give garbage (JAX clamps bad ids in a gather).
