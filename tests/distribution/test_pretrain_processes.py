@@ -47,9 +47,9 @@ def test_pretrainer_trains_on_shares_as_on_whole_batches(tmp_path):
     assert abs(one["loss"][1] - one["loss"][0]) > 1e-3  # it trained
 
 
-def _pretrain(tmp_path, steps, processes):
-    """apps/pretrain.py as `processes` processes, each in an empty folder of its own, on one --output;
-    returns what each printed and the paths it wrote."""
+def _pretrain(tmp_path, steps, processes, *options):
+    """apps/pretrain.py as `processes` processes, each in an empty folder of its own, on one --output,
+    with `options` added; returns what each printed and the paths it wrote."""
     corpus = tmp_path / "corpus.txt"
     if not corpus.exists():
         write_corpus(corpus)
@@ -59,7 +59,8 @@ def _pretrain(tmp_path, steps, processes):
         argvs.append(["app", tmp_path / f"cwd{rank}", tmp_path / f"stdout{rank}", tmp_path / f"audit{rank}",
                       "--corpus", corpus, "--run", "run", "--output", tmp_path / "out", "--preset", "bert_tiny",
                       "--vocab-size", "120", "--steps", str(steps), "--checkpoint-every", "1", "--batch-size", "4",
-                      "--seq-len", "32", "--holdout-fraction", "0.3", "--objective", "mlm", "--distribution", "data"])
+                      "--seq-len", "32", "--holdout-fraction", "0.3", "--objective", "mlm", "--distribution", "data",
+                      *options])
     run_together(WORKER, argvs, _environments(processes))
     written = [[json.loads(line)[1] for line in (tmp_path / f"audit{rank}").read_text().splitlines()]
                for rank in range(processes)]
@@ -80,7 +81,9 @@ def test_pretrain_app_trains_as_two_torch_processes(tmp_path):
     assert metrics["steps"] == 2 and (run / "backbone.keras").is_file()
     assert metrics["end"]["loss"] < metrics["start"]["loss"]
 
-    printed, written = _pretrain(tmp_path, steps=3, processes=2)  # raised: resumes from process 0's backup
+    # Raised: resumes from process 0's backup, each process now recomputing its blocks in the backward pass
+    # (--remat is not a setting of the run: a resumed run may change it).
+    printed, written = _pretrain(tmp_path, 3, 2, "--remat")
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["steps"] == 3 and metrics["distribution"]["devices"] == 2
     assert printed[1] == "" and [path for path in written[1] if path.startswith(str(tmp_path))] == []
