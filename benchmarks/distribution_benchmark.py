@@ -1,5 +1,6 @@
-"""Per device under `kbert.distribution` (JAX, virtual CPU devices): the bytes of parameters and
-optimizer state under ModelParallel, and the step time of 1 vs N devices on the same global batch.
+"""Per device under `kbert.distribution`: the bytes of parameters and optimizer state under
+ModelParallel (JAX, virtual CPU devices), and the step time of 1 vs N devices on the same global
+batch on each backend.
 
 bytes: for each preset (bert_base, bert_large by default) and mesh (8x1, 4x2, 2x4, 1x8: replicas x
 shards) a `BertPretrainer` (backbone, pooler, MLM head) and its `bert_adamw` are built under
@@ -11,24 +12,32 @@ first counts bert_tiny so on each mesh and compares with the bytes of each devic
 `addressable_shards` of a bert_tiny built for real (its 30,522 x 128 embeddings dominate). Model parallelism's point: the state per device falls by the
 model dimension (the embeddings and layer norms, replicated or split, included).
 
-time: a `BertClassifier` (--time-preset, dropout 0) trains --steps steps of the same global batch
-(--batch-size rows of --seq-len tokens) on 1 device and on N devices (data_parallel), each in its
-own process; prints the median step time after a compiled warm-up step. On this 2-core machine the
-8 "devices" are threads sharing 2 cores: the figure measures the overhead of splitting a step
-(collectives, smaller matmuls), not a speed-up. Do not run it on a shared machine.
+time: per backend, a `BertClassifier` (--time-preset, dropout 0, its default optimizer) trains one
+`fit` of --steps + 1 copies of the same global batch (--batch-size x --seq-len) without a
+distribution, then under `kbert.distribution.data_parallel()`: JAX on --devices virtual devices,
+TensorFlow on --devices logical CPU devices (MirroredStrategy), torch as --processes gloo processes
+of one thread each, as torchrun starts them (process 0's time). Prints the median step
+(`on_train_batch_begin` to `_end`) after the compiling one. On a CPU the N devices share its
+cores: the ratio is the overhead of splitting a step, not a speed-up. Do not run it on a shared
+machine.
 
     python benchmarks/distribution_benchmark.py --jobs bytes --check
-    python benchmarks/distribution_benchmark.py --jobs time --devices 8
+    python benchmarks/distribution_benchmark.py --jobs time --devices 8 --processes 2
+    python benchmarks/distribution_benchmark.py --jobs time --backends torch --time-preset bert_tiny --steps 2
 """
 
 import argparse
 import contextlib
 import json
 import os
+import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+
+BACKENDS = ("jax", "tensorflow", "torch")
 
 
 def parse_args():
@@ -38,23 +47,65 @@ def parse_args():
     parser.add_argument("--meshes", nargs="+", default=["8x1", "4x2", "2x4", "1x8"], help="REPLICASxSHARDS")
     parser.add_argument("--check", action="store_true",
                         help="first compare the computed bytes with allocated bert_tiny shards on each mesh")
-    parser.add_argument("--devices", type=int, default=8, help="virtual devices of the time job's second run")
+    parser.add_argument("--backends", nargs="+", choices=BACKENDS, default=list(BACKENDS), help="of the time job")
+    parser.add_argument("--devices", type=int, default=8,
+                        help="JAX's virtual devices and TensorFlow's logical CPU devices of the time job's second run")
+    parser.add_argument("--processes", type=int, default=2, help="torch processes of the time job's second run")
     parser.add_argument("--time-preset", default="bert_mini")
     parser.add_argument("--batch-size", type=int, default=32, help="the global batch of the time job")
     parser.add_argument("--seq-len", type=int, default=128)
     parser.add_argument("--steps", type=int, default=10, help="timed steps of the time job")
     parser.add_argument("--worker", choices=("bytes", "time"), help=argparse.SUPPRESS)
+    parser.add_argument("--worker-devices", type=int, default=1, help=argparse.SUPPRESS)
     return parser.parse_args()
 
 
-def run_worker(job, devices, args):
-    """Runs this script as a worker with `devices` virtual JAX devices; returns its JSON line."""
-    env = {**os.environ, "KERAS_BACKEND": "jax", "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}"}
-    command = [sys.executable, __file__, "--worker", job, *sys.argv[1:]]
-    result = subprocess.run(command, env=env, capture_output=True, text=True)
-    if result.returncode:
-        sys.exit(f"worker {job} on {devices} devices failed:\n{result.stderr[-3000:]}")
-    return json.loads(result.stdout.strip().splitlines()[-1])
+def run_worker(job, backend, devices, processes=1):
+    """Runs this script as the worker `job` on `backend`, split `devices` ways: JAX's virtual devices and
+    TensorFlow's logical CPU devices in one process, or `processes` torch processes of one job on localhost
+    (their environment as torchrun sets it). Returns process 0's JSON line."""
+    env = {**os.environ, "KERAS_BACKEND": backend}
+    if backend == "jax":
+        env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+    envs = [env]
+    if processes > 1:
+        port = str(_free_port())
+        envs = [{**env, "MASTER_ADDR": "localhost", "MASTER_PORT": port, "RANK": str(rank),
+                 "WORLD_SIZE": str(processes), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+                for rank in range(processes)]
+    command = [sys.executable, __file__, "--worker", job, "--worker-devices", str(devices), *sys.argv[1:]]
+    outputs = [(tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")) for _ in envs]
+    workers = [subprocess.Popen(command, env=env, stdout=out, stderr=err, text=True)
+               for env, (out, err) in zip(envs, outputs)]
+    failed = _wait_all(workers)
+    for out, err in outputs:
+        out.seek(0), err.seek(0)
+    if failed is not None:
+        sys.exit(f"worker {job} on {backend}, {devices} devices, process {failed} failed:\n"
+                 f"{outputs[failed][1].read()[-3000:]}")
+    return json.loads(outputs[0][0].read().strip().splitlines()[-1])
+
+
+def _wait_all(workers):
+    """Waits for every process of `workers`; returns the index of the first that fails (then kills the
+    others, which would wait for it), or None."""
+    try:
+        while True:
+            codes = [worker.poll() for worker in workers]
+            if any(codes) or None not in codes:
+                return next((index for index, code in enumerate(codes) if code), None)
+            time.sleep(0.2)
+    finally:
+        for worker in workers:
+            worker.kill()
+            worker.wait()
+
+
+def _free_port():
+    """A port nobody listens on, for torch's process group."""
+    with socket.socket() as probe:
+        probe.bind(("localhost", 0))
+        return probe.getsockname()[1]
 
 
 def per_device_bytes(variables, distribution):
@@ -137,27 +188,52 @@ def _mesh(text):
 
 
 def time_worker(args):
+    """Times the steps of one `fit` on --worker-devices devices (1: no distribution); prints a JSON line."""
+    if os.environ["KERAS_BACKEND"] == "tensorflow":  # before anything else touches TensorFlow
+        import tensorflow as tf
+
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * args.worker_devices)
     import keras
     import numpy as np
 
     import kbert
     import kbert.distribution
+    from kbert import distribution_torch
 
-    devices = len(keras.distribution.list_devices())
-    keras.distribution.set_distribution(kbert.distribution.data_parallel() if devices > 1 else None)
-    model = kbert.BertClassifier(kbert.BertBackbone.from_preset(args.time_preset, dropout=0.0), num_classes=2)
+    distribution = kbert.distribution.data_parallel() if args.worker_devices > 1 else None
+    kbert.distribution.activate(distribution)
+    model = kbert.BertClassifier(kbert.BertBackbone.from_preset(args.time_preset, dropout=0.0), num_classes=2,
+                                 dropout=0.0)
     rng = np.random.default_rng(0)
     shape = (args.batch_size, args.seq_len)
     batch = {"token_ids": rng.integers(5, model.backbone.vocabulary_size, shape), "segment_ids": np.zeros(shape, "int32"),
              "padding_mask": np.ones(shape, "int32")}
-    labels = np.arange(args.batch_size) % 2
-    model.fit(batch, labels, batch_size=args.batch_size, epochs=1, verbose=0)  # compiles
-    times = []
-    for _ in range(args.steps):
-        start = time.perf_counter()
-        model.fit(batch, labels, batch_size=args.batch_size, epochs=1, verbose=0)
-        times.append(time.perf_counter() - start)
-    print(json.dumps({"devices": devices, "median_step_seconds": statistics.median(times)}))
+    data = same_batches((batch, np.arange(args.batch_size) % 2), args.steps + 1)
+    if distribution_torch.active() is not None:
+        data = distribution_torch.Shard(data, distribution_torch.active())  # this process's rows of each
+    begins, ends = [], []
+    timer = keras.callbacks.LambdaCallback(  # Keras calls the batch end once it has read the step's loss
+        on_train_batch_begin=lambda step, logs: begins.append(time.perf_counter()),
+        on_train_batch_end=lambda step, logs: ends.append(time.perf_counter()))
+    model.fit(data, epochs=1, verbose=0, callbacks=[timer])
+    seconds = [end - begin for begin, end in zip(begins, ends)][1:]  # the first step compiles
+    print(json.dumps({"replicas": kbert.distribution.data_dimension(model), "rows": len(keras.tree.flatten(data[0])[0]),
+                      "steps": len(seconds), "median_step_seconds": statistics.median(seconds)}))  # rows: this process's
+
+
+def same_batches(batch, count):
+    """A PyDataset of `count` times `batch`."""
+    import keras
+
+    class SameBatches(keras.utils.PyDataset):
+        def __len__(self):
+            return count
+
+        def __getitem__(self, index):
+            return batch
+
+    return SameBatches()
 
 
 def main():
@@ -165,7 +241,7 @@ def main():
     if args.worker:
         return {"bytes": bytes_worker, "time": time_worker}[args.worker](args)
     if "bytes" in args.jobs:
-        rows = run_worker("bytes", 8, args)
+        rows = run_worker("bytes", "jax", 8)
         for row in rows:
             if "check" in row:
                 print(f"check {row['check']} {row['mesh']}: computed bytes per device "
@@ -180,12 +256,27 @@ def main():
                       f"{row['total'] / row['unsharded']:13.3f}"
                       + (f"   (check_mesh refuses it: {row['refused']})" if row["refused"] else ""))
     if "time" in args.jobs:
-        one, many = run_worker("time", 1, args), run_worker("time", args.devices, args)
-        print(f"{args.time_preset}, global batch {args.batch_size} x {args.seq_len}, data_parallel, "
-              f"{os.cpu_count()} CPU cores: 1 device {one['median_step_seconds']:.3f} s/step, "
-              f"{many['devices']} devices {many['median_step_seconds']:.3f} s/step "
-              f"({many['median_step_seconds'] / one['median_step_seconds']:.2f}x: overhead on shared cores, "
-              "not a speed-up)")
+        print(f"{args.time_preset}, global batch {args.batch_size} x {args.seq_len}, median of {args.steps} steps "
+              f"after a compiling one, data_parallel(), {os.cpu_count()} CPU cores:")
+        for backend in args.backends:
+            print_step_times(backend, args)
+        print(f"On these {os.cpu_count()} cores the N devices are threads (JAX, TensorFlow) or processes (torch) "
+              "sharing the cores of the 1: the ratio is the overhead of splitting a step (collectives, smaller "
+              "matmuls), not a speed-up.")
+
+
+def print_step_times(backend, args):
+    """One line: the step time of 1 vs N devices (torch: processes) on `backend`, and what the N ran."""
+    torch = backend == "torch"
+    devices = args.processes if torch else args.devices
+    if args.batch_size % devices:
+        sys.exit(f"--batch-size {args.batch_size} does not divide by the {devices} {backend} "
+                 f"{'processes' if torch else 'devices'}.")
+    one, many = run_worker("time", backend, 1), run_worker("time", backend, devices, devices if torch else 1)
+    ratio = many["median_step_seconds"] / one["median_step_seconds"]
+    print(f"{backend:10}: 1 {'process' if torch else 'device'} {one['median_step_seconds']:.3f} s/step, "
+          f"{devices} {'processes' if torch else 'devices'} {many['median_step_seconds']:.3f} s/step ({ratio:.2f}x; "
+          f"{many['replicas']} replicas" + (f", process 0's time on its {many['rows']} rows" if torch else "") + ")")
 
 
 if __name__ == "__main__":
