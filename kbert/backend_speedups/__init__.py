@@ -5,6 +5,9 @@
   (imported by `kbert.optimizers.bert_adamw` under the torch backend only: it imports torch).
 - `torch_dropout.dropout`: dropout's mask from `torch.rand` instead of `bernoulli_` under PyTorch
   (`kbert.layers.Dropout` uses it in training, torch only).
+- `jax_dense.matmul`, `jax_dense.dense_call`: dense matmuls written so that XLA:CPU runs their kernel
+  gradients in YNNPACK under JAX (`MultiHeadSelfAttention`'s projections and, through
+  `kbert.layers.sublayer_calls.sublayer_call`, every `keras.layers.Dense` of a block in training).
 - `torch_dense.dense_call`: a `keras.layers.Dense` with its bias added inside the matmul under
   PyTorch (`kbert.layers.sublayer_calls.sublayer_call` uses it at inference, torch only).
 - `torch_backbone.backbone_forward`: a `BertBackbone`'s inference pass as plain torch calls on its

@@ -90,8 +90,11 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             return [fused[:, :, i] for i in range(3)]
         kernel, bias = self.qkv_dense.kernel, self.qkv_dense.bias
         width = self.num_heads * self.head_dim
+        matmul = ops.matmul
+        if keras.config.backend() == "jax":  # kernel gradients in YNNPACK on CPU (jax_dense.matmul)
+            from kbert.backend_speedups.jax_dense import matmul
         parts = [
-            ops.matmul(inputs, kernel[:, i * width : (i + 1) * width]) + bias[i * width : (i + 1) * width]
+            matmul(inputs, kernel[:, i * width : (i + 1) * width]) + bias[i * width : (i + 1) * width]
             for i in range(3)
         ]
         return [ops.reshape(part, shape) for part in parts]

@@ -14,18 +14,25 @@ def sublayer_call(layer, training):
     dtype they store (not under "mixed_bfloat16"), are not quantized (a quantized layer runs
     `quantized_call`) and no `keras.distribution` lays out their outputs; then their `call` is
     used directly, and under PyTorch a `keras.layers.Dense` adds its bias inside the matmul
-    (`kbert.backend_speedups.torch_dense`). In training, always `layer`.
+    (`kbert.backend_speedups.torch_dense`). In training, `layer`; but under JAX a float
+    `keras.layers.Dense` (no `keras.distribution`) computes its matmul through
+    `kbert.backend_speedups.jax_dense`, whose kernel gradient XLA:CPU runs in YNNPACK.
 
     Example:
     >>> import numpy as np
     >>> dense = keras.layers.Dense(2)
     >>> dense.build((None, 3))
-    >>> sublayer_call(dense, training=True) is dense
+    >>> sublayer_call(dense, training=True) is dense or keras.config.backend() == "jax"
     True
     >>> tuple(sublayer_call(dense, training=False)(keras.ops.ones((1, 3))).shape)
     (1, 2)
     """
     policy = layer.dtype_policy
+    if (training and keras.config.backend() == "jax" and type(layer) is keras.layers.Dense
+            and layer.built and not layer.quantization_mode and keras.distribution.distribution() is None):
+        from kbert.backend_speedups.jax_dense import dense_call
+
+        return functools.partial(dense_call, layer)
     if (training or layer.quantization_mode or policy.compute_dtype != policy.variable_dtype
             or not layer.built or keras.distribution.distribution() is not None):
         return layer

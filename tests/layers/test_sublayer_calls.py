@@ -23,7 +23,9 @@ def test_inference_calls_give_the_layers_outputs(layer):
 
 def test_the_layer_itself_where_its_per_call_work_matters():
     dense = built(keras.layers.Dense(5))
-    assert sublayer_call(dense, training=True) is dense
+    assert (sublayer_call(dense, training=True) is dense) == (keras.config.backend() != "jax")
+    norm = built(keras.layers.LayerNormalization())
+    assert sublayer_call(norm, training=True) is norm
     unbuilt = keras.layers.Dense(5)
     assert sublayer_call(unbuilt, training=False) is unbuilt
     mixed = built(keras.layers.Dense(5, dtype="mixed_bfloat16"))  # float32 weights cast on every call
@@ -51,3 +53,21 @@ def test_a_block_gives_the_same_outputs_at_inference_and_in_training_without_dro
     inference = ops.convert_to_numpy(block(x, padding_mask=mask))
     training = ops.convert_to_numpy(block(x, padding_mask=mask, training=True))  # every sublayer's __call__
     np.testing.assert_allclose(inference, training, atol=1e-5)
+
+
+@pytest.mark.parametrize("activation, lora, dtype", [(None, False, None), ("gelu", True, None),
+                                                     (None, False, "mixed_bfloat16")])
+def test_training_calls_give_the_layers_outputs(activation, lora, dtype):
+    """Under JAX a Dense in training goes through `jax_dense.dense_call`; elsewhere it is the layer."""
+    layer = built(keras.layers.Dense(6, activation=activation, bias_initializer="normal", dtype=dtype))
+    if lora:
+        layer.enable_lora(2, b_initializer="normal")  # the kernel read is the LoRA-updated one
+    x = ops.convert_to_tensor(np.random.default_rng(0).normal(size=(2, 3, 4)).astype("float32"))
+    if dtype:
+        x = ops.cast(x, "bfloat16")
+    call = sublayer_call(layer, training=True)
+    expected, got = layer(x, training=True), call(x)
+    assert got.dtype == expected.dtype
+    tolerance = 1e-2 if dtype else 1e-6
+    np.testing.assert_allclose(ops.convert_to_numpy(ops.cast(got, "float32")),
+                               ops.convert_to_numpy(ops.cast(expected, "float32")), atol=tolerance)
