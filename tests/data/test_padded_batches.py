@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from kbert.data.padded_batches import PaddedBatches
+from kbert.data.padded_batches import PaddedBatches, bucket_length
 
 
 def inputs(lengths, width=16):
@@ -78,7 +78,16 @@ def test_compiled_models_see_bucketed_lengths_and_power_of_two_rows():
     model = Recorder(jit_compile=True)
     out = PaddedBatches(inputs(lengths, width=128), batch_size=4).predict(model, token_outputs=False)
     assert out[:, 0].tolist() == lengths
-    assert model.shapes == [(4, 80), (4, 8)]  # rows 70 round to the bucket 80; 3 rows padded to 4
+    assert model.shapes == [(4, 80), (4, 4)]  # rows 70 round to the bucket 80; 3 rows padded to 4
+
+
+def test_bucket_lengths_step_by_2_4_8_16_32_then_64():
+    assert [bucket_length(n, 512) for n in (1, 2, 3, 16, 17, 32, 33, 64, 65, 128, 129, 256, 257, 512)] == \
+        [2, 2, 4, 16, 20, 32, 40, 64, 80, 128, 160, 256, 320, 512]
+    assert bucket_length(300, 280) == 280 and bucket_length(7, 5) == 5  # never past the rows' width
+    buckets = [bucket_length(n, 512) for n in range(1, 513)]
+    assert len(set(buckets)) == 28  # 8 + 4 + 4 + 4 + 4 + 4 compiled shapes at most
+    assert all(0 <= b - n < max(2, n / 4) for n, b in enumerate(buckets, start=1))
 
 
 def test_predict_on_no_rows_says_so():
