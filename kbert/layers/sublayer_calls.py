@@ -27,16 +27,19 @@ def sublayer_call(layer, training):
     >>> tuple(sublayer_call(dense, training=False)(keras.ops.ones((1, 3))).shape)
     (1, 2)
     """
-    policy = layer.dtype_policy
-    if (training and keras.config.backend() == "jax" and type(layer) is keras.layers.Dense
-            and layer.built and not layer.quantization_mode and keras.distribution.distribution() is None):
-        from kbert.backend_speedups.jax_dense import dense_call
-
-        return functools.partial(dense_call, layer)
-    if (training or layer.quantization_mode or policy.compute_dtype != policy.variable_dtype
-            or not layer.built or keras.distribution.distribution() is not None):
+    if not layer.built or layer.quantization_mode or keras.distribution.distribution() is not None:
         return layer
-    if type(layer) is keras.layers.Dense and keras.config.backend() == "torch":
+    dense_backend = keras.config.backend() if type(layer) is keras.layers.Dense else None
+    if training:
+        if dense_backend == "jax":
+            from kbert.backend_speedups.jax_dense import dense_call
+
+            return functools.partial(dense_call, layer)
+        return layer
+    policy = layer.dtype_policy
+    if policy.compute_dtype != policy.variable_dtype:
+        return layer
+    if dense_backend == "torch":
         from kbert.backend_speedups.torch_dense import dense_call
 
         return functools.partial(dense_call, layer)
