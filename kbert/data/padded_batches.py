@@ -4,6 +4,7 @@ import keras
 import numpy as np
 
 from kbert.distribution import data_dimension, process_share
+from kbert.progress import ProgressLines, progress_mode
 
 
 class PaddedBatches(keras.utils.PyDataset):
@@ -18,7 +19,9 @@ class PaddedBatches(keras.utils.PyDataset):
         y: array, dict of arrays, or None. Targets.
         sample_weight: array or None. Per-row or per-token weights (0 = ignored).
         batch_size: int.
-        shuffle: bool. Shuffle every epoch (for training).
+        shuffle: bool. Shuffle every epoch (for training). The order of epoch e is a function
+            of `seed` and e alone (`set_epoch`), so a run resumed at any epoch, or part-way
+            through one, sees the batches the uninterrupted run saw.
         seed: int. Seed of the shuffles.
         length_multiple: int. Batch lengths are rounded up to a multiple of this, so jit
             compilers see a few shapes rather than one per length.
@@ -51,17 +54,24 @@ class PaddedBatches(keras.utils.PyDataset):
         self.length_multiple = length_multiple
         self.group_by_length = group_by_length
         self.batch_multiple = batch_multiple
-        self.rng = np.random.default_rng(seed)
+        self.seed = seed
+        self.epoch = 0
+        self.skip = 0  # batches of this epoch not served (a resumed epoch's, done before the kill)
         self.order = np.arange(len(self.lengths))
         self.widths = None  # set by _fix_first_widths for unshuffled batches
-        self.on_epoch_end()
-        if not shuffle:
+        if shuffle:
+            self.set_epoch(0)
+        else:
             self._fix_first_widths()
 
     def __len__(self):
+        return self._batches_in_an_epoch() - self.skip
+
+    def _batches_in_an_epoch(self):
         return math.ceil(len(self.order) / self.batch_size)
 
     def __getitem__(self, index):
+        index += self.skip
         rows = self.order[index * self.batch_size : (index + 1) * self.batch_size]
         width = self._width(index)
         real = len(rows)
@@ -97,7 +107,9 @@ class PaddedBatches(keras.utils.PyDataset):
         Args:
             model: a Keras model, or anything with its `predict_on_batch`. Its outputs may
                 be an array or a dict of arrays (e.g. start and end logits).
-            verbose: 0 silent; 1 or "auto" a progress bar over the batches (when more than one).
+            verbose: 0 silent; 1 a progress bar over the batches (when more than one); 2 or "lines"
+                a line every 30 s with the time left (`kbert.progress.ProgressLines`); "auto" a bar on
+                a terminal, else lines.
             token_outputs: bool. Outputs of rank 2 or more have a token axis (batch, length,
                 ...), padded back with zeros to the inputs' full length. False: every output
                 has one row per input (e.g. class probabilities (batch, classes)).
@@ -115,8 +127,10 @@ class PaddedBatches(keras.utils.PyDataset):
             raise ValueError("predict needs the rows in order: build the batches with shuffle=False.")
         if not len(self.lengths):
             raise ValueError("There are no rows to predict.")
-        if progress is None and verbose not in (0, False) and len(self) > 1:
-            progress = keras.utils.Progbar(len(self), unit_name="batch")
+        mode = progress_mode(verbose or 0)
+        if progress is None and mode is not None and len(self) > 1:
+            progress = (keras.utils.Progbar(len(self), unit_name="batch") if mode == "bar"
+                        else ProgressLines(len(self), "predict", "batch"))
         compiled = bool(getattr(model, "jit_compile", False))
         split = data_dimension(model) if isinstance(model, keras.Model) else 1
         order = np.argsort(-self.lengths, kind="stable")
@@ -168,28 +182,60 @@ class PaddedBatches(keras.utils.PyDataset):
             return tf.TensorSpec([None] * min(value.ndim, 2) + list(value.shape[2:]), value.dtype)
 
         signature = keras.tree.map_structure(open_spec, self[0])
-        served = []
 
-        def generate():
-            if served:  # every pass after the first is a new epoch
-                self.on_epoch_end()
-            served.append(True)
+        def generate():  # the epoch's order is set by `epoch_callback` before each pass
             for index in range(len(self)):
                 yield self[index]
 
         data = tf.data.Dataset.from_generator(generate, output_signature=signature)
         return data.apply(tf.data.experimental.assert_cardinality(len(self))).prefetch(2)
 
-    def on_epoch_end(self):
+    def set_epoch(self, epoch, skip=0):
+        """Serves the batches of epoch `epoch` (0 is the first), from its batch `skip` on.
+
+        Shuffled batches come in an order drawn from (seed, epoch) alone: a fit that starts
+        at epoch 3, or at batch 40 of it (a run resumed from a backup), sees what the
+        uninterrupted fit saw there. `len()` counts the batches still to serve.
+
+        Example:
+        >>> inputs = {"padding_mask": np.ones((6, 4), "int32")}
+        >>> batches = PaddedBatches(inputs, batch_size=2, shuffle=True, seed=7)
+        >>> batches.set_epoch(1)
+        >>> rows = batches.order.tolist()
+        >>> batches.set_epoch(1, skip=2)
+        >>> len(batches), batches.order.tolist() == rows
+        (1, True)
+        """
+        if not 0 <= skip < self._batches_in_an_epoch():
+            raise ValueError(f"An epoch has {self._batches_in_an_epoch()} batches: cannot start it at batch {skip}.")
+        self.epoch, self.skip = epoch, skip
         if not self.shuffle:
             return
-        order = self.rng.permutation(len(self.order))
+        rng = np.random.default_rng([self.seed, epoch])
+        order = rng.permutation(len(self.order))
         if self.group_by_length:  # sort by length (random among equals), then shuffle the batches
             order = order[np.argsort(self.lengths[order], kind="stable")]
             batches = [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
-            order = np.concatenate([batches[i] for i in self.rng.permutation(len(batches))])
+            order = np.concatenate([batches[i] for i in rng.permutation(len(batches))])
         self.order = order
         self._vary_first_widths()
+
+    def epoch_callback(self):
+        """A Keras callback that sets these batches to each epoch of a `fit` as it begins (`set_epoch`);
+        the epoch they are set to now keeps its `skip` (a fit resuming part-way through it). `BertTask.fit`
+        passes it."""
+        start_epoch, skip = self.epoch, self.skip
+
+        def begin(epoch, logs=None):
+            self.set_epoch(epoch, skip if epoch == start_epoch else 0)
+
+        return keras.callbacks.LambdaCallback(on_epoch_begin=begin)
+
+    def on_epoch_end(self):
+        """Keras's end of an epoch: without `epoch_callback`, the next epoch's order (a fit in which
+        Keras ends epochs also at its start, as on JAX and torch, may skip one)."""
+        if self.shuffle:
+            self.set_epoch(self.epoch + 1)
 
     def _vary_first_widths(self):
         """Swaps batch 1 with one of another width than batch 0, if there is one.
@@ -197,7 +243,7 @@ class PaddedBatches(keras.utils.PyDataset):
         Under TensorFlow, `fit` fixes the shapes it accepts from the first two batches: if
         both had the same length, a later, different length would fail.
         """
-        widths = [self._width(i) for i in range(len(self))]
+        widths = [self._width(i) for i in range(self._batches_in_an_epoch())]
         if len(widths) < 3 or widths[0] != widths[1] or len(set(widths)) == 1:
             return
         j = next(i for i, width in enumerate(widths) if width != widths[0])
@@ -211,7 +257,7 @@ class PaddedBatches(keras.utils.PyDataset):
         batch 1 is padded one `length_multiple` wider than batch 0 when both have the same width
         and a later batch has another; when it cannot be wider, every batch gets the full width.
         """
-        widths = [self._width(i) for i in range(len(self))]
+        widths = [self._width(i) for i in range(self._batches_in_an_epoch())]
         if len(widths) < 3 or widths[0] != widths[1] or len(set(widths)) == 1:
             return
         if widths[1] < self.width:

@@ -213,8 +213,14 @@ class BertTask(keras.Model):
     # --- raw inputs ----------------------------------------------------------------------
 
     def fit(self, x=None, y=None, batch_size=None, epochs=1, validation_data=None, sample_weight=None,
-            shuffle=True, **kwargs):
+            shuffle=True, shuffle_seed=None, initial_batch=0, **kwargs):
         """`keras.Model.fit`, also on raw inputs (see the class docstring); shuffles each epoch.
+
+        On raw inputs, epoch e's order is drawn from `shuffle_seed` and e alone (None: a seed drawn
+        from numpy's global generator, which `keras.utils.set_random_seed` seeds), so fits that resume
+        a run at a later epoch see the uninterrupted run's batches. `initial_batch`, with
+        `initial_epoch` and `epochs=initial_epoch + 1`, trains the rest of an epoch from that batch on
+        (a run resumed part-way through an epoch: `kbert.training.resumable_fit`).
 
         Under a distribution (see `kbert.distribution`), the mesh is checked against the backbone
         first, and raw inputs come in global batches padded to a multiple of its data dimension
@@ -229,18 +235,31 @@ class BertTask(keras.Model):
             self.compile()
         if keras.distribution.distribution() is not None:
             check_mesh(self.backbone, keras.distribution.distribution())
+        initial_epoch = kwargs.get("initial_epoch", 0)
+        if initial_batch and epochs != initial_epoch + 1:
+            raise ValueError(f"initial_batch={initial_batch} trains the rest of one epoch: fit it with "
+                             f"epochs=initial_epoch + 1 ({initial_epoch + 1}, not {epochs}), the later epochs in "
+                             "another fit.")
         if self._takes_as_is(x):
+            if initial_batch:
+                raise ValueError("initial_batch resumes raw inputs (lists or arrays of strings), whose batches "
+                                 "kbert makes; with token ids or a dataset, skip the batches yourself.")
             data, y = x, _as_array(y)  # Keras takes arrays of labels, not lists
         else:
-            data = self._batches(x, y, sample_weight, batch_size, shuffle=shuffle, shard=True)
+            data, batches = self._batches(x, y, sample_weight, batch_size, shuffle=shuffle, shard=True,
+                                          seed=shuffle_seed, start=(initial_epoch, initial_batch))
+            if shuffle and batches is not None:
+                kwargs["callbacks"] = [batches.epoch_callback(), *(kwargs.get("callbacks") or [])]
+            elif initial_batch:
+                raise ValueError("initial_batch resumes shuffled raw inputs batched by kbert (not the "
+                                 "pretrainer's tf.data pipeline).")
             y = sample_weight = batch_size = None
             if validation_data is not None and not self._takes_as_is(validation_data):
                 valid_x, valid_y, valid_weight = keras.utils.unpack_x_y_sample_weight(validation_data)
-                validation_data = self._batches(valid_x, valid_y, valid_weight,
-                                                kwargs.pop("validation_batch_size", None))
+                validation_data, _ = self._batches(valid_x, valid_y, valid_weight,
+                                                   kwargs.pop("validation_batch_size", None))
             shuffle = False  # the batches shuffle themselves
-        self._plan_learning_rate(data, x, y, batch_size, epochs - kwargs.get("initial_epoch", 0),
-                                 kwargs.get("steps_per_epoch"))
+        self._plan_learning_rate(data, x, y, batch_size, epochs - initial_epoch, kwargs.get("steps_per_epoch"))
         arguments = dict(batch_size=batch_size, epochs=epochs, validation_data=validation_data,
                          sample_weight=sample_weight, shuffle=shuffle, **kwargs)
         if distribution_torch.active() is None:
@@ -263,7 +282,7 @@ class BertTask(keras.Model):
         if self._takes_as_is(x):
             data, arguments = x, dict(y=_as_array(y), batch_size=batch_size, sample_weight=sample_weight)
         else:
-            data, arguments = self._batches(x, y, sample_weight, batch_size, shuffle=False), {}
+            (data, _), arguments = self._batches(x, y, sample_weight, batch_size, shuffle=False), {}
         with taking_process_shares(data):
             return super().evaluate(data, **arguments, **kwargs)
 
@@ -284,11 +303,11 @@ class BertTask(keras.Model):
                 raise ValueError(f"{type(self).__name__}.predict decodes answers from lists or arrays "
                                  "of raw inputs; for a tf.data.Dataset, map the preprocessor and "
                                  "predict on the token ids.")
-            return self.decode(super().predict(self._batches(x, None, None, None), verbose=verbose,
+            return self.decode(super().predict(self._batches(x, None, None, None)[0], verbose=verbose,
                                                **kwargs), None)
         prepared = self.preprocessor.prepare(x)
         if not isinstance(prepared.inputs, dict):  # tokenized per batch, in the tf.data pipeline
-            return super().predict(self._batches(x, None, None, batch_size), verbose=verbose, **kwargs)
+            return super().predict(self._batches(x, None, None, batch_size)[0], verbose=verbose, **kwargs)
         if kwargs:
             raise TypeError(f"predict on raw inputs takes batch_size and verbose, not {sorted(kwargs)}; "
                             "for Keras's other arguments, predict on the preprocessor's token ids.")
@@ -311,18 +330,21 @@ class BertTask(keras.Model):
             return isinstance(keras.utils.unpack_x_y_sample_weight(x.element_spec)[0], dict)
         return False
 
-    def _batches(self, x, y, sample_weight, batch_size, shuffle=False, shard=False):
-        """Raw inputs as batches of token ids, in the form `fit` and `evaluate` take; with `shard`,
-        this torch process's share of each (under `kbert.distribution_torch`)."""
+    def _batches(self, x, y, sample_weight, batch_size, shuffle=False, shard=False, seed=None, start=(0, 0)):
+        """(data, batches): raw inputs as batches of token ids, in the form `fit` and `evaluate` take
+        (with `shard`, this torch process's share of each, under `kbert.distribution_torch`), and the
+        `PaddedBatches` behind them (None for a tf.data pipeline), shuffled batches set to the
+        (epoch, batch) `start`."""
         import tensorflow as tf
 
         if _is_dataset(x):
             if y is not None or sample_weight is not None or batch_size is not None:
                 raise ValueError("A tf.data.Dataset carries its own labels, weights and batches: pass "
                                  "no y, sample_weight or batch_size with it.")
-            return x.map(self.preprocessor, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+            return x.map(self.preprocessor, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE), None
         prepared = self.preprocessor.prepare(x, self.check_labels(y), sample_weight)
-        seed = int(np.random.randint(2**31))  # seeded by keras.utils.set_random_seed
+        if seed is None:
+            seed = int(np.random.randint(2**31))  # seeded by keras.utils.set_random_seed
         if shard:  # every torch process makes the same global batches (evaluate needs no peers)
             seed = distribution_torch.shared_seed(seed)
         split = data_dimension(self)
@@ -341,13 +363,15 @@ class BertTask(keras.Model):
                                  f"{split} of the active distribution; choose a multiple of {split}.")
             data = data.batch(batch_size or 32, drop_remainder=split > 1)
             return data.map(lambda *batch: self.preprocessor(*batch),
-                            num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
+                            num_parallel_calls=tf.data.AUTOTUNE).prefetch(2), None
         batches = PaddedBatches(prepared.inputs, prepared.y, prepared.sample_weight, batch_size or 32,
                                 shuffle=shuffle, seed=seed, group_by_length=shuffle,
                                 batch_multiple=split)
+        if shuffle:
+            batches.set_epoch(*start)
         if shard and distribution_torch.active() is not None:
-            return distribution_torch.Shard(batches, distribution_torch.active())
-        return batches.for_fit()
+            return distribution_torch.Shard(batches, distribution_torch.active()), batches
+        return batches.for_fit(), batches
 
     def _plan_learning_rate(self, data, x, y, batch_size, epochs, steps_per_epoch):
         """Lays a fit-planned learning-rate schedule over the steps of this `fit`."""

@@ -1,6 +1,7 @@
 import json
 import pathlib
 import shutil
+import time
 
 import keras
 import numpy as np
@@ -27,7 +28,10 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
     so far (restored into `fit`'s `History`) and the state of `callbacks` (early stopping's
     best score, patience count and best weights), so that a resumed `fit` goes on as the
     killed one would have, and a run that early stopping had ended ends. A backup is made
-    at the end of every epoch; to back up every N steps, fit with `steps_per_epoch=N`.
+    at the end of every epoch and, with `every_steps` or `every_minutes`, within epochs too:
+    such a backup also holds the epoch's batches done and its running metrics (the mean
+    loss so far), and `resume_position` tells where it resumes; `kbert.training.resumable_fit`
+    resumes there, on the batches the uninterrupted run would have trained on.
 
     A backup never replaces the last good one with a model whose loss or weights are NaN or
     infinite: it raises `kbert.training.NonFiniteLossError` instead. With `settings`, a
@@ -45,6 +49,9 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
         callbacks: list of callbacks whose state the backups hold: `keras.callbacks.EarlyStopping`,
             or any with a `backed_up` tuple of attribute names (JSON values or numpy arrays).
             Put the backup after them in `fit`'s list.
+        every_steps: int or None. Also back up within an epoch every this many steps.
+        every_minutes: float or None. Also back up within an epoch once this many minutes
+            have passed since the last backup (or the start).
 
     Example:
     >>> import tempfile
@@ -53,23 +60,52 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
     >>> backup = AtomicBackupAndRestore(tempfile.mkdtemp())
     >>> x, y = np.zeros((4, 2)), np.zeros((4, 1))
     >>> _ = model.fit(x, y, batch_size=2, epochs=3, callbacks=[backup], verbose=0)
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])  # as a new process would
+    >>> model.compile("sgd", "mse")
     >>> history = model.fit(x, y, batch_size=2, epochs=5, callbacks=[backup], verbose=0)
     Resuming from the backup in ... (epoch 3, step 6).
     >>> history.epoch, len(history.history["loss"])
     ([3, 4], 5)
     """
 
-    def __init__(self, backup_dir, steps_per_epoch=None, settings=None, callbacks=()):
+    def __init__(self, backup_dir, steps_per_epoch=None, settings=None, callbacks=(), every_steps=None,
+                 every_minutes=None):
         super().__init__(str(backup_dir), save_freq="epoch", delete_checkpoint=False)
         self.steps_per_epoch = steps_per_epoch
         self.settings = None if settings is None else json.loads(json.dumps(settings))
         self.callbacks = list(callbacks)
+        self.every_steps, self.every_minutes = every_steps, every_minutes
         self.resumed_step = 0  # the step a resumed fit started at
+        self._batch_in_epoch = 0  # batches of the current epoch done
+        self._resuming_epoch = None  # (batch, metric values) of a backup made within the epoch a fit resumes
+        self._since_backup = None  # (steps, time.monotonic()) since the last backup, or the fit's start
+
+    def resume_position(self):
+        """(epoch, batch) where a fit resumes from the last backup: epoch `epoch` (0 is the
+        first) from its batch `batch` (0: at its start); None without a backup to resume (or
+        with one of other settings, which `fit` deletes).
+
+        Example:
+        >>> import tempfile
+        >>> AtomicBackupAndRestore(tempfile.mkdtemp()).resume_position() is None
+        True
+        """
+        metadata = self._metadata()
+        if metadata is None or self._changed_settings(metadata):
+            return None
+        return metadata["epoch"], metadata.get("batch", 0)
+
+    def _changed_settings(self, metadata):
+        """The settings that differ from those of the backup's run (sorted names; [] when none)."""
+        if self.settings is None or metadata.get("settings") == self.settings:
+            return []
+        saved = metadata.get("settings") or {}
+        return sorted(key for key in {**self.settings, **saved} if self.settings.get(key) != saved.get(key))
 
     def last_checkpoint(self):
         """The last backup, described ("folder (epoch E, step S)"), or None."""
         metadata = self._metadata()
-        return metadata and f"{self.backup_dir} (epoch {metadata['epoch']}, step {metadata['step']})"
+        return metadata and f"{self.backup_dir} ({_position(metadata)})"
 
     def weights_file(self):
         """The last backup's weights file (`step-N.weights.h5`), or None when there is no backup."""
@@ -92,18 +128,20 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
         metadata = self._metadata()
         if metadata is None:
             return
-        if self.settings is not None and metadata.get("settings") != self.settings:
-            changed = sorted(key for key in {**self.settings, **(metadata.get("settings") or {})}
-                             if self.settings.get(key) != (metadata.get("settings") or {}).get(key))
+        changed = self._changed_settings(metadata)
+        if changed:
             print(f"The backup in {self.backup_dir} is of a run with other settings ({', '.join(changed)}): "
                   "starting afresh.")
             self.delete()
             return
         if self.model.optimizer is not None and not self.model.optimizer.built:
             self.model.optimizer.build(self.model.trainable_variables)
+        # A model already at the backup's step: the fit after the one that finished a resumed epoch. Its weights are
+        # the backup's, but its learning-rate plan is this fit's own (`BertAdamW.plan_fit`): loaded back all the same.
+        continuing = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations)) == metadata["step"] > 0
         self.model.load_weights(self._weights_file(metadata))
-        self.resumed_step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
-        epoch = self.resumed_step // self.steps_per_epoch if self.steps_per_epoch else metadata["epoch"]
+        step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+        epoch = step // self.steps_per_epoch if self.steps_per_epoch else metadata["epoch"]
         arrays = {}
         if metadata.get("arrays"):
             with np.load(pathlib.Path(self.backup_dir) / metadata["arrays"], allow_pickle=False) as saved:
@@ -114,17 +152,47 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
         history = getattr(self.model, "history", None)
         if isinstance(history, keras.callbacks.History):
             history.history.update({key: list(values) for key, values in metadata.get("history", {}).items()})
+        if metadata.get("batch"):
+            self._resuming_epoch = (metadata["batch"], _decode(metadata["metrics"], arrays))
         self.model._initial_epoch = self.params["epochs"] if metadata.get("stopped") else epoch
-        print(f"Resuming from the backup in {self.backup_dir} (epoch {epoch}, step {self.resumed_step}).")
+        if not continuing:
+            self.resumed_step = step
+            print(f"Resuming from the backup in {self.backup_dir} ({_position(metadata)}).")
+
+    def on_train_begin(self, logs=None):
+        self._since_backup = (0, time.monotonic())
+        super().on_train_begin(logs)
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._current_epoch, self._batch_in_epoch = epoch, 0
+        if self._resuming_epoch is not None:  # the epoch the backup was made in: its batches done, its metrics
+            self._batch_in_epoch, values = self._resuming_epoch
+            self._resuming_epoch = None
+            for variable, value in zip(self.model.metrics_variables, values):
+                variable.assign(value)
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._batch_in_epoch += 1
+        steps, since = self._since_backup
+        self._since_backup = steps + 1, since
+        last_of_epoch = batch + 1 >= (self.params.get("steps") or float("inf"))  # the epoch's backup comes next
+        due = ((self.every_steps and steps + 1 >= self.every_steps)
+               or (self.every_minutes and time.monotonic() - since >= 60 * self.every_minutes))
+        if due and not last_of_epoch:
+            if hasattr(self.model, "jax_state_sync"):  # JAX keeps the state out of the variables within an epoch
+                self.model.jax_state_sync()
+            self._save_model(logs or {}, within_epoch=True)
 
     def on_epoch_end(self, epoch, logs=None):
-        self._current_epoch = epoch + 1
+        self._current_epoch, self._batch_in_epoch = epoch + 1, 0
         self._save_model(logs or {})
 
     def on_train_end(self, logs=None):
         self.model._initial_epoch = None  # Keras keeps it for the model's next fit otherwise
 
-    def _save_model(self, logs):
+    def _save_model(self, logs, within_epoch=False):
+        """Backs up the run: at an epoch's end, or `within_epoch` after its batch `_batch_in_epoch`."""
+        self._since_backup = (0, time.monotonic())
         step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
         loss = logs.get("loss")
         if loss is not None and not np.isfinite(float(loss)):
@@ -137,14 +205,19 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
         folder = pathlib.Path(self.backup_dir)
         folder.mkdir(parents=True, exist_ok=True)
         history = {key: list(values) for key, values in getattr(self.model.history, "history", {}).items()}
-        for key, value in logs.items():  # this epoch's logs: `History` comes after the backup
-            history.setdefault(key, []).append(float(value))
+        if not within_epoch:
+            for key, value in logs.items():  # this epoch's logs: `History` comes after the backup
+                history.setdefault(key, []).append(float(value))
         arrays = []
         metadata = {"epoch": self._current_epoch, "step": step, "weights": f"step-{step}.weights.h5",
                     "stopped": bool(self.model.stop_training), "history": history,
                     "callbacks": [_encode({name: getattr(callback, name) for name in _state_names(callback)},
                                           arrays) for callback in self.callbacks],
                     "settings": self.settings}
+        if within_epoch:
+            metadata["batch"] = self._batch_in_epoch
+            metadata["metrics"] = _encode([keras.ops.convert_to_numpy(v) for v in self.model.metrics_variables],
+                                          arrays)
         with writing_alone():
             self.model.save_weights(folder / metadata["weights"], overwrite=True)
         if arrays:
@@ -154,6 +227,18 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
         for path in folder.iterdir():  # earlier backups, and a write a kill cut short (the fit's logs stay)
             if path.name not in (METADATA_FILE, metadata["weights"], metadata.get("arrays"), *LOG_NAMES):
                 path.unlink()
+
+
+def _position(metadata):
+    """Where a backup stands, for people: "epoch 2, step 40", or within an epoch "epoch 2 after its batch 7, step 47"
+    (epochs counted from 0: "epoch 2" is the third, or the start of it).
+
+    Example:
+    >>> _position({"epoch": 2, "step": 40}), _position({"epoch": 2, "batch": 7, "step": 47})
+    ('epoch 2, step 40', 'epoch 2 after its batch 7, step 47')
+    """
+    within = f" after its batch {metadata['batch']}" if metadata.get("batch") else ""
+    return f"epoch {metadata['epoch']}{within}, step {metadata['step']}"
 
 
 def _state_names(callback):

@@ -6,12 +6,13 @@ from kbert.saving import hidden_beside, remove_leftovers
 from kbert.training.atomic_backup_and_restore import AtomicBackupAndRestore
 
 
-def run_backup(out, settings, callbacks=()):
+def run_backup(out, settings, callbacks=(), every_steps=None, every_minutes=None):
     """The `AtomicBackupAndRestore` of a training that writes the run folder `out`.
 
-    It backs up into `.NAME.backup/` beside `out` at the end of every epoch, with the state
-    of `callbacks` (e.g. early stopping): the same training run again after a kill (even
-    `kill -9`) resumes from the last backup, so at most an epoch is lost. A backup of a run
+    It backs up into `.NAME.backup/` beside `out` at the end of every epoch and, with
+    `every_steps` or `every_minutes`, within epochs, with the state of `callbacks` (e.g. early
+    stopping): the same training run again after a kill (even `kill -9`) resumes from the last
+    backup (`resumable_fit`), so at most one interval is lost. A backup of a run
     with other `settings` is not resumed but deleted. Call its `delete()` once the run
     folder is written; after a failure the backups stay (the last good one, after a
     `NonFiniteLossError`). Leftovers of a killed write of `out` are removed first
@@ -25,6 +26,8 @@ def run_backup(out, settings, callbacks=()):
         out: path of the run folder the training writes.
         settings: dict of JSON values. What the training was started with.
         callbacks: list of callbacks whose state the backups hold (see `AtomicBackupAndRestore`).
+        every_steps, every_minutes: int or None, float or None. Also back up within an epoch every
+            this many steps, or once this many minutes have passed since the last backup.
 
     Example:
     >>> import tempfile, keras, numpy as np
@@ -40,7 +43,8 @@ def run_backup(out, settings, callbacks=()):
     out = pathlib.Path(out)
     if is_chief():
         remove_leftovers(out)
-    backup = AtomicBackupAndRestore(hidden_beside(out, "backup"), settings=settings, callbacks=callbacks)
+    backup = AtomicBackupAndRestore(hidden_beside(out, "backup"), settings=settings, callbacks=callbacks,
+                                    every_steps=every_steps, every_minutes=every_minutes)
     if backup.last_checkpoint() is None and is_chief():
         shutil.rmtree(backup.backup_dir, ignore_errors=True)
     return backup

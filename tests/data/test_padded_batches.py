@@ -93,3 +93,40 @@ def test_bucket_lengths_step_by_2_4_8_16_32_then_64():
 def test_predict_on_no_rows_says_so():
     with pytest.raises(ValueError, match="no rows to predict"):
         PaddedBatches(inputs([]), batch_size=2).predict(Echo())
+
+
+def test_an_epochs_order_depends_on_the_seed_and_the_epoch_alone():
+    """What a run resumed at any epoch, or part-way through one, relies on (kbert.training.resumable_fit)."""
+    lengths = np.random.default_rng(1).integers(1, 16, 30)
+
+    def epoch_rows(batches):
+        return [batches[i]["padding_mask"].sum(axis=1).tolist() for i in range(len(batches))]
+
+    walked = PaddedBatches(inputs(lengths), batch_size=4, shuffle=True, seed=5, group_by_length=True)
+    orders = []
+    for epoch in range(3):
+        walked.set_epoch(epoch)
+        orders.append(walked.order.tolist())
+    assert orders[0] != orders[1] != orders[2] and all(sorted(order) == list(range(30)) for order in orders)
+    jumped = PaddedBatches(inputs(lengths), batch_size=4, shuffle=True, seed=5, group_by_length=True)
+    jumped.set_epoch(2)
+    assert jumped.order.tolist() == orders[2]
+    whole = epoch_rows(jumped)
+    jumped.set_epoch(2, skip=5)
+    assert len(jumped) == 8 - 5 and epoch_rows(jumped) == whole[5:]
+    other_seed = PaddedBatches(inputs(lengths), batch_size=4, shuffle=True, seed=6, group_by_length=True)
+    other_seed.set_epoch(2)
+    assert other_seed.order.tolist() != orders[2]
+    with pytest.raises(ValueError, match="An epoch has 8 batches: cannot start it at batch 8"):
+        jumped.set_epoch(0, skip=8)
+
+
+def test_the_epoch_callback_sets_each_epoch_and_keeps_the_skip_of_the_epoch_resumed():
+    batches = PaddedBatches(inputs([3] * 12), batch_size=2, shuffle=True, seed=0)
+    batches.set_epoch(1, skip=4)
+    callback = batches.epoch_callback()
+    batches.on_epoch_end()  # as Keras's fit calls it when it starts
+    callback.on_epoch_begin(1)
+    assert (batches.epoch, batches.skip, len(batches)) == (1, 4, 2)
+    callback.on_epoch_begin(2)
+    assert (batches.epoch, batches.skip, len(batches)) == (2, 0, 6)
