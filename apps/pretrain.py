@@ -62,7 +62,7 @@ from task_cli import (add_distribution_options, apply_distribution, non_negative
 
 MAY_CHANGE = ("steps",)  # the settings a resumed run may change; the others make the run what it is
 # How it runs, not what it trains: a run may resume on another mesh.
-NOT_SETTINGS = ("run", "output", "restart", "json", "verbose", "distribution", "mesh", "remat")
+NOT_SETTINGS = ("run", "output", "restart", "json", "verbose", "quiet", "distribution", "mesh", "remat")
 RENAMED = {"task": "objective"}  # settings.json names of runs started before a rename: old -> new
 
 
@@ -107,6 +107,8 @@ def parse_args(argv=None):
                         help="optimizer steps of the whole run, a multiple of --checkpoint-every (0: save the "
                              "random init); may be raised on a rerun to train further")
     parser.add_argument("--checkpoint-every", type=positive_int, default=200, help="steps between checkpoints (one Keras epoch)")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress (by default a bar on a terminal, else a line every 30 s with the time left)")
     parser.add_argument("--batch-size", type=positive_int, default=32)
     parser.add_argument("--seq-len", type=sequence_length, default=128)
     parser.add_argument("--lr", type=positive_float, default=1e-4, help="peak learning rate")
@@ -403,6 +405,7 @@ def pretrain(args, folder, settings, files):
     from kbert.tasks.bert_pretrainer import BertPretrainer
     from kbert.backend_speedups import use_fast_dropout_masks
     from kbert.training import AtomicBackupAndRestore, StopOnNonFiniteLoss, plot_history
+    from kbert.training.fit_progress import fit_progress
     from kbert.training.model_card import write_model_card
     from kbert.training.remat import rematerialized
     from kbert.training.training_logs import HISTORY_FILE, training_logs
@@ -459,14 +462,15 @@ def pretrain(args, folder, settings, files):
         if is_chief():
             metrics_path.write_text(json.dumps(metrics, indent=2))
 
-    callbacks = [StopOnNonFiniteLoss(backup), backup, *training_logs(folder)]
+    verbose, progress = fit_progress(0 if args.quiet else "auto", title="pretrain")
+    callbacks = [StopOnNonFiniteLoss(backup), backup, *training_logs(folder), *progress]
     # shuffle=False: the pipeline shuffles (Keras would warn that it ignores shuffle=True).
     with contextlib.closing(data):
         if epochs:  # --steps 0 makes the vocabulary and the initial backbone: no batch is drawn, no child started
             mine = distribution_torch.shares(data) if distribution_torch.active() else process_share(data)
             model.fit(mine, epochs=epochs, steps_per_epoch=batches_per_epoch, callbacks=callbacks,
                       validation_data=process_share(held_out) if held_out else None, shuffle=False,
-                      verbose=1 if sys.stdout.isatty() else 2)
+                      verbose=verbose)
     if held_out:
         metrics["end"] = evaluate()
         print("held-out after training:", json.dumps(metrics["end"]), flush=True)

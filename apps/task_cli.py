@@ -35,7 +35,7 @@ def add_train_command(commands, data_format, unit="examples", epochs=3, learning
 
     Options: --data --init --out --epochs --batch-size --lr --max-length --mixed-precision
     --distribution --mesh --gradient-accumulation --remat (`add_distribution_options`) --limit
-    --validation-limit --seed --progress --json --verbose, and with `held_out` --valid
+    --validation-limit --seed --progress --quiet --checkpoint-every --json --verbose, and with `held_out` --valid
     --validation-fraction --patience (a validation set, seeded split of --data by default,
     watched by early stopping). `validation_limit(args)` reads --validation-limit.
 
@@ -73,9 +73,30 @@ def add_train_command(commands, data_format, unit="examples", epochs=3, learning
                        help=f"validate on a seeded subset of this many {unit} (default: --limit, else all)")
     train.add_argument("--seed", type=int, default=0, help="seeds the split, the subsets, the shuffles and the head")
     train.add_argument("--progress", type=_progress, default="auto",
-                       help="0 none, 1 progress bar, 2 one line per epoch, auto (a bar on a terminal)")
+                       help="0 none, 1 progress bar, 2 one line per epoch, lines (a line every 30 s with the time "
+                            "left), auto (a bar on a terminal, else lines)")
+    train.add_argument("--quiet", dest="progress", action="store_const", const=0, help="no progress: --progress 0")
+    train.add_argument("--checkpoint-every", type=checkpoint_interval, default="5min", metavar="N|Mmin",
+                       help="back the run up every N steps or every M minutes, within epochs too (and at each "
+                            "epoch's end): after a kill, the same command resumes from the last backup, on the "
+                            "batches the uninterrupted run had")
     add_output_options(train)
     return train
+
+
+def checkpoint_interval(text):
+    """argparse type of --checkpoint-every: "200" (steps) -> {"backup_steps": 200}, "5min" -> {"backup_minutes": 5.0}.
+
+    Example:
+    >>> checkpoint_interval("200"), checkpoint_interval("2.5min")
+    ({'backup_steps': 200}, {'backup_minutes': 2.5})
+    """
+    if text.endswith("min"):
+        return {"backup_minutes": positive_float(text[: -len("min")])}
+    try:
+        return {"backup_steps": positive_int(text)}
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"expected a number of steps (200) or of minutes (5min), got {text!r}") from None
 
 
 def add_distribution_options(parser):
@@ -165,11 +186,13 @@ def train_options(args):
     >>> options = train_options(parser.parse_args(["train", "--data", "a.txt", "--out", "run", "--limit", "8"]))
     >>> options["learning_rate"], options["limit"], options["validation_limit"], options["verbose"], "valid" in options
     (3e-05, 8, 8, 'auto', False)
+    >>> options["backup_steps"], options["backup_minutes"]
+    (None, 5.0)
     """
     options = dict(epochs=args.epochs, batch_size=args.batch_size, learning_rate=args.lr, max_length=args.max_length,
                    mixed_precision=args.mixed_precision, limit=args.limit, validation_limit=validation_limit(args),
                    seed=args.seed, gradient_accumulation=args.gradient_accumulation, remat=args.remat,
-                   verbose=args.progress)
+                   verbose=args.progress, **{"backup_steps": None, "backup_minutes": None, **args.checkpoint_every})
     if hasattr(args, "patience"):
         options.update(valid=args.valid, validation_fraction=args.validation_fraction, patience=args.patience)
     return options
@@ -322,6 +345,6 @@ def _checked(kind, text, is_valid, expected):
 
 
 def _progress(text):
-    if text not in ("0", "1", "2", "auto"):
-        raise argparse.ArgumentTypeError(f"expected 0, 1, 2 or auto, got {text!r}")
-    return text if text == "auto" else int(text)
+    if text not in ("0", "1", "2", "lines", "auto"):
+        raise argparse.ArgumentTypeError(f"expected 0, 1, 2, lines or auto, got {text!r}")
+    return text if text in ("lines", "auto") else int(text)

@@ -27,6 +27,7 @@ import tensorflow as tf
 from kbert.export.loading import require_tensorflow_backend
 from kbert.export.saved_model import write_export_json, write_saved_model
 from kbert.export.serving import serving_functions, text_input_names
+from kbert.progress import ProgressLines
 from kbert.text.tokenizer import CUSTOM_OPS
 
 QUANTIZATIONS = ("none", "float16", "dynamic-int8")
@@ -79,12 +80,15 @@ def export_tflite(model, tokenizer, spec, out, quantize="none", text_model=True,
             raise ExportError(f"--metadata: {reason}.")
         functions[runtimes.SIGNATURE] = runtimes.runtime_function(model, spec)
     sizes = {}
+    targets = [(IDS_FILE, "token_ids")] + ([(TEXT_FILE, "serving_default")] if text_model else [])
+    targets += [(runtimes.FILE, runtimes.SIGNATURE)] if metadata else []
+    # A line every 10 s or more: the SavedModel the converter reads, then each conversion, with the time left.
+    progress = ProgressLines(1 + len(targets), f"export to {out}", "stage", every_seconds=10)
     with atomic_output_folder(out) as folder:
         staging = folder / ".saved_model"
         write_saved_model(functions, staging)
         tokenizer.save(folder)
-        targets = [(IDS_FILE, "token_ids")] + ([(TEXT_FILE, "serving_default")] if text_model else [])
-        targets += [(runtimes.FILE, runtimes.SIGNATURE)] if metadata else []
+        progress.add()
         for file_name, signature in targets:
             converter = tf.lite.TFLiteConverter.from_saved_model(str(staging), signature_keys=[signature])
             _configure(converter, quantize, signature == "serving_default")
@@ -106,6 +110,7 @@ def export_tflite(model, tokenizer, spec, out, quantize="none", text_model=True,
                 (folder / file_name).write_bytes(blob)
                 check_tflite(folder / file_name, tokenizer, spec, text=signature == "serving_default")
             sizes[file_name] = (folder / file_name).stat().st_size
+            progress.add()
         shutil.rmtree(staging)
         write_export_json(folder, spec, {name: _signature_of(folder / name) for name in sizes},
                           "tflite", quantize=quantize, files=sizes,

@@ -19,8 +19,10 @@ from kbert.metrics.entity_f1 import entity_scores, format_entity_scores
 from kbert.optimizers import bert_adamw, bfloat16_compute
 from kbert.saving import load_run
 from kbert.tasks.bert_token_classifier import BertTokenClassifier
+from kbert.training.fit_progress import fit_progress
 from kbert.training.non_finite_loss import StopOnNonFiniteLoss
 from kbert.training.remat import rematerialized
+from kbert.training.resumable_fit import resumable_fit
 from kbert.training.run_backup import run_backup
 from kbert.training.run_results import run_metrics, write_evaluation, write_run_folder
 from kbert.training.training_logs import fine_tuning_logs
@@ -30,7 +32,7 @@ from kbert.training.validation_scores import ValidationScores
 def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e-5, max_length=128,
           mixed_precision=False, validation_fraction=0.1, limit=None, validation_limit=None, patience=1, seed=0,
           gradient_accumulation=1, remat=False,
-          verbose="auto"):
+          backup_steps=None, backup_minutes=5.0, verbose="auto"):
     """Fine-tunes a `BertTokenClassifier` and writes the run folder `out`.
 
     The task API's recipe (`BertTokenClassifier.from_preset`, `compile(learning_rate=...)`:
@@ -39,9 +41,9 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
     best epoch. Without `valid`, a seeded `validation_fraction` of the sentences is held
     out. The folder gets `model.keras` (with its preprocessor), the tokenizer,
     `metrics.json`, `curves.png`, the model card `README.md`, `history.csv` and TensorBoard
-    `logs/`, all at once at the end. Each epoch is backed up
-    beside `out`: the same call after a kill resumes from the last epoch (`run_backup`);
-    a loss that goes NaN or infinite raises `kbert.training.NonFiniteLossError`, keeping
+    `logs/`, all at once at the end. The run is backed up beside `out` at each epoch's end
+    and every `backup_minutes` within one: the same call after a kill resumes from the last
+    backup, on the batches the uninterrupted run had (`run_backup`, `resumable_fit`); a loss that goes NaN or infinite raises `kbert.training.NonFiniteLossError`, keeping
     the last good backup.
 
     Args:
@@ -61,7 +63,10 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
         validation_limit: int or None. Validate on a seeded subset of this many sentences.
         patience: int. Epochs without improvement of the entity F1 before early stopping.
         seed: int. Seeds the split, the shuffles, dropout and the head's initialization.
-        verbose: passed to `model.fit` ("auto": a progress bar).
+        backup_steps, backup_minutes: int or None, float or None. Back up within an epoch every this
+            many steps, or once this many minutes have passed since the last backup (`run_backup`).
+        verbose: 0 silent, 1 Keras's progress bar, 2 a line per epoch, "lines" a line every 30 s
+            with the time left (`kbert.training.fit_progress`), "auto" a bar on a terminal, else lines.
 
     Returns: the metrics dict written to `metrics.json`.
     """
@@ -95,11 +100,14 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
                        "mixed_precision": mixed_precision, "gradient_accumulation": gradient_accumulation,
                        "remat": remat, "patience": patience, "seed": seed, "limit": limit,
                        "validation_limit": validation_limit}
-    backup = run_backup(out, {**run, **hyperparameters}, [scorer, stopping])
+    backup = run_backup(out, {**run, **hyperparameters}, [scorer, stopping], every_steps=backup_steps,
+                        every_minutes=backup_minutes)
+    verbose, progress = fit_progress(verbose)
     start = time.perf_counter()
     with fine_tuning_logs(backup) as logs:
-        history = model.fit(train_sentences.words, train_sentences.tags, batch_size=batch_size, epochs=epochs,
-                            callbacks=[StopOnNonFiniteLoss(backup), scorer, stopping, backup, *logs], verbose=verbose)
+        history = resumable_fit(model, train_sentences.words, train_sentences.tags, backup, epochs=epochs,
+                                batch_size=batch_size, shuffle_seed=seed, verbose=verbose,
+                                callbacks=[StopOnNonFiniteLoss(backup), scorer, stopping, backup, *logs, *progress])
     seconds = time.perf_counter() - start
     validation = scorer.best  # the epoch EarlyStopping restored
     metrics = run_metrics("ner", run, hyperparameters, model, backup, seconds, history, validation)
@@ -144,18 +152,19 @@ def evaluate(model_dir, data, out=None, batch_size=64):
     """
     model, tokenizer, max_length = load_run(model_dir)
     sentences = read_conll(data, label_names=model.label_names)
-    scores = evaluate_sentences(model, tokenizer, sentences, max_length, batch_size)
+    scores = evaluate_sentences(model, tokenizer, sentences, max_length, batch_size, verbose="auto")
     summary = format_entity_scores(scores, f"{data} ({len(sentences)} sentences)")
     return write_evaluation(model_dir, data, scores, out, summary)[0]
 
 
-def evaluate_sentences(model, tokenizer, sentences, max_length, batch_size=64):
+def evaluate_sentences(model, tokenizer, sentences, max_length, batch_size=64, verbose=0):
     """Entity scores of `model` on tagged `sentences` (see `kbert.metrics.entity_scores`)."""
-    predicted, _ = predict_tags(model, tokenizer, sentences.texts(), sentences.word_spans(), max_length, batch_size)
+    predicted, _ = predict_tags(model, tokenizer, sentences.texts(), sentences.word_spans(), max_length, batch_size,
+                                verbose)
     return {**entity_scores(sentences.tags, predicted), "sentences": len(sentences)}
 
 
-def predict_tags(model, tokenizer, texts, word_spans, max_length, batch_size=64):
+def predict_tags(model, tokenizer, texts, word_spans, max_length, batch_size=64, verbose=0):
     """The tag of every word of every text, and its probability.
 
     Args:
@@ -171,7 +180,7 @@ def predict_tags(model, tokenizer, texts, word_spans, max_length, batch_size=64)
     any token (only characters BERT deletes) is tagged `O` with probability 1.
     """
     windows = NerWindows(tokenizer, texts, word_spans, max_length)
-    logits = PaddedBatches(windows.inputs, batch_size=batch_size).predict(model)
+    logits = PaddedBatches(windows.inputs, batch_size=batch_size).predict(model, verbose=verbose)
     return windows.word_tags(logits, model.label_names)
 
 

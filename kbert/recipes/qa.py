@@ -26,8 +26,10 @@ from kbert.optimizers import bert_adamw, bfloat16_compute
 from kbert.saving import METRICS_FILE, load_run, write_json_atomic
 from kbert.tasks.bert_question_answerer import BertQuestionAnswerer
 from kbert.tasks.bert_question_answerer_preprocessor import BertQuestionAnswererPreprocessor
+from kbert.training.fit_progress import fit_progress
 from kbert.training.non_finite_loss import StopOnNonFiniteLoss
 from kbert.training.remat import rematerialized
+from kbert.training.resumable_fit import resumable_fit
 from kbert.training.run_backup import run_backup
 from kbert.training.run_results import run_metrics, write_evaluation, write_run_folder
 from kbert.training.training_logs import fine_tuning_logs
@@ -36,7 +38,7 @@ from kbert.training.training_logs import fine_tuning_logs
 def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_length=384,
           doc_stride=128, max_question_length=64, mixed_precision=False, validation_articles=10,
           articles=None, limit=None, validation_limit=None, seed=0, gradient_accumulation=1, remat=False,
-          verbose="auto"):
+          backup_steps=None, backup_minutes=5.0, verbose="auto"):
     """Fine-tunes a `BertQuestionAnswerer` and writes the run folder `out`.
 
     The task API's recipe (`BertQuestionAnswerer.from_preset` with a
@@ -48,8 +50,9 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
     one paragraph never straddle the split). The folder gets `model.keras` (with its
     preprocessor), the tokenizer, `metrics.json` (with the windowing settings), `curves.png`,
     the model card `README.md`, `history.csv`, TensorBoard `logs/` and the validation
-    predictions, all at once at the end. Each epoch is backed up beside
-    `out`: the same call after a kill resumes from the last epoch (`run_backup`); a loss
+    predictions, all at once at the end. The run is backed up beside `out` at each epoch's
+    end and every `backup_minutes` within one: the same call after a kill resumes from the last
+    backup, on the batches the uninterrupted run had (`run_backup`, `resumable_fit`); a loss
     that goes NaN or infinite raises `kbert.training.NonFiniteLossError`, keeping the last
     good backup.
 
@@ -70,7 +73,10 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
         limit: int or None. Train on a seeded subset of this many questions.
         validation_limit: int or None. Score a seeded subset of this many validation questions.
         seed: int. Seeds the split, the subsets, the shuffles and the head's initialization.
-        verbose: passed to `model.fit` ("auto": a progress bar).
+        backup_steps, backup_minutes: int or None, float or None. Back up within an epoch every this
+            many steps, or once this many minutes have passed since the last backup (`run_backup`).
+        verbose: 0 silent, 1 Keras's progress bar, 2 a line per epoch, "lines" a line every 30 s
+            with the time left (`kbert.training.fit_progress`), "auto" a bar on a terminal, else lines.
 
     Returns: the metrics dict written to `metrics.json`.
     """
@@ -105,11 +111,13 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
                        "remat": remat, "seed": seed, "articles": articles,
                        "limit": limit, "validation_limit": validation_limit,
                        "validation_articles": validation_articles}
-    backup = run_backup(out, {**run, **hyperparameters})
+    backup = run_backup(out, {**run, **hyperparameters}, every_steps=backup_steps, every_minutes=backup_minutes)
+    verbose, progress = fit_progress(verbose)
     start = time.perf_counter()
     with fine_tuning_logs(backup) as logs:
-        history = model.fit((questions, contexts), answers, batch_size=batch_size, epochs=epochs, verbose=verbose,
-                            callbacks=[StopOnNonFiniteLoss(backup), backup, *logs])
+        history = resumable_fit(model, (questions, contexts), answers, backup, epochs=epochs, batch_size=batch_size,
+                                shuffle_seed=seed, verbose=verbose,
+                                callbacks=[StopOnNonFiniteLoss(backup), backup, *logs, *progress])
     seconds = time.perf_counter() - start
     validation, predictions = evaluate_examples(model, tokenizer, valid_examples, windowing, batch_size)
     metrics = run_metrics("qa", run, hyperparameters, model, backup, seconds, history, validation)
@@ -203,29 +211,30 @@ def evaluate(model_dir, data, out=None, batch_size=64):
     """
     model, tokenizer, windowing = load_qa_run(model_dir)
     examples = read_squad(data)
-    scores, predictions = evaluate_examples(model, tokenizer, examples, windowing, batch_size)
+    scores, predictions = evaluate_examples(model, tokenizer, examples, windowing, batch_size, verbose="auto")
     summary = f"{data} ({len(examples)} questions): exact match {scores['exact_match']:.2f}, F1 {scores['f1']:.2f}"
     metrics, out = write_evaluation(model_dir, data, scores, out, summary, reader=read_squad.last_report)
     write_json_atomic(out.with_name(f"predictions_{out.name}"), predictions)
     return metrics
 
 
-def evaluate_examples(model, tokenizer, examples, windowing, batch_size=64):
+def evaluate_examples(model, tokenizer, examples, windowing, batch_size=64, verbose=0):
     """(metrics, predictions): SQuAD scores of `model` on `examples`, and {id: answer text}."""
-    answers = answer_examples(model, tokenizer, examples, windowing, batch_size)
+    answers = answer_examples(model, tokenizer, examples, windowing, batch_size, verbose=verbose)
     predictions = {e.id: (best[0]["text"] if best else "") for e, best in zip(examples, answers)}
     gold = {e.id: e.answers for e in examples if e.answers}
     return squad_scores(predictions, gold), predictions
 
 
-def answer_examples(model, tokenizer, examples, windowing, batch_size=64, n_best=20, max_answer_length=30):
+def answer_examples(model, tokenizer, examples, windowing, batch_size=64, n_best=20, max_answer_length=30,
+                    verbose=0):
     """The n-best answers of each example (see `SquadWindows.decode`).
 
     `model` is a `BertQuestionAnswerer`, or anything with its `predict_on_batch`
     (apps/edge_predict.py's `EdgeModel` on a token_ids.tflite).
     """
     windows = SquadWindows(tokenizer, examples, **windowing)
-    logits = PaddedBatches(windows.inputs, batch_size=batch_size).predict(model)
+    logits = PaddedBatches(windows.inputs, batch_size=batch_size).predict(model, verbose=verbose)
     return windows.decode(logits["start_logits"], logits["end_logits"], n_best, max_answer_length)
 
 

@@ -14,12 +14,15 @@ from kbert.metrics import accuracy, confusion_matrix, macro_f1, pearson, spearma
 from kbert.optimizers import bert_adamw, bfloat16_compute, enable_lora
 from kbert.saving import load_run
 from kbert.tasks.bert_classifier import BertClassifier
+from kbert.training.fit_progress import fit_progress
 from kbert.training.non_finite_loss import StopOnNonFiniteLoss
 from kbert.training.remat import rematerialized
+from kbert.training.resumable_fit import resumable_fit
 from kbert.training.run_backup import run_backup
 from kbert.training.run_results import write_evaluation, write_run_folder
 from kbert.training.training_logs import fine_tuning_logs
 from kbert.training.validation_scores import ValidationScores
+from kbert_edge.cpu import describe_cpu
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,7 +56,7 @@ def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learnin
           max_length=128, lora_rank=None, mixed_precision=False, validation_fraction=0.1,
           limit=None, validation_limit=None, patience=1, seed=0, labels=None, skip_bad_rows=False,
           gradient_accumulation=1, remat=False,
-          verbose="auto"):
+          backup_steps=None, backup_minutes=5.0, verbose="auto"):
     """Fine-tunes a `BertClassifier` with BERT's recipe and writes the run folder `out`.
 
     A thin layer over the task API: `BertClassifier.from_preset(init, ...)` builds the
@@ -68,8 +71,9 @@ def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learnin
     `curves.png`, the model card `README.md`, `history.csv` and TensorBoard `logs/`, all at
     once when training has finished (`write_run_folder`).
 
-    Each epoch is backed up beside `out`: the same call after a kill resumes from the last
-    epoch (`run_backup`). A loss that goes NaN or infinite stops training with
+    The run is backed up beside `out` at each epoch's end and every `backup_minutes` within
+    one: the same call after a kill resumes from the last backup, on the batches the
+    uninterrupted run had (`run_backup`, `resumable_fit`). A loss that goes NaN or infinite stops training with
     `kbert.training.NonFiniteLossError`, keeping the last good backup.
 
     Args:
@@ -91,7 +95,10 @@ def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learnin
         seed: int. Seeds the split, the shuffles, dropout and the head's initialization.
         labels: list of str or None. Classes, overriding the problem's defaults.
         skip_bad_rows: bool. Skip unreadable TSV rows (counted) instead of failing.
-        verbose: passed to `model.fit` ("auto": a progress bar).
+        backup_steps, backup_minutes: int or None, float or None. Back up within an epoch every this
+            many steps, or once this many minutes have passed since the last backup (`run_backup`).
+        verbose: 0 silent, 1 Keras's progress bar, 2 a line per epoch, "lines" a line every 30 s
+            with the time left (`kbert.training.fit_progress`), "auto" a bar on a terminal, else lines.
 
     Returns: the metrics dict written to `metrics.json`.
     """
@@ -143,17 +150,20 @@ def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learnin
                        "lora_rank": lora_rank, "mixed_precision": mixed_precision,
                        "gradient_accumulation": gradient_accumulation, "remat": remat,
                        "patience": patience, "seed": seed, "limit": limit, "validation_limit": validation_limit}
-    backup = run_backup(out, {**run, **hyperparameters}, [scorer, stopping])
+    backup = run_backup(out, {**run, **hyperparameters}, [scorer, stopping], every_steps=backup_steps,
+                        every_minutes=backup_minutes)
+    verbose, progress = fit_progress(verbose)
     start = time.perf_counter()
     with fine_tuning_logs(backup) as logs:
-        history = model.fit(_inputs(train_examples), train_examples.labels, batch_size=batch_size, epochs=epochs,
-                            callbacks=[StopOnNonFiniteLoss(backup), scorer, stopping, backup, *logs], verbose=verbose)
+        history = resumable_fit(model, _inputs(train_examples), train_examples.labels, backup, epochs=epochs,
+                                batch_size=batch_size, shuffle_seed=seed, verbose=verbose,
+                                callbacks=[StopOnNonFiniteLoss(backup), scorer, stopping, backup, *logs, *progress])
     seconds = time.perf_counter() - start
     trained_steps = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
     validation = scorer.best  # the epoch EarlyStopping restored
     metrics = {
         "task": problem.name, "backend": keras.config.backend(), **run, "hyperparameters": hyperparameters,
-        "distribution": describe_distribution(),
+        "distribution": describe_distribution(), "machine": describe_cpu(),
         "trainable_parameters": trainable, "parameters": total,
         "steps": trained_steps, "resumed_at_step": backup.resumed_step, "fit_seconds": round(seconds, 1),
         "steps_per_second": round((trained_steps - backup.resumed_step) / seconds, 3),
@@ -180,16 +190,17 @@ def evaluate(problem, model_dir, data, out=None, batch_size=64, skip_bad_rows=Fa
     examples = read_sentence_tsv(data, problem.num_texts, label_names=model.label_names,
                                  regression=model.regression, skip_bad_rows=skip_bad_rows)
     _check_labels(model, examples)
-    scores = evaluate_examples(model, examples, batch_size)
+    scores = evaluate_examples(model, examples, batch_size, verbose="auto")
     summary = format_metrics(scores, f"{data} ({len(examples)} examples)")
     return write_evaluation(model_dir, data, scores, out, summary)[0]
 
 
-def evaluate_examples(model, examples, batch_size=64):
+def evaluate_examples(model, examples, batch_size=64, verbose=0):
     """Metrics of `model` (a `BertClassifier` with its preprocessor) on labeled `examples`:
     the loss (as `compile`'s: cross-entropy, or MSE for regression), then accuracy, macro-F1
-    and the confusion matrix for classes; Pearson, Spearman, MSE and MAE for regression."""
-    outputs = model.predict(_inputs(examples), batch_size=batch_size, verbose=0)
+    and the confusion matrix for classes; Pearson, Spearman, MSE and MAE for regression. `verbose`
+    as `PaddedBatches.predict`'s."""
+    outputs = model.predict(_inputs(examples), batch_size=batch_size, verbose=verbose)
     if model.regression:
         errors = outputs - np.asarray(examples.labels, "float32")
         mse = float(np.mean(errors ** 2))

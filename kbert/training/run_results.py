@@ -13,6 +13,7 @@ from kbert.saving import METRICS_FILE, MODEL_FILE, atomic_output_folder, write_j
 from kbert.training.curves import plot_history
 from kbert.training.model_card import write_model_card
 from kbert.training.training_logs import LOG_NAMES
+from kbert_edge.cpu import describe_cpu
 
 
 def write_run_folder(out, model, tokenizer, metrics, history, title="", extra_json=None, data=None, logs=None):
@@ -56,7 +57,7 @@ def write_run_folder(out, model, tokenizer, metrics, history, title="", extra_js
 
 def run_metrics(task, run, hyperparameters, model, backup, seconds, history, validation):
     """The `metrics.json` of a finished fine-tuning: what ran (`task`, the backend, `run`,
-    `hyperparameters`, the distribution), its optimizer steps (and the step it resumed at),
+    `hyperparameters`, the distribution, the machine's CPU: `kbert_edge.cpu.describe_cpu`), its optimizer steps (and the step it resumed at),
     its seconds, its `fit` history and its `validation` scores.
 
     Args:
@@ -71,7 +72,7 @@ def run_metrics(task, run, hyperparameters, model, backup, seconds, history, val
     """
     return {
         "task": task, "backend": keras.config.backend(), **run, "hyperparameters": hyperparameters,
-        "distribution": describe_distribution(),
+        "distribution": describe_distribution(), "machine": describe_cpu(),
         "steps": int(keras.ops.convert_to_numpy(model.optimizer.iterations)), "resumed_at_step": backup.resumed_step,
         "train_seconds": round(seconds, 1),
         "history": {k: [float(v) for v in values] for k, values in history.history.items()},

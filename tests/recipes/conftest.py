@@ -77,11 +77,12 @@ def train_flags():
     """The training flags that apps/ner.py and apps/qa.py share, and what they parse to."""
     common = ["--data", "d", "--init", "i", "--out", "o", "--epochs", "1", "--batch-size", "2", "--lr", "0.001",
               "--max-length", "64", "--mixed-precision", "--limit", "5", "--seed", "3", "--progress", "0",
-              "--distribution", "model", "--mesh", "2x4", "--gradient-accumulation", "2", "--remat"]
+              "--distribution", "model", "--mesh", "2x4", "--gradient-accumulation", "2", "--remat",
+              "--checkpoint-every", "50"]
     expected = dict(command="train", data="d", init="i", out="o", epochs=1, batch_size=2, lr=0.001, max_length=64,
                     mixed_precision=True, distribution="model", mesh=(2, 4), gradient_accumulation=2, remat=True,
-                    limit=5, validation_limit=None, seed=3, progress=0, json=False,
-                    verbose=False)
+                    limit=5, validation_limit=None, seed=3, progress=0, checkpoint_every={"backup_steps": 50},
+                    json=False, verbose=False)
     return common, expected
 
 
