@@ -1,18 +1,21 @@
 """kbert end to end: fine-tune a sentiment classifier, evaluate it, export it to TFLite, run it on the edge.
 
-    python apps/demo.py                                        # the whole story, about 10 minutes on 2 cores
+    python apps/demo.py                                        # the whole story in about 10 minutes, any CPU
+    python apps/demo.py --minutes 30                           # a bigger budget: more sentences, more accuracy
     python apps/demo.py --init bert_tiny --limit 64 --epochs 1 # a smoke run in under a minute
     python apps/demo.py "A gripping film." "Dull and far too long."   # your own sentences for the edge runner
     python apps/demo.py --backend tensorflow --precision float32   # another recipe (or KERAS_BACKEND=jax ...)
 
 The default recipe is the one that gave the best validation accuracy within about 10 minutes on
 a 2-core CPU (docs/results.md, "The demo's recipe"): torch (it fine-tunes MiniLM fastest on a CPU),
-bfloat16 compute where the CPU has it (AVX-512 BF16 or AMX), and one pass over all of SST-2's
-training sentences (93.4% on the 500 held out, against 86.8% for 8,000 sentences in float32 on
-TensorFlow). $KERAS_BACKEND, when set, chooses the backend instead.
+bfloat16 compute where the CPU has bfloat16 units (AVX-512 BF16 or AMX; elsewhere float32), and
+one pass over as many of SST-2's training sentences as fit the budget (--minutes) on this machine:
+before fine-tuning, the demo times a few training steps of its own model, prints its plan
+("N sentences, about M minutes on this machine"), and at the end the time it took beside the
+budget. --limit sets the sentences instead. $KERAS_BACKEND, when set, chooses the backend.
 
 1. Fine-tune `BertClassifier` from --init (default: the real all-MiniLM-L6-v2 checkpoint) on a
-   seeded subset of SST-2 (`../shared/data/sst2/train.tsv`, or $KBERT_DATA_DIR/sst2), or, when that
+   seeded subset of SST-2, sized to the budget, (`../shared/data/sst2/train.tsv`, or $KBERT_DATA_DIR/sst2), or, when that
    is absent, on kbert/data/samples/sentiment_sample.tsv (200 hand-written sentences). A seeded
    split of the data is held out for validation (kbert.recipes.sentence.train).
 2. Evaluate the Keras model: validation accuracy, file size, latency of one raw sentence.
@@ -28,7 +31,8 @@ Everything lands in --out: the run folder of step 1 (model.keras, vocab.txt, met
 curves.png, README.md, history.csv, logs/), validation.tsv, tflite_fp32/ and tflite_int8/ (each:
 text.tflite, token_ids.tflite, vocab.txt, export.json), demo.json. Each is written whole or not
 at all; --reuse skips step 1 when --out already holds a trained model (e.g. after an interrupted
-export).
+export). Fine-tuning prints a line every 30 s with the time left (a bar on a terminal) and backs
+up every 2 minutes: killed, the same command resumes where the backup stands.
 """
 
 import argparse
@@ -45,12 +49,18 @@ import numpy as np  # this module imports neither Keras nor TensorFlow at the to
 
 from app_cli import app_parser, emit, for_people, parse_args
 from cli_errors import run
+from kbert_edge.cpu import bfloat16_units, cpu_summary, describe_cpu
 from task_cli import positive_float, positive_int, sequence_length
 
 APPS = pathlib.Path(__file__).resolve().parent
 VALIDATION_FILE = "validation.tsv"
 EXPORTS = {"TFLite fp32": ("tflite_fp32", "none"), "TFLite dynamic-int8": ("tflite_int8", "dynamic-int8")}
 BACKENDS = ("tensorflow", "jax", "torch")
+# What the steps after fine-tuning take, for the plan: loading, evaluating, two TFLite exports in a TensorFlow
+# process and the edge runner (47 s on the 2-core AMD EPYC of docs/results.md, whatever the precision).
+SECONDS_AFTER_FINE_TUNING = 90
+PROBE_BATCHES = 6  # training steps the plan times (after as many untimed ones, which compile)
+BACKUP_MINUTES = 2.0
 EXAMPLES = [
     "An utterly charming film with a wonderful cast.",
     "A tedious mess that goes nowhere.",
@@ -76,10 +86,13 @@ def parser():
                         "here); export always runs on TensorFlow")
     parser.add_argument("--precision", choices=("auto", "float32", "bfloat16"), default="auto",
                         help="compute dtype of the fine-tuning; auto: bfloat16 on torch when the CPU has bfloat16 "
-                        "units (XLA runs bfloat16 no faster than float32 on CPU), else float32")
+                        "units (XLA runs bfloat16 no faster than float32 on CPU), else float32. This machine: "
+                        f"{cpu_summary()}")
+    parser.add_argument("--minutes", type=positive_float, default=10.0,
+                        help="the demo's budget, set-up excluded: it times a few training steps on this machine "
+                        "and fine-tunes on as many sentences as fit (all of SST-2's 66,849 at most)")
     parser.add_argument("--limit", type=positive_int,
-                        help="training sentences, a seeded subset; sets the run time (default: all: SST-2's "
-                        "66,849 after the held-out ones, 9 min of fine-tuning on 2 cores with bfloat16)")
+                        help="training sentences, a seeded subset (default: as many as --minutes allows)")
     parser.add_argument("--epochs", type=positive_int, default=1, help="passes over the training sentences")
     parser.add_argument("--valid-size", type=positive_int, default=500,
                         help="sentences held out for validation, at most a fifth of the data")
@@ -91,6 +104,9 @@ def parser():
                         help="peak learning rate")
     parser.add_argument("--seed", type=int, default=0, help="seeds the split, the subset and the training")
     parser.add_argument("--repeats", type=positive_int, default=20, help="timed calls per latency, median reported")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress while fine-tuning (by default a bar on a terminal, else a line every 30 s "
+                        "with the time left)")
     parser.add_argument("--reuse", action="store_true",
                         help="skip fine-tuning when --out already holds a model.keras; export and evaluate it")
     parser.add_argument("--edge-worker", action="store_true", help=argparse.SUPPRESS)
@@ -126,7 +142,7 @@ def demo(args, out, sentences):
 
     seconds = {}
     step("1/4", "fine-tune")
-    metrics = fine_tune(args, out)
+    metrics = fine_tune(args, out, start)
     seconds["fine-tune"] = time.perf_counter() - start
     step("2/4", "evaluate the Keras model")
     keras_row, keras_predictions = keras_results(out, metrics, sentences, args.repeats)
@@ -153,15 +169,18 @@ def demo(args, out, sentences):
     print(f"(model.keras holds the weights, {keras_row['weights'] / 1e6:.1f} MB, the architecture and the tokenizer; "
           f"not the optimizer's state)")
     total = time.perf_counter() - start
-    print(f"\nWall time {total / 60:.1f} min (" + ", ".join(f"{k} {v:.0f} s" for k, v in seconds.items()) + ")")
+    budget = f"; budget {args.minutes:g} min" if metrics.get("planned") else ""
+    print(f"\nWall time {total / 60:.1f} min{budget} (" + ", ".join(f"{k} {v:.0f} s" for k, v in seconds.items()) +
+          f"); validation accuracy {keras_row['accuracy']:.1%}")
     print(f"On a device: python apps/edge_predict.py {out / EXPORTS['TFLite dynamic-int8'][0] / 'text.tflite'} "
           f"\"a gripping film\"")
     from kbert.saving import write_json_atomic
 
     summary = {"rows": rows, "sentences": sentences, "predictions": predictions,
-               "seconds": {**seconds, "total": total},
+               "seconds": {**seconds, "total": total}, "budget_minutes": args.minutes, "plan": metrics.get("planned"),
                "run": {k: metrics[k] for k in ("init", "data", "backend", "train_examples", "validation_examples",
-                                               "max_length")}}
+                                               "max_length")}, "machine": describe_cpu(),
+               "precision": "bfloat16" if metrics["hyperparameters"]["mixed_precision"] else "float32"}
     write_json_atomic(out / "demo.json", summary)
     return summary
 
@@ -181,7 +200,8 @@ def default_data():
 
 
 def bfloat16_compute(precision, backend, cpu_flags=None):
-    """Whether to fine-tune in bfloat16: as asked, or for "auto", on torch when the CPU has bfloat16 units.
+    """Whether to fine-tune in bfloat16: as asked, or for "auto", on torch when the CPU has bfloat16 units
+    (`kbert_edge.cpu.bfloat16_units`; `cpu_flags`: this CPU's by default).
 
     >>> bfloat16_compute("auto", "torch", cpu_flags={"avx512_bf16"}), bfloat16_compute("auto", "jax", {"amx_bf16"})
     (True, False)
@@ -190,21 +210,13 @@ def bfloat16_compute(precision, backend, cpu_flags=None):
     """
     if precision != "auto":
         return precision == "bfloat16"
-    return backend == "torch" and bool({"avx512_bf16", "amx_bf16"} & (cpu_flags if cpu_flags is not None else
-                                                                      _cpu_flags()))
+    return backend == "torch" and bool(bfloat16_units(cpu_flags))
 
 
-def _cpu_flags():
-    """The CPU's feature flags (Linux's /proc/cpuinfo; empty elsewhere)."""
-    try:
-        text = pathlib.Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return set()
-    return {flag for line in text.splitlines() if line.startswith("flags") for flag in line.split(":", 1)[1].split()}
-
-
-def fine_tune(args, out):
-    """Step 1: trains (or, with --reuse, finds) the run folder; writes OUT/validation.tsv. Returns its metrics."""
+def fine_tune(args, out, started):
+    """Step 1: trains (or, with --reuse, finds) the run folder; writes OUT/validation.tsv. Returns its metrics,
+    with the plan (`plan_sentences`) as "planned" (None with --limit or --reuse). `started`: the demo's start
+    (time.perf_counter()), which the budget counts from."""
     from kbert.data import read_sentence_tsv
     from kbert.saving import atomic_file
     from kbert.recipes import SENTIMENT, sentence
@@ -219,12 +231,20 @@ def fine_tune(args, out):
         data = args.data or default_data()
         examples = read_sentence_tsv(data, label_names=SENTIMENT.label_names)
         seed, valid_size = args.seed, min(args.valid_size, len(examples) // 5)
+        mixed_precision = bfloat16_compute(args.precision, args.backend)
+        print(f"{'bfloat16' if mixed_precision else 'float32'} on {args.backend} ({describe_precision(args)}); "
+              f"this machine: {cpu_summary()}.", flush=True)
+        plan = None
+        if args.limit is None:
+            train_examples, _ = examples.split(valid_size / len(examples), seed)
+            plan = plan_sentences(args, train_examples, mixed_precision, time.perf_counter() - started)
         metrics = sentence.train(
             SENTIMENT, data, args.init, out, epochs=args.epochs, batch_size=args.batch_size,
-            learning_rate=args.learning_rate, max_length=args.max_length, limit=args.limit,
-            mixed_precision=bfloat16_compute(args.precision, args.backend),
-            validation_fraction=valid_size / len(examples), seed=seed,
-            verbose="auto" if sys.stdout.isatty() else 2)
+            learning_rate=args.learning_rate, max_length=args.max_length,
+            limit=args.limit or (plan and plan["sentences"]), mixed_precision=mixed_precision,
+            validation_fraction=valid_size / len(examples), seed=seed, backup_minutes=BACKUP_MINUTES,
+            verbose=0 if args.quiet else "auto")
+        metrics["planned"] = plan
     # The same seeded split as `train` held out, for the edge runner to score the exports on.
     _, valid = examples.split(valid_size / len(examples), seed)
     assert len(valid) == metrics["validation_examples"], (len(valid), metrics["validation_examples"])
@@ -232,6 +252,69 @@ def fine_tune(args, out):
         partial.write_text("sentence\tlabel\n" + "".join(
             f"{text}\t{valid.label_names[label]}\n" for text, label in zip(valid.texts, valid.labels)), "utf-8")
     return metrics
+
+
+def describe_precision(args):
+    """Why the fine-tuning computes in the dtype it does, in words.
+
+    >>> import argparse
+    >>> describe_precision(argparse.Namespace(precision="float32", backend="torch"))
+    'as --precision asked'
+    """
+    if args.precision != "auto":
+        return "as --precision asked"
+    if args.backend != "torch":
+        return f"--precision auto: float32 on {args.backend}, whose CPU compilers run bfloat16 no faster"
+    units = bfloat16_units()
+    return (f"--precision auto: the CPU has {' and '.join(units)}" if units else
+            "--precision auto: the CPU has no bfloat16 units, where bfloat16 is emulated and slower")
+
+
+def plan_sentences(args, train_examples, mixed_precision, elapsed):
+    """How many training sentences fit the budget: times `PROBE_BATCHES` training steps of the demo's model
+    (a copy, thrown away) on a seeded sample of `train_examples`, after as many untimed ones (they compile,
+    on JAX and TensorFlow), and gives the fine-tuning what is left of --minutes after `elapsed` seconds, the
+    probe, a validation pass an epoch and `SECONDS_AFTER_FINE_TUNING`. Prints the plan; returns it as a dict
+    (sentences, seconds_per_step, minutes of fine-tuning)."""
+    from kbert.optimizers import bfloat16_compute as in_bfloat16
+    from kbert.progress import duration
+    from kbert.tasks import BertClassifier
+
+    probe_start = time.perf_counter()
+    sample = train_examples.shuffled(args.seed + 1, min(len(train_examples), PROBE_BATCHES * args.batch_size))
+    with in_bfloat16(mixed_precision):
+        model = BertClassifier.from_preset(args.init, num_classes=2, sequence_length=args.max_length)
+    fit = dict(batch_size=args.batch_size, epochs=1, verbose=0, shuffle_seed=args.seed)
+    model.fit(sample.texts, sample.labels, **fit)  # untimed: compiles each batch shape
+    start = time.perf_counter()
+    model.fit(sample.texts, sample.labels, **fit)
+    seconds_each = (time.perf_counter() - start) / len(sample)
+    steps_each = seconds_each * args.batch_size
+    sentences = sentences_for_budget(60 * args.minutes - elapsed - (time.perf_counter() - probe_start), seconds_each,
+                                     len(train_examples), args)
+    minutes = sentences * seconds_each * args.epochs / 60
+    print(f"Plan: {sentences:,} of {len(train_examples):,} training sentences, {args.epochs} epoch(s), about "
+          f"{duration(60 * minutes)} of fine-tuning on this machine ({steps_each:.2f} s a step of {args.batch_size}, "
+          f"timed over {PROBE_BATCHES} steps), {args.minutes:g} min in all (--minutes; --limit sets the sentences).",
+          flush=True)
+    return {"sentences": sentences, "seconds_per_step": round(steps_each, 3), "fine_tune_minutes": round(minutes, 1)}
+
+
+def sentences_for_budget(seconds_left, seconds_each, available, args):
+    """The training sentences that fit `seconds_left`, at `seconds_each` a sentence a pass: what is left after
+    the steps that follow fine-tuning (`SECONDS_AFTER_FINE_TUNING`) and a validation pass an epoch (a forward
+    pass, about a third of a training step), over --epochs; at least a batch, at most `available`.
+
+    >>> import argparse
+    >>> args = argparse.Namespace(epochs=1, batch_size=32, valid_size=500)
+    >>> sentences_for_budget(600, 0.01, 66849, args), sentences_for_budget(600, 0.1, 66849, args)
+    (50833, 4933)
+    >>> sentences_for_budget(60, 0.1, 66849, args), sentences_for_budget(6000, 0.01, 66849, args)
+    (32, 66849)
+    """
+    validation = args.valid_size * seconds_each / 3 * args.epochs
+    left = seconds_left - validation - SECONDS_AFTER_FINE_TUNING
+    return max(args.batch_size, min(available, int(left / (seconds_each * args.epochs))))
 
 
 def keras_results(out, metrics, sentences, repeats):

@@ -18,7 +18,7 @@ ROWS = ["Keras (tensorflow)", "TFLite fp32", "TFLite dynamic-int8"]
 def test_demo_runs_on_the_shipped_sample(tmp_path):
     out = tmp_path / "demo"
     sentences = ["A fine, warm film.", "Dull."]
-    result = run_python(DEMO, "--init", "bert_tiny", "--limit", 64, "--epochs", 1, "--max-length", 32,
+    result = run_python(DEMO, "--init", "bert_tiny", "--minutes", 2, "--epochs", 1, "--max-length", 32,
                         "--repeats", 2, "--data", samples_dir() / "sentiment_sample.tsv", "--out", out, "--json",
                         *sentences, backend="tensorflow")
     for name in ("model.keras", "README.md", "validation.tsv", "tflite_fp32/text.tflite", "tflite_int8/text.tflite"):
@@ -29,6 +29,14 @@ def test_demo_runs_on_the_shipped_sample(tmp_path):
     rows, predictions = summary["rows"], summary["predictions"]
     assert list(rows) == ROWS
     assert summary["run"]["validation_examples"] == 40  # a fifth of the 200 sentences
+    # The plan: training steps timed first, the sentences sized to the budget (issue 40), said before and after.
+    plan = summary["plan"]
+    assert summary["run"]["train_examples"] == plan["sentences"] and 32 <= plan["sentences"] <= 160
+    assert plan["seconds_per_step"] > 0 and summary["budget_minutes"] == 2
+    assert f"Plan: {plan['sentences']:,} of 160 training sentences, 1 epoch(s)" in result.stderr
+    assert f"; budget 2 min (" in result.stderr
+    assert summary["machine"]["cores"] >= 1 and summary["precision"] == "float32"  # auto: float32 off torch
+    assert "(--precision auto: float32 on tensorflow" in result.stderr
     for name in ROWS:
         assert 0 <= rows[name]["accuracy"] <= 1 and rows[name]["latency_ms"] > 0, name
         assert f"{name:22} {rows[name]['accuracy']:>9.2%}" in result.stderr  # the table, for people
