@@ -29,6 +29,34 @@ def test_max_context_by_hand():
     assert [mask.tolist() for mask in max_context([(0, 4), (3, 7)])] == [[True] * 4, [False, True, True, True]]
 
 
+def _check_is_max_context(doc_spans, cur_span_index, position):
+    """BERT's own function (google-research/bert, run_squad.py), on (start, length) spans."""
+    best_score, best_span_index = None, None
+    for span_index, (start, length) in enumerate(doc_spans):
+        end = start + length - 1
+        if position < start or position > end:
+            continue
+        score = min(position - start, end - position) + 0.01 * length
+        if best_score is None or score > best_score:
+            best_score, best_span_index = score, span_index
+    return cur_span_index == best_span_index
+
+
+def test_max_context_is_berts_on_random_windows():
+    """Strided windows as question_windows makes them, and windows of any order, overlap and length."""
+    rng = np.random.default_rng(0)
+    cases = [question_windows(int(q), int(n), 32, int(stride))
+             for q, n, stride in zip(rng.integers(1, 10, 20), rng.integers(1, 300, 20), rng.integers(1, 20, 20))]
+    for _ in range(20):
+        begins = rng.integers(0, 60, rng.integers(1, 8))
+        cases.append([(int(b), int(b + length)) for b, length in zip(begins, rng.integers(1, 25, len(begins)))])
+    for windows in cases:
+        spans = [(begin, end - begin) for begin, end in windows]
+        expected = [[_check_is_max_context(spans, w, p) for p in range(begin, end)]
+                    for w, (begin, end) in enumerate(windows)]
+        assert [mask.tolist() for mask in max_context(windows)] == expected, windows
+
+
 def test_pack_question_windows_by_hand():
     offsets = np.array([[0, 1], [2, 3], [4, 5], [6, 7]])
     packed = pack_question_windows([([7, 8], [11, 12, 13, 14], offsets, [(0, 3), (2, 4)]),
