@@ -3,6 +3,7 @@ import numpy as np
 from keras import ops
 
 from kbert.config import PRESETS, BertConfig
+from kbert.keywords import check_keywords
 from kbert.layers.dropout import Dropout
 from kbert.layers.position_embedding import PositionEmbedding
 from kbert.layers.transformer_encoder import TransformerEncoder
@@ -49,6 +50,7 @@ class BertBackbone(keras.Model):
         dtype=None,
         **kwargs,
     ):
+        check_keywords(type(self), kwargs)  # Keras's own (name, trainable) pass; a misspelt argument does not
         config = BertConfig(
             vocabulary_size=vocabulary_size,
             num_layers=num_layers,

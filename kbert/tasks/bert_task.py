@@ -6,6 +6,7 @@ import numpy as np
 from kbert import distribution_torch
 from kbert.data.padded_batches import PaddedBatches
 from kbert.distribution import check_mesh, data_dimension, taking_process_shares
+from kbert.keywords import KERAS_MODEL_KEYWORDS, check_keywords
 from kbert.models.compute_dtype import with_compute_dtype
 from kbert.optimizers import bert_adamw
 from kbert.saving import check_vocabulary
@@ -46,6 +47,7 @@ class BertTask(keras.Model):
     default_sequence_length = 128
 
     def __init__(self, inputs, outputs, backbone, preprocessor=None, config=None, compile=True, **kwargs):
+        check_keywords(type(self), {name: value for name, value in kwargs.items() if name not in KERAS_MODEL_KEYWORDS})
         if preprocessor is not None:
             check_vocabulary(backbone, preprocessor.tokenizer, "the preprocessor's tokenizer")
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
@@ -86,6 +88,7 @@ class BertTask(keras.Model):
         from kbert.models.load_backbone import load_backbone
         from kbert.saving import load_saved_model
 
+        check_keywords(cls, kwargs, also=("preprocessor", "sequence_length", "compile"))  # before anything is read
         saved = load_saved_model(preset)  # a task model comes with its preprocessor
         if isinstance(saved, cls) and not kwargs:
             if preprocessor is not None:

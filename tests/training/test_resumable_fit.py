@@ -1,6 +1,7 @@
 """A fine-tuning killed (SIGKILL) part-way through an epoch, right after a backup, resumes there and ends
 as the run never killed: the same weights and the same epoch losses (dropout off), on every backend."""
 
+import functools
 import json
 import os
 import signal
@@ -58,6 +59,7 @@ def uninterrupted(no_dropout_init, tmp_path_factory):
 
 
 def _without_dropout(init):
+    @functools.wraps(init)  # the same signature: constructors check their keywords by it
     def without_dropout(self, *args, **kwargs):
         init(self, *args, **{**kwargs, "dropout": 0.0})
 
