@@ -37,6 +37,22 @@ class BertConfig:
     layer_norm_epsilon: float = 1e-12
     initializer_range: float = 0.02
 
+    def __post_init__(self):
+        """Refuses a value no BERT can have, naming the field: a string or 0 where a count belongs
+        (it failed later with a TypeError or a ZeroDivisionError), heads that do not divide the width."""
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if field.type in (int, "int") and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ValueError(f"BertConfig.{field.name} must be a positive integer, not {value!r}.")
+            if field.type in (float, "float") and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise ValueError(f"BertConfig.{field.name} must be a number, not {value!r}.")
+        if not 0 <= self.dropout < 1 or self.layer_norm_epsilon <= 0 or self.initializer_range < 0:
+            raise ValueError(f"BertConfig: dropout must be in [0, 1), layer_norm_epsilon above 0 and initializer_range "
+                             f"0 or more; got {self.dropout}, {self.layer_norm_epsilon}, {self.initializer_range}.")
+        if self.hidden_dim % self.num_heads:
+            raise ValueError(f"BertConfig: hidden_dim {self.hidden_dim} does not divide into num_heads "
+                             f"{self.num_heads} heads.")
+
     def to_dict(self):
         return dataclasses.asdict(self)
 

@@ -103,7 +103,10 @@ def read_hf_config(path):
     missing = sorted(set(_CONFIG_FIELDS) - set(values) - {"hidden_dropout_prob", "layer_norm_eps", "initializer_range"})
     if missing:
         raise ValueError(f"{file}: missing config field(s) {missing}.")
-    return BertConfig(**{field: values[key] for key, field in _CONFIG_FIELDS.items() if key in values})
+    try:
+        return BertConfig(**{field: values[key] for key, field in _CONFIG_FIELDS.items() if key in values})
+    except ValueError as error:
+        raise ValueError(f"{file}: {error}") from None
 
 
 def read_hf_weights(path):
@@ -119,7 +122,15 @@ def read_hf_weights(path):
             "them; convert once with `safetensors` in a trusted environment." if pickled else ""
         )
         raise FileNotFoundError(f"{file}: no model.safetensors in the checkpoint folder.{hint}")
-    weights = load_file(str(file))
+    try:
+        weights = load_file(str(file))
+    except Exception as error:  # safetensors' SafetensorError: a truncated or damaged file
+        raise ValueError(f"{file}: not a readable safetensors file ({error}).") from None
+    not_finite = [key for key, value in weights.items()
+                  if np.issubdtype(value.dtype, np.floating) and not np.isfinite(value).all()]
+    if not_finite:
+        raise ValueError(f"{file}: {len(not_finite)} weight(s) hold NaN or infinite values, e.g. {not_finite[:3]}: "
+                         "a model made from them predicts NaN.")
     # BertForPreTraining and task checkpoints prefix the encoder with "bert.".
     return {key.removeprefix("bert."): value for key, value in weights.items()}
 

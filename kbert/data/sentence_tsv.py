@@ -94,6 +94,9 @@ def _texts(fields, num_texts, labeled):
     return texts
 
 
+MAX_LEARNED_CLASSES = 1000  # integer labels read as class ids when no class names are given: ids below this
+
+
 def _labels(raw, label_names, regression):
     """Label array, label names, and {line: reason} for labels that cannot be read."""
     bad = {}
@@ -106,9 +109,11 @@ def _labels(raw, label_names, regression):
                 bad[number] = reason
         return np.array(values, "float32"), None, bad
     fields = [field for _, field in raw]
-    if label_names is None:
-        if all(field.isdecimal() for field in fields):
-            label_names = [str(i) for i in range(max(int(field) for field in fields) + 1)]
+    learned = label_names is None
+    if learned:
+        if all(field.isdecimal() for field in fields):  # ids 0..K-1; an id past MAX_LEARNED_CLASSES is refused
+            label_names = [str(i) for i in range(max((int(f) for f in fields if int(f) < MAX_LEARNED_CLASSES),
+                                                     default=-1) + 1)]
         else:
             label_names = sorted(set(fields))
     label_names = [str(name) for name in label_names]
@@ -119,8 +124,13 @@ def _labels(raw, label_names, regression):
             values.append(ids[field])
         elif field.isdecimal() and int(field) < len(label_names):
             values.append(int(field))
+        elif field.isdecimal() and learned:
+            bad[number] = (f"label {field} is a class id of {MAX_LEARNED_CLASSES:,} or more: classes learned from "
+                           f"the data are ids below {MAX_LEARNED_CLASSES:,} (or name them, e.g. --labels)")
+            values.append(-1)
         else:
-            bad[number] = f"unknown label {field!r}; the labels are {label_names} (or ids 0..{len(label_names) - 1})"
+            shown = label_names if len(label_names) <= 20 else [*label_names[:20], "..."]
+            bad[number] = f"unknown label {field!r}; the labels are {shown} (or ids 0..{len(label_names) - 1})"
             values.append(-1)
     return np.array(values, "int32"), label_names, bad
 

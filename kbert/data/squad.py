@@ -17,7 +17,9 @@ def read_squad(path, articles=None, verbose=True):
     Bytes that are not UTF-8 or text that is not JSON raise `SquadFormatError` naming the
     file and line (`path:line: ...`). A question or context that is empty or not a string,
     an entry missing a field, or an `answer_start` that is not an int offset inside the
-    context raises it naming the file, article, paragraph and question id. An
+    context raises it naming the file, article, paragraph and question id; so does a question id
+    that appears twice (its scores would count one question for two). A question without an
+    id gets its place as one (`#article.paragraph.question`). An
     answer whose text is not at its `answer_start` is counted and, when the text occurs
     elsewhere in the context, moved to the nearest occurrence; when it does not occur at
     all the example keeps no `answer_start` (training skips it; evaluation still scores
@@ -49,7 +51,7 @@ def read_squad(path, articles=None, verbose=True):
     data = document.get("data") if isinstance(document, dict) else None
     if not isinstance(data, list):
         raise SquadFormatError(f"{path}: not SQuAD JSON: no 'data' list.")
-    examples, moved, missing = [], 0, 0
+    examples, moved, missing, places = [], 0, 0, {}
     for a, article in enumerate(data[articles] if articles is not None else data):
         title = article.get("title", f"#{a}") if isinstance(article, dict) else f"#{a}"
         for p, paragraph in enumerate(_field(article, "paragraphs", path, f"article {title!r}")):
@@ -58,8 +60,13 @@ def read_squad(path, articles=None, verbose=True):
             if not isinstance(context, str) or not context.strip():
                 raise SquadFormatError(f"{path}, {where}: the context is empty.")
             for q, qa in enumerate(_field(paragraph, "qas", path, where)):
-                question_id = str(qa.get("id", f"#{q}")) if isinstance(qa, dict) else f"#{q}"
+                place = f"#{a}.{p}.{q}"
+                question_id = str(qa.get("id", place)) if isinstance(qa, dict) else place
                 entry = f"{where}, question {question_id}"
+                if question_id in places:
+                    raise SquadFormatError(f"{path}, {entry}: the question id {question_id!r} is also the id of the "
+                                           f"question in {places[question_id]}: ids must be unique.")
+                places[question_id] = where
                 question = _field(qa, "question", path, entry)
                 if not isinstance(question, str) or not question.strip():
                     raise SquadFormatError(f"{path}, {entry}: the question is empty.")

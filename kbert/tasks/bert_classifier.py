@@ -37,6 +37,10 @@ class BertClassifier(BertTask):
     def __init__(self, backbone, num_classes, preprocessor=None, dropout=0.1, label_names=None, **kwargs):
         if label_names is not None and len(label_names) != num_classes:
             raise ValueError(f"Got {len(label_names)} label_names for num_classes={num_classes}.")
+        if label_names is not None and len({str(name) for name in label_names}) < len(label_names):
+            twice = sorted({str(n) for n in label_names if [str(m) for m in label_names].count(str(n)) > 1})
+            raise ValueError(f"label_names must be distinct: {twice} appear more than once in {list(label_names)} "
+                             "(a class whose name is taken could never be a target).")
         inputs = backbone.input
         x = backbone(inputs)["pooled_output"]
         x = keras.layers.Dropout(dropout, name="head_dropout")(x)

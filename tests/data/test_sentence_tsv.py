@@ -32,6 +32,17 @@ def test_labels_inferred_from_the_data(tmp_path):
     assert read_sentence_tsv(write(tmp_path, "a\tpos\nb\tneg\n")).labels.tolist() == [1, 0]
 
 
+def test_a_huge_class_id_is_refused_naming_the_row_not_made_a_class(tmp_path):
+    """Issue 43: 99999999999 made a list of 10^11 classes."""
+    path = write(tmp_path, "sentence\tlabel\na\t1\nb\t99999999999\nc\t0\n")
+    with pytest.raises(TsvFormatError, match=re.escape("data.tsv:3: label 99999999999 is a class id of 1,000 or "
+                                                       "more: classes learned from the data are ids below 1,000")):
+        read_sentence_tsv(path)
+    data = read_sentence_tsv(path, skip_bad_rows=True)
+    assert data.label_names == ["0", "1"] and data.labels.tolist() == [1, 0]
+    assert read_sentence_tsv(write(tmp_path, "a\t999\nb\t0\n")).labels.tolist() == [999, 0]  # below: a class
+
+
 @pytest.mark.parametrize("text, line, message", [
     ("sentence\tlabel\nfine\t1\nno label here\n", 3, "expected 2 tab-separated columns, found 1"),
     ("sentence\tlabel\nfine\t1\nextra\ttab\t1\n", 3, "expected 2 tab-separated columns, found 3"),

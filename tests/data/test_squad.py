@@ -64,3 +64,17 @@ def test_invalid_utf8_and_json_errors_name_the_line(tmp_path):
     path.write_text('{"data": [\n  {"title": "T",}\n]}')
     with pytest.raises(SquadFormatError, match=r"squad.json:2: not JSON: Expecting property name .* \(column 17\)"):
         read_squad(path)
+
+
+def test_a_question_id_used_twice_is_refused_and_missing_ids_are_places(tmp_path):
+    """Issue 43: a duplicate id was scored on one question fewer than reported."""
+    context = "Paris is a city."
+    path = write(tmp_path, [{"context": context, "qas": [qa("Which city?", "Paris", 0, "q7")]},
+                            {"context": context, "qas": [qa("What is Paris?", "a city", 9, "q7")]}])
+    with pytest.raises(SquadFormatError, match=re.escape("article 'France', paragraph 1, question q7: the question "
+                                                         "id 'q7' is also the id of the question in article "
+                                                         "'France', paragraph 0: ids must be unique")):
+        read_squad(path)
+    no_ids = [{"question": "Which city?", "answers": []}, {"question": "What?", "answers": []}]
+    path = write(tmp_path, [{"context": context, "qas": no_ids}, {"context": context, "qas": no_ids[:1]}])
+    assert [e.id for e in read_squad(path)] == ["#0.0.0", "#0.0.1", "#0.1.0"]

@@ -43,3 +43,18 @@ def test_config_refuses_unknown_fields():
 def test_unknown_preset_lists_the_choices():
     with pytest.raises(ValueError, match="bert_tiny"):
         BertBackbone.from_preset("bert_huge")
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"num_layers": "2"}, "BertConfig.num_layers must be a positive integer, not '2'"),
+    ({"hidden_dim": 0}, "BertConfig.hidden_dim must be a positive integer, not 0"),
+    ({"num_heads": True}, "BertConfig.num_heads must be a positive integer, not True"),
+    ({"dropout": "0.1"}, "BertConfig.dropout must be a number, not '0.1'"),
+    ({"dropout": 1.0}, "dropout must be in [0, 1)"),
+    ({"num_heads": 3}, "hidden_dim 128 does not divide into num_heads 3 heads"),
+])
+def test_values_no_bert_can_have_are_refused_naming_the_field(changes, message):
+    import re
+
+    with pytest.raises(ValueError, match=re.escape(message)):
+        BertConfig(**{**PRESETS["bert_tiny"].to_dict(), **changes})

@@ -1,6 +1,7 @@
 """Loading Hugging Face folders: every way a checkpoint can be wrong gets a clear error."""
 
 import json
+import re
 import shutil
 
 import numpy as np
@@ -86,3 +87,28 @@ def test_bert_prefixed_checkpoints_load(checkpoint, minilm_dir):
     loaded = BertBackbone.from_hf(checkpoint)
     reference = BertBackbone.from_hf(minilm_dir)
     np.testing.assert_array_equal(loaded.get_weights()[-1], reference.get_weights()[-1])
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"num_attention_heads": "12"}, "BertConfig.num_heads must be a positive integer, not '12'"),
+    ({"num_attention_heads": 0}, "BertConfig.num_heads must be a positive integer, not 0"),
+    ({"num_attention_heads": 5}, "BertConfig: hidden_dim 384 does not divide into num_heads 5 heads"),
+])
+def test_a_config_no_bert_can_have_names_file_and_field(checkpoint, changes, message):
+    """Issue 43: a string count or 0 heads ended in a TypeError or a ZeroDivisionError."""
+    edit_config(checkpoint, **changes)
+    with pytest.raises(ValueError, match=re.escape(f"config.json: {message}")):
+        BertBackbone.from_hf(checkpoint)
+
+
+def test_non_finite_or_truncated_weights_are_refused_naming_the_file(checkpoint):
+    def poison(weights):
+        weights["encoder.layer.1.attention.self.query.weight"][0, 0] = np.nan
+    edit_weights(checkpoint, poison)
+    with pytest.raises(ValueError, match=r"model\.safetensors: 1 weight\(s\) hold NaN or infinite values, e\.g\. "
+                                         r"\['encoder\.layer\.1\.attention\.self\.query\.weight'\]"):
+        BertBackbone.from_hf(checkpoint)
+    data = (checkpoint / "model.safetensors").read_bytes()
+    (checkpoint / "model.safetensors").write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError, match=r"model\.safetensors: not a readable safetensors file"):
+        BertBackbone.from_hf(checkpoint)

@@ -54,3 +54,10 @@ def test_predict_on_raw_texts_matches_one_by_one_in_input_order():
     one_by_one = np.concatenate([model.predict([text], verbose=0) for text in texts])
     for batch_size in (1, 2, 4, 100):
         np.testing.assert_allclose(model.predict(texts, batch_size=batch_size, verbose=0), one_by_one, atol=1e-5)
+
+
+def test_duplicate_label_names_are_refused():
+    """Issue 43: ["a", "a"] was accepted, and class 1 could never be a target."""
+    with pytest.raises(ValueError, match=r"label_names must be distinct: \['a'\] appear more than once in "
+                                         r"\['a', 'a', 'b'\]"):
+        BertClassifier(BertBackbone(**TINY), num_classes=3, label_names=["a", "a", "b"])
