@@ -43,8 +43,9 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
     `metrics.json`, `curves.png`, the model card `README.md`, `history.csv` and TensorBoard
     `logs/`, all at once at the end. The run is backed up beside `out` at each epoch's end
     and every `backup_minutes` within one: the same call after a kill resumes from the last
-    backup, on the batches the uninterrupted run had (`run_backup`, `resumable_fit`); a loss that goes NaN or infinite raises `kbert.training.NonFiniteLossError`, keeping
-    the last good backup.
+    backup, on the batches the uninterrupted run had (`run_backup`, `resumable_fit`); a loss
+    that goes NaN or infinite raises `kbert.training.NonFiniteLossError`, keeping the last
+    good backup.
 
     Args:
         data: path of the training CoNLL file (`token TAG` per line; BIO or IOB1 tags).
@@ -101,7 +102,7 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
                        "remat": remat, "patience": patience, "seed": seed, "limit": limit,
                        "validation_limit": validation_limit}
     backup = run_backup(out, {**run, **hyperparameters}, [scorer, stopping], every_steps=backup_steps,
-                        every_minutes=backup_minutes)
+                        every_minutes=backup_minutes, inputs=(data, valid))
     verbose, progress = fit_progress(verbose)
     start = time.perf_counter()
     with fine_tuning_logs(backup) as logs:

@@ -111,7 +111,8 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
                        "remat": remat, "seed": seed, "articles": articles,
                        "limit": limit, "validation_limit": validation_limit,
                        "validation_articles": validation_articles}
-    backup = run_backup(out, {**run, **hyperparameters}, every_steps=backup_steps, every_minutes=backup_minutes)
+    backup = run_backup(out, {**run, **hyperparameters}, every_steps=backup_steps, every_minutes=backup_minutes,
+                        inputs=(data,))
     verbose, progress = fit_progress(verbose)
     start = time.perf_counter()
     with fine_tuning_logs(backup) as logs:

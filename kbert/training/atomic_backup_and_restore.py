@@ -1,3 +1,4 @@
+import errno
 import json
 import pathlib
 import shutil
@@ -218,15 +219,46 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
             metadata["batch"] = self._batch_in_epoch
             metadata["metrics"] = _encode([keras.ops.convert_to_numpy(v) for v in self.model.metrics_variables],
                                           arrays)
-        with writing_alone():
-            self.model.save_weights(folder / metadata["weights"], overwrite=True)
         if arrays:
             metadata["arrays"] = f"step-{step}.arrays.npz"
-            np.savez(folder / metadata["arrays"], *arrays)
-        write_json_atomic(self._training_metadata_path, metadata)
+        self._check_space(folder, arrays)
+        try:
+            with writing_alone():
+                self.model.save_weights(folder / metadata["weights"], overwrite=True)
+            if arrays:
+                np.savez(folder / metadata["arrays"], *arrays)
+            write_json_atomic(self._training_metadata_path, metadata)
+        except OSError as error:
+            if error.errno != errno.ENOSPC:
+                raise
+            for name in (metadata["weights"], metadata.get("arrays")):
+                if name:
+                    (folder / name).unlink(missing_ok=True)
+            raise self._no_space(folder) from None
         for path in folder.iterdir():  # earlier backups, and a write a kill cut short (the fit's logs stay)
             if path.name not in (METADATA_FILE, metadata["weights"], metadata.get("arrays"), *LOG_NAMES):
                 path.unlink()
+
+
+    def _check_space(self, folder, arrays):
+        """Raises the `_no_space` error before writing when the folder's disk cannot hold another backup
+        beside the last one: h5py, cut short by a full disk, left a torn file and could crash the process."""
+        last = self.weights_file()
+        needed = (last.stat().st_size if last is not None and last.is_file() else
+                  sum(int(np.prod(v.shape)) * np.dtype(v.dtype).itemsize
+                      for v in [*self.model.weights, *getattr(self.model.optimizer, "variables", [])]))
+        needed += sum(array.nbytes for array in arrays) + (1 << 20)
+        if shutil.disk_usage(folder).free < needed:
+            raise self._no_space(folder, needed)
+
+    def _no_space(self, folder, needed=None):
+        """The error of a disk too full for a backup: an OSError (ENOSPC) naming the folder and the last good
+        backup, which is kept: free space and run the same command again to resume from it."""
+        kept = self.last_checkpoint()
+        size = f" (a backup needs about {needed / 1e6:,.0f} MB)" if needed else ""
+        return OSError(errno.ENOSPC, f"No space left for a backup in {folder}{size}; "
+                       + (f"the last good one, {kept}, is kept: free space and run the same command again to resume "
+                          "from it" if kept else "there is no backup yet: free space and start again"))
 
 
 def _position(metadata):

@@ -44,3 +44,48 @@ def test_a_resumed_fit_goes_on_as_the_killed_one_would_have(tmp_path, patience, 
     np.testing.assert_allclose(history.history["loss"], uninterrupted.history["loss"], rtol=1e-5)
     for weights, expected in zip(resumed.get_weights(), reference.get_weights()):  # epoch 0's
         np.testing.assert_allclose(weights, expected, rtol=1e-5)
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 4 MB file system of its own (tmpfs), as root can mount; skips where it cannot."""
+    import subprocess
+
+    folder = tmp_path / "small_disk"
+    folder.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(folder)], capture_output=True).returncode:
+        pytest.skip("cannot mount a small tmpfs here (needs root): the full-disk case is not run")
+    yield folder
+    subprocess.run(["umount", str(folder)], check=True)
+
+
+class FillDisk(keras.callbacks.Callback):
+    """Fills `folder`'s disk, leaving `leave` bytes, at the end of epoch `epoch` (after the backup before it)."""
+
+    def __init__(self, folder, epoch, leave):
+        super().__init__()
+        self.folder, self.epoch, self.leave = folder, epoch, leave
+
+    def on_epoch_end(self, epoch, logs=None):
+        import shutil
+
+        if epoch == self.epoch:
+            (self.folder / "filler").write_bytes(b"x" * (shutil.disk_usage(self.folder).free - self.leave))
+
+
+def test_a_full_disk_ends_the_fit_with_one_error_and_keeps_the_last_backup(small_disk):
+    """Issue 43: a full disk during a checkpoint crashed the process (h5py tracebacks, SIGSEGV) and left a torn file."""
+    import errno
+
+    x, y = np.ones((4, 2)), np.ones((4, 1))
+    backup = AtomicBackupAndRestore(small_disk / "backup")
+    with pytest.raises(OSError) as error:
+        dense_model(0.1).fit(x, y, epochs=3, callbacks=[backup, FillDisk(small_disk, 0, leave=4096)], verbose=0)
+    assert error.value.errno == errno.ENOSPC
+    assert f"No space left for a backup in {small_disk / 'backup'}" in str(error.value)
+    assert f"the last good one, {small_disk / 'backup'} (epoch 1, step 1), is kept" in str(error.value)
+    assert sorted(p.name for p in (small_disk / "backup").iterdir()) == ["step-1.weights.h5", "training_metadata.json"]
+    (small_disk / "filler").unlink()  # space freed: the same fit resumes from the kept backup
+    history = dense_model(0.1).fit(x, y, epochs=3, callbacks=[AtomicBackupAndRestore(small_disk / "backup")],
+                                   verbose=0)
+    assert history.epoch == [1, 2]

@@ -36,6 +36,21 @@ def test_a_backup_of_other_settings_is_not_resumed(tmp_path, capsys):
     assert history.epoch == [0, 1, 2] and "other settings (lr)" in capsys.readouterr().out
 
 
+def test_a_training_file_edited_in_place_is_not_resumed_on(tmp_path, capsys):
+    """Issue 43: after kill -9 and an edit of the training file, fine-tuning resumed on the old weights."""
+    data = tmp_path / "train.tsv"
+    data.write_text("a\t1\n")
+    backup = run_backup(tmp_path / "run", {"epochs": 3}, inputs=(data, None))
+    with pytest.raises(KeyboardInterrupt):
+        dense_model(0.1).fit(X, Y, epochs=3, callbacks=[backup, Kill(0)], verbose=0)
+    assert run_backup(tmp_path / "run", {"epochs": 3}, inputs=(data,)).resume_position() == (1, 0)  # unchanged
+    data.write_text("a\t0\n")
+    backup = run_backup(tmp_path / "run", {"epochs": 3}, inputs=(data,))
+    assert backup.resume_position() is None
+    history = dense_model(0.1).fit(X, Y, epochs=3, callbacks=[backup], verbose=0)
+    assert history.epoch == [0, 1, 2] and "other settings (input_sha256)" in capsys.readouterr().out
+
+
 def test_logs_without_a_backup_and_leftovers_of_a_killed_write_are_removed(tmp_path):
     """A `.run.backup` holding no checkpoint (the logs of a run killed in its first epoch), a partial write
     of `run`, and a previous `run` that a kill between two renames left in `.run.old-*`."""
