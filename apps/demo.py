@@ -15,7 +15,7 @@ before fine-tuning, the demo times a few training steps of its own model, prints
 budget. --limit sets the sentences instead. $KERAS_BACKEND, when set, chooses the backend.
 
 1. Fine-tune `BertClassifier` from --init (default: the real all-MiniLM-L6-v2 checkpoint) on a
-   seeded subset of SST-2, sized to the budget, (`../shared/data/sst2/train.tsv`, or $KBERT_DATA_DIR/sst2), or, when that
+   seeded subset of SST-2 sized to the budget (`../shared/data/sst2/train.tsv`, or $KBERT_DATA_DIR/sst2), or, when that
    is absent, on kbert/data/samples/sentiment_sample.tsv (200 hand-written sentences). A seeded
    split of the data is held out for validation (kbert.recipes.sentence.train).
 2. Evaluate the Keras model: validation accuracy, file size, latency of one raw sentence.
@@ -329,9 +329,15 @@ def keras_results(out, metrics, sentences, repeats):
         logits = model.predict_on_batch(tokenizer(texts, max_length=max_length))
         return keras.ops.convert_to_numpy(keras.ops.softmax(logits, axis=-1))
 
-    probabilities = classify(sentences)
-    names = model.label_names
-    predictions = [{"label": names[int(p.argmax())], "probability": float(p.max())} for p in probabilities]
+    from kbert_edge.edge_model import is_blank
+
+    kept = [sentence for sentence in sentences if not is_blank(sentence)]  # as the edge runner: no label for nothing
+    answers = iter(classify(kept) if kept else [])
+    predictions = []
+    for sentence in sentences:
+        p = None if is_blank(sentence) else next(answers)
+        predictions.append({"label": None, "probability": None} if p is None else
+                           {"label": model.label_names[int(p.argmax())], "probability": float(p.max())})
     accuracy = metrics["validation"]["accuracy"]
     print(f"Keras on {keras.config.backend()}: validation accuracy {accuracy:.4f}")
     weights = sum(int(np.prod(w.shape)) * np.dtype(w.dtype).itemsize for w in model.weights)
@@ -391,7 +397,7 @@ def edge_results(out, sentences, repeats, batch_size=32):
             "accuracy": float(np.mean([p == label for p, label in zip(predicted, labels)])),
             "size": path.stat().st_size,
             "latency_ms": median_ms(lambda: model.predict(sentences[:1]), repeats),
-            "predictions": [{"label": r["label"], "probability": r["probability"]}
+            "predictions": [{"label": r["label"], "probability": r.get("probability")}
                             for r in model.predict(sentences)]}
     return results
 
@@ -438,7 +444,8 @@ def format_predictions(sentences, predictions, width=50):
     lines = [f"  {'sentence':{width}}" + "".join(f"  {name:>22}" for name in names)]
     for i, sentence in enumerate(sentences):
         text = sentence if len(sentence) <= width else sentence[: width - 1] + "…"
-        cells = [f"{p[i]['label']} {p[i]['probability']:.2f}" for p in predictions.values()]
+        cells = ["- (empty)" if p[i]["label"] is None else f"{p[i]['label']} {p[i]['probability']:.2f}"
+                 for p in predictions.values()]
         lines.append(f"  {text:{width}}" + "".join(f"  {cell:>22}" for cell in cells))
     return "\n".join(lines)
 

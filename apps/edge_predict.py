@@ -35,6 +35,7 @@ import sys
 # In the repository kbert_edge/ lies beside apps/; on a device, beside this file (already on sys.path).
 sys.path.append(str(pathlib.Path(__file__).resolve().parents[1]))
 from kbert_edge import EdgeModel  # noqa: E402
+from kbert_edge.context import context_file  # noqa: E402
 
 try:  # apps/app_cli.py (with apps/cli_errors.py) hides the start-up lines of LiteRT and TensorFlow's library
     from app_cli import start_up_lines_held
@@ -48,6 +49,8 @@ def format_result(result):
     Example:
     >>> print(format_result({"text": "a gripping film", "label": "positive", "probability": 0.9312}))
     positive 0.931  a gripping film
+    >>> print(format_result({"text": " ", "label": None, "note": "empty text: nothing to classify"}))
+    -  (empty text: nothing to classify)
     >>> print(format_result({"question": "Who?", "text": "", "found": False}))
     Who? -> no answer found
     >>> print(format_result({"text": "Ann met Bob", "entities": [
@@ -61,6 +64,8 @@ def format_result(result):
             return f"{result['question']} -> no answer found{cut}"
         return (f"{result['question']} -> {result['text']!r} (chars {result['start']}-{result['end']}, "
                 f"probability {result['probability']:.3f}){cut}")
+    if "label" in result and result["label"] is None:
+        return f"-  {result['text']} ({result['note']})"
     if "label" in result:
         return f"{result['label']} {result['probability']:.3f}  {result['text']}{cut}"
     if "score" in result:
@@ -91,11 +96,10 @@ def main(argv=None):
     if model.model_kind == "question_answerer":
         if not args.question or args.context is None:
             sys.exit("A QA model takes --question and --context.")
-        try:
-            is_file = "\n" not in args.context and pathlib.Path(args.context).is_file()
-        except OSError:  # too long for a file name: the text itself
-            is_file = False
-        context = pathlib.Path(args.context).read_text("utf-8") if is_file else args.context
+        path = context_file(args.context)  # apps/qa.py's rule: a mistyped file name is not the context
+        context = path.read_text("utf-8") if path is not None else args.context
+        if not context.strip():
+            sys.exit(f"--context {path}: the context file is empty.")
         results = [{"question": q, **model.answer_question(q, context)} for q in args.question]
     else:
         texts = args.texts or [line.rstrip("\r\n") for line in sys.stdin]

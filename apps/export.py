@@ -11,7 +11,9 @@ tokenizer and lengths), a run folder of apps/sentiment.py, nli.py, similarity.py
 qa.py, or a backbone (a preset, all_minilm_l6_v2, a folder of apps/pretrain.py or a Hugging Face folder),
 trained under any backend. Export runs under TensorFlow: the .keras file is reloaded there
 (this script re-runs itself with KERAS_BACKEND=tensorflow when needed). The output folder is
-written whole or not at all. See kbert/export/serving.py for each task's inputs and outputs.
+written whole or not at all; an existing --out is replaced only when it is an export folder kbert
+wrote (it holds export.json), or with --overwrite, and never when it is, holds or lies in --model's
+folder (other than an export folder there). See kbert/export/serving.py for each task's inputs and outputs.
 --metadata also writes token_ids_metadata.tflite, which the TFLite Task Library (BertNLClassifier,
 BertQuestionAnswerer) and MediaPipe Tasks (TextClassifier, TextEmbedder) load unchanged
 (kbert/export/runtimes.py); it needs tools/edge_clients_venv.sh run once.
@@ -33,7 +35,9 @@ def parser():
     parser = app_parser(__doc__)
     parser.add_argument("--model", required=True, help="task .keras file, run folder, backbone folder or preset")
     parser.add_argument("--format", required=True, choices=("saved_model", "tflite"), help="what to write")
-    parser.add_argument("--out", required=True, help="folder to write")
+    parser.add_argument("--out", required=True, help="folder to write (an existing one: only an earlier export)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace --out even when it is not an export folder (never --model's own folder)")
     parser.add_argument("--quantize", default="none", choices=("none", "float16", "dynamic-int8", "int8"),
                         help="TFLite only: float32, float16 weights, or int8 weights with activations "
                         "quantized on the fly; full-integer int8 is refused (it breaks attention)")
@@ -71,6 +75,7 @@ def main(argv=None):
         sys.exit("--quantize applies to --format tflite only: a SavedModel keeps float32 weights.")
     if args.format == "saved_model" and args.metadata:
         sys.exit("--metadata applies to --format tflite only: it is TFLite metadata.")
+    check_out(args)  # before the model is loaded: nothing of the user's is replaced
     with for_people(args):
         try:
             model, tokenizer, spec = load_exportable(args.model, max_length=args.max_length,
@@ -99,6 +104,22 @@ def main(argv=None):
                           f"Wrote {args.out} ({total / 1e6:.2f} MB)"])
 
     emit(args, [summary], describe)
+
+
+def check_out(args):
+    """Refuses an --out that would replace what the user owns (see the module's docstring), naming it."""
+    from kbert.export import is_export_folder
+    from kbert.saving import RunFolderError, check_replaceable
+
+    out, model = pathlib.Path(args.out).resolve(), pathlib.Path(args.model).resolve()
+    if pathlib.Path(args.model).exists():
+        folder = model if model.is_dir() else model.parent
+        if out == folder or out in model.parents or (folder in out.parents and out.exists()
+                                                     and not is_export_folder(out)):
+            raise RunFolderError(f"--out {args.out} is, holds or lies in the folder of --model {args.model}, "
+                                 "which export reads: choose a folder outside it.")
+    if not args.overwrite:
+        check_replaceable(args.out, "an export folder", is_export_folder)
 
 
 if __name__ == "__main__":

@@ -16,17 +16,12 @@ sliced from the original context. Scores are the official v1.1 exact match and F
 """
 
 import json
-import pathlib
-import re
 import sys
 
 from app_cli import parse_args
 from cli_errors import run
 from task_cli import (add_evaluate_command, add_predict_command, add_train_command, positive_int, run_command,
                       task_parser, texts_or_stdin, train_options)
-
-FILE_NAME = re.compile(r"\S*(/|\\)\S*|\S+\.(txt|text|md|json|html?|tsv|csv)", re.IGNORECASE)
-
 
 def main(argv=None):
     """Runs the command in `argv` (default sys.argv)."""
@@ -89,29 +84,23 @@ def predict_inputs(args):
 
 
 def read_context(value):
-    """The text of the file `value` if it names one, else `value` itself.
+    """The text of the file `value` if it names one, else `value` itself (`kbert_edge.context.context_file`'s
+    rule, which apps/edge_predict.py follows too: an empty value, a folder, or a value that looks like a file
+    name but names no file is refused)."""
+    from kbert_edge.context import context_file
 
-    A value without spaces that looks like a file name (a path separator, or an ending
-    such as .txt or .json) but names no file is refused: a mistyped file name would
-    otherwise be answered from as if it were the context.
-    """
-    path = pathlib.Path(value)
     try:
-        is_file, exists = path.is_file(), path.exists()
-    except (OSError, ValueError):  # too long for a file name, or a NUL byte: the text itself
-        is_file = exists = False
-    if is_file:
-        from kbert.data.text_file import read_text
+        path = context_file(value)
+    except ValueError as error:
+        sys.exit(str(error))
+    if path is None:
+        return value
+    from kbert.data.text_file import read_text
 
-        context = read_text(path)
-        if not context.strip():
-            sys.exit(f"--context {path}: the context file is empty.")
-        return context
-    if exists:
-        sys.exit(f"--context {path} is a folder, not a text file.")
-    if FILE_NAME.fullmatch(value.strip()):
-        sys.exit(f"--context {value}: no such file. Give an existing text file, or the context text itself.")
-    return value
+    context = read_text(path)
+    if not context.strip():
+        sys.exit(f"--context {path}: the context file is empty.")
+    return context
 
 
 def _describe(result):

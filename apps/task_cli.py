@@ -96,7 +96,8 @@ def checkpoint_interval(text):
     try:
         return {"backup_steps": positive_int(text)}
     except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(f"expected a number of steps (200) or of minutes (5min), got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a number of steps (200) or of minutes (5min), "
+                                         f"got {text!r}") from None
 
 
 def add_distribution_options(parser):
@@ -221,7 +222,7 @@ def run_command(args, task, model_class, train, evaluate, predict, describe, reg
         describe: a result of `predict()` as text for people.
         regression: bool or None. For a `BertClassifier`: one score, or classes.
     """
-    from kbert.saving import check_run_task, check_writable, claim_run_folder
+    from kbert.saving import check_replaceable, check_run_task, check_writable, claim_run_folder
 
     if args.command == "train":
         apply_distribution(args, config=args.init)
@@ -238,6 +239,10 @@ def run_command(args, task, model_class, train, evaluate, predict, describe, reg
     check_run_task(args.model, task, model_class, regression=regression)
     if args.command == "evaluate":
         check_writable(args.out or pathlib.Path(args.model) / "eval.json", "--out" if args.out else "--model")
+        if args.out:  # never the run's model or metrics, nor any file but an earlier evaluation
+            from kbert.training.run_results import is_evaluation_file
+
+            check_replaceable(args.out, "an evaluation file", is_evaluation_file)
         with for_people(args):
             metrics = evaluate()
         if args.json:
@@ -251,7 +256,8 @@ def add_evaluate_command(commands, help, data_format):
     evaluate = commands.add_parser("evaluate", help=help, formatter_class=HelpFormatter)
     evaluate.add_argument("--model", required=True, help="run folder written by train")
     evaluate.add_argument("--data", required=True, help=data_format)
-    evaluate.add_argument("--out", help="metrics JSON (default: MODEL/eval_<data name>.json)")
+    evaluate.add_argument("--out", help="metrics JSON (default: MODEL/eval_<data name>.json); an existing file only "
+                          "when it is an earlier evaluation")
     evaluate.add_argument("--batch-size", type=positive_int, default=64, help="examples per step")
     add_output_options(evaluate)
     return evaluate

@@ -71,7 +71,8 @@ class ProgressLines:
         plural = self.unit + ("es" if self.unit.endswith(("s", "ch", "sh", "x")) else "s")
         rate = f"{seconds_each:.2f} s/{self.unit}" if seconds_each >= 0.1 else f"{1 / seconds_each:.1f} {plural}/s"
         left = max(self.total - self.done, 0) * seconds_each
-        parts.append(f"{rate}, about {duration(left)} left" if left else f"{rate}, done in {duration(now - self.start)}")
+        parts.append(f"{rate}, about {duration(left)} left" if left else
+                     f"{rate}, done in {duration(now - self.start)}")
         return ", ".join(parts)
 
 

@@ -51,6 +51,19 @@ def _tf_text_registrars():
     return [module.AddFastBertNormalize, module.AddFastWordpieceTokenize, module.AddByteSplit]
 
 
+EMPTY_TEXT = "empty text: nothing to classify"
+
+
+def is_blank(text, pair=None):
+    """Whether a classifier's input has nothing to classify: an empty or blank text, or pair.
+
+    Example:
+    >>> is_blank(" "), is_blank("a", ""), is_blank("a", "b")
+    (True, True, False)
+    """
+    return not text.strip() or (pair is not None and not pair.strip())
+
+
 class EdgeModel:
     """An exported .tflite model with its `export.json` and `vocab.txt` (written by apps/export.py).
 
@@ -120,10 +133,21 @@ class EdgeModel:
         return out["logits"][:, :width] if kind == "token_classifier" else out["logits"]
 
     def predict(self, texts, pairs=None):
-        """Classifier: label and probabilities; backbone: embeddings; NER: entities; per text."""
+        """Classifier: label and probabilities; backbone: embeddings; NER: entities; per text.
+
+        A classifier gives an empty or blank text (or pair) no label but a note (`EMPTY_TEXT`), as
+        the apps' `predict` does, rather than the label of nothing.
+        """
         kind = self.model_kind
         if kind == "question_answerer":
             raise ValueError("question answering takes answer_question(question, context)")
+        blank = [is_blank(text, None if pairs is None else pairs[i]) for i, text in enumerate(texts)]
+        if kind == "classifier" and any(blank):
+            kept = [i for i, empty in enumerate(blank) if not empty]
+            answers = iter(self.predict([texts[i] for i in kept], None if pairs is None else [pairs[i] for i in kept])
+                           if kept else [])
+            return [{"text": text, "label": None, "note": EMPTY_TEXT} if empty else next(answers)
+                    for text, empty in zip(texts, blank)]
         if kind == "token_classifier" and not self.text_model:
             return [self._token_entities(text) for text in texts]
         if self.text_model:

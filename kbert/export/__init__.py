@@ -5,6 +5,6 @@ TensorFlow. Exports run in a TensorFlow-backend process (see `apps/export.py`).
 """
 
 from kbert.export.loading import load_exportable, require_tensorflow_backend
-from kbert.export.saved_model import export_saved_model
+from kbert.export.saved_model import export_saved_model, is_export_folder
 from kbert.export.serving import MODEL_KINDS, ExportSpec, serving_functions
 from kbert.export.tflite import QUANTIZATIONS, ExportError, export_tflite

@@ -59,6 +59,11 @@ def write_saved_model(functions, folder):
     archive.write_out(str(folder), verbose=False)
 
 
+def is_export_folder(path):
+    """Whether `path` is a folder that kbert's export wrote (it holds `export.json`)."""
+    return (pathlib.Path(path) / EXPORT_FILE).is_file()
+
+
 def write_export_json(folder, spec, signatures, fmt, **extra):
     content = {"format": fmt, **spec.to_dict(), "signatures": signatures, **extra}
     (pathlib.Path(folder) / EXPORT_FILE).write_text(json.dumps(content, indent=2))

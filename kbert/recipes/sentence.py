@@ -23,6 +23,7 @@ from kbert.training.run_results import write_evaluation, write_run_folder
 from kbert.training.training_logs import fine_tuning_logs
 from kbert.training.validation_scores import ValidationScores
 from kbert_edge.cpu import describe_cpu
+from kbert_edge.edge_model import EMPTY_TEXT, is_blank
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,7 +152,7 @@ def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learnin
                        "gradient_accumulation": gradient_accumulation, "remat": remat,
                        "patience": patience, "seed": seed, "limit": limit, "validation_limit": validation_limit}
     backup = run_backup(out, {**run, **hyperparameters}, [scorer, stopping], every_steps=backup_steps,
-                        every_minutes=backup_minutes)
+                        every_minutes=backup_minutes, inputs=(data, valid))
     verbose, progress = fit_progress(verbose)
     start = time.perf_counter()
     with fine_tuning_logs(backup) as logs:
@@ -230,10 +231,10 @@ def predict(model_dir, texts, pairs=None, batch_size=32, dtype="float32"):
     pairs = None if pairs is None else list(pairs)
     results = [{"text": text} if pairs is None else {"text": text, "pair": pair}
                for text, pair in zip(texts, pairs or [None] * len(texts))]
-    empty = [not text.strip() or (pairs is not None and not pairs[i].strip()) for i, text in enumerate(texts)]
+    empty = [is_blank(text, None if pairs is None else pairs[i]) for i, text in enumerate(texts)]
     keep = [i for i, is_empty in enumerate(empty) if not is_empty]
     for i in np.flatnonzero(empty):
-        results[i].update(label=None, note="empty text: nothing to classify")
+        results[i].update(label=None, note=EMPTY_TEXT)
     if not keep:
         return results
     kept_texts = [texts[i] for i in keep]

@@ -79,6 +79,28 @@ def check_writable(path, what="--out"):
         raise RunFolderError(f"{what} {path}: cannot write in {base} ({error.strerror or error}).") from None
 
 
+def check_replaceable(path, kind, is_kind, what="--out"):
+    """Raises `RunFolderError` when `path` exists and `is_kind(path)` does not find in it a `kind` that
+    kbert wrote: a new path is made whole, an old output of the same kind is replaced, and nothing
+    else a user owns (a folder of their files, a run folder, a model file, metrics) is.
+
+    Example:
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "notes.txt").write_text("mine")
+    >>> is_export = lambda path: (path / "export.json").is_file()
+    >>> check_replaceable(folder / "new", "an export folder", is_export)
+    >>> check_replaceable(folder, "an export folder", is_export)
+    Traceback (most recent call last):
+    kbert.saving.run_folder.RunFolderError: --out ...: it exists and is not an export folder that kbert wrote: ...
+    """
+    path = pathlib.Path(path)
+    if (path.exists() or path.is_symlink()) and not is_kind(path):
+        names = sorted(p.name for p in path.iterdir())[:5] if path.is_dir() else None
+        held = "" if names is None else f" (it holds {', '.join(names) or 'nothing'})"
+        raise RunFolderError(f"{what} {path}: it exists and is not {kind} that kbert wrote: not replaced{held}. "
+                             "Choose a new path, or remove it first.")
+
+
 @contextlib.contextmanager
 def claim_run_folder(path, what="--out", replaces=True):
     """Checks that the run folder `path` can be written, and keeps other runs out of it while the block runs.

@@ -57,8 +57,9 @@ def write_run_folder(out, model, tokenizer, metrics, history, title="", extra_js
 
 def run_metrics(task, run, hyperparameters, model, backup, seconds, history, validation):
     """The `metrics.json` of a finished fine-tuning: what ran (`task`, the backend, `run`,
-    `hyperparameters`, the distribution, the machine's CPU: `kbert_edge.cpu.describe_cpu`), its optimizer steps (and the step it resumed at),
-    its seconds, its `fit` history and its `validation` scores.
+    `hyperparameters`, the distribution, the machine's CPU: `kbert_edge.cpu.describe_cpu`), its
+    optimizer steps (and the step it resumed at), its seconds, its `fit` history and its
+    `validation` scores.
 
     Args:
         task: str. The app that trained it: "ner", "qa".
@@ -93,6 +94,23 @@ def _uncompiled(model, folder):
     copy.load_weights(weights)
     weights.unlink()
     return copy
+
+
+def is_evaluation_file(path):
+    """Whether `path` is a file that `write_evaluation` wrote: JSON whose first keys are model, data, backend.
+
+    Example:
+    >>> import tempfile
+    >>> _, path = write_evaluation(tempfile.mkdtemp(), "dev.tsv", {"accuracy": 0.9})
+    Wrote ...
+    >>> is_evaluation_file(path), is_evaluation_file(path.parent)
+    (True, False)
+    """
+    try:
+        content = json.loads(pathlib.Path(path).read_text("utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(content, dict) and list(content)[:3] == ["model", "data", "backend"]
 
 
 def write_evaluation(model_dir, data, scores, out=None, summary=None, **fields):

@@ -65,6 +65,7 @@ def workspace(tiny_init, tmp_path_factory):  # noqa: F811 (the imported fixture)
     (ws / "corrupt" / "model.keras").write_text("not a zip")
     save_run(ws / "sentiment_run", "sentiment", BertClassifier.from_preset(
         tiny_init, num_classes=2, label_names=SENTIMENT.label_names, sequence_length=12, compile=False))
+    (ws / "sentiment_run" / "logs").mkdir()  # a folder of the run's, as TensorBoard's
     save_run(ws / "nli_run", "nli", BertClassifier.from_preset(
         tiny_init, num_classes=3, label_names=NLI.label_names, sequence_length=12, compile=False))
     save_run(ws / "sts_run", "similarity", BertClassifier.from_preset(
@@ -193,6 +194,7 @@ ERRORS = [
     ("qa", ["predict", "--model", "qa_run", "--context", "docs/article", "--question", "who?"],
      "--context docs/article: no such file"),
     ("qa", ["predict", "--model", "qa_run", "--context", "not_a_run", "--question", "who?"], "is a folder"),
+    ("qa", ["predict", "--model", "qa_run", "--context", "", "--question", "who?"], "--context is empty"),
     ("qa", ["predict", "--model", "qa_run", "--context", "empty.txt", "--question", "who?"], "context file is empty"),
     ("qa", ["predict", "--model", "qa_run", "--context", "bad_utf8.txt", "--question", "who?"],
      "bad_utf8.txt:2: invalid UTF-8: byte 0xfe at column 9"),
@@ -243,6 +245,24 @@ ERRORS = [
     ("export", ["--model", "missing_run", "--format", "tflite", "--out", "exported"], "missing_run"),
     ("export", ["--model", "sentiment_run", "--format", "saved_model", "--quantize", "float16", "--out", "exported"],
      "--quantize applies to --format tflite only"),
+    # outputs that would replace what the user owns (issue 43: export replaced them all, exit 0)
+    *[("export", ["--model", "sentiment_run", "--format", "tflite", "--out", out], message) for out, message in [
+        ("not_a_run", "--out not_a_run: it exists and is not an export folder that kbert wrote: not replaced "
+                      "(it holds notes.txt)"),
+        ("a_file", "--out a_file: it exists and is not an export folder"),
+        ("nli_run", "--out nli_run: it exists and is not an export folder"),
+        ("sentiment_run", "is, holds or lies in the folder of --model sentiment_run"),
+        (".", "is, holds or lies in the folder of --model sentiment_run"),
+        ("sentiment_run/logs", "is, holds or lies in the folder of --model sentiment_run")]],
+    ("export", ["--model", "sentiment_run", "--format", "tflite", "--out", "sentiment_run", "--overwrite"],
+     "is, holds or lies in the folder of --model sentiment_run"),
+    ("export", ["--model", "sentiment_run/model.keras", "--format", "tflite", "--out", "sentiment_run/model.keras",
+                "--overwrite"], "is, holds or lies in the folder of --model sentiment_run/model.keras"),
+    *[("sentiment", ["evaluate", "--model", "sentiment_run", "--data", "sentiment.tsv", "--out", out], message)
+      for out, message in [
+          ("sentiment_run/model.keras", "--out sentiment_run/model.keras: it exists and is not an evaluation file"),
+          ("sentiment_run/metrics.json", "--out sentiment_run/metrics.json: it exists and is not an evaluation file"),
+          ("not_a_run", "--out not_a_run: it exists and is not an evaluation file")]],
 ]
 
 

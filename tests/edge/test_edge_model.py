@@ -145,3 +145,15 @@ def test_classifier_and_backbone_say_when_the_text_was_cut(tmp_path, monkeypatch
     assert [r["truncated"] for r in model.predict(["Paris.", SENTENCE * 2])] == [False, True]
     model, _ = edge(tmp_path, monkeypatch, {"model_kind": "backbone", "max_length": 8}, backbone_outputs)
     assert [r["truncated"] for r in model.predict(["Paris.", SENTENCE * 2])] == [False, True]
+
+
+def test_a_classifier_gives_an_empty_text_no_label_as_the_apps_do(tmp_path, monkeypatch):
+    """Issue 43: edge_predict on '' or blank stdin lines answered "positive 0.75" of nothing."""
+    spec = {"model_kind": "classifier", "max_length": 8, "label_names": ["negative", "positive"]}
+    model, interpreter = edge(tmp_path, monkeypatch, spec, classifier_outputs)
+    results = model.predict(["", "Paris.", "  \t", "Paris."])
+    assert [r["label"] for r in results] == [None, "positive", None, "positive"]
+    assert results[0] == {"text": "", "label": None, "note": "empty text: nothing to classify"}
+    assert interpreter.calls == 1  # the two texts in one batch
+    assert [r["label"] for r in model.predict(["a", "b"], pairs=["Paris.", " "])] == ["positive", None]
+    assert [r["label"] for r in model.predict([" "])] == [None] and interpreter.calls == 2  # nothing to run
