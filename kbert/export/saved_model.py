@@ -31,10 +31,11 @@ def export_saved_model(model, tokenizer, spec, out):
         served = tf.saved_model.load("exports/sst2").signatures["serving_default"]
         served(texts=tf.constant(["a gripping film"]))["label"]
     """
-    from kbert.saving import atomic_output_folder
+    from kbert.saving import atomic_output_folder, remove_leftovers
 
     require_tensorflow_backend()
     functions = serving_functions(model, tokenizer, spec)
+    remove_leftovers(out)  # a killed export's .NAME.partial-* folder (25 MB for MiniLM)
     with atomic_output_folder(out) as folder:
         write_saved_model(functions, folder)
         tokenizer.save(folder)

@@ -65,7 +65,7 @@ def export_tflite(model, tokenizer, spec, out, quantize="none", text_model=True,
 
         export_tflite(*load_exportable("saved_models/sst2"), "exports/sst2_tflite", "dynamic-int8")
     """
-    from kbert.saving import atomic_output_folder
+    from kbert.saving import atomic_output_folder, remove_leftovers
 
     require_tensorflow_backend()
     if quantize == "int8":
@@ -84,6 +84,7 @@ def export_tflite(model, tokenizer, spec, out, quantize="none", text_model=True,
     targets += [(runtimes.FILE, runtimes.SIGNATURE)] if metadata else []
     # A line every 10 s or more: the SavedModel the converter reads, then each conversion, with the time left.
     progress = ProgressLines(1 + len(targets), f"export to {out}", "stage", every_seconds=10)
+    remove_leftovers(out)  # a killed export's .NAME.partial-* folder (25 MB for MiniLM)
     with atomic_output_folder(out) as folder:
         staging = folder / ".saved_model"
         write_saved_model(functions, staging)

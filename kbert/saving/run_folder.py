@@ -202,6 +202,9 @@ def check_run_task(folder, task, model_class, regression=None, what="--model"):
     metrics = read_json(folder / METRICS_FILE, missing={})
     recorded = metrics.get("task") if isinstance(metrics, dict) else None
     found = config.get("class_name")
+    if recorded == task and found != model_class:  # a metrics.json of this task beside another task's model
+        raise RunFolderError(f"{what} {folder}: its {model_file.name} holds a {found}, not the {model_class} of a "
+                             f"{task} run (its {METRICS_FILE} says {task}).")
     if recorded not in (None, task) or found != model_class:
         name = recorded or f"a {found}"
         raise RunFolderError(f"{what} {folder} is a run folder of {name}, not of {task}: "

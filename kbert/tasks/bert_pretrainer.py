@@ -55,6 +55,7 @@ class BertPretrainer(BertTask):
     """
 
     preprocessor_class = BertMaskedLMPreprocessor
+    needs_labels = False  # masked LM: the text is its own target
     default_learning_rate = 1e-4
 
     def __init__(self, backbone, preprocessor=None, next_sentence=True, **kwargs):

@@ -43,6 +43,7 @@ class BertTask(keras.Model):
     preprocessor_class = None
     reads_pooled_output = False
     token_outputs = False  # outputs have a token axis (batch, length, ...)
+    needs_labels = True  # fit on raw inputs takes a label per example
     default_learning_rate = 5e-5
     default_sequence_length = 128
 
@@ -249,6 +250,8 @@ class BertTask(keras.Model):
                                  "kbert makes; with token ids or a dataset, skip the batches yourself.")
             data, y = x, _as_array(y)  # Keras takes arrays of labels, not lists
         else:
+            if not _is_dataset(x):
+                self._check_examples(x, y)
             data, batches = self._batches(x, y, sample_weight, batch_size, shuffle=shuffle, shard=True,
                                           seed=shuffle_seed, start=(initial_epoch, initial_batch))
             if shuffle and batches is not None:
@@ -324,6 +327,17 @@ class BertTask(keras.Model):
     def check_labels(self, y):
         """`y` as the model's targets (e.g. class names to ids); a ValueError before training if not."""
         return y
+
+    def _check_examples(self, x, y):
+        """A ValueError, before any step, for raw inputs `fit` cannot train on: none, or not one label each."""
+        name = type(self).__name__
+        count = len(x[0]) if isinstance(x, tuple) else len(x)
+        if not count:
+            raise ValueError(f"{name}.fit got no examples: nothing to train on.")
+        if y is None and self.needs_labels:
+            raise ValueError(f"{name}.fit needs a label for each of its {count} examples (y); got None.")
+        if y is not None and not isinstance(y, dict) and len(y) != count:
+            raise ValueError(f"{name}.fit got {count} examples but {len(y)} labels: give one label per example.")
 
     def _takes_as_is(self, x):
         """True for inputs the model reads without its preprocessor (token ids, or no preprocessor)."""

@@ -74,6 +74,9 @@ def workspace(tiny_init, tmp_path_factory):  # noqa: F811 (the imported fixture)
     (ws / "sts_model_only" / "model.keras").write_bytes((ws / "sts_run" / "model.keras").read_bytes())
     save_run(ws / "ner_run", "ner", BertTokenClassifier.from_preset(
         tiny_init, label_names=["O", "B-PER", "I-PER"], sequence_length=12, compile=False))
+    (ws / "mixed_run").mkdir()  # a sentiment metrics.json beside an NER model
+    (ws / "mixed_run" / "model.keras").write_bytes((ws / "ner_run" / "model.keras").read_bytes())
+    (ws / "mixed_run" / "metrics.json").write_text(json.dumps({"task": "sentiment"}))
     qa = BertQuestionAnswerer.from_preset(tiny_init, sequence_length=12, compile=False)
     qa.preprocessor = BertQuestionAnswererPreprocessor(qa.preprocessor.tokenizer, 12, doc_stride=3,
                                                        max_question_length=4)
@@ -170,6 +173,8 @@ ERRORS = [
     ("sentiment", ["predict", "--model", "sts_model_only", "a"], "predicts a score (regression), not classes"),
     ("sentiment", ["predict", "--model", "ner_run/model.keras", "a"], "a file, not a folder"),
     ("ner", ["predict", "--model", "qa_run", "a man"], "qa_run is a run folder of qa, not of ner"),
+    ("sentiment", ["predict", "--model", "mixed_run", "a"],
+     "mixed_run: its model.keras holds a BertTokenClassifier, not the BertClassifier of a sentiment run"),
     ("qa", ["predict", "--model", "ner_run", "--context", "a b", "--question", "q"], "of ner, not of qa"),
     ("sentiment", ["predict", "--model", "missing_run", "a"], "missing_run: no such folder"),
     ("sentiment", ["predict", "--model", "a_file", "a"], "a_file: a file, not a folder"),

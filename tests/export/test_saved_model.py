@@ -57,3 +57,11 @@ def test_interrupted_export_leaves_nothing(small_classifier, tokenizer, tmp_path
     with pytest.raises(KeyboardInterrupt):
         export_saved_model(small_classifier, tokenizer, SPEC, tmp_path / "out")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_killed_exports_leftovers_are_cleaned_by_the_next(small_classifier, tokenizer, tmp_path):
+    """Issue 43: a kill -9 (which no `except` sees) left a 25 MB .NAME.partial-* folder that the next export kept."""
+    (tmp_path / ".out.partial-x1").mkdir()
+    (tmp_path / ".out.partial-x1" / "variables.data").write_bytes(b"0" * 1000)
+    export_saved_model(small_classifier, tokenizer, SPEC, tmp_path / "out")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["out"]

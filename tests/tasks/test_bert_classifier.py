@@ -61,3 +61,24 @@ def test_duplicate_label_names_are_refused():
     with pytest.raises(ValueError, match=r"label_names must be distinct: \['a'\] appear more than once in "
                                          r"\['a', 'a', 'b'\]"):
         BertClassifier(BertBackbone(**TINY), num_classes=3, label_names=["a", "a", "b"])
+
+
+@pytest.mark.parametrize("x, y, message", [
+    ([], [], "BertClassifier.fit got no examples: nothing to train on"),
+    (["a", "b", "c"], [0, 1], "BertClassifier.fit got 3 examples but 2 labels: give one label per example"),
+    (["a", "b"], None, "BertClassifier.fit needs a label for each of its 2 examples (y); got None"),
+    ((["a", "b"], ["c", "d"]), [1], "got 2 examples but 1 labels"),
+])
+def test_fit_refuses_examples_it_cannot_train_on_before_any_step(x, y, message):
+    """Issue 43: 3 texts with 2 labels was an IndexError; fit([], []) and fit(texts, None) failed inside Keras."""
+    import re
+
+    from kbert.tasks import BertTextClassifierPreprocessor
+    from kbert.text import BertTokenizer
+    from tests.tasks.conftest import VOCABULARY
+
+    preprocessor = BertTextClassifierPreprocessor(BertTokenizer(VOCABULARY), sequence_length=8)
+    model = BertClassifier(BertBackbone(**TINY), 2, preprocessor=preprocessor)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        model.fit(x, y, epochs=1, verbose=0)
+    assert int(keras.ops.convert_to_numpy(model.optimizer.iterations)) == 0
