@@ -208,10 +208,12 @@ def run_command(args, task, model_class, train, evaluate, predict, describe, reg
       (torchrun, or JAX processes), process 0 does that; the others train with it and write and print nothing
       (`kbert.distribution.is_chief`).
     - evaluate: checks that --model is a run folder of `task` and that the metrics file can be
-      written, then calls `evaluate()` (the recipe prints its scores for people); with --json,
-      the metrics on stdout and what the recipe prints on stderr.
-    - predict: checks --model as evaluate does, then prints each result of `predict()`, by
-      `describe` or as JSON lines.
+      written (an existing --out only if an earlier evaluation), then calls `evaluate()` (the
+      recipe prints its scores for people) holding the folder's shared lock (no training run
+      replaces it meanwhile: `reading_run_folder`); with --json, the metrics on stdout and what
+      the recipe prints on stderr.
+    - predict: checks --model as evaluate does, then prints each result of `predict()` (read
+      under the same lock), by `describe` or as JSON lines.
 
     Args:
         args: the parsed arguments.
@@ -222,7 +224,7 @@ def run_command(args, task, model_class, train, evaluate, predict, describe, reg
         describe: a result of `predict()` as text for people.
         regression: bool or None. For a `BertClassifier`: one score, or classes.
     """
-    from kbert.saving import check_replaceable, check_run_task, check_writable, claim_run_folder
+    from kbert.saving import check_replaceable, check_run_task, check_writable, claim_run_folder, reading_run_folder
 
     if args.command == "train":
         apply_distribution(args, config=args.init)
@@ -243,12 +245,14 @@ def run_command(args, task, model_class, train, evaluate, predict, describe, reg
             from kbert.training.run_results import is_evaluation_file
 
             check_replaceable(args.out, "an evaluation file", is_evaluation_file)
-        with for_people(args):
+        with reading_run_folder(args.model), for_people(args):  # no training replaces it meanwhile
             metrics = evaluate()
         if args.json:
             emit(args, [metrics])
     else:
-        emit(args, predict(), describe)
+        with reading_run_folder(args.model):
+            results = predict()
+        emit(args, results, describe)
 
 
 def add_evaluate_command(commands, help, data_format):

@@ -148,6 +148,55 @@ def claim_run_folder(path, what="--out", replaces=True):
             _remove_empty(created)
 
 
+@contextlib.contextmanager
+def reading_run_folder(path, what="--model"):
+    """Keeps training runs out of the run folder `path` while the block reads it (evaluate, predict).
+
+    A shared `flock` on the folder's lock (`claim_run_folder`'s): readers do not block each other,
+    a training run that writes the folder is refused while one reads, and a read is refused while
+    a training run writes (it could read a half-replaced folder), naming the process. The lock file
+    is removed by the last one out.
+
+    Example:
+    >>> folder = os.path.join(tempfile.mkdtemp(), "run")
+    >>> with reading_run_folder(folder), reading_run_folder(folder):  # two readers
+    ...     with claim_run_folder(folder):
+    ...         pass
+    Traceback (most recent call last):
+    kbert.saving.run_folder.RunFolderError: --out .../run is in use by another run (process ...)...
+    """
+    path = pathlib.Path(path)
+    if not path.parent.is_dir():
+        yield path
+        return
+    lock = hidden_beside(path, "lock")
+    while True:
+        try:
+            descriptor = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:  # a folder we may read but not write beside: no lock to take
+            yield path
+            return
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(descriptor, 32).decode(errors="replace").strip() or "unknown"
+            os.close(descriptor)
+            raise RunFolderError(f"{what} {path} is being written by a training run (process {holder}, lock {lock}): "
+                                 "wait for it to end.") from None
+        if lock.exists() and os.stat(lock).st_ino == os.fstat(descriptor).st_ino:
+            break
+        os.close(descriptor)
+    try:
+        yield path
+    finally:
+        try:  # the last one out removes the lock file
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            lock.unlink(missing_ok=True)
+        except BlockingIOError:
+            pass
+        os.close(descriptor)
+
+
 def _lock(lock, name, what):
     """An open descriptor of the file `lock`, exclusively `flock`ed, holding this process's id."""
     while True:

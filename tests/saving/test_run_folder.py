@@ -1,9 +1,11 @@
 """Run folders on disk: written whole or never, leftovers of a killed write cleaned, the hidden names beside them."""
 
+import os
+
 import keras
 import pytest
 
-from kbert.saving import atomic_output_folder, hidden_beside, remove_leftovers
+from kbert.saving import RunFolderError, atomic_output_folder, claim_run_folder, hidden_beside, remove_leftovers
 
 pytestmark = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")
 
@@ -56,3 +58,20 @@ def test_leftovers_of_a_killed_write_are_removed_and_the_old_folder_put_back(tmp
 def test_hidden_names_beside_a_run_folder(tmp_path):
     assert hidden_beside(tmp_path / "run", "lock") == tmp_path / ".run.lock"
     assert hidden_beside("run", "backup").as_posix() == ".run.backup"
+
+
+def test_a_read_and_a_training_run_keep_out_of_each_other(tmp_path):
+    """Issue 43: evaluate took no lock, and could read a run folder a training run was replacing."""
+    from kbert.saving import reading_run_folder
+
+    run = tmp_path / "run"
+    with reading_run_folder(run), reading_run_folder(run):  # readers share it
+        with pytest.raises(RunFolderError, match="is in use by another run"):
+            with claim_run_folder(run):
+                pass
+    with claim_run_folder(run):
+        with pytest.raises(RunFolderError, match=rf"--model {run} is being written by a training run \(process "
+                                                 rf"{os.getpid()}"):
+            with reading_run_folder(run):
+                pass
+    assert list(tmp_path.iterdir()) == []  # the last one out removed the lock file
