@@ -49,8 +49,8 @@ def format_result(result):
     Example:
     >>> print(format_result({"text": "a gripping film", "label": "positive", "probability": 0.9312}))
     positive 0.931  a gripping film
-    >>> print(format_result({"text": " ", "label": None, "note": "empty text: nothing to classify"}))
-    -  (empty text: nothing to classify)
+    >>> print(format_result({"text": "", "label": None, "note": "empty text: nothing to classify"}))
+    -   (empty text: nothing to classify)
     >>> print(format_result({"question": "Who?", "text": "", "found": False}))
     Who? -> no answer found
     >>> print(format_result({"text": "Ann met Bob", "entities": [
@@ -78,6 +78,27 @@ def format_result(result):
     return f"{result['text']}{cut}\n  {entities or 'no entities'}"
 
 
+def stdin_lines():
+    """The lines of stdin, as text; a line that is not UTF-8 exits naming it (stdin:LINE: ... byte and column).
+
+    Example:
+    >>> import io
+    >>> sys.stdin = io.TextIOWrapper(io.BytesIO(b"a film\\nan \\xff film\\n"))
+    >>> stdin_lines()
+    Traceback (most recent call last):
+    ...
+    SystemExit: stdin:2: invalid UTF-8: byte 0xff at column 4
+    >>> sys.stdin = sys.__stdin__
+    """
+    lines = []
+    for number, line in enumerate(sys.stdin.buffer, start=1):
+        try:
+            lines.append(line.decode("utf-8").rstrip("\r\n"))
+        except UnicodeDecodeError as error:
+            sys.exit(f"stdin:{number}: invalid UTF-8: byte 0x{line[error.start]:02x} at column {error.start + 1}")
+    return lines
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("model", help="text.tflite or token_ids.tflite written by apps/export.py")
@@ -102,7 +123,7 @@ def main(argv=None):
             sys.exit(f"--context {path}: the context file is empty.")
         results = [{"question": q, **model.answer_question(q, context)} for q in args.question]
     else:
-        texts = args.texts or [line.rstrip("\r\n") for line in sys.stdin]
+        texts = args.texts or stdin_lines()
         if args.pair is not None and len(args.pair) != len(texts):
             sys.exit(f"Got {len(texts)} texts but {len(args.pair)} --pair values.")
         results = model.predict(texts, args.pair)
