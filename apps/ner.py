@@ -26,7 +26,8 @@ def main(argv=None):
     run_command(
         args, "ner", "BertTokenClassifier",
         train=lambda: recipe.train(args.data, args.init, args.out, **train_options(args)),
-        evaluate=lambda: recipe.evaluate(args.model, args.data, out=args.out, batch_size=args.batch_size),
+        evaluate=lambda: recipe.evaluate(args.model, args.data, out=args.out, batch_size=args.batch_size,
+                                         verbose=0 if args.quiet else "auto"),
         predict=lambda: recipe.predict(args.model, texts_or_stdin(args.texts), batch_size=args.batch_size,
                                        dtype=args.dtype),
         describe=_describe)

@@ -33,7 +33,8 @@ def main(argv=None):
         train=lambda: recipe.train(
             args.data, args.init, args.out, doc_stride=args.doc_stride, max_question_length=args.max_question_length,
             validation_articles=args.validation_articles, articles=args.articles, **train_options(args)),
-        evaluate=lambda: recipe.evaluate(args.model, args.data, out=args.out, batch_size=args.batch_size),
+        evaluate=lambda: recipe.evaluate(args.model, args.data, out=args.out, batch_size=args.batch_size,
+                                         verbose=0 if args.quiet else "auto"),
         predict=lambda: recipe.predict(args.model, *predict_inputs(args), args.n_best, args.max_answer_length,
                                        batch_size=args.batch_size, dtype=args.dtype),
         describe=_describe)

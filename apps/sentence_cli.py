@@ -34,7 +34,7 @@ def main(problem_name, argv=None, description=None):
             problem, args.data, args.init, args.out, lora_rank=args.lora_rank, labels=args.labels,
             skip_bad_rows=args.skip_bad_rows, **train_options(args)),
         evaluate=lambda: sentence.evaluate(problem, args.model, args.data, out=args.out, batch_size=args.batch_size,
-                                           skip_bad_rows=args.skip_bad_rows),
+                                           skip_bad_rows=args.skip_bad_rows, verbose=0 if args.quiet else "auto"),
         predict=lambda: sentence.predict(args.model, *_predict_inputs(problem, args), batch_size=args.batch_size,
                                          dtype=args.dtype),
         describe=_describe)

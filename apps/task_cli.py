@@ -256,13 +256,15 @@ def run_command(args, task, model_class, train, evaluate, predict, describe, reg
 
 
 def add_evaluate_command(commands, help, data_format):
-    """Adds the `evaluate` command: --model --data --out --batch-size; returns it."""
+    """Adds the `evaluate` command: --model --data --out --batch-size --quiet; returns it."""
     evaluate = commands.add_parser("evaluate", help=help, formatter_class=HelpFormatter)
     evaluate.add_argument("--model", required=True, help="run folder written by train")
     evaluate.add_argument("--data", required=True, help=data_format)
     evaluate.add_argument("--out", help="metrics JSON (default: MODEL/eval_<data name>.json); an existing file only "
                           "when it is an earlier evaluation")
     evaluate.add_argument("--batch-size", type=positive_int, default=64, help="examples per step")
+    evaluate.add_argument("--quiet", action="store_true",
+                          help="no progress (by default a bar on a terminal, else a line every 30 s with the time left)")
     add_output_options(evaluate)
     return evaluate
 

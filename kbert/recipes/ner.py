@@ -144,8 +144,9 @@ class EntityF1Callback(ValidationScores):
                                   self.batch_size)
 
 
-def evaluate(model_dir, data, out=None, batch_size=64):
+def evaluate(model_dir, data, out=None, batch_size=64, verbose="auto"):
     """Scores the run folder `model_dir` on the CoNLL file `data`; prints and writes JSON.
+    `verbose`: the progress of the pass (`PaddedBatches.predict`).
 
     Tags outside the model's labels raise `kbert.data.conll.ConllFormatError`.
 
@@ -153,7 +154,7 @@ def evaluate(model_dir, data, out=None, batch_size=64):
     """
     model, tokenizer, max_length = load_run(model_dir)
     sentences = read_conll(data, label_names=model.label_names)
-    scores = evaluate_sentences(model, tokenizer, sentences, max_length, batch_size, verbose="auto")
+    scores = evaluate_sentences(model, tokenizer, sentences, max_length, batch_size, verbose=verbose)
     summary = format_entity_scores(scores, f"{data} ({len(sentences)} sentences)")
     return write_evaluation(model_dir, data, scores, out, summary)[0]
 

@@ -202,8 +202,9 @@ def run_split(model_dir, data=None):
     return train_examples, valid_examples
 
 
-def evaluate(model_dir, data, out=None, batch_size=64):
+def evaluate(model_dir, data, out=None, batch_size=64, verbose="auto"):
     """Exact match and F1 of the run folder `model_dir` on the SQuAD file `data`.
+    `verbose`: the progress of the pass (`PaddedBatches.predict`).
 
     Writes the metrics to `out` (default `MODEL_DIR/eval_<data name>.json`) and the
     predictions ({id: answer}, the official format) beside it, as `predictions_<name>`.
@@ -212,7 +213,7 @@ def evaluate(model_dir, data, out=None, batch_size=64):
     """
     model, tokenizer, windowing = load_qa_run(model_dir)
     examples = read_squad(data)
-    scores, predictions = evaluate_examples(model, tokenizer, examples, windowing, batch_size, verbose="auto")
+    scores, predictions = evaluate_examples(model, tokenizer, examples, windowing, batch_size, verbose=verbose)
     summary = f"{data} ({len(examples)} questions): exact match {scores['exact_match']:.2f}, F1 {scores['f1']:.2f}"
     metrics, out = write_evaluation(model_dir, data, scores, out, summary, reader=read_squad.last_report)
     write_json_atomic(out.with_name(f"predictions_{out.name}"), predictions)

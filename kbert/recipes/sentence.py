@@ -181,8 +181,9 @@ def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learnin
     return metrics
 
 
-def evaluate(problem, model_dir, data, out=None, batch_size=64, skip_bad_rows=False):
+def evaluate(problem, model_dir, data, out=None, batch_size=64, skip_bad_rows=False, verbose="auto"):
     """Scores the model of `model_dir` on the TSV file `data`; prints and writes the metrics.
+    `verbose`: the progress of the pass (`PaddedBatches.predict`).
 
     Returns: dict of metrics, also written as JSON to `out` (default
     `MODEL_DIR/eval_<data file name>.json`).
@@ -191,7 +192,7 @@ def evaluate(problem, model_dir, data, out=None, batch_size=64, skip_bad_rows=Fa
     examples = read_sentence_tsv(data, problem.num_texts, label_names=model.label_names,
                                  regression=model.regression, skip_bad_rows=skip_bad_rows)
     _check_labels(model, examples)
-    scores = evaluate_examples(model, examples, batch_size, verbose="auto")
+    scores = evaluate_examples(model, examples, batch_size, verbose=verbose)
     summary = format_metrics(scores, f"{data} ({len(examples)} examples)")
     return write_evaluation(model_dir, data, scores, out, summary)[0]
 
