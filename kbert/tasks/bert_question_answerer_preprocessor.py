@@ -2,7 +2,6 @@ import keras
 
 from kbert.data.squad_example import SquadExample
 from kbert.data.squad_windows import SquadWindows
-from kbert.data.window_tensors import question_window_rows
 from kbert.tasks.bert_preprocessor import BertPreprocessor, Prepared, text_pairs
 
 
@@ -58,6 +57,8 @@ class BertQuestionAnswererPreprocessor(BertPreprocessor):
 
     def call(self, x, y=None, sample_weight=None):
         import tensorflow as tf
+
+        from kbert.data.window_tensors import question_window_rows  # TensorFlow ops: loaded with TensorFlow
 
         questions, contexts = x
         rows = question_window_rows(self.tokenizer, questions, contexts, self.sequence_length, self.doc_stride,

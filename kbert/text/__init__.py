@@ -1,4 +1,25 @@
-"""Text to BERT inputs: the WordPiece tokenizer and vocabulary training."""
+"""Text to BERT inputs: the WordPiece tokenizer and vocabulary training.
+
+They run on TensorFlow and tensorflow-text ops (in the exported graphs too), whatever the Keras backend;
+everything on token ids works without them. Without them, importing this package is an ImportError that
+says what to install.
+"""
+
+try:
+    import tensorflow  # noqa: F401
+    import tensorflow_text  # noqa: F401
+except ImportError as error:
+    raise ImportError(f"Raw text needs kbert's tokenizer, which runs on TensorFlow ops ({error}): pip install "
+                      "'tensorflow==2.21.*' 'tensorflow-text==2.21.*'. Token ids (dicts of token_ids, "
+                      "segment_ids, padding_mask) work without them.") from None
+
+import keras  # noqa: E402
+
+if keras.config.backend() != "tensorflow":  # the tokenizer runs on the CPU: TensorFlow leaves GPUs to torch or JAX
+    try:
+        tensorflow.config.set_visible_devices([], "GPU")
+    except RuntimeError:  # TensorFlow had started its devices before kbert was imported
+        pass
 
 from kbert.text.tokenizer import SPECIAL_TOKENS, BertTokenizer
 from kbert.text.vocabulary import train_wordpiece_vocabulary
