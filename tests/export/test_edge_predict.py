@@ -25,25 +25,28 @@ def test_edge_predict_matches_keras(tmp_path, tokenizer):
     write_run_folder(tmp_path / "run", model, tokenizer, {"task": "nli", "max_length": 24}, {"loss": [1.0]})
     export_tflite(*load_exportable(tmp_path / "run"), tmp_path / "tflite", quantize="none")
     texts = ["The film was good!", "", "naïve café " * 20]
-    second = ["bad", "the film", ""]
+    second = ["bad", "the film", "fine"]
     expected = keras.ops.convert_to_numpy(keras.ops.softmax(model(tokenizer(texts, second, max_length=24))))
     labels = [["no", "yes"][i] for i in expected.argmax(-1)]
     args = [*texts] + [arg for pair in second for arg in ("--pair", pair)]
     for name in ("token_ids.tflite", "text.tflite"):
         result = run_edge_predict(tmp_path / "tflite" / name, *args, "--json")
         lines = [json.loads(line) for line in result.stdout.splitlines()]
-        got = np.array([[line["probabilities"]["no"], line["probabilities"]["yes"]] for line in lines])
-        np.testing.assert_allclose(got, expected, atol=1e-4)
-        assert [line["label"] for line in lines] == labels
-        assert [line["truncated"] for line in lines] == [False, False, True]
+        assert lines[1] == {"text": "", "label": None, "note": "empty text: nothing to classify"}  # a blank text
+        labeled = [lines[0], lines[2]]
+        got = np.array([[line["probabilities"]["no"], line["probabilities"]["yes"]] for line in labeled])
+        np.testing.assert_allclose(got, expected[[0, 2]], atol=1e-4)
+        assert [line["label"] for line in labeled] == [labels[0], labels[2]]
+        assert [line["truncated"] for line in labeled] == [False, True]
         assert "ai-edge-litert is not installed" not in result.stderr
         assert not any(map(START_UP_LINE.match, result.stderr.splitlines())), result.stderr  # only with --verbose
         verbose = run_edge_predict(tmp_path / "tflite" / name, "a", "--pair", "b", "--verbose").stderr.splitlines()
         assert "INFO: Created TensorFlow Lite XNNPACK delegate for CPU." in verbose  # LiteRT's, as it loads
         assert any(line.startswith("I0000 ") for line in verbose) == (name == "text.tflite")  # TensorFlow's library
     people = run_edge_predict(tmp_path / "tflite" / "token_ids.tflite", *args).stdout.splitlines()
-    assert [line.split()[0] for line in people] == labels
-    assert [float(line.split()[1]) for line in people] == [round(p, 3) for p in expected.max(-1)]
+    assert [line.split()[0] for line in people] == [labels[0], "-", labels[2]]
+    assert [float(people[i].split()[1]) for i in (0, 2)] == [round(p, 3) for p in expected.max(-1)[[0, 2]]]
+    assert people[1] == "-   (empty text: nothing to classify)"
     assert people[2].endswith("[truncated]")
 
 
