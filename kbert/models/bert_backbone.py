@@ -111,20 +111,27 @@ class BertBackbone(keras.Model):
         if self._runs_in_plain_torch(inputs, training):
             from kbert.backend_speedups.torch_backbone import backbone_forward
 
-            return backbone_forward(self, inputs)
+            return backbone_forward(self, inputs, training=bool(training))
         return super().call(inputs, training=training, mask=mask)
 
     def _runs_in_plain_torch(self, inputs, training):
         """Whether this call can skip the functional graph for `backbone_forward`'s torch
-        calls: under PyTorch, at inference, on tensors (not while a model is being built), in
-        the dtype the weights are stored in (not "mixed_bfloat16"), with no layer quantized
-        and no `keras.distribution` laying out the outputs."""
+        calls: under PyTorch, with backend speed-ups on (`kbert.backend_speedups.enabled`), on
+        tensors (not while a model is being built), in the dtype the weights are stored in (not
+        "mixed_bfloat16"), with no layer quantized and no `keras.distribution` laying out the
+        outputs; in training also with no block rematerialized (`--remat`: the graph's blocks
+        are what is recomputed) and unseeded dropout (a seed is the graph's Dropout layers')."""
+        from kbert.backend_speedups import enabled
+
         policy = self.token_embedding.dtype_policy  # every layer's (the model's own is float32)
-        return (keras.config.backend() == "torch" and not training
+        layers = list(self._flatten_layers())
+        return (keras.config.backend() == "torch" and enabled()
                 and not keras.backend.is_keras_tensor(inputs["token_ids"])
                 and policy.compute_dtype == policy.variable_dtype
                 and keras.distribution.distribution() is None
-                and not any(layer.quantization_mode for layer in self._flatten_layers()))
+                and not any(layer.quantization_mode for layer in layers)
+                and not (training and any(getattr(layer, "_remat_mode", None) is not None
+                                          or getattr(layer, "seed", None) is not None for layer in layers)))
 
     def check_inputs(self, inputs):
         """Refuses inputs that would silently give garbage (JAX clamps bad ids in a gather).

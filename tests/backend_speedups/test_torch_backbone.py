@@ -6,7 +6,7 @@ from keras import ops
 from kbert import BertBackbone
 from tests.conftest import TINY, tiny_batch
 
-pytestmark = pytest.mark.skipif(keras.config.backend() != "torch", reason="PyTorch's inference forward pass")
+pytestmark = pytest.mark.skipif(keras.config.backend() != "torch", reason="PyTorch's forward pass")
 
 
 def randomized(backbone, seed=0):
@@ -66,26 +66,113 @@ def forward_calls(monkeypatch):
 
     calls = []
     real = torch_backbone.backbone_forward
-    monkeypatch.setattr(torch_backbone, "backbone_forward", lambda *args: calls.append(1) or real(*args))
+    monkeypatch.setattr(torch_backbone, "backbone_forward",
+                        lambda *args, **kwargs: calls.append(kwargs.get("training", False)) or real(*args, **kwargs))
     return calls
 
 
-def test_inference_calls_use_it(forward_calls):
+def test_inference_and_training_calls_use_it(forward_calls):
     backbone = BertBackbone(**TINY)
     backbone(tiny_batch())
     backbone(tiny_batch(), training=False)
     backbone.predict(tiny_batch(), verbose=0)
-    assert len(forward_calls) == 3
+    from kbert.tasks import BertClassifier
+
+    classifier = BertClassifier(backbone, 2)
+    assert forward_calls == [False, False, False]
+    classifier.fit(tiny_batch(), np.array([0, 1, 0]), epochs=1, verbose=0)
+    assert True in forward_calls[3:]  # the training step
 
 
-@pytest.mark.parametrize("case", ["training", "mixed_bfloat16", "int8", "building a model"])
-def test_where_it_would_change_something_keras_runs_the_graph(case, forward_calls):
-    backbone = BertBackbone(**TINY, dtype="mixed_bfloat16" if case == "mixed_bfloat16" else None)
+@pytest.mark.parametrize("case", ["mixed_bfloat16", "int8", "building a model", "remat", "seeded dropout",
+                                  "KBERT_SPEEDUPS=0"])
+def test_where_it_would_change_something_keras_runs_the_graph(case, forward_calls, monkeypatch):
+    from kbert.training.remat import rematerialized
+
+    with rematerialized(case == "remat"):
+        backbone = BertBackbone(**TINY, dtype="mixed_bfloat16" if case == "mixed_bfloat16" else None)
     if case == "int8":
         backbone.quantize("int8")
+    if case == "seeded dropout":
+        backbone.get_layer("embeddings_dropout").seed = 7
+    if case == "KBERT_SPEEDUPS=0":
+        monkeypatch.setenv("KBERT_SPEEDUPS", "0")
     if case == "building a model":
         inputs = backbone.input
         keras.Model(inputs, backbone(inputs)["pooled_output"])
     else:
-        backbone(tiny_batch(), training=case == "training")
+        backbone(tiny_batch(), training=True)
+        if case in ("mixed_bfloat16", "int8", "KBERT_SPEEDUPS=0"):
+            backbone(tiny_batch(), training=False)
     assert forward_calls == []
+
+
+def gradients(backbone, batch, plain_torch, monkeypatch, seed=0):
+    """The training outputs (numpy float32) and the gradient of every trainable weight of a fixed random
+    function of them (real tokens only), by `backbone_forward` or by Keras's graph."""
+    import torch
+
+    if not plain_torch:
+        monkeypatch.setattr(BertBackbone, "_runs_in_plain_torch", lambda *args: False)
+    for weight in backbone.trainable_weights:
+        weight.value.grad = None
+    out = backbone(batch, training=True)
+    monkeypatch.undo()
+    rng = np.random.default_rng(seed)
+    mask = torch.tensor(batch["padding_mask"], dtype=torch.float32)[..., None]
+    projection = {k: torch.tensor(rng.normal(size=out[k].shape[1:]), dtype=torch.float32)
+                  for k in ("sequence_output", "pooled_output")}
+    loss = ((out["sequence_output"].float() * mask * projection["sequence_output"]).sum()
+            + (out["pooled_output"].float() * projection["pooled_output"]).sum())
+    loss.backward()
+    return ({k: ops.convert_to_numpy(ops.cast(v, "float32")) for k, v in out.items()},
+            {w.path: w.value.grad.float().numpy() for w in backbone.trainable_weights})
+
+
+@pytest.mark.parametrize("dtype, atol, gradient_rtol", [("float32", 1e-5, 1e-5), ("bfloat16", 1e-2, 3e-2)])
+def test_training_gives_the_graphs_outputs_and_gradients_of_every_weight(dtype, atol, gradient_rtol, monkeypatch):
+    """Dropout off (rate 0): the same function, so the same values; with padding and a second segment. In
+    bfloat16 (8 bits of mantissa, two orders of summation) each weight's gradient within 3% of the graph's in
+    norm."""
+    backbone = randomized(BertBackbone(**TINY, dropout=0.0, dtype=dtype))
+    backbone.get_layer("transformer_layer_0").intermediate_dense.enable_lora(2, b_initializer="normal")
+    batch = tiny_batch(batch=3, length=9)
+    (fast, fast_grads), (graph, graph_grads) = (gradients(backbone, batch, plain, monkeypatch)
+                                                for plain in (True, False))
+    mask = batch["padding_mask"].astype(bool)  # (bfloat16: one unit in the last place of a 2 is 0.016)
+    np.testing.assert_allclose(fast["sequence_output"][mask], graph["sequence_output"][mask], atol=atol, rtol=atol)
+    np.testing.assert_allclose(fast["pooled_output"], graph["pooled_output"], atol=atol, rtol=atol)
+    assert fast_grads.keys() == graph_grads.keys() and len(fast_grads) == len(backbone.trainable_weights)
+    for name, grad in graph_grads.items():
+        if dtype == "float32":
+            np.testing.assert_allclose(fast_grads[name], grad, atol=gradient_rtol * max(1.0, np.abs(grad).max()),
+                                       err_msg=name)
+        else:
+            assert np.linalg.norm(fast_grads[name] - grad) <= gradient_rtol * np.linalg.norm(grad) + 1e-6, name
+    assert any("lora" in name and np.abs(grad).max() > 0 for name, grad in fast_grads.items())
+
+
+def test_dropout_falls_where_the_graphs_does(monkeypatch):
+    """Rate 0.3 (embeddings, attention probabilities, both residual branches): the mean and the spread of the
+    outputs over 300 training calls agree with the graph's within sampling error, and differ from rate 0's."""
+    import torch
+
+    backbone = randomized(BertBackbone(**TINY, dropout=0.3), seed=1)
+    batch = tiny_batch(batch=2, length=6)
+    torch.manual_seed(0)
+
+    def pooled_samples(plain_torch, rate=0.3):
+        backbone.dropout = rate  # what backbone_forward reads; the graph's Dropout layers keep 0.3
+        if not plain_torch:
+            monkeypatch.setattr(BertBackbone, "_runs_in_plain_torch", lambda *args: False)
+        with torch.no_grad():
+            samples = np.stack([ops.convert_to_numpy(backbone(batch, training=True)["pooled_output"])
+                                for _ in range(300)])
+        monkeypatch.undo()
+        return samples
+
+    fast, graph, undropped = pooled_samples(True), pooled_samples(False), pooled_samples(True, rate=0.0)
+    error = np.sqrt((fast.var(0) + graph.var(0)) / 300)
+    assert np.all(np.abs(fast.mean(0) - graph.mean(0)) < 5 * error + 1e-6)
+    np.testing.assert_allclose(fast.std(0), graph.std(0), rtol=0.25, atol=1e-3)
+    assert graph.std(0).mean() > 0.01 and undropped.std(0).max() < 1e-4  # dropout does something; rate 0 nothing
