@@ -101,9 +101,10 @@ def test_check_mesh_names_the_numbers(mesh, message):
 
 
 def test_check_mesh_hidden_and_intermediate():
-    config = kbert.BertConfig(num_heads=4, hidden_dim=18, intermediate_dim=48)
-    with pytest.raises(ValueError, match="model dimension 4 does not divide hidden_dim=18"):
-        kbert.distribution.check_mesh(config, (1, 4))
+    # A width that its heads do not divide is no BERT (BertConfig refuses it, issue 43), so a model dimension that
+    # divides the heads divides the width too.
+    with pytest.raises(ValueError, match="hidden_dim 18 does not divide into num_heads 4 heads"):
+        kbert.BertConfig(num_heads=4, hidden_dim=18, intermediate_dim=48)
     config = kbert.BertConfig(num_heads=2, hidden_dim=8, intermediate_dim=12)
     with pytest.raises(ValueError, match="model dimension 8 does not divide num_heads=2"):
         kbert.distribution.check_mesh(config, (1, 8))
