@@ -31,7 +31,8 @@ class HfTrainer:
 
     def step(self, **inputs):
         """Forward, backward, clip, update; returns the loss (a float)."""
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bfloat16):
+        device = next(self.model.parameters()).device.type  # "cpu", or "cuda" on a GPU
+        with torch.autocast(device, dtype=torch.bfloat16, enabled=self.bfloat16):
             loss = self.model(**inputs).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
