@@ -170,22 +170,14 @@ def reading_run_folder(path, what="--model"):
         yield path
         return
     lock = hidden_beside(path, "lock")
-    while True:
-        try:
-            descriptor = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError:  # a folder we may read but not write beside: no lock to take
-            yield path
-            return
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.read(descriptor, 32).decode(errors="replace").strip() or "unknown"
-            os.close(descriptor)
-            raise RunFolderError(f"{what} {path} is being written by a training run (process {holder}, lock {lock}): "
-                                 "wait for it to end.") from None
-        if lock.exists() and os.stat(lock).st_ino == os.fstat(descriptor).st_ino:
-            break
-        os.close(descriptor)
+    try:
+        descriptor = _locked(lock, fcntl.LOCK_SH)
+    except _Held as held:
+        raise RunFolderError(f"{what} {path} is being written by a training run (process {held}, lock {lock}): "
+                             "wait for it to end.") from None
+    except OSError:  # a folder we may read but not write beside: no lock to take
+        yield path
+        return
     try:
         yield path
     finally:
@@ -197,20 +189,33 @@ def reading_run_folder(path, what="--model"):
         os.close(descriptor)
 
 
-def _lock(lock, name, what):
-    """An open descriptor of the file `lock`, exclusively `flock`ed, holding this process's id."""
+class _Held(Exception):
+    """The lock is held the other way; the message is the holder's process id (or "unknown")."""
+
+
+def _locked(lock, operation):
+    """An open descriptor of the file `lock` (created if absent), `flock`ed with `operation` (LOCK_SH or LOCK_EX)
+    without waiting; `_Held` when another holds it the other way."""
     while True:
         descriptor = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(descriptor, operation | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.read(descriptor, 32).decode(errors="replace").strip() or "unknown"
             os.close(descriptor)
-            raise RunFolderError(f"{name} is in use by another run (process {holder}, lock {lock}): "
-                                 f"wait for it to end, or choose another {what}.") from None
+            raise _Held(holder) from None
         if lock.exists() and os.stat(lock).st_ino == os.fstat(descriptor).st_ino:
-            break
+            return descriptor
         os.close(descriptor)  # its last holder removed it between our open and our lock: take a new one
+
+
+def _lock(lock, name, what):
+    """An open descriptor of the file `lock`, exclusively `flock`ed, holding this process's id."""
+    try:
+        descriptor = _locked(lock, fcntl.LOCK_EX)
+    except _Held as held:
+        raise RunFolderError(f"{name} is in use by another run (process {held}, lock {lock}): "
+                             f"wait for it to end, or choose another {what}.") from None
     os.ftruncate(descriptor, 0)
     os.write(descriptor, f"{os.getpid()}\n".encode())
     return descriptor
