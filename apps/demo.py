@@ -331,12 +331,13 @@ def keras_results(out, metrics, sentences, repeats):
 
     from kbert_edge.edge_model import is_blank
 
-    kept = [sentence for sentence in sentences if not is_blank(sentence)]  # as the edge runner: no label for nothing
+    blank = [is_blank(sentence) for sentence in sentences]  # as the edge runner: no label for nothing
+    kept = [sentence for sentence, empty in zip(sentences, blank) if not empty]
     answers = iter(classify(kept) if kept else [])
     predictions = []
-    for sentence in sentences:
-        p = None if is_blank(sentence) else next(answers)
-        predictions.append({"label": None, "probability": None} if p is None else
+    for empty in blank:
+        p = None if empty else next(answers)
+        predictions.append({"label": None, "probability": None} if empty else
                            {"label": model.label_names[int(p.argmax())], "probability": float(p.max())})
     accuracy = metrics["validation"]["accuracy"]
     print(f"Keras on {keras.config.backend()}: validation accuracy {accuracy:.4f}")

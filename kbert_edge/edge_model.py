@@ -141,8 +141,9 @@ class EdgeModel:
         kind = self.model_kind
         if kind == "question_answerer":
             raise ValueError("question answering takes answer_question(question, context)")
-        blank = [is_blank(text, None if pairs is None else pairs[i]) for i, text in enumerate(texts)]
-        if kind == "classifier" and any(blank):
+        blank = [is_blank(text, None if pairs is None else pairs[i]) for i, text in enumerate(texts)] \
+            if kind == "classifier" else []
+        if any(blank):
             kept = [i for i, empty in enumerate(blank) if not empty]
             answers = iter(self.predict([texts[i] for i in kept], None if pairs is None else [pairs[i] for i in kept])
                            if kept else [])

@@ -6,7 +6,7 @@ import numpy as np
 from kbert import distribution_torch
 from kbert.data.padded_batches import PaddedBatches
 from kbert.distribution import check_mesh, data_dimension, taking_process_shares
-from kbert.keywords import KERAS_MODEL_KEYWORDS, check_keywords
+from kbert.keywords import check_keywords
 from kbert.models.compute_dtype import with_compute_dtype
 from kbert.optimizers import bert_adamw
 from kbert.saving import check_vocabulary
@@ -48,7 +48,7 @@ class BertTask(keras.Model):
     default_sequence_length = 128
 
     def __init__(self, inputs, outputs, backbone, preprocessor=None, config=None, compile=True, **kwargs):
-        check_keywords(type(self), {name: value for name, value in kwargs.items() if name not in KERAS_MODEL_KEYWORDS})
+        check_keywords(type(self), kwargs)  # Keras's own (name, trainable, dtype) pass
         if preprocessor is not None:
             check_vocabulary(backbone, preprocessor.tokenizer, "the preprocessor's tokenizer")
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
