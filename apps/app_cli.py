@@ -8,7 +8,7 @@ and a start of TensorFlow that does not print its start-up lines.
         result = ...
     emit(args, [result], describe)    # one JSON object a line, or describe(result) for people
 
-This module imports neither Keras nor TensorFlow.
+This module imports neither Keras nor TensorFlow until `parse_args` has parsed.
 """
 
 import argparse
@@ -16,19 +16,9 @@ import contextlib
 import copy
 import json
 import os
-import re
 import sys
-import tempfile
 
 from cli_errors import add_debug_option
-
-# What TensorFlow, CUDA and absl print on stderr while TensorFlow loads (before absl's logging
-# starts, TF_CPP_MIN_LOG_LEVEL does not reach them): absl's notice, INFO lines (oneDNN, "Could
-# not find cuda drivers", CPU instructions and their continuation), and the CUDA probes of a
-# machine without a GPU; and LiteRT's note that it applied its CPU delegate (apps/edge_predict.py).
-START_UP_LINE = re.compile(r"WARNING: All log messages before absl::InitializeLog\(\)|I\d{4} |"
-                           r"To enable the following instructions|E\d{4} .*(cuInit|cuda|cuDNN|cuFFT|cuBLAS)|"
-                           r"INFO: Created TensorFlow Lite XNNPACK delegate for CPU")
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -84,61 +74,26 @@ def add_dtype_option(parser):
 
 
 def parse_args(parser, argv=None):
-    """`parser.parse_args(argv)`, then `start_quietly` unless --verbose was given."""
+    """`parser.parse_args(argv)`, then `start_quietly`; with --verbose, `KBERT_VERBOSE=1` instead."""
     args = parser.parse_args(argv)
-    if not getattr(args, "verbose", False):
+    if getattr(args, "verbose", False):
+        os.environ["KBERT_VERBOSE"] = "1"  # kbert then shows what TensorFlow and CUDA print as they start
+    else:
         start_quietly()
     return args
 
 
 def start_quietly():
-    """Loads TensorFlow and Keras without their start-up lines; other lines they print still show.
-
-    Sets TF_CPP_MIN_LOG_LEVEL=1 (no INFO lines later; unless set already), and holds what
-    stderr receives while TensorFlow and Keras load and look for devices: lines that match
-    `START_UP_LINE` are dropped, the others (Python warnings among them) are written after.
-    Does nothing when TensorFlow is loaded already or not installed.
-    """
+    """Loads Keras and TensorFlow (when installed) without their start-up lines, as `import kbert` does
+    (`kbert.start_up`), and sets TF_CPP_MIN_LOG_LEVEL=1 (no INFO lines later; unless set already).
+    Other lines they print (Python warnings among them) still show."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
-    if "tensorflow" in sys.modules:
-        return
-    with start_up_lines_held():
-        import keras  # noqa: F401 (first: its backend, torch say, loads before TensorFlow, as kbert has it)
+    from kbert.start_up import import_tensorflow
 
-        try:
-            import tensorflow
-
-            tensorflow.config.list_physical_devices()  # CUDA's probes print here
-        except ImportError:
-            pass
-
-
-@contextlib.contextmanager
-def start_up_lines_held():
-    """Holds what stderr receives (C++ code's too) within the block; then writes the lines that are
-    not start-up lines (`START_UP_LINE`), also when the block raises."""
-    with tempfile.TemporaryFile() as held:
-        try:
-            with _stderr_to(held):
-                yield
-        finally:
-            held.seek(0)
-            lines = held.read().decode(errors="replace").splitlines(keepends=True)
-            sys.stderr.write("".join(line for line in lines if not START_UP_LINE.match(line)))
-
-
-@contextlib.contextmanager
-def _stderr_to(file):
-    """File descriptor 2 (and so sys.stderr, and C++ code) writes to `file` within the block."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    os.dup2(file.fileno(), 2)
     try:
-        yield
-    finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
+        import_tensorflow()
+    except ImportError:
+        pass
 
 
 @contextlib.contextmanager

@@ -27,8 +27,8 @@ apps/app_cli.py for one-line errors and hidden start-up lines; --verbose shows t
 """
 
 import argparse
-import contextlib
 import json
+import os
 import pathlib
 import sys
 
@@ -36,11 +36,7 @@ import sys
 sys.path.append(str(pathlib.Path(__file__).resolve().parents[1]))
 from kbert_edge import EdgeModel  # noqa: E402
 from kbert_edge.context import context_file  # noqa: E402
-
-try:  # apps/app_cli.py (with apps/cli_errors.py) hides the start-up lines of LiteRT and TensorFlow's library
-    from app_cli import start_up_lines_held
-except ImportError:  # copied without them: the lines show
-    start_up_lines_held = contextlib.nullcontext
+from kbert_edge.start_up import start_up_lines_held  # noqa: E402
 
 
 def format_result(result):
@@ -112,7 +108,9 @@ def main(argv=None):
     parser.add_argument("--verbose", action="store_true",
                         help="show what LiteRT and TensorFlow's library print as they load (hidden by default)")
     args = parser.parse_args(argv)
-    with contextlib.nullcontext() if args.verbose else start_up_lines_held():
+    if args.verbose:
+        os.environ["KBERT_VERBOSE"] = "1"
+    with start_up_lines_held():
         model = EdgeModel(args.model, max_windows=args.max_windows)
     if model.model_kind == "question_answerer":
         if not args.question or args.context is None:

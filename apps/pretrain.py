@@ -54,7 +54,7 @@ import shutil
 import sys
 import tempfile
 
-from app_cli import START_UP_LINE, app_parser, emit, for_people
+from app_cli import app_parser, emit, for_people
 from app_cli import parse_args as parse_app_args
 from cli_errors import run
 from task_cli import (add_distribution_options, apply_distribution, non_negative_int, positive_float, positive_int,
@@ -443,6 +443,8 @@ def pretrain(args, folder, settings, files):
     # seed moves with the checkpoint's step. The held-out batches are made once and kept.
     # In a job of several processes every process draws the same global batches and trains on its share of each.
     # The child loads TensorFlow: its start-up lines are dropped too, unless --verbose.
+    from kbert_edge.start_up import START_UP_LINE
+
     quiet = None if args.verbose else lambda line: not START_UP_LINE.match(line)
     data = process_batches(pretraining_dataset, files, seed=args.seed + resumed_step(folder / "backup"),
                            stderr_filter=quiet, **data_options, **masking)

@@ -4,6 +4,10 @@ from kbert.malloc_settings import keep_freed_buffers
 
 keep_freed_buffers()  # before any backend allocates: see kbert/malloc_settings.py
 
+from kbert.start_up import start_keras
+
+start_keras()  # without TensorFlow's and CUDA's start-up lines (KBERT_VERBOSE=1 shows them)
+
 from kbert.config import PRESETS, BertConfig
 from kbert.layers import MultiHeadSelfAttention, PositionEmbedding, TransformerEncoder, mean_pool
 from kbert.models import BertBackbone, SentenceEncoder, load_backbone

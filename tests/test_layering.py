@@ -11,7 +11,7 @@ import pytest
 pytestmark = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="reads source files: one backend")
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-BOTTOM = ("config", "paths", "malloc_settings", "progress", "keywords", "convert", "distribution", "saving",
+BOTTOM = ("config", "paths", "malloc_settings", "start_up", "progress", "keywords", "convert", "distribution", "saving",
           "distribution_torch", "text", "data", "layers", "metrics", "optimizers", "backend_speedups")
 # The level of each part: a module may import its own level and those below it.
 LEVELS = {"kbert_edge": -1, **{f"kbert.{name}": 0 for name in BOTTOM}, "kbert.models": 1, "kbert.tasks": 2,

@@ -4,11 +4,13 @@ import functools
 import itertools
 
 import numpy as np
-import tensorflow as tf
 
 from kbert.data.pretraining_instances import OBJECTIVES, document_instances, read_documents
 from kbert.data.pretraining_masking import mask_batch, prediction_slots
 from kbert.data.text_file import check_utf8
+from kbert.start_up import import_tensorflow
+
+tf = import_tensorflow()  # quietly; under torch or JAX, off the GPUs
 
 MASKINGS = ("dynamic", "static")
 _NEVER_MASKED = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")

@@ -2,7 +2,9 @@
 
 import math
 
-import tensorflow as tf
+from kbert.start_up import import_tensorflow
+
+tf = import_tensorflow()  # quietly; under torch or JAX, off the GPUs
 
 
 def prediction_slots(sequence_length, mask_rate=0.15):

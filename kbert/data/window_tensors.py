@@ -5,9 +5,10 @@ which `kbert.data.SquadWindows` packs in numpy) for `BertQuestionAnswererPreproc
 `tf.data` and for the exported QA graph (`kbert.export.long_inputs`).
 """
 
-import tensorflow as tf
-
 from kbert.data.token_rows import UNLIMITED
+from kbert.start_up import import_tensorflow
+
+tf = import_tensorflow()  # quietly; under torch or JAX, off the GPUs
 
 
 def whole_texts(tokenizer, texts):

@@ -5,21 +5,14 @@ everything on token ids works without them. Without them, importing this package
 says what to install.
 """
 
+from kbert.start_up import import_tensorflow
+
 try:
-    import tensorflow  # noqa: F401
-    import tensorflow_text  # noqa: F401
+    import_tensorflow()  # quietly; under torch or JAX, off the GPUs
 except ImportError as error:
     raise ImportError(f"Raw text needs kbert's tokenizer, which runs on TensorFlow ops ({error}): pip install "
                       "'tensorflow==2.21.*' 'tensorflow-text==2.21.*'. Token ids (dicts of token_ids, "
                       "segment_ids, padding_mask) work without them.") from None
-
-import keras  # noqa: E402
-
-if keras.config.backend() != "tensorflow":  # the tokenizer runs on the CPU: TensorFlow leaves GPUs to torch or JAX
-    try:
-        tensorflow.config.set_visible_devices([], "GPU")
-    except RuntimeError:  # TensorFlow had started its devices before kbert was imported
-        pass
 
 from kbert.text.tokenizer import SPECIAL_TOKENS, BertTokenizer
 from kbert.text.vocabulary import train_wordpiece_vocabulary

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from kbert.recipes import NLI, SENTIMENT, SIMILARITY
+from kbert_edge.start_up import START_UP_LINE
 from tests.apps.test_app_errors import PRETRAIN, call, train, workspace  # noqa: F401 (a fixture)
 from tests.conftest import APPS as APPS_FOLDER, app_module
 from tests.tasks.conftest import tiny_init  # noqa: F401 (a fixture)
@@ -92,9 +93,8 @@ def test_start_up_lines_only_with_verbose(tmp_path):
     assert quiet.returncode == 2 and str(tmp_path / "missing") in quiet.stderr, quiet.stderr
     verbose = subprocess.run([*command, "--verbose"], capture_output=True, text=True, env=env)
     assert verbose.returncode == 2 and verbose.stderr.count("\n") > 1  # what TensorFlow says when it loads
-    start_up_line = app_module("app_cli").START_UP_LINE
-    assert all(start_up_line.match(line) for line in verbose.stderr.splitlines()[:-1]), verbose.stderr
-    assert not start_up_line.match("/x.py:3: UserWarning: a real warning")  # other lines are written back
+    assert all(START_UP_LINE.match(line) for line in verbose.stderr.splitlines()[:-1]), verbose.stderr
+    assert not START_UP_LINE.match("/x.py:3: UserWarning: a real warning")  # other lines are written back
 
 
 # Every option `task_cli.add_train_command` gives, and the recipe's keyword each one becomes.

@@ -10,11 +10,11 @@ import numpy as np
 from kbert.export import export_tflite, load_exportable
 from kbert.tasks import BertClassifier
 from kbert.training import write_run_folder
+from kbert_edge.start_up import START_UP_LINE
 from tests.conftest import TESTS, app_module
 from tests.export.conftest import EDGE_PREDICT, TENSORFLOW_ONLY, edge_module, run_edge_predict, tiny_backbone
 
 pytestmark = TENSORFLOW_ONLY
-START_UP_LINE = app_module("app_cli").START_UP_LINE
 
 
 def test_edge_predict_matches_keras(tmp_path, tokenizer):
