@@ -6,8 +6,9 @@
 
 Kill it at any moment (Ctrl-C, kill -9) and rerun the same command: it resumes from the last
 checkpoint (every --checkpoint-every steps) at the same step of the learning-rate schedule,
-on a fresh draw of the data stream (its seed moves with the step) rather than a replay of
-the instances the first steps saw. A rerun must repeat the run's settings (settings.json):
+on the batches the run would have read had it not stopped (the data stream is read again past
+those already trained: about 100 batches a second; with dropout off the weights come out as an
+uninterrupted run's). A rerun must repeat the run's settings (settings.json):
 one that differs (another --corpus, --checkpoint-every, --seq-len, ...) is refused, naming the
 setting, unless --restart starts the run over. Only --steps may change: raised, it trains the
 run further (the learning rate then decays to the new end; it cannot go below the steps
@@ -438,15 +439,19 @@ def pretrain(args, folder, settings, files):
                         objective=args.objective, whole_word_masking=args.whole_word_masking, holdout=args.holdout_fraction)
     masking = dict(masking="static", duplication_factor=args.duplication_factor) if args.duplication_factor else {}
     # The tf.data pipeline runs in a child process (see process_batches: in this one it
-    # would slow torch's steps about 2x). A resumed run draws a fresh stream (pairs,
-    # shuffle, masks) instead of replaying the instances the first steps already saw: its
-    # seed moves with the checkpoint's step. The held-out batches are made once and kept.
+    # would slow torch's steps about 2x). A resumed run reads the stream of the run it
+    # resumes (same seed) past the batches trained already: the same pairs, order and masks
+    # as if it had never stopped. The held-out batches are made once and kept.
     # In a job of several processes every process draws the same global batches and trains on its share of each.
     # The child loads TensorFlow: its start-up lines are dropped too, unless --verbose.
     from kbert_edge.start_up import START_UP_LINE
 
     quiet = None if args.verbose else lambda line: not START_UP_LINE.match(line)
-    data = process_batches(pretraining_dataset, files, seed=args.seed + resumed_step(folder / "backup"),
+    trained_batches = resumed_step(folder / "backup") * args.gradient_accumulation
+    if trained_batches:
+        print(f"Resuming after {trained_batches} batches: reading the data stream past them (same order and "
+              "masks as an uninterrupted run).", flush=True)
+    data = process_batches(pretraining_dataset, files, seed=args.seed, skip_batches=trained_batches,
                            stderr_filter=quiet, **data_options, **masking)
     held_out = args.holdout_fraction and kept_batches(list(process_batches(
         pretraining_dataset, files, held_out=True, masking="static", duplication_factor=1, repeat=False,

@@ -20,7 +20,7 @@ def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=128, object
                         masking="dynamic", duplication_factor=10, whole_word_masking=False,
                         mask_rate=0.15, max_predictions=None, short_seq_prob=0.1, repeat=True,
                         shuffle_buffer=10000, window_chars=4_000_000, cache=None, holdout=0.0,
-                        held_out=False, seed=None):
+                        held_out=False, seed=None, skip_batches=0):
     """Streams BERT pretraining batches from text files, for `BertPretrainer.fit`.
 
     Files hold one sentence or paragraph per line (paragraphs are sentence-split) and a blank
@@ -63,6 +63,10 @@ def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=128, object
         seed: int or None. Seeds the interleaving of files, pairing, shuffling and masking;
             None draws a fresh one. The shuffle (tf.data's) also reads TensorFlow's global
             seed when one is set (`tf.random.set_seed`, `keras.utils.set_random_seed`).
+        skip_batches: int. Batches to leave out at the start: a run resumed after `n` batches
+            passes `n` and then reads, with the same seed, the batches the uninterrupted run
+            would have read, masks included. The skipped batches are still read and paired (the
+            cost of replaying them), not masked.
 
     Example:
     >>> import pathlib, tempfile
@@ -110,8 +114,10 @@ def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=128, object
     if shuffle_buffer:
         data = data.shuffle(shuffle_buffer, seed=seed)
     data = data.batch(batch_size, drop_remainder=True)
-    if masking == "dynamic":
-        data = data.enumerate().map(mask, num_parallel_calls=tf.data.AUTOTUNE)
+    if masking == "dynamic":  # masks seeded by the batch's number, counted before the skip
+        data = data.enumerate().skip(skip_batches).map(mask, num_parallel_calls=tf.data.AUTOTUNE)
+    else:
+        data = data.skip(skip_batches)
     if not repeat:
         # Count the batches once (for static masking this pass fills the cache): on a dataset
         # of unknown length, Keras's TensorFlow trainer runs one more step, whose

@@ -119,3 +119,20 @@ def test_the_training_stream_goes_on_past_one_pass_over_several_files(tmp_path, 
     one_pass = sum(1 for _ in pretraining_dataset(paths, repeat=False, **options))
     assert one_pass > 0
     assert sum(1 for _ in pretraining_dataset(paths, **options).take(3 * one_pass)) == 3 * one_pass
+
+
+@ONCE
+@pytest.mark.parametrize("masking", ["dynamic", "static"])
+def test_a_stream_resumed_past_its_batches_reads_what_the_whole_stream_reads(corpus, tokenizer, masking):
+    """Issue 43: a resumed pretraining run passes the batches it trained on as `skip_batches`; with the same seed
+    it then reads the uninterrupted run's batches: the same pairs, shuffle and masks."""
+    options = dict(tokenizer=tokenizer, batch_size=4, max_seq_length=32, seed=3, masking=masking, duplication_factor=2)
+
+    def flat(batches):
+        return [np.concatenate([np.ravel(part[key]) for part in batch for key in sorted(part)]) for batch in batches]
+
+    whole = flat(pretraining_dataset([corpus], **options).take(8))
+    resumed = flat(pretraining_dataset([corpus], skip_batches=5, **options).take(3))
+    another_seed = flat(pretraining_dataset([corpus], skip_batches=5, **{**options, "seed": 4}).take(3))
+    assert all((a == b).all() for a, b in zip(whole[5:], resumed))
+    assert not all(a.shape == b.shape and (a == b).all() for a, b in zip(resumed, another_seed))

@@ -13,6 +13,7 @@ import time
 import zlib
 
 import keras
+import numpy as np
 import pytest
 
 from kbert.saving import RunFolderError
@@ -47,9 +48,16 @@ ONCE = pytest.mark.skipif(keras.config.backend() != "torch", reason="the app end
 
 
 @ONCE
-def test_a_kill_9_then_the_same_command_finishes_the_run(tmp_path):
-    command = tiny_run_command(tmp_path, "tiny", steps=6, checkpoint_every=2, holdout=0.25)  # 6 documents of 12
+def test_a_kill_9_then_the_same_command_finishes_the_run_as_if_never_killed(tmp_path):
+    """The resumed run reads the data stream past the batches trained (issue 43): with dropout off it ends with the
+    weights of the run never killed."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(dict(num_layers=2, num_heads=2, hidden_dim=128, intermediate_dim=512, dropout=0.0)))
+    command = [*tiny_run_command(tmp_path, "tiny", steps=6, checkpoint_every=2, holdout=0.25),  # 6 documents of 12
+               "--config", str(config)]
     env = {**os.environ, "KERAS_BACKEND": keras.config.backend()}
+    never_killed = [*command[:command.index("--run") + 1], "whole", *command[command.index("--run") + 2:]]
+    assert subprocess.run(never_killed, env=env, capture_output=True).returncode == 0
     run = tmp_path / "tiny"
     metadata = run / "backup" / "training_metadata.json"
     first = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -75,6 +83,11 @@ def test_a_kill_9_then_the_same_command_finishes_the_run(tmp_path):
     assert metrics["settings"]["seq_len"] == 32 and metrics["settings"]["steps"] == 6
     backbone = keras.saving.load_model(run / "backbone.keras")
     assert backbone.vocabulary_size == len((run / "vocab.txt").read_text().split())
+    assert "Resuming after 2 batches" in second.stdout or "Resuming after 4 batches" in second.stdout
+    whole = keras.saving.load_model(tmp_path / "whole" / "backbone.keras")
+    differences = [np.abs(keras.ops.convert_to_numpy(a) - keras.ops.convert_to_numpy(b)).max()
+                   for a, b in zip(backbone.weights, whole.weights)]
+    assert max(differences) < 1e-5, max(differences)
     assert {path.name for path in run.glob("*.txt")} == {"vocab.txt"}  # no copy of the corpus, no split files
 
 
