@@ -331,7 +331,7 @@ def keras_results(out, metrics, sentences, repeats):
 
     from kbert_edge.edge_model import is_blank
 
-    blank = [is_blank(sentence) for sentence in sentences]  # as the edge runner: no label for nothing
+    blank = [is_blank(sentence, lowercase=tokenizer.lowercase) for sentence in sentences]  # no label for nothing, as everywhere
     kept = [sentence for sentence, empty in zip(sentences, blank) if not empty]
     answers = iter(classify(kept) if kept else [])
     predictions = []

@@ -13,7 +13,7 @@ from kbert_edge.answers import best_answers, window_candidates
 from kbert_edge.entities import entity_spans
 from kbert_edge.windows import (MAX_WINDOWS, first_pieces, pack_question_windows, question_tokens_kept,
                                 question_windows, word_windows)
-from kbert_edge.wordpiece import WordPiece
+from kbert_edge.wordpiece import WordPiece, normalize_char
 
 
 def load_interpreter(path, text_model, num_threads=None):
@@ -54,14 +54,24 @@ def _tf_text_registrars():
 EMPTY_TEXT = "empty text: nothing to classify"
 
 
-def is_blank(text, pair=None):
-    """Whether a classifier's input has nothing to classify: an empty or blank text, or pair.
+def is_blank(text, pair=None, lowercase=True):
+    """Whether a classifier's input has nothing to classify: a text, or pair, with no tokens (empty,
+    blank, or only characters BERT's normalizer drops: `normalize_char`), as the exported
+    classifiers' `empty` output says.
 
     Example:
-    >>> is_blank(" "), is_blank("a", ""), is_blank("a", "b")
-    (True, True, False)
+    >>> is_blank(" "), is_blank("a", ""), is_blank("a", "b"), is_blank("\\u200b\\u3000")
+    (True, True, False, True)
     """
-    return not text.strip() or (pair is not None and not pair.strip())
+    def no_tokens(part):
+        if isinstance(part, bytes):  # text.tflite's input
+            try:
+                part = part.decode()
+            except UnicodeDecodeError:  # the graph reads each bad byte as an unknown character
+                return False
+        return all(not normalize_char(char, lowercase).strip() for char in part)
+
+    return no_tokens(text) or (pair is not None and no_tokens(pair))
 
 
 class EdgeModel:
@@ -141,7 +151,8 @@ class EdgeModel:
         kind = self.model_kind
         if kind == "question_answerer":
             raise ValueError("question answering takes answer_question(question, context)")
-        blank = [is_blank(text, None if pairs is None else pairs[i]) for i, text in enumerate(texts)] \
+        blank = [is_blank(text, None if pairs is None else pairs[i], self.tokenizer.lowercase)
+                 for i, text in enumerate(texts)] \
             if kind == "classifier" else []
         if any(blank):
             kept = [i for i, empty in enumerate(blank) if not empty]

@@ -5,7 +5,7 @@ signatures, for `tf.saved_model.save` and the TFLite converter alike:
 
 | model kind | text signature (`serving_default`) inputs -> outputs |
 |---|---|
-| classifier | `texts` (and `pairs` for NLI) -> `label`, `label_id`, `probability`, `probabilities`, `truncated`; a regressor gives `score` |
+| classifier | `texts` (and `pairs` for NLI) -> `label`, `label_id`, `probability`, `probabilities`, `truncated`, `empty`; a regressor gives `score` |
 | backbone | `texts` -> `embeddings` (mean-pooled over real tokens, L2-normalised, as `SentenceEncoder`) |
 | token_classifier | `texts` -> per word `tags`, `tag_ids`, `tag_probabilities`, `word_starts`, `word_ends` (chars), `word_count`; grouped entities `entity_types`, `entity_starts`, `entity_ends`, `entity_scores` (padded with "" / -1 / 0), `entity_count`; `windows`, `truncated`; SavedModel only: `entity_texts` |
 | question_answerer | `questions`, `contexts` -> `answer_start`, `answer_end` (chars), `score` (start + end logit), `probability`, `found`; the n best: `n_best_starts`, `n_best_ends`, `n_best_scores`, `n_best_probabilities`; `windows`, `truncated`; per window `start_logits`, `end_logits`, `offsets`, `window_examples`; SavedModel only: `answer_text` |
@@ -13,7 +13,10 @@ signatures, for `tf.saved_model.save` and the TFLite converter alike:
 The `token_ids` signature takes `token_ids`, `segment_ids`, `padding_mask` (int32, batch x
 length) and returns the model's raw outputs (logits) plus probabilities or embeddings.
 Text is tokenized in the graph by the tokenizer's own `encode`. Classifiers and the backbone
-read one window per input (`truncated`: the input had more than `max_length` tokens). NER
+read one window per input (`truncated`: the input had more than `max_length` tokens); a
+classifier gives a text (or pair) with no tokens (empty, blank, or only characters BERT drops)
+no label, as the apps do: `empty` true, `label` "", `label_id` -1, probabilities 0 (a regressor's
+`score` NaN). NER
 and QA read whole inputs through the windows of `BertTokenClassifier.predict` and
 `BertQuestionAnswerer.predict`, in the graph (`kbert.export.long_inputs`), up to
 `max_windows` windows per input (`truncated`: more were needed, or a QA question was cut).
@@ -119,7 +122,11 @@ def serving_functions(model, tokenizer, spec, tflite=False):
         encoded = tokenizer.encode(texts[0], texts[1] if len(texts) > 1 else None, max_length=spec.max_length,
                                    padding=spec.padding, return_lengths=True)
         inputs = {key: encoded[key] for key in INPUT_KEYS}
-        outputs = _HEADS[spec.model_kind](model, spec, inputs, model(inputs, training=False))
+        outputs = model(inputs, training=False)
+        if spec.model_kind == "classifier":
+            outputs = _classifier(model, spec, outputs, tf.reduce_any(encoded["segment_lengths"] == 0, axis=-1))
+        else:
+            outputs = {"embeddings": mean_pool(outputs["sequence_output"], inputs["padding_mask"])}
         outputs["truncated"] = encoded["lengths"] > spec.max_length
         return outputs
 
@@ -144,17 +151,13 @@ def _raw_outputs(model, spec, inputs, outputs):
     return {"logits": outputs, "probabilities": tf.nn.softmax(outputs, axis=-1)}
 
 
-def _classifier(model, spec, inputs, logits):
+def _classifier(model, spec, logits, empty):
+    """Label, probabilities (or a regressor's score); where `empty` (a text or pair without tokens)
+    no label: label "", label_id -1, probabilities 0, score NaN; and `empty` itself."""
     if model.num_classes == 1:
-        return {"score": logits[:, 0]}
-    probabilities = tf.nn.softmax(logits, axis=-1)
-    best = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
-    return {"label": tf.gather(names_tensor(spec.label_names, model.num_classes), best), "label_id": best,
-            "probability": tf.reduce_max(probabilities, axis=-1), "probabilities": probabilities}
-
-
-def _backbone(model, spec, inputs, outputs):
-    return {"embeddings": mean_pool(outputs["sequence_output"], inputs["padding_mask"])}
-
-
-_HEADS = {"classifier": _classifier, "backbone": _backbone}
+        return {"score": tf.where(empty, float("nan"), logits[:, 0]), "empty": empty}
+    probabilities = tf.where(empty[:, tf.newaxis], 0.0, tf.nn.softmax(logits, axis=-1))
+    best = tf.where(empty, -1, tf.argmax(probabilities, axis=-1, output_type=tf.int32))
+    names = tf.concat([[""], names_tensor(spec.label_names, model.num_classes)], 0)  # a gather: TFLite has
+    return {"label": tf.gather(names, best + 1), "label_id": best,  # no select on strings
+            "probability": tf.reduce_max(probabilities, axis=-1), "probabilities": probabilities, "empty": empty}

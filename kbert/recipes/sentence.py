@@ -232,7 +232,7 @@ def predict(model_dir, texts, pairs=None, batch_size=32, dtype="float32"):
     pairs = None if pairs is None else list(pairs)
     results = [{"text": text} if pairs is None else {"text": text, "pair": pair}
                for text, pair in zip(texts, pairs or [None] * len(texts))]
-    empty = [is_blank(text, None if pairs is None else pairs[i]) for i, text in enumerate(texts)]
+    empty = [is_blank(text, None if pairs is None else pairs[i], tokenizer.lowercase) for i, text in enumerate(texts)]
     keep = [i for i, is_empty in enumerate(empty) if not is_empty]
     for i in np.flatnonzero(empty):
         results[i].update(label=None, note=EMPTY_TEXT)

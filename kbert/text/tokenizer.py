@@ -226,7 +226,8 @@ class BertTokenizer:
             max_first_length: int or None. First segments (QA questions) are cut to this many
                 tokens before `truncation` applies, as `kbert.data.SquadWindows` does.
             return_lengths: bool. Also return `lengths` (batch,): the tokens of each row
-                before truncation, special tokens included.
+                before truncation, special tokens included; and `segment_lengths` (batch,
+                segments): each text's tokens before truncation (0: a text with none, blank).
             pad_to_multiple_of: None or int. With `padding="longest"`, round the width up to
                 a multiple of this (at most `max_length`), so that jit compilers see few shapes.
 
@@ -272,6 +273,7 @@ class BertTokenizer:
             outputs.update(offsets=packed[..., 1:3], word_ids=packed[..., 3])
         if return_lengths:
             outputs["lengths"] = sum(lengths) + len(segments) + 1
+            outputs["segment_lengths"] = tf.stack(lengths, axis=-1)
         return {key: value[0] for key, value in outputs.items()} if scalar else outputs
 
     def _tokenize(self, texts, return_offsets):

@@ -41,13 +41,22 @@ def keras_probabilities(model, tokenizer, texts, pairs=None):
     return keras.ops.convert_to_numpy(keras.ops.softmax(model(batch), axis=-1))
 
 
+def text_signature_probabilities(model, tokenizer, texts):
+    """What the text signatures give: the Keras model's probabilities, and 0 for a text without tokens."""
+    from kbert_edge.edge_model import is_blank
+
+    return keras_probabilities(model, tokenizer, texts) * ~np.array([[is_blank(text)] for text in texts])
+
+
 def test_saved_model_matches_keras(exported):
     model, tokenizer, root = exported
     served = tf.saved_model.load(str(root / "saved")).signatures["serving_default"]
     out = served(texts=tf.constant(TEXTS))
-    expected = keras_probabilities(model, tokenizer, TEXTS)
+    expected = text_signature_probabilities(model, tokenizer, TEXTS)
     np.testing.assert_allclose(out["probabilities"].numpy(), expected, atol=1e-4)
-    assert [label.decode() for label in out["label"].numpy()] == [LABELS[i] for i in expected.argmax(-1)]
+    assert [label.decode() for label in out["label"].numpy()] == [
+        LABELS[i] if p.any() else "" for i, p in zip(expected.argmax(-1), expected)]
+    expected = keras_probabilities(model, tokenizer, TEXTS)  # the token-id signature: the model's outputs
     assert out["truncated"].numpy().tolist() == [False] * 5 + [True, False, False]
     ids = tf.saved_model.load(str(root / "saved")).signatures["token_ids"]
     batch = {k: tf.constant(v) for k, v in tokenizer(TEXTS, max_length=MAX_LENGTH).items()}
@@ -57,11 +66,13 @@ def test_saved_model_matches_keras(exported):
 
 def test_tflite_fp32_matches_keras(exported):
     model, tokenizer, root = exported
-    expected = keras_probabilities(model, tokenizer, TEXTS)
+    expected = text_signature_probabilities(model, tokenizer, TEXTS)
     text = interpreter(root / "tflite" / "text.tflite").get_signature_runner()
     out = text(texts=np.array(TEXTS, dtype=object))
     np.testing.assert_allclose(out["probabilities"], expected, atol=1e-4)
-    assert [label.decode() for label in out["label"]] == [LABELS[i] for i in expected.argmax(-1)]
+    assert [label.decode() for label in out["label"]] == [
+        LABELS[i] if p.any() else "" for i, p in zip(expected.argmax(-1), expected)]
+    expected = keras_probabilities(model, tokenizer, TEXTS)
     ids = interpreter(root / "tflite" / "token_ids.tflite").get_signature_runner()
     batch = tokenizer(TEXTS, max_length=MAX_LENGTH)
     np.testing.assert_allclose(ids(**batch)["probabilities"], expected, atol=1e-4)
@@ -80,15 +91,25 @@ def test_bad_input_has_defined_outputs(exported):
     assert lite["truncated"].tolist() == [False, True, False, False, False]
 
 
-def test_batches_without_a_wordpiece_give_the_keras_outputs_of_cls_sep(exported):
-    """An all-empty batch and a lone "": finite probabilities, those of [CLS] [SEP] in Keras."""
+def test_texts_without_a_wordpiece_get_no_label_as_the_apps_give(exported):
+    """Issue 43: a text with no tokens (empty, blank, only characters BERT drops) gets no label from the SavedModel
+    and text.tflite, as from the apps and kbert_edge (`is_blank`): `empty`, label "", label_id -1, probabilities 0;
+    the texts beside it keep the Keras model's answers."""
+    from kbert_edge.edge_model import is_blank
+
     model, tokenizer, root = exported
     served = tf.saved_model.load(str(root / "saved")).signatures["serving_default"]
     lite = interpreter(root / "tflite" / "text.tflite").get_signature_runner()
-    for texts in EMPTY_BATCHES:
+    for texts in [*EMPTY_BATCHES, ["a film", "\t \u3000\n", "", "dull"]]:
+        empty = [is_blank(text) for text in texts]
+        assert empty == [text not in ("a film", "dull") for text in texts]
         expected = keras_probabilities(model, tokenizer, texts)
         for out in ({k: v.numpy() for k, v in served(texts=tf.constant(texts)).items()},
                     lite(texts=np.array(texts, dtype=object))):
-            assert np.isfinite(out["probabilities"]).all()
-            np.testing.assert_allclose(out["probabilities"], expected, atol=1e-4)
-            assert out["truncated"].tolist() == [False] * len(texts)
+            assert out["empty"].tolist() == empty
+            assert [label.decode() for label in out["label"][empty]] == [""] * sum(empty)
+            assert (out["label_id"][empty] == -1).all() and (out["probabilities"][empty] == 0).all()
+            assert (out["probability"][empty] == 0).all()
+            kept = ~np.array(empty)
+            np.testing.assert_allclose(out["probabilities"][kept], expected[kept], atol=1e-4)
+            assert out["label_id"][kept].tolist() == expected[kept].argmax(-1).tolist()

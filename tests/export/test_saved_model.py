@@ -36,7 +36,7 @@ def test_the_folder_holds_the_model_its_tokenizer_and_export_json(exported, toke
         "serving_default": {"inputs": {"texts": ["string", [None]]},
                             "outputs": {"label": ["string", [None]], "label_id": ["int32", [None]],
                                         "probability": ["float32", [None]], "probabilities": ["float32", [None, 2]],
-                                        "truncated": ["bool", [None]]}},
+                                        "truncated": ["bool", [None]], "empty": ["bool", [None]]}},
         "token_ids": {"inputs": {"token_ids": ids, "segment_ids": ids, "padding_mask": ids},
                       "outputs": {"logits": ["float32", [None, 2]], "probabilities": ["float32", [None, 2]]}}}
     assert sorted(tf.saved_model.load(str(exported)).signatures) == ["serving_default", "token_ids"]

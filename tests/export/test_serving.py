@@ -53,7 +53,8 @@ def test_classifier_graphs_give_the_keras_model_outputs(tokenizer):
     logits = keras.ops.convert_to_numpy(model(batch))
     expected = numpy_softmax(logits)
     out = {key: value.numpy() for key, value in functions["serving_default"](tf.constant(TEXTS)).items()}
-    assert sorted(out) == ["label", "label_id", "probabilities", "probability", "truncated"]
+    assert sorted(out) == ["empty", "label", "label_id", "probabilities", "probability", "truncated"]
+    assert out["empty"].tolist() == [False] * 3
     np.testing.assert_allclose(out["probabilities"], expected, atol=1e-5)
     np.testing.assert_allclose(out["probability"], expected.max(-1), atol=1e-5)
     assert out["label_id"].tolist() == expected.argmax(-1).tolist()
@@ -69,11 +70,12 @@ def test_a_regressor_serves_its_score(tokenizer):
 
     model = BertClassifier(small_backbone(), 1)
     functions = serving_functions(model, tokenizer, ExportSpec("classifier", 8, num_texts=2))
-    out = functions["serving_default"](tf.constant(TEXTS[:2]), tf.constant(TEXTS[1:]))
+    out = functions["serving_default"](tf.constant([*TEXTS[:2], "the film"]), tf.constant([*TEXTS[1:], " \u200b"]))
     expected = keras.ops.convert_to_numpy(model(tokenizer(TEXTS[:2], TEXTS[1:], max_length=8)))[:, 0]
-    assert sorted(out) == ["score", "truncated"]
-    np.testing.assert_allclose(out["score"].numpy(), expected, atol=1e-5)
-    assert out["truncated"].numpy().tolist() == [False, True]  # 2 + 3 + 3 tokens fit in 8; 3 + 9 + 3 do not
+    assert sorted(out) == ["empty", "score", "truncated"]
+    np.testing.assert_allclose(out["score"].numpy()[:2], expected, atol=1e-5)
+    assert np.isnan(out["score"].numpy()[2]) and out["empty"].numpy().tolist() == [False, False, True]  # no pair
+    assert out["truncated"].numpy().tolist() == [False, True, False]  # 2 + 3 + 3 tokens fit in 8; 3 + 9 + 3 do not
 
 
 def test_backbone_graphs_give_mean_pooled_embeddings(tokenizer):
