@@ -114,6 +114,11 @@ class EdgeModel:
         config_file = path.parent / "tokenizer_config.json"
         lowercase = json.loads(config_file.read_text()).get("do_lower_case", True) if config_file.is_file() else True
         self.tokenizer = WordPiece(path.parent / "vocab.txt", lowercase)
+        # the rows of the model's token embeddings (exports before kbert recorded it: unchecked)
+        self.vocabulary_size = self.spec.get("vocabulary_size")
+        if self.vocabulary_size is not None and len(self.tokenizer.ids) > self.vocabulary_size:
+            raise ValueError(f"{path.parent / 'vocab.txt'} holds {len(self.tokenizer.ids)} tokens, the model "
+                             f"{self.vocabulary_size}: it is not the vocabulary exported with {path.name}.")
         self.max_length = self.spec["max_length"]
         self.label_names = self.spec["label_names"]
 
@@ -122,6 +127,11 @@ class EdgeModel:
         width = batch["token_ids"].shape[1]
         if width > self.max_length:
             raise ValueError(f"The batch has {width} tokens per row; this model takes at most {self.max_length}.")
+        ids, size = np.asarray(batch["token_ids"]), self.vocabulary_size or np.iinfo("int32").max
+        outside = (ids < 0) | (ids >= size)
+        if outside.any():
+            raise ValueError(f"Token id {ids[outside][0]} (row {np.argwhere(outside)[0][0]}) is outside the model's "
+                             f"vocabulary: ids run from 0 to {size - 1}.")
         return self.runner(**{k: np.pad(np.asarray(batch[k], "int32"), [(0, 0), (0, self.max_length - width)],
                                         constant_values=self.tokenizer.pad if k == "token_ids" else 0)
                               for k in ("token_ids", "segment_ids", "padding_mask")})

@@ -39,7 +39,7 @@ def export_saved_model(model, tokenizer, spec, out):
     with atomic_output_folder(out) as folder:
         write_saved_model(functions, folder)
         tokenizer.save(folder)
-        write_export_json(folder, spec, {name: _signature_summary(function)
+        write_export_json(folder, model, spec, {name: _signature_summary(function)
                                          for name, function in functions.items()}, "saved_model")
     return pathlib.Path(out)
 
@@ -65,8 +65,12 @@ def is_export_folder(path):
     return (pathlib.Path(path) / EXPORT_FILE).is_file()
 
 
-def write_export_json(folder, spec, signatures, fmt, **extra):
-    content = {"format": fmt, **spec.to_dict(), "signatures": signatures, **extra}
+def write_export_json(folder, model, spec, signatures, fmt, **extra):
+    """`export.json`: the format, the `ExportSpec`, the signatures, the rows of the model's token
+    embeddings (`vocabulary_size`: kbert_edge refuses a vocab.txt or token ids beyond them) and `extra`."""
+    backbone = getattr(model, "backbone", model)
+    content = {"format": fmt, **spec.to_dict(), "vocabulary_size": backbone.vocabulary_size,
+               "signatures": signatures, **extra}
     (pathlib.Path(folder) / EXPORT_FILE).write_text(json.dumps(content, indent=2))
 
 

@@ -113,7 +113,7 @@ def export_tflite(model, tokenizer, spec, out, quantize="none", text_model=True,
             sizes[file_name] = (folder / file_name).stat().st_size
             progress.add()
         shutil.rmtree(staging)
-        write_export_json(folder, spec, {name: _signature_of(folder / name) for name in sizes},
+        write_export_json(folder, model, spec, {name: _signature_of(folder / name) for name in sizes},
                           "tflite", quantize=quantize, files=sizes,
                           custom_ops={TEXT_FILE: list(CUSTOM_OPS)} if TEXT_FILE in sizes else {})
     return sizes

@@ -3,13 +3,17 @@
 import doctest
 import json
 import shutil
+import subprocess
+import sys
 
 import keras
 import numpy as np
+import pytest
 
 from kbert.export import export_tflite, load_exportable
 from kbert.tasks import BertClassifier
 from kbert.training import write_run_folder
+from kbert_edge import EdgeModel
 from kbert_edge.start_up import START_UP_LINE
 from tests.conftest import TESTS, app_module
 from tests.export.conftest import EDGE_PREDICT, TENSORFLOW_ONLY, edge_module, run_edge_predict, tiny_backbone
@@ -77,3 +81,25 @@ def test_the_script_and_kbert_edge_run_copied_side_by_side(tmp_path, tokenizer):
 def test_docstring_examples():
     result = doctest.testmod(edge_module(), optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_a_vocabulary_or_token_ids_beyond_the_model_are_refused(tmp_path, tokenizer):
+    """Issue 43: a vocab.txt longer than the model's embeddings (ids past them made LiteRT stop with "gather index
+    out of bounds") is refused naming it; so are token ids outside the vocabulary given to the token-id model."""
+    model = BertClassifier(tiny_backbone(), 2, label_names=["negative", "positive"])
+    write_run_folder(tmp_path / "run", model, tokenizer, {"task": "sentiment", "max_length": 16}, {"loss": [1.0]})
+    export_tflite(*load_exportable(tmp_path / "run"), tmp_path / "tflite", text_model=False)
+    edge = EdgeModel(tmp_path / "tflite" / "token_ids.tflite")
+    assert json.loads((tmp_path / "tflite" / "export.json").read_text())["vocabulary_size"] == len(tokenizer.vocabulary())
+    batch = edge.tokenizer.encode(["a good film"], max_length=16)
+    batch["token_ids"][0, 2] = len(tokenizer.vocabulary())
+    with pytest.raises(ValueError, match=f"Token id {len(tokenizer.vocabulary())} \\(row 0\\) is outside"):
+        edge.predict_on_batch(batch)
+    vocab = tmp_path / "tflite" / "vocab.txt"
+    vocab.write_text(vocab.read_text() + "".join(f"extra{i}\n" for i in range(5)))
+    result = subprocess.run([sys.executable, str(EDGE_PREDICT), str(tmp_path / "tflite" / "token_ids.tflite"), "extra3"],
+                            capture_output=True, text=True)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines() == [
+        f"edge_predict.py: error: {vocab} holds {len(tokenizer.vocabulary()) + 5} tokens, the model "
+        f"{len(tokenizer.vocabulary())}: it is not the vocabulary exported with token_ids.tflite."]
