@@ -73,6 +73,31 @@ class BertClassifier(BertTask):
             return scores
         return class_ids(y, self.num_classes, self.label_names)
 
+    def check_label_spec(self, spec):
+        import tensorflow as tf
+
+        if not (spec.dtype.is_integer or spec.dtype.is_floating):
+            names = ": map label names to ids first" if spec.dtype == tf.string and not self.regression else ""
+            raise ValueError(f"BertClassifier on a tf.data.Dataset takes labels as "
+                             f"{'scores' if self.regression else 'class ids'}; this one's are {spec.dtype.name}{names}.")
+        if spec.shape.rank not in (1, 2) or spec.shape.rank == 2 and spec.shape[-1] != 1:
+            hint = " (one-hot? give class ids: tf.argmax(labels, -1))" if spec.shape.rank == 2 else ""
+            raise ValueError(f"BertClassifier on a tf.data.Dataset takes one label per example, batches of shape "
+                             f"(batch,) or (batch, 1); this one's labels have shape {spec.shape}{hint}.")
+
+    def checked_labels(self, y):
+        import tensorflow as tf
+
+        if self.regression:
+            return tf.debugging.assert_all_finite(tf.cast(y, "float32"), "BertClassifier: a score is not finite")
+        message = f"BertClassifier: class ids must be whole numbers in [0, {self.num_classes})"
+        checks = [tf.debugging.assert_non_negative(y, message=message),
+                  tf.debugging.assert_less(y, tf.cast(self.num_classes, y.dtype), message=message)]
+        if y.dtype.is_floating:
+            checks.append(tf.debugging.assert_equal(y, tf.round(y), message=message))
+        with tf.control_dependencies(checks):
+            return tf.identity(y)
+
     def decode(self, outputs, prepared):
         outputs = np.asarray(outputs, "float32")
         if self.regression:

@@ -10,6 +10,7 @@ from kbert.keywords import check_keywords
 from kbert.models.compute_dtype import with_compute_dtype
 from kbert.optimizers import bert_adamw
 from kbert.saving import check_vocabulary
+from kbert.tasks.raw_datasets import checked_dataset
 
 
 class BertTask(keras.Model):
@@ -44,6 +45,7 @@ class BertTask(keras.Model):
     reads_pooled_output = False
     token_outputs = False  # outputs have a token axis (batch, length, ...)
     needs_labels = True  # fit on raw inputs takes a label per example
+    example_rank = 0  # the rank of one raw example (a string; NER's: 1, its words)
     default_learning_rate = 5e-5
     default_sequence_length = 128
 
@@ -250,7 +252,9 @@ class BertTask(keras.Model):
                                  "kbert makes; with token ids or a dataset, skip the batches yourself.")
             data, y = x, _as_array(y)  # Keras takes arrays of labels, not lists
         else:
-            if not _is_dataset(x):
+            if _is_dataset(x):
+                x = checked_dataset(self, x)
+            else:
                 self._check_examples(x, y)
             data, batches = self._batches(x, y, sample_weight, batch_size, shuffle=shuffle, shard=True,
                                           seed=shuffle_seed, start=(initial_epoch, initial_batch))
@@ -288,6 +292,7 @@ class BertTask(keras.Model):
         if self._takes_as_is(x):
             data, arguments = x, dict(y=_as_array(y), batch_size=batch_size, sample_weight=sample_weight)
         else:
+            x = checked_dataset(self, x) if _is_dataset(x) else x
             (data, _), arguments = self._batches(x, y, sample_weight, batch_size, shuffle=False), {}
         with taking_process_shares(data):
             return super().evaluate(data, **arguments, **kwargs)
@@ -326,6 +331,13 @@ class BertTask(keras.Model):
 
     def check_labels(self, y):
         """`y` as the model's targets (e.g. class names to ids); a ValueError before training if not."""
+        return y
+
+    def check_label_spec(self, spec):
+        """A ValueError when a tf.data.Dataset's labels (their `tf.TensorSpec`) cannot be this task's."""
+
+    def checked_labels(self, y):
+        """A tf.data batch's labels, with TensorFlow checks of their values (as `check_labels`)."""
         return y
 
     def _check_examples(self, x, y):

@@ -35,6 +35,7 @@ class BertTokenClassifier(BertTask):
 
     preprocessor_class = BertTokenClassifierPreprocessor
     token_outputs = True
+    example_rank = 1  # a sentence's words
 
     def __init__(self, backbone, label_names, preprocessor=None, dropout=0.1, **kwargs):
         label_names = [str(name) for name in label_names]
