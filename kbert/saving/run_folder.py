@@ -7,6 +7,7 @@ training backups, and what a killed write left behind.
 """
 
 import contextlib
+import errno
 import fcntl
 import glob
 import json
@@ -397,13 +398,15 @@ def atomic_file(path):
     ('sentence\\tlabel\\n', ['labels.tsv'])
     """
     path = pathlib.Path(path)
+    if path.is_dir():  # checked first: the rename at the end would fail, after all the work
+        raise IsADirectoryError(errno.EISDIR, "a folder, not a file: give the file's name", str(path))
     temporary = hidden_beside(path, "partial")
     try:
         yield temporary
+        os.replace(temporary, path)
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
-    os.replace(temporary, path)
 
 
 def write_json_atomic(path, content):

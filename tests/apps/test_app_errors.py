@@ -55,6 +55,12 @@ def workspace(tiny_init, tmp_path_factory):  # noqa: F811 (the imported fixture)
     (ws / "corpus.txt").write_text("The cat sat.\nA dog ran.\n\nRain fell.\nShe read.\n")
     (ws / "config.json").write_text("{not json")
     (ws / "typo.json").write_text('{"num_layer": 2}')
+    (ws / "heads_text.json").write_text('{"num_heads": "2"}')
+    (ws / "heads_zero.json").write_text('{"num_heads": 0}')
+    (ws / "huge_class.tsv").write_text("sentence\tlabel\na fine film\t1\na dull film\t99999999999\n")
+    squad = json.loads(write_squad(ws / "squad_twice.json").read_text())
+    squad["data"][1]["paragraphs"][0]["qas"][0]["id"] = "0-0"  # an id of article 0 again
+    (ws / "squad_twice.json").write_text(json.dumps(squad))
     (ws / "a_file").write_text("in the way")
     (ws / "not_a_run").mkdir()
     (ws / "not_a_run" / "notes.txt").write_text("precious")
@@ -227,6 +233,13 @@ ERRORS = [
     ("pretrain", [*PRETRAIN, "--config", "config.json"], "--config config.json: not a JSON file"),
     ("pretrain", [*PRETRAIN, "--config", "missing.json"], "--config missing.json: no such file"),
     ("pretrain", [*PRETRAIN, "--config", "typo.json"], "--config typo.json: Unknown BertConfig field(s) ['num_layer']"),
+    # issue 43: a TypeError and a ZeroDivisionError, with settings.json and vocab.txt left behind
+    ("pretrain", [*PRETRAIN, "--config", "heads_text.json"], "BertConfig.num_heads must be a positive integer, not '2'"),
+    ("pretrain", [*PRETRAIN, "--config", "heads_zero.json"], "BertConfig.num_heads must be a positive integer, not 0"),
+    # issue 43: silent wrong results (10^11 classes made; one question fewer scored than reported)
+    ("sentiment", replace(train("sentiment"), "--data", "huge_class.tsv"),
+     "huge_class.tsv:3: unknown label '99999999999'; the labels are ['negative', 'positive'] (or ids 0..1)"),
+    ("qa", ["evaluate", "--model", "qa_run", "--data", "squad_twice.json"], "question 0-0: the question id '0-0' is also the id of the question in article 'article 0'"),
     ("pretrain", replace(PRETRAIN, "--run", "sentiment_run"), "holds a fine-tuned model"),
     ("pretrain", [*replace(PRETRAIN, "--run", "not_a_run"), "--restart"], "not a pretraining run folder"),
     ("pretrain", replace(PRETRAIN, "--output", "a_file"), "a_file is a file, not a folder"),
@@ -239,6 +252,7 @@ ERRORS = [
     ("embed", ["only one"], "at least two sentences"),
     ("embed", ["a", "--examples"], "one of them"),
     ("embed", ["--save", "a_file/vectors.npy", "a"], "a_file is a file, not a folder"),
+    ("embed", ["--save", "not_a_run", "a", "b"], "not_a_run: a folder, not a file"),  # issue 43: .partial left
     *[("demo", [option, value], f"argument {option}: expected")
       for option, value in [("--limit", "0"), ("--epochs", "0"), ("--valid-size", "-1"), ("--max-length", "1"),
                             ("--batch-size", "0"), ("--learning-rate", "0"), ("--repeats", "0")]],
