@@ -404,7 +404,6 @@ def pretrain(args, folder, settings, files):
     from kbert.text import BertTokenizer
     from kbert.optimizers import bert_adamw
     from kbert.tasks.bert_pretrainer import BertPretrainer
-    from kbert.backend_speedups import use_fast_dropout_masks
     from kbert.training import AtomicBackupAndRestore, StopOnNonFiniteLoss, plot_history
     from kbert.training.fit_progress import fit_progress
     from kbert.training.model_card import write_model_card
@@ -413,7 +412,6 @@ def pretrain(args, folder, settings, files):
 
     if args.mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
-    use_fast_dropout_masks()
     keras.utils.set_random_seed(args.seed)  # the initial weights (a resumed run then loads its own)
     with rematerialized(args.remat):
         if args.init:  # continued pretraining: the checkpoint's weights, config and vocabulary

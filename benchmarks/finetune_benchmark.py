@@ -85,9 +85,7 @@ def run_keras(args, build_model):
     import keras
 
     from kbert.optimizers import bert_adamw
-    from kbert.backend_speedups import use_fast_dropout_masks
-
-    use_fast_dropout_masks()
+    from kbert.backend_speedups.fast_dropout import fast_dropout_masks
 
     keras.config.set_dtype_policy(args.dtype)
     model = build_model()
@@ -108,8 +106,9 @@ def run_keras(args, build_model):
             float(logs["loss"])  # wait for the step to finish (async dispatch)
             times.append(time.perf_counter() - self.start)
 
-    model.fit(x, np.tile(labels, total), batch_size=args.batch_size, epochs=1, shuffle=False, verbose=0,
-              callbacks=[Timer()])
+    with fast_dropout_masks():  # kbert's and keras-hub's models alike, as BertTask.fit trains (JAX only)
+        model.fit(x, np.tile(labels, total), batch_size=args.batch_size, epochs=1, shuffle=False, verbose=0,
+                  callbacks=[Timer()])
     return times
 
 

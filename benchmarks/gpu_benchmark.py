@@ -4,7 +4,7 @@ Every engine builds a BERT classifier (a two-class head on the pooled output, ra
 own and times, on one batch of random ids: a fine-tuning step (AdamW, BERT's recipe) and `predict`.
 
 - kbert_torch: `BertClassifier.fit` under KERAS_BACKEND=torch (the backbone's plain-torch pass,
-  `kbert.backend_speedups.torch_backbone`); kbert_torch_graph: the same with KBERT_SPEEDUPS=0 (Keras's graph);
+  `kbert.backend_speedups.torch_backbone`); kbert_torch_graph: the same with that speed-up alone off (Keras's graph);
   kbert_jax: under JAX (XLA). keras_hub_torch / keras_hub_jax: keras-hub's `BertTextClassifier`, same shape.
 - hf_eager: Hugging Face `BertForSequenceClassification` (SDPA attention) in a plain torch loop; hf_compiled: the
   same model under `torch.compile`.
@@ -182,8 +182,9 @@ def main():
           f"{args.steps} timed steps; {os.cpu_count()} CPU cores", flush=True)
     results = []
     for engine in args.engines:
-        env = {**os.environ, "KERAS_BACKEND": "jax" if engine.endswith("jax") else "torch",
-               "KBERT_SPEEDUPS": "0" if engine == "kbert_torch_graph" else os.environ.get("KBERT_SPEEDUPS", "1")}
+        env = {**os.environ, "KERAS_BACKEND": "jax" if engine.endswith("jax") else "torch"}
+        if engine == "kbert_torch_graph":
+            env["KBERT_SPEEDUPS"] = "-torch_backbone"  # every speed-up but that one
         command = [sys.executable, __file__, "--worker", engine, *(["--proxy"] if args.proxy else []),
                    f"--precision={args.precision}", f"--steps={args.steps}", f"--warmup={args.warmup}",
                    f"--inference-repeats={args.inference_repeats}"]

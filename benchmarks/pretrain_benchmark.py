@@ -136,9 +136,6 @@ def worker(engine, preset, args):
 
     from kbert.config import PRESETS
     from kbert.optimizers import bert_adamw
-    from kbert.backend_speedups import use_fast_dropout_masks
-
-    use_fast_dropout_masks()
     if args.mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
 
@@ -231,7 +228,10 @@ def main():
         args.vocabulary_size = BertTokenizer.from_vocab(args.vocab).vocabulary_size
         args.corpus = args.corpus or str(data_dir() / "imdb" / "unsup.txt")
     if args.worker:
-        print(json.dumps(worker(*args.worker, args)))
+        from kbert.backend_speedups.fast_dropout import fast_dropout_masks
+
+        with fast_dropout_masks():  # every engine, as BertTask.fit trains (JAX only)
+            print(json.dumps(worker(*args.worker, args)))
         return
     print(f"batch {args.batch_size} x {args.seq_len}, {args.predictions} predictions per row, "
           f"vocabulary {args.vocabulary_size}, {'real text' if args.vocab else 'a random batch'}, "

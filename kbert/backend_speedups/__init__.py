@@ -1,33 +1,68 @@
-"""Code that makes one backend faster and changes no result: every backend-specific speed-up in one place.
+"""Code that makes one backend faster and changes no result: every backend-specific speed-up, and the one
+switch that turns them off.
 
-- `fast_dropout.use_fast_dropout_masks`: JAX's classic threefry stream for dropout masks on CPU.
-- `torch_foreach_adamw.foreach_update`: `BertAdamW`'s update as fused list ops under PyTorch
-  (imported by `kbert.optimizers.bert_adamw` under the torch backend only: it imports torch).
-- `torch_dropout.dropout`: dropout's mask from `torch.rand` instead of `bernoulli_` under PyTorch
-  (`kbert.layers.Dropout` uses it in training, torch only).
-- `jax_dense.matmul`, `jax_dense.dense_call`: dense matmuls written so that XLA:CPU runs their kernel
-  gradients in YNNPACK under JAX (`MultiHeadSelfAttention`'s projections and, through
-  `kbert.layers.sublayer_calls.sublayer_call`, every `keras.layers.Dense` of a block in training).
-- `torch_dense.dense_call`: a `keras.layers.Dense` with its bias added inside the matmul under
-  PyTorch (`kbert.layers.sublayer_calls.sublayer_call` uses it at inference, torch only).
-- `torch_backbone.backbone_forward`: a `BertBackbone`'s forward pass as plain torch calls on its own
-  weights, at inference and in training (fused attention with dropout), where nothing needs the graph
-  (`BertBackbone.call`, torch only). `KBERT_SPEEDUPS=0` turns it off (`enabled`).
+Each speed-up has a name in `SPEEDUPS` (with the backend it is for) and runs where `active(name)` says so;
+the layers, the optimizer and `BertTask.fit` ask it at each call. The environment variable
+`KBERT_SPEEDUPS` chooses: unset or `all`, every one; `0` or `none`, none (Keras's own path everywhere: to
+debug, or to compare); a comma-separated list of names, those alone; or of names each after a `-`, all
+but those.
+
+- `direct_sublayer_calls`: at inference a transformer block calls its sublayers' own `call`, without
+  Keras's per-call work (`kbert.layers.sublayer_calls.sublayer_call`; every backend).
+- `torch_dense`: at inference a `keras.layers.Dense` adds its bias inside the matmul (`torch_dense.dense_call`).
+- `torch_backbone`: a `BertBackbone`'s forward pass as plain torch calls on its own weights, at inference and
+  in training (fused attention with dropout), where nothing needs the graph (`torch_backbone.backbone_forward`).
+- `torch_dropout`: dropout's mask from `torch.rand` instead of `bernoulli_` in training (`torch_dropout.dropout`).
+- `torch_foreach_adamw`: `BertAdamW`'s update as fused list ops (`torch_foreach_adamw.foreach_update`).
+- `jax_dense`: dense matmuls whose kernel gradients XLA:CPU runs in YNNPACK, in training (`jax_dense`).
+- `jax_gelu`: the exact GELU written out with `erf` (`ops.gelu` lowers to `erfc`, fused into more passes).
+- `jax_dropout_masks`: while `BertTask.fit` trains, dropout masks from JAX's classic threefry stream, about
+  2x faster on a CPU than the partitionable one (`fast_dropout.fast_dropout_masks`).
 """
 
 import os
 
-from kbert.backend_speedups.fast_dropout import use_fast_dropout_masks
+# name -> the Keras backend it is for (None: every backend)
+SPEEDUPS = {"direct_sublayer_calls": None, "torch_dense": "torch", "torch_backbone": "torch",
+            "torch_dropout": "torch", "torch_foreach_adamw": "torch", "jax_dense": "jax", "jax_gelu": "jax",
+            "jax_dropout_masks": "jax"}
 
 
-def enabled():
-    """Whether the backbone's plain-torch pass may run: unless the environment sets KBERT_SPEEDUPS to 0 (to
-    debug, or to compare with Keras's graph), read at each call.
+def chosen():
+    """The names `KBERT_SPEEDUPS` turns on (read at each call), a ValueError for a name it does not know.
 
     Example:
-    >>> os.environ["KBERT_SPEEDUPS"] = "0"; enabled()
-    False
-    >>> del os.environ["KBERT_SPEEDUPS"]; enabled()
+    >>> os.environ["KBERT_SPEEDUPS"] = "torch_dense,jax_gelu"; sorted(chosen())
+    ['jax_gelu', 'torch_dense']
+    >>> os.environ["KBERT_SPEEDUPS"] = "0"; chosen()
+    set()
+    >>> os.environ["KBERT_SPEEDUPS"] = "-torch_backbone"; "torch_backbone" in chosen(), "torch_dense" in chosen()
+    (False, True)
+    >>> del os.environ["KBERT_SPEEDUPS"]; len(chosen()) == len(SPEEDUPS)
     True
     """
-    return os.environ.get("KBERT_SPEEDUPS", "1") != "0"
+    value = os.environ.get("KBERT_SPEEDUPS", "all").strip().lower()
+    if value in ("", "1", "all"):
+        return set(SPEEDUPS)
+    if value in ("0", "none"):
+        return set()
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    left_out = [name[1:] for name in names if name.startswith("-")]
+    unknown = sorted(set(left_out or names) - set(SPEEDUPS))
+    if unknown or left_out and len(left_out) != len(names):
+        raise ValueError(f"KBERT_SPEEDUPS={value!r}: unknown speed-up(s) {unknown}; give 0, all, names among "
+                         f"{sorted(SPEEDUPS)}, or names each after a '-' (all but those), not both.")
+    return set(SPEEDUPS) - set(left_out) if left_out else set(names)
+
+
+def active(name):
+    """Whether the speed-up `name` runs now: Keras's backend is the one it is for, and `KBERT_SPEEDUPS` allows it.
+
+    Example:
+    >>> active("direct_sublayer_calls")
+    True
+    """
+    import keras
+
+    backend = SPEEDUPS[name]
+    return name in chosen() and backend in (None, keras.config.backend())

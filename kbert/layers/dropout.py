@@ -1,5 +1,7 @@
 import keras
 
+from kbert.backend_speedups import active
+
 
 @keras.saving.register_keras_serializable(package="kbert")
 class Dropout(keras.layers.Dropout):
@@ -21,7 +23,7 @@ class Dropout(keras.layers.Dropout):
 
     def call(self, inputs, training=False):
         if (training and 0 < self.rate < 1 and self.seed is None and self.noise_shape is None
-                and keras.config.backend() == "torch"):
+                and active("torch_dropout")):
             from kbert.backend_speedups.torch_dropout import dropout
 
             return dropout(inputs, self.rate)

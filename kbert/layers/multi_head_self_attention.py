@@ -1,6 +1,7 @@
 import keras
 from keras import ops
 
+from kbert.backend_speedups import active
 from kbert.layers.dropout import Dropout
 from kbert.layers.sublayer_calls import sublayer_call
 
@@ -91,7 +92,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         kernel, bias = self.qkv_dense.kernel, self.qkv_dense.bias
         width = self.num_heads * self.head_dim
         matmul = ops.matmul
-        if keras.config.backend() == "jax":  # kernel gradients in YNNPACK on CPU (jax_dense.matmul)
+        if active("jax_dense"):  # kernel gradients in YNNPACK on CPU (jax_dense.matmul)
             from kbert.backend_speedups.jax_dense import matmul
         parts = [
             matmul(inputs, kernel[:, i * width : (i + 1) * width]) + bias[i * width : (i + 1) * width]

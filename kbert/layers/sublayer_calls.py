@@ -2,6 +2,8 @@ import functools
 
 import keras
 
+from kbert.backend_speedups import active
+
 
 def sublayer_call(layer, training):
     """How a layer calls one of its sublayers: `layer` itself, or at inference, where that changes
@@ -29,17 +31,17 @@ def sublayer_call(layer, training):
     """
     if not layer.built or layer.quantization_mode or keras.distribution.distribution() is not None:
         return layer
-    dense_backend = keras.config.backend() if type(layer) is keras.layers.Dense else None
+    dense = type(layer) is keras.layers.Dense
     if training:
-        if dense_backend == "jax":
+        if dense and active("jax_dense"):
             from kbert.backend_speedups.jax_dense import dense_call
 
             return functools.partial(dense_call, layer)
         return layer
     policy = layer.dtype_policy
-    if policy.compute_dtype != policy.variable_dtype:
+    if policy.compute_dtype != policy.variable_dtype or not active("direct_sublayer_calls"):
         return layer
-    if dense_backend == "torch":
+    if dense and active("torch_dense"):
         from kbert.backend_speedups.torch_dense import dense_call
 
         return functools.partial(dense_call, layer)

@@ -3,6 +3,7 @@ import functools
 import keras
 from keras import ops
 
+from kbert.backend_speedups import active
 from kbert.layers.dropout import Dropout
 from kbert.layers.multi_head_self_attention import MultiHeadSelfAttention
 from kbert.layers.sublayer_calls import sublayer_call
@@ -19,7 +20,7 @@ def exact_gelu(x):
     >>> [round(float(v), 4) for v in exact_gelu(ops.convert_to_tensor([-1.0, 0.0, 2.0]))]
     [-0.1587, 0.0, 1.9545]
     """
-    if keras.config.backend() == "jax":
+    if active("jax_gelu"):
         return 0.5 * x * (1.0 + ops.erf(x * 0.7071067811865476))
     return ops.gelu(x, approximate=False)
 

@@ -116,16 +116,16 @@ class BertBackbone(keras.Model):
 
     def _runs_in_plain_torch(self, inputs, training):
         """Whether this call can skip the functional graph for `backbone_forward`'s torch
-        calls: under PyTorch, with backend speed-ups on (`kbert.backend_speedups.enabled`), on
+        calls: under PyTorch, with the speed-up `torch_backbone` on (`kbert.backend_speedups.active`), on
         tensors (not while a model is being built), in the dtype the weights are stored in (not
         "mixed_bfloat16"), with no layer quantized and no `keras.distribution` laying out the
         outputs; in training also with no block rematerialized (`--remat`: the graph's blocks
         are what is recomputed) and unseeded dropout (a seed is the graph's Dropout layers')."""
-        from kbert.backend_speedups import enabled
+        from kbert.backend_speedups import active
 
         policy = self.token_embedding.dtype_policy  # every layer's (the model's own is float32)
         layers = list(self._flatten_layers())
-        return (keras.config.backend() == "torch" and enabled()
+        return (active("torch_backbone")
                 and not keras.backend.is_keras_tensor(inputs["token_ids"])
                 and policy.compute_dtype == policy.variable_dtype
                 and keras.distribution.distribution() is None

@@ -1,6 +1,7 @@
 import keras
 from keras import ops
 
+from kbert.backend_speedups import active
 from kbert.optimizers.schedules import WarmupLinearDecay
 
 
@@ -91,7 +92,7 @@ class BertAdamW(keras.optimizers.AdamW):
 
     def _backend_update_step(self, grads, trainable_variables, learning_rate):
         # Under torch, one fused update over all variables, as Keras's own torch optimizers do.
-        if keras.config.backend() != "torch":
+        if not active("torch_foreach_adamw"):
             return super()._backend_update_step(grads, trainable_variables, learning_rate)
         from kbert.backend_speedups.torch_foreach_adamw import foreach_update
 

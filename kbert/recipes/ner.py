@@ -11,7 +11,6 @@ import time
 
 import keras
 
-from kbert.backend_speedups import use_fast_dropout_masks
 from kbert.data.conll import read_conll
 from kbert.data.ner_windows import NerWindows
 from kbert.data.padded_batches import PaddedBatches
@@ -71,7 +70,6 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
 
     Returns: the metrics dict written to `metrics.json`.
     """
-    use_fast_dropout_masks()
     keras.utils.set_random_seed(seed)
     train_sentences = read_conll(data)
     label_names = train_sentences.label_names()

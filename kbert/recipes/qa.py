@@ -15,7 +15,6 @@ import time
 import keras
 import numpy as np
 
-from kbert.backend_speedups import use_fast_dropout_masks
 from kbert.data.padded_batches import PaddedBatches
 from kbert.data.squad import read_squad
 from kbert.data.squad_example import SquadExample
@@ -80,7 +79,6 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
 
     Returns: the metrics dict written to `metrics.json`.
     """
-    use_fast_dropout_masks()
     keras.utils.set_random_seed(seed)
     examples = read_squad(data, articles=slice(0, articles) if articles else None)
     report = dict(read_squad.last_report)

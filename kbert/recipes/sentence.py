@@ -7,7 +7,6 @@ import time
 import keras
 import numpy as np
 
-from kbert.backend_speedups import use_fast_dropout_masks
 from kbert.data import TsvFormatError, read_sentence_tsv
 from kbert.distribution import describe as describe_distribution
 from kbert.metrics import accuracy, confusion_matrix, macro_f1, pearson, spearman
@@ -103,7 +102,6 @@ def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learnin
 
     Returns: the metrics dict written to `metrics.json`.
     """
-    use_fast_dropout_masks()
     keras.utils.set_random_seed(seed)
     label_names = None if problem.regression else (labels or problem.label_names)
     read = dict(num_texts=problem.num_texts, label_names=label_names, regression=problem.regression,
