@@ -129,7 +129,7 @@ def main(argv=None):
         arguments.error(f"--backend {args.backend}: Keras already runs on {keras.config.backend()} in this process")
     from kbert.saving import claim_run_folder
 
-    with claim_run_folder(out), for_people(args):  # refused now, not after training, when --out cannot be written
+    with claim_run_folder(out, "--out"), for_people(args):  # refused now, not after training, when --out cannot be written
         summary = demo(args, out, sentences)
     if args.json:
         emit(args, [summary])

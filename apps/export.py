@@ -119,7 +119,7 @@ def check_out(args):
             raise RunFolderError(f"--out {args.out} is, holds or lies in the folder of --model {args.model}, "
                                  "which export reads: choose a folder outside it.")
     if not args.overwrite:
-        check_replaceable(args.out, "an export folder", is_export_folder)
+        check_replaceable(args.out, "an export folder", is_export_folder, "--out")
 
 
 if __name__ == "__main__":

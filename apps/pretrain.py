@@ -224,7 +224,8 @@ def read_config(path):
 def check_resumable(folder, settings):
     """Raises RunFolderError unless `folder` is new, or a pretraining run started with `settings`
     (but `MAY_CHANGE`) that has not trained past `settings["steps"]`."""
-    from kbert.saving import MODEL_FILE, SETTINGS_FILE, RunFolderError, check_run_settings
+    from kbert.saving import MODEL_FILE, SETTINGS_FILE, RunFolderError
+    from run_checks import check_run_settings
 
     if not folder.is_dir() or not any(folder.iterdir()):
         return

@@ -224,7 +224,8 @@ def run_command(args, task, model_class, train, evaluate, predict, describe, reg
         describe: a result of `predict()` as text for people.
         regression: bool or None. For a `BertClassifier`: one score, or classes.
     """
-    from kbert.saving import check_replaceable, check_run_task, check_writable, claim_run_folder, reading_run_folder
+    from kbert.saving import check_replaceable, check_writable, claim_run_folder, reading_run_folder
+    from run_checks import check_run_task
 
     if args.command == "train":
         apply_distribution(args, config=args.init)
@@ -234,7 +235,7 @@ def run_command(args, task, model_class, train, evaluate, predict, describe, reg
             with open(os.devnull, "w") as nowhere, contextlib.redirect_stdout(nowhere):
                 train()
             return
-        with claim_run_folder(args.out), for_people(args):
+        with claim_run_folder(args.out, "--out"), for_people(args):
             metrics = train()
         emit(args, [metrics], lambda metrics: f"Wrote {args.out}")
         return
@@ -244,13 +245,13 @@ def run_command(args, task, model_class, train, evaluate, predict, describe, reg
         if args.out:  # never the run's model or metrics, nor any file but an earlier evaluation
             from kbert.training.run_results import is_evaluation_file
 
-            check_replaceable(args.out, "an evaluation file", is_evaluation_file)
-        with reading_run_folder(args.model), for_people(args):  # no training replaces it meanwhile
+            check_replaceable(args.out, "an evaluation file", is_evaluation_file, "--out")
+        with reading_run_folder(args.model, "--model"), for_people(args):  # no training replaces it meanwhile
             metrics = evaluate()
         if args.json:
             emit(args, [metrics])
     else:
-        with reading_run_folder(args.model):
+        with reading_run_folder(args.model, "--model"):
             results = predict()
         emit(args, results, describe)
 

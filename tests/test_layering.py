@@ -4,6 +4,7 @@ also those inside functions."""
 
 import ast
 import pathlib
+import re
 
 import keras
 import pytest
@@ -126,3 +127,12 @@ def test_upward_imports_are_found(name, source, why):
 ])
 def test_downward_imports_pass(name, source):
     assert upward_imports({name: source}, LEVELS["kbert.tasks"]) == []
+
+
+def test_no_module_below_the_apps_names_a_command_line_flag():
+    """Issue 41: the library speaks its own level (its arguments), the apps their flags (`--out`, `--restart`)."""
+    flag = re.compile(r"(?<![\w-])--[a-z][a-z-]+")
+    found = [f"{path.relative_to(ROOT)}:{number}: {line.strip()}" for path in sorted((ROOT / "kbert").rglob("*.py"))
+             for number, line in enumerate(path.read_text().splitlines(), 1)
+             if flag.search(line) and '"git"' not in line]  # git's own flags, in the model card
+    assert found == []

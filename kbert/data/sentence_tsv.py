@@ -126,7 +126,7 @@ def _labels(raw, label_names, regression):
             values.append(int(field))
         elif field.isdecimal() and learned:
             bad[number] = (f"label {field} is a class id of {MAX_LEARNED_CLASSES:,} or more: classes learned from "
-                           f"the data are ids below {MAX_LEARNED_CLASSES:,} (or name them, e.g. --labels)")
+                           f"the data are ids below {MAX_LEARNED_CLASSES:,} (or give the class names)")
             values.append(-1)
         else:
             shown = label_names if len(label_names) <= 20 else [*label_names[:20], "..."]

@@ -68,7 +68,7 @@ def unsupported(model, tokenizer, spec):
         return "the runtimes' BERT classifiers read one text per input, not sentence pairs"
     if spec.model_kind == "question_answerer" and spec.max_length != TASK_LIBRARY_QA_LENGTH:
         return (f"the Task Library's BertQuestionAnswerer feeds {TASK_LIBRARY_QA_LENGTH} tokens; export "
-                f"with --max-length {TASK_LIBRARY_QA_LENGTH} (this model: {spec.max_length})")
+                f"with max_length {TASK_LIBRARY_QA_LENGTH} (this model: {spec.max_length})")
     if not tokenizer.lowercase:
         return "the runtimes' BertTokenizer lowercases its input; this tokenizer is cased"
     if clients_python() is None:

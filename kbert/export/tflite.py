@@ -36,7 +36,7 @@ FULL_INT8_REFUSAL = (
     "full-integer int8 is not offered: it quantizes the attention logits into one int8 range "
     "with the mask's fill value (about -2.4e38), so every real score rounds to the same level, "
     "attention turns uniform and the model is useless (CoNLL entity F1 0.0 against 83.6 for "
-    "fp32, measured on 100 sentences). Use --quantize dynamic-int8: int8 weights, 2.4x faster "
+    "fp32, measured on 100 sentences). Use quantize='dynamic-int8': int8 weights, 2.4x faster "
     "than fp32, within 1 point.")
 
 
@@ -71,13 +71,13 @@ def export_tflite(model, tokenizer, spec, out, quantize="none", text_model=True,
     if quantize == "int8":
         raise ExportError(FULL_INT8_REFUSAL)
     if quantize not in QUANTIZATIONS:
-        raise ExportError(f"--quantize must be one of {QUANTIZATIONS}, got {quantize!r}.")
+        raise ExportError(f"quantize must be one of {QUANTIZATIONS}, got {quantize!r}.")
     functions = serving_functions(model, tokenizer, spec, tflite=True)
     if metadata:
         from kbert.export import runtimes
 
         if reason := runtimes.unsupported(model, tokenizer, spec):
-            raise ExportError(f"--metadata: {reason}.")
+            raise ExportError(f"metadata for the standard runtimes: {reason}.")
         functions[runtimes.SIGNATURE] = runtimes.runtime_function(model, spec)
     sizes = {}
     targets = [(IDS_FILE, "token_ids")] + ([(TEXT_FILE, "serving_default")] if text_model else [])

@@ -119,7 +119,7 @@ class BertBackbone(keras.Model):
         calls: under PyTorch, with the speed-up `torch_backbone` on (`kbert.backend_speedups.active`), on
         tensors (not while a model is being built), in the dtype the weights are stored in (not
         "mixed_bfloat16"), with no layer quantized and no `keras.distribution` laying out the
-        outputs; in training also with no block rematerialized (`--remat`: the graph's blocks
+        outputs; in training also with no block rematerialized (`remat`: the graph's blocks
         are what is recomputed) and unseeded dropout (a seed is the graph's Dropout layers')."""
         from kbert.backend_speedups import active
 

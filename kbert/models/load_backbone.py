@@ -17,7 +17,7 @@ def load_backbone(init, **overrides):
         **overrides: constructor arguments for presets and Hugging Face folders (e.g. `dropout`).
 
     Every kind computes under the global dtype policy (e.g. "mixed_bfloat16" for
-    `--mixed-precision`), also a saved backbone whose file names another policy.
+    `mixed_precision`), also a saved backbone whose file names another policy.
 
     Example:
     >>> backbone, tokenizer = load_backbone("bert_tiny")

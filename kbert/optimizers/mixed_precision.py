@@ -1,4 +1,4 @@
-"""`--mixed-precision` of the recipes (`kbert.recipes`): build the model under Keras's "mixed_bfloat16" policy."""
+"""`mixed_precision` of the recipes (`kbert.recipes`): build the model under Keras's "mixed_bfloat16" policy."""
 
 import contextlib
 

@@ -254,7 +254,7 @@ def predict(model_dir, context, questions, n_best=20, max_answer_length=30, batc
             raise ValueError(f"The context{f' of question {i + 1}' if len(set(contexts)) > 1 else ''} is empty: "
                              f"nothing to answer from.")
         if not question.strip():
-            raise ValueError(f"Question {i + 1} (--question) is empty.")
+            raise ValueError(f"Question {i + 1} is empty.")
     model, tokenizer, windowing = load_qa_run(model_dir)
     examples = [SquadExample(f"q{i}", question, context)
                 for i, (question, context) in enumerate(zip(questions, contexts))]

@@ -123,7 +123,7 @@ def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learnin
     if validation_limit:
         valid_examples = valid_examples.shuffled(seed, validation_limit)
     if model.preprocessor.sequence_length < max_length:
-        print(f"--max-length {max_length} is beyond the model's {model.backbone.max_sequence_length} "
+        print(f"max_length {max_length} is beyond the model's {model.backbone.max_sequence_length} "
               f"positions; using {model.preprocessor.sequence_length}.")
         max_length = model.preprocessor.sequence_length
     if lora_rank:

@@ -50,7 +50,7 @@ class RunFolderError(ValueError):
     """A run folder that cannot be used as asked: not writable, in use, of another task, other settings."""
 
 
-def check_writable(path, what="--out"):
+def check_writable(path, what="the output folder"):
     """Raises `RunFolderError` now, before any work, when the file or folder `path` could not be written.
 
     That is: a file stands where a folder of its path should be, or the nearest existing
@@ -63,7 +63,7 @@ def check_writable(path, what="--out"):
     >>> _ = open(os.path.join(folder, "taken"), "w").close()
     >>> check_writable(os.path.join(folder, "taken", "run"))
     Traceback (most recent call last):
-    kbert.saving.run_folder.RunFolderError: --out .../taken/run: .../taken is a file, not a folder.
+    kbert.saving.run_folder.RunFolderError: the output folder .../taken/run: .../taken is a file, not a folder.
     """
     path = pathlib.Path(path)
     base = path.parent
@@ -80,7 +80,7 @@ def check_writable(path, what="--out"):
         raise RunFolderError(f"{what} {path}: cannot write in {base} ({error.strerror or error}).") from None
 
 
-def check_replaceable(path, kind, is_kind, what="--out"):
+def check_replaceable(path, kind, is_kind, what="the output folder"):
     """Raises `RunFolderError` when `path` exists and `is_kind(path)` does not find in it a `kind` that
     kbert wrote: a new path is made whole, an old output of the same kind is replaced, and nothing
     else a user owns (a folder of their files, a run folder, a model file, metrics) is.
@@ -92,7 +92,7 @@ def check_replaceable(path, kind, is_kind, what="--out"):
     >>> check_replaceable(folder / "new", "an export folder", is_export)
     >>> check_replaceable(folder, "an export folder", is_export)
     Traceback (most recent call last):
-    kbert.saving.run_folder.RunFolderError: --out ...: it exists and is not an export folder that kbert wrote: ...
+    kbert.saving.run_folder.RunFolderError: the output folder ...: it exists and is not an export folder ...
     """
     path = pathlib.Path(path)
     if (path.exists() or path.is_symlink()) and not is_kind(path):
@@ -103,7 +103,7 @@ def check_replaceable(path, kind, is_kind, what="--out"):
 
 
 @contextlib.contextmanager
-def claim_run_folder(path, what="--out", replaces=True):
+def claim_run_folder(path, what="the output folder", replaces=True):
     """Checks that the run folder `path` can be written, and keeps other runs out of it while the block runs.
 
     The lock is `.NAME.lock` beside the folder, holding this process's id, taken with
@@ -112,7 +112,7 @@ def claim_run_folder(path, what="--out", replaces=True):
 
     Args:
         path: the run folder.
-        what: str. The argument that named it, for messages (`--out`, `--run`).
+        what: str. What named it, for messages (an app passes the argument that named it).
         replaces: bool. The run writes the folder anew (`write_run_folder`): an existing
             folder that is not a run folder (files, but no model.keras) is refused rather
             than replaced. False for a run that resumes in its folder.
@@ -123,7 +123,7 @@ def claim_run_folder(path, what="--out", replaces=True):
     ...     with claim_run_folder(folder):
     ...         pass
     Traceback (most recent call last):
-    kbert.saving.run_folder.RunFolderError: --out .../run is in use by another run (process ...)...
+    kbert.saving.run_folder.RunFolderError: the output folder .../run is in use by another run (process ...)...
     """
     path = pathlib.Path(path)
     check_writable(path, what)
@@ -150,7 +150,7 @@ def claim_run_folder(path, what="--out", replaces=True):
 
 
 @contextlib.contextmanager
-def reading_run_folder(path, what="--model"):
+def reading_run_folder(path, what="the run folder"):
     """Keeps training runs out of the run folder `path` while the block reads it (evaluate, predict).
 
     A shared `flock` on the folder's lock (`claim_run_folder`'s): readers do not block each other,
@@ -164,7 +164,7 @@ def reading_run_folder(path, what="--model"):
     ...     with claim_run_folder(folder):
     ...         pass
     Traceback (most recent call last):
-    kbert.saving.run_folder.RunFolderError: --out .../run is in use by another run (process ...)...
+    kbert.saving.run_folder.RunFolderError: the output folder .../run is in use by another run (process ...)...
     """
     path = pathlib.Path(path)
     if not path.parent.is_dir():
@@ -227,78 +227,6 @@ def _remove_empty(folders):
     for folder in folders:
         with contextlib.suppress(OSError):
             folder.rmdir()
-
-
-def check_run_task(folder, task, model_class, regression=None, what="--model"):
-    """Raises `RunFolderError` unless `folder` is a run folder of `task`, before anything loads.
-
-    Reads what the folder records: the task of `metrics.json` (written by `train`) and the
-    class of the model in `model.keras` (its config, without loading the weights).
-
-    Args:
-        folder: the run folder.
-        task: str. The task name `train` records ("sentiment", "nli", "similarity", "ner", "qa").
-        model_class: str. The task model's class name, e.g. "BertClassifier".
-        regression: bool or None. For a `BertClassifier`: one score (True) or classes (False).
-        what: str. The argument that named the folder, for messages.
-    """
-    folder = pathlib.Path(folder)
-    model_file = folder / MODEL_FILE
-    if not model_file.is_file():
-        kind = ("a pretraining run (backbone.keras): give it to `train --init`" if (folder / BACKBONE_FILE).is_file()
-                else "a file, not a folder" if folder.is_file() else
-                "no such folder" if not folder.exists() else f"no {MODEL_FILE} in it")
-        raise RunFolderError(f"{what} {folder}: {kind}; {what} takes a run folder written by `train`.")
-    try:
-        with zipfile.ZipFile(model_file) as archive:
-            config = json.loads(archive.read("config.json"))
-    except (zipfile.BadZipFile, KeyError, ValueError):
-        raise RunFolderError(f"{what} {folder}: {model_file} is not a Keras model file.") from None
-    metrics = read_json(folder / METRICS_FILE, missing={})
-    recorded = metrics.get("task") if isinstance(metrics, dict) else None
-    found = config.get("class_name")
-    if recorded == task and found != model_class:  # a metrics.json of this task beside another task's model
-        raise RunFolderError(f"{what} {folder}: its {model_file.name} holds a {found}, not the {model_class} of a "
-                             f"{task} run (its {METRICS_FILE} says {task}).")
-    if recorded not in (None, task) or found != model_class:
-        name = recorded or f"a {found}"
-        raise RunFolderError(f"{what} {folder} is a run folder of {name}, not of {task}: "
-                             f"use the app that trained it{f' (apps/{recorded}.py)' if recorded else ''}.")
-    predicts_a_score = config.get("config", {}).get("num_classes") == 1
-    if regression is not None and predicts_a_score != regression:
-        kinds = {True: "a score (regression)", False: "classes"}
-        raise RunFolderError(f"{what} {folder} predicts {kinds[predicts_a_score]}, not {kinds[regression]} "
-                             f"as {task} does.")
-
-
-def check_run_settings(folder, settings, may_change=(), renamed=None):
-    """Raises `RunFolderError` when the run in `folder` started with settings other than `settings`.
-
-    The settings it started with are in `folder/settings.json`; a setting in `may_change`
-    may differ. Nothing is checked when the file does not exist (a new run). `renamed` maps
-    a setting's former name to its name now, so that a run started before the rename resumes.
-
-    Example:
-    >>> folder = pathlib.Path(tempfile.mkdtemp())
-    >>> write_json_atomic(folder / SETTINGS_FILE, {"corpus": ["a.txt"], "steps": 10})
-    >>> check_run_settings(folder, {"corpus": ["a.txt"], "steps": 20}, may_change=["steps"])
-    >>> check_run_settings(folder, {"files": ["a.txt"], "steps": 10}, renamed={"corpus": "files"})
-    >>> check_run_settings(folder, {"corpus": ["b.txt"], "steps": 10})
-    Traceback (most recent call last):
-    kbert.saving.run_folder.RunFolderError: .../settings.json: this run started with --corpus ['a.txt'], not
-    ['b.txt']...
-    """
-    path = pathlib.Path(folder) / SETTINGS_FILE
-    started = read_json(path, missing=None)
-    if started is None:
-        return
-    started = {(renamed or {}).get(name, name): value for name, value in started.items()}
-    for name in sorted(set(started) | set(settings)):
-        if name not in may_change and started.get(name) != settings.get(name):
-            option = "--" + name.replace("_", "-")
-            raise RunFolderError(f"{path}: this run started with {option} {started.get(name)!r}, not "
-                                 f"{settings.get(name)!r}. Repeat its settings to resume it, or start over "
-                                 f"with --restart.")
 
 
 _REQUIRED = object()

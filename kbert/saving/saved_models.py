@@ -1,4 +1,5 @@
-"""What a run starts from (`--init`), the Keras models kbert folders hold, and saving a backbone.
+"""What a run starts from (`init`: a preset, a checkpoint or a run folder), the Keras models kbert folders
+hold, and saving a backbone.
 
 A kbert backbone folder holds `backbone.keras` (loads under any backend), `vocab.txt`
 and `tokenizer_config.json` (the tokenizer, in Hugging Face's layout); a task run folder
@@ -106,7 +107,7 @@ def under_global_policy(backbone):
     """`backbone`, rebuilt with the same weights if its file fixed another dtype policy.
 
     Older kbert files name the policy they were built under, nearly always "float32",
-    which would otherwise override `--mixed-precision` without a word.
+    which would otherwise override `mixed_precision` without a word.
     """
     config = backbone.get_config()
     if config["dtype"] in (None, keras.config.dtype_policy().name):
@@ -156,7 +157,8 @@ def load_run(path):
     path = pathlib.Path(path)
     model_file = path if path.is_file() else path / MODEL_FILE
     if not model_file.is_file():
-        raise FileNotFoundError(f"{model_file} does not exist: --model takes a folder written by `train`.")
+        raise FileNotFoundError(f"{model_file} does not exist: give a run folder written by training (it holds "
+                                f"{MODEL_FILE}).")
     model = with_preprocessor(load_keras_file(model_file), model_file.parent)
     preprocessor = getattr(model, "preprocessor", None)
     if preprocessor is not None:

@@ -78,8 +78,9 @@ class BertClassifier(BertTask):
 
         if not (spec.dtype.is_integer or spec.dtype.is_floating):
             names = ": map label names to ids first" if spec.dtype == tf.string and not self.regression else ""
-            raise ValueError(f"BertClassifier on a tf.data.Dataset takes labels as "
-                             f"{'scores' if self.regression else 'class ids'}; this one's are {spec.dtype.name}{names}.")
+            kind = "scores" if self.regression else "class ids"
+            raise ValueError(f"BertClassifier on a tf.data.Dataset takes labels as {kind}; this one's are "
+                             f"{spec.dtype.name}{names}.")
         if spec.shape.rank not in (1, 2) or spec.shape.rank == 2 and spec.shape[-1] != 1:
             hint = " (one-hot? give class ids: tf.argmax(labels, -1))" if spec.shape.rank == 2 else ""
             raise ValueError(f"BertClassifier on a tf.data.Dataset takes one label per example, batches of shape "

@@ -21,7 +21,7 @@ def checked_dataset(task, data):
     >>> checked_dataset(model, tf.data.Dataset.from_tensor_slices((["a", "b"], [0, 1])))
     Traceback (most recent call last):
     ...
-    ValueError: BertClassifier on a tf.data.Dataset takes batches, but this one yields single examples (TensorSpec(shape=(), dtype=tf.string, name=None)): batch it, e.g. dataset.batch(32).
+    ValueError: BertClassifier on a tf.data.Dataset takes batches, but this one yields single examples ...: batch it, ...
     """
     import tensorflow as tf
 

@@ -1,4 +1,4 @@
-"""`--remat` of the recipes (`kbert.recipes`) and apps/pretrain.py: build the model so that its
+"""`remat` of the recipes (`kbert.recipes`) and apps/pretrain.py: build the model so that its
 transformer blocks are recomputed in the backward pass instead of keeping their activations
 (`keras.RematScope`), on JAX, TensorFlow and torch."""
 

@@ -210,7 +210,7 @@ ERRORS = [
     ("qa", ["predict", "--model", "qa_run", "--context", "bad_utf8.txt", "--question", "who?"],
      "bad_utf8.txt:2: invalid UTF-8: byte 0xfe at column 9"),
     ("qa", ["predict", "--model", "qa_run", "--context", "a b c", "--question", " "],
-     "Question 1 (--question) is empty"),
+     "Question 1 is empty"),
     ("qa", ["predict", "--model", "qa_run", "--question", "who?"], "--question needs a --context"),
     ("qa", ["predict", "--model", "qa_run"], "stdin:2: expected a JSON object with a \"question\" and a \"context\"",
      b'{"question": "who?", "context": "a man"}\n{"question": "who?"}\n'),
@@ -384,7 +384,7 @@ def test_a_lock_left_by_a_killed_run_blocks_nobody(tmp_path):
     assert not (tmp_path / ".run.lock").exists()
 
 
-@pytest.mark.parametrize("name", ["cli_errors", "task_cli", "app_cli", "demo"])
+@pytest.mark.parametrize("name", ["cli_errors", "task_cli", "app_cli", "demo", "run_checks"])
 def test_docstring_examples_of_the_shared_app_modules(name):
     module = importlib.import_module(name)  # as the apps import it (app_module put apps/ on sys.path)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)

@@ -22,7 +22,7 @@ SPEC = ExportSpec("classifier", 8, label_names=SMALL_LABELS)
 def test_unsupported_combinations_say_which_and_why(small_classifier, tokenizer, tmp_path):
     with pytest.raises(ExportError, match="full-integer int8 is not offered.*dynamic-int8"):
         export_tflite(small_classifier, tokenizer, SPEC, tmp_path / "out", quantize="int8")
-    with pytest.raises(ExportError, match="--quantize must be one of"):
+    with pytest.raises(ExportError, match="quantize must be one of"):
         export_tflite(small_classifier, tokenizer, SPEC, tmp_path / "out", quantize="int4")
     assert list(tmp_path.iterdir()) == []
 

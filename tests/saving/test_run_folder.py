@@ -70,7 +70,7 @@ def test_a_read_and_a_training_run_keep_out_of_each_other(tmp_path):
             with claim_run_folder(run):
                 pass
     with claim_run_folder(run):
-        with pytest.raises(RunFolderError, match=rf"--model {run} is being written by a training run \(process "
+        with pytest.raises(RunFolderError, match=rf"the run folder {run} is being written by a training run \(process "
                                                  rf"{os.getpid()}"):
             with reading_run_folder(run):
                 pass

@@ -79,5 +79,5 @@ def test_load_run_of_a_keras_file_and_of_nothing(tmp_path):
     BertTokenizer(VOCABULARY).save(tmp_path)
     model, tokenizer, max_length = load_run(tmp_path / "b.keras")
     assert isinstance(model, BertBackbone) and max_length == 128 and tokenizer.vocabulary_size == 50
-    with pytest.raises(FileNotFoundError, match="model.keras does not exist: --model takes a folder"):
+    with pytest.raises(FileNotFoundError, match="model.keras does not exist: give a run folder written by training"):
         load_run(tmp_path / "empty")
