@@ -109,7 +109,8 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
                                 callbacks=[StopOnNonFiniteLoss(backup), scorer, stopping, backup, *logs, *progress])
     seconds = time.perf_counter() - start
     validation = scorer.best  # the epoch EarlyStopping restored
-    metrics = run_metrics("ner", run, hyperparameters, model, backup, seconds, history, validation)
+    metrics = run_metrics("ner", run, hyperparameters, model, backup, seconds, history, validation,
+                          scorer.best_epoch)
     curves = {k: v for k, v in history.history.items() if k != "val_entity_f1"}
     write_run_folder(out, model, model.preprocessor.tokenizer, metrics,
                      curves | {"entity_f1": history.history["val_entity_f1"]},

@@ -119,7 +119,8 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
                                 callbacks=[StopOnNonFiniteLoss(backup), backup, *logs, *progress])
     seconds = time.perf_counter() - start
     validation, predictions = evaluate_examples(model, tokenizer, valid_examples, windowing, batch_size)
-    metrics = run_metrics("qa", run, hyperparameters, model, backup, seconds, history, validation)
+    metrics = run_metrics("qa", run, hyperparameters, model, backup, seconds, history, validation,
+                          len(history.history["loss"]))  # the last epoch's weights
     write_run_folder(out, model, tokenizer, metrics, history.history, title=f"qa from {init}",
                      extra_json={"validation_predictions.json": predictions}, data={"train and validation": data},
                      logs=backup.backup_dir)

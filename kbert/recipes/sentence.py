@@ -8,7 +8,6 @@ import keras
 import numpy as np
 
 from kbert.data import TsvFormatError, read_sentence_tsv
-from kbert.distribution import describe as describe_distribution
 from kbert.metrics import accuracy, confusion_matrix, macro_f1, pearson, spearman
 from kbert.optimizers import bert_adamw, bfloat16_compute, enable_lora
 from kbert.saving import load_run
@@ -18,10 +17,9 @@ from kbert.training.non_finite_loss import StopOnNonFiniteLoss
 from kbert.training.remat import rematerialized
 from kbert.training.resumable_fit import resumable_fit
 from kbert.training.run_backup import run_backup
-from kbert.training.run_results import write_evaluation, write_run_folder
+from kbert.training.run_results import run_metrics, write_evaluation, write_run_folder
 from kbert.training.training_logs import fine_tuning_logs
 from kbert.training.validation_scores import ValidationScores
-from kbert_edge.cpu import describe_cpu
 from kbert_edge.edge_model import EMPTY_TEXT, is_blank
 
 
@@ -158,19 +156,9 @@ def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learnin
                                 batch_size=batch_size, shuffle_seed=seed, verbose=verbose,
                                 callbacks=[StopOnNonFiniteLoss(backup), scorer, stopping, backup, *logs, *progress])
     seconds = time.perf_counter() - start
-    trained_steps = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
     validation = scorer.best  # the epoch EarlyStopping restored
-    metrics = {
-        "task": problem.name, "backend": keras.config.backend(), **run, "hyperparameters": hyperparameters,
-        "distribution": describe_distribution(), "machine": describe_cpu(),
-        "trainable_parameters": trainable, "parameters": total,
-        "steps": trained_steps, "resumed_at_step": backup.resumed_step, "fit_seconds": round(seconds, 1),
-        "steps_per_second": round((trained_steps - backup.resumed_step) / seconds, 3),
-        "best_epoch": int(np.argmax(history.history[monitor]) if mode == "max"
-                          else np.argmin(history.history[monitor])) + 1,
-        "history": {k: [float(v) for v in values] for k, values in history.history.items()},
-        "validation": validation,
-    }
+    metrics = run_metrics(problem.name, run, hyperparameters, model, backup, seconds, history, validation,
+                          scorer.best_epoch)
     write_run_folder(out, model, model.preprocessor.tokenizer, metrics, history.history,
                      title=f"{problem.name} from {init}", data={"train": data, "validation": valid},
                      logs=backup.backup_dir)

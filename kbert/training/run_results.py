@@ -6,6 +6,7 @@ import os
 import pathlib
 
 import keras
+import numpy as np
 
 from kbert.distribution import describe as describe_distribution
 from kbert.distribution import is_chief, writing_alone
@@ -55,27 +56,33 @@ def write_run_folder(out, model, tokenizer, metrics, history, title="", extra_js
                 os.replace(pathlib.Path(logs) / name, folder / name)
 
 
-def run_metrics(task, run, hyperparameters, model, backup, seconds, history, validation):
-    """The `metrics.json` of a finished fine-tuning: what ran (`task`, the backend, `run`,
-    `hyperparameters`, the distribution, the machine's CPU: `kbert_edge.cpu.describe_cpu`), its
-    optimizer steps (and the step it resumed at), its seconds, its `fit` history and its
-    `validation` scores.
+def run_metrics(task, run, hyperparameters, model, backup, seconds, history, validation, best_epoch):
+    """The `metrics.json` of a finished fine-tuning, the same fields for every task: what ran (`task`, the
+    backend, `run`, `hyperparameters`, the distribution, the machine's CPU: `kbert_edge.cpu.describe_cpu`),
+    the model's `parameters` and `trainable_parameters` (fewer under LoRA), its optimizer `steps` (and
+    `resumed_at_step`), `fit_seconds` and `steps_per_second` (of this process's steps), `best_epoch` (the
+    epoch whose weights the run kept), its `fit` history and its `validation` scores.
 
     Args:
-        task: str. The app that trained it: "ner", "qa".
+        task: str. The app that trained it: "sentiment", "nli", "similarity", "ner", "qa".
         run: dict. What the run read (init, data, ...).
         hyperparameters: dict.
         model: the trained, compiled Keras model.
         backup: the run's `AtomicBackupAndRestore` (`run_backup`).
         seconds: float. Time in `fit`.
         history: `fit`'s `History`.
-        validation: dict of the validation scores.
+        validation: dict of the validation scores of the weights the run kept.
+        best_epoch: int. The epoch of those weights, from 1 (`ValidationScores.best_epoch` where
+            `EarlyStopping` restored the best; else the last).
     """
+    steps = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
     return {
         "task": task, "backend": keras.config.backend(), **run, "hyperparameters": hyperparameters,
         "distribution": describe_distribution(), "machine": describe_cpu(),
-        "steps": int(keras.ops.convert_to_numpy(model.optimizer.iterations)), "resumed_at_step": backup.resumed_step,
-        "train_seconds": round(seconds, 1),
+        "parameters": sum(int(np.prod(w.shape)) for w in model.weights),
+        "trainable_parameters": sum(int(np.prod(w.shape)) for w in model.trainable_weights),
+        "steps": steps, "resumed_at_step": backup.resumed_step, "fit_seconds": round(seconds, 1),
+        "steps_per_second": round((steps - backup.resumed_step) / seconds, 3), "best_epoch": best_epoch,
         "history": {k: [float(v) for v in values] for k, values in history.history.items()},
         "validation": validation,
     }

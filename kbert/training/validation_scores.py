@@ -32,12 +32,13 @@ class ValidationScores(keras.callbacks.Callback):
     True
     """
 
-    backed_up = ("best",)  # what `AtomicBackupAndRestore` saves and restores
+    backed_up = ("best", "best_epoch")  # what `AtomicBackupAndRestore` saves and restores
 
     def __init__(self, score, logged, monitor, mode="max"):
         super().__init__()
         self.score, self.logged, self.monitor, self.mode = score, dict(logged), monitor, mode
         self.best = None
+        self.best_epoch = None  # counted from 1
 
     def on_epoch_end(self, epoch, logs=None):
         scores = self.score(self.model)
@@ -45,7 +46,7 @@ class ValidationScores(keras.callbacks.Callback):
         if logs is not None:
             logs.update(added)
         if self.best is None or self._better(added[self.monitor], self._best_value()):
-            self.best = scores
+            self.best, self.best_epoch = scores, epoch + 1
         print(f"\nepoch {epoch + 1}: " + ", ".join(f"{name} {value:.4f}" for name, value in added.items()))
 
     def _best_value(self):

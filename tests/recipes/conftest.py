@@ -90,3 +90,19 @@ def default_flags(parser):
     """(epochs, lr, max_length, mixed_precision, progress) of a bare `train` command."""
     d = vars(parser.parse_args(["train", "--data", "d", "--out", "o"]))
     return d["epochs"], d["lr"], d["max_length"], d["mixed_precision"], d["progress"]
+
+
+# What every task's metrics.json holds about its run (kbert.training.run_results.run_metrics; issue 41).
+RUN_FIELDS = {"task", "backend", "hyperparameters", "distribution", "machine", "parameters", "trainable_parameters",
+              "steps", "resumed_at_step", "fit_seconds", "steps_per_second", "best_epoch", "history", "validation"}
+
+
+def check_run_metrics(metrics, monitor=None):
+    """The run's fields, the same for every task, and consistent: steps a second from steps and seconds, the best
+    epoch the one of the best `monitor` in the history (else the last)."""
+    assert RUN_FIELDS <= set(metrics), RUN_FIELDS - set(metrics)
+    assert metrics["steps"] > 0 and 0 < metrics["trainable_parameters"] <= metrics["parameters"]
+    assert abs(metrics["steps_per_second"] * metrics["fit_seconds"] - metrics["steps"]) <= 0.06 * metrics["steps"] + 1
+    scores = metrics["history"][monitor or "loss"]
+    best = int(np.argmin(scores) if monitor == "val_loss" else np.argmax(scores)) + 1 if monitor else len(scores)
+    assert metrics["best_epoch"] == best

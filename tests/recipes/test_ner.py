@@ -10,8 +10,8 @@ from kbert.recipes import ner as ner_recipe
 from kbert.saving import load_run
 from kbert.tasks.bert_token_classifier import BertTokenClassifier
 from tests.conftest import app_module
-from tests.recipes.conftest import (check_mixed_precision_run, default_flags, predictions_under_the_next_backend,
-                                    record_models, train_flags, write_conll)
+from tests.recipes.conftest import (check_mixed_precision_run, check_run_metrics, default_flags,
+                                    predictions_under_the_next_backend, record_models, train_flags, write_conll)
 from tests.recipes.predict_ner_and_qa import NER_TEXTS
 
 ner_app = app_module("ner")  # apps/ner.py
@@ -44,6 +44,7 @@ def test_ner_run_folder(ner_run):
     assert isinstance(model, BertTokenClassifier) and max_length == 12
     assert model.label_names == ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"] == metrics["label_names"]
     assert len(metrics["history"]["val_entity_f1"]) == 1 and 0 <= metrics["validation"]["f1"] <= 1
+    check_run_metrics(metrics, "val_entity_f1")
 
 
 def test_ner_evaluate_agrees_with_word_predictions(ner_run, capsys):

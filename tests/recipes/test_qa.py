@@ -7,8 +7,8 @@ import pytest
 from kbert.recipes import qa as qa_recipe
 from kbert.tasks.bert_question_answerer import BertQuestionAnswerer
 from tests.conftest import app_module
-from tests.recipes.conftest import (check_mixed_precision_run, default_flags, predictions_under_the_next_backend,
-                                    record_models, train_flags, write_squad)
+from tests.recipes.conftest import (check_mixed_precision_run, check_run_metrics, default_flags,
+                                    predictions_under_the_next_backend, record_models, train_flags, write_squad)
 from tests.recipes.predict_ner_and_qa import QA_CONTEXT, QA_QUESTIONS
 
 qa_app = app_module("qa")  # apps/qa.py
@@ -39,6 +39,7 @@ def test_qa_run_and_evaluate(qa_run):
     assert {"model.keras", "metrics.json", "validation_predictions.json", "curves.png"} <= {p.name for p in run.iterdir()}
     assert metrics["train_questions"] == 6 and metrics["validation_questions"] == 3
     assert metrics["max_length"] == 12 and metrics["doc_stride"] == 3
+    check_run_metrics(metrics)  # no per-epoch validation: the last epoch's weights
     model, _, windowing = qa_recipe.load_qa_run(run)
     assert isinstance(model, BertQuestionAnswerer) and windowing["doc_stride"] == 3
     scores = qa_recipe.evaluate(run, data)
@@ -84,7 +85,7 @@ def test_qa_predict_slices_the_context(qa_run):
     for result in qa_recipe.predict(run, context, QA_QUESTIONS):
         assert context[result["start"] : result["end"]] == result["text"] and result["text"]
         assert 0 < result["probability"] <= 1
-    with pytest.raises(ValueError, match=r"Question 2 \(--question\) is empty"):
+    with pytest.raises(ValueError, match=r"Question 2 is empty"):
         qa_recipe.predict(run, context, ["who ?", "  "])
     with pytest.raises(ValueError, match="context is empty"):
         qa_recipe.predict(run, "", ["who ?"])

@@ -17,6 +17,7 @@ from kbert.tasks import BertClassifier
 from kbert.recipes import NLI, SENTIMENT, SIMILARITY, sentence
 from kbert.training import NonFiniteLossError
 from tests.conftest import APPS, BACKENDS, TESTS, TINY, app_module, run_python
+from tests.recipes.conftest import check_run_metrics
 from tests.tasks.conftest import VOCABULARY, write_nli_tsv, write_sentiment_tsv
 
 main = app_module("sentence_cli").main  # the command line of apps/sentiment.py, nli.py, similarity.py
@@ -42,6 +43,7 @@ def test_run_folder(sentiment_run):
     assert metrics["train_examples"] == 43 and metrics["validation_examples"] == 5
     assert metrics["max_length"] == 12  # capped at the tiny model's positions
     assert len(metrics["history"]["val_accuracy"]) == 2 and metrics["steps"] == 12
+    check_run_metrics(metrics, "val_accuracy")
     model, tokenizer, max_length = sentence.load_run(run)
     assert isinstance(model, BertClassifier) and model.label_names == ["negative", "positive"]
     assert tokenizer.vocabulary() == VOCABULARY and max_length == 12
