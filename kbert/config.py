@@ -1,6 +1,11 @@
-"""`BertConfig`: the hyperparameters of a BERT encoder, and the named presets."""
+"""`BertConfig`: the hyperparameters of a BERT encoder, the named presets, and kbert's defaults where nothing
+else says: `DEFAULT_SEQUENCE_LENGTH` tokens per input (tokenizer, preprocessors, recipes, exports, a run that
+recorded none) and `DEFAULT_BATCH_SIZE` examples per batch (a task's `fit`, `evaluate` and `predict`)."""
 
 import dataclasses
+
+DEFAULT_SEQUENCE_LENGTH = 128
+DEFAULT_BATCH_SIZE = 32
 
 
 @dataclasses.dataclass(frozen=True)

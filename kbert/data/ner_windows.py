@@ -1,5 +1,6 @@
 import numpy as np
 
+from kbert.config import DEFAULT_SEQUENCE_LENGTH
 from kbert.data.token_rows import token_rows
 from kbert_edge.windows import first_pieces, word_windows
 
@@ -35,7 +36,7 @@ class NerWindows:
     ([[2, 5, 6, 3], [2, 5, 5, 3]], [[0, 1, 0, 0], [0, 2, 3, 0]])
     """
 
-    def __init__(self, tokenizer, texts, word_spans, max_length=128, labels=None):
+    def __init__(self, tokenizer, texts, word_spans, max_length=DEFAULT_SEQUENCE_LENGTH, labels=None):
         if max_length < 3:
             raise ValueError(f"max_length must leave room for a token besides [CLS] and [SEP]; got {max_length}.")
         self.num_words = [len(spans) for spans in word_spans]

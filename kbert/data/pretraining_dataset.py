@@ -5,6 +5,7 @@ import itertools
 
 import numpy as np
 
+from kbert.config import DEFAULT_SEQUENCE_LENGTH
 from kbert.data.pretraining_instances import OBJECTIVES, document_instances, read_documents
 from kbert.data.pretraining_masking import mask_batch, prediction_slots
 from kbert.data.text_file import check_utf8
@@ -16,7 +17,7 @@ MASKINGS = ("dynamic", "static")
 _NEVER_MASKED = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
-def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=128, objective="nsp",
+def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=DEFAULT_SEQUENCE_LENGTH, objective="nsp",
                         masking="dynamic", duplication_factor=10, whole_word_masking=False,
                         mask_rate=0.15, max_predictions=None, short_seq_prob=0.1, repeat=True,
                         shuffle_buffer=10000, window_chars=4_000_000, cache=None, holdout=0.0,

@@ -1,3 +1,4 @@
+from kbert.config import DEFAULT_SEQUENCE_LENGTH
 from kbert.data.padded_batches import PaddedBatches
 
 
@@ -30,7 +31,7 @@ class SentenceBatches(PaddedBatches):
     [(1, 4), (1, 12)]
     """
 
-    def __init__(self, examples, tokenizer, batch_size, max_length=128, shuffle=False, seed=0,
+    def __init__(self, examples, tokenizer, batch_size, max_length=DEFAULT_SEQUENCE_LENGTH, shuffle=False, seed=0,
                  length_multiple=8, **kwargs):
         labels = examples.labels
         if labels is not None and labels.dtype.kind == "f":

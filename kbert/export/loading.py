@@ -4,6 +4,7 @@ import pathlib
 
 import keras
 
+from kbert.config import DEFAULT_SEQUENCE_LENGTH
 from kbert.export.serving import ExportSpec, model_kind_of
 from kbert.models import load_backbone
 from kbert.saving import METRICS_FILE, MODEL_FILE, load_run, read_json
@@ -46,7 +47,7 @@ def load_exportable(path, max_length=None, padding="max_length", num_texts=None)
     if path.is_file() or (folder / MODEL_FILE).is_file():
         model, tokenizer, saved_length = load_run(path)
     else:
-        (model, tokenizer), saved_length = load_backbone(path), 128
+        (model, tokenizer), saved_length = load_backbone(path), DEFAULT_SEQUENCE_LENGTH
     preprocessor = getattr(model, "preprocessor", None)
     settings = {} if preprocessor is None else preprocessor.get_config()
     kind = model_kind_of(model)

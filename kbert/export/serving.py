@@ -26,6 +26,7 @@ import dataclasses
 
 import tensorflow as tf
 
+from kbert.config import DEFAULT_SEQUENCE_LENGTH
 from kbert.export import long_inputs
 from kbert.export.long_inputs import names_tensor
 from kbert.layers.mean_pooling import mean_pool
@@ -61,7 +62,7 @@ class ExportSpec:
     """
 
     model_kind: str
-    max_length: int = 128
+    max_length: int = DEFAULT_SEQUENCE_LENGTH
     padding: str = "max_length"
     num_texts: int = 1
     label_names: tuple = None

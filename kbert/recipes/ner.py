@@ -11,6 +11,7 @@ import time
 
 import keras
 
+from kbert.config import DEFAULT_SEQUENCE_LENGTH
 from kbert.data.conll import read_conll
 from kbert.data.ner_windows import NerWindows
 from kbert.data.padded_batches import PaddedBatches
@@ -28,7 +29,7 @@ from kbert.training.training_logs import fine_tuning_logs
 from kbert.training.validation_scores import ValidationScores
 
 
-def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e-5, max_length=128,
+def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e-5, max_length=DEFAULT_SEQUENCE_LENGTH,
           mixed_precision=False, validation_fraction=0.1, limit=None, validation_limit=None, patience=1, seed=0,
           gradient_accumulation=1, remat=False,
           backup_steps=None, backup_minutes=5.0, verbose="auto"):

@@ -7,6 +7,7 @@ import time
 import keras
 import numpy as np
 
+from kbert.config import DEFAULT_SEQUENCE_LENGTH
 from kbert.data import TsvFormatError, read_sentence_tsv
 from kbert.metrics import accuracy, confusion_matrix, macro_f1, pearson, spearman
 from kbert.optimizers import bert_adamw, bfloat16_compute, enable_lora
@@ -51,7 +52,7 @@ SIMILARITY = SentenceProblem("similarity", 2, regression=True)
 
 
 def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=3e-5,
-          max_length=128, lora_rank=None, mixed_precision=False, validation_fraction=0.1,
+          max_length=DEFAULT_SEQUENCE_LENGTH, lora_rank=None, mixed_precision=False, validation_fraction=0.1,
           limit=None, validation_limit=None, patience=1, seed=0, labels=None, skip_bad_rows=False,
           gradient_accumulation=1, remat=False,
           backup_steps=None, backup_minutes=5.0, verbose="auto"):

@@ -13,7 +13,7 @@ import pathlib
 
 import keras
 
-from kbert.config import PRESETS
+from kbert.config import DEFAULT_SEQUENCE_LENGTH, PRESETS
 from kbert.paths import minilm_dir
 from kbert.saving.run_folder import BACKBONE_FILE, METRICS_FILE, MODEL_FILE, read_json
 
@@ -152,7 +152,7 @@ def load_run(path):
     A task model carries its preprocessor (attached by `with_preprocessor` to one saved
     without): the tokenizer and `max_length` come from `model.preprocessor`. Other models
     come back as saved, with the tokenizer of the file's folder and the `max_length` of its
-    `metrics.json` (128 without).
+    `metrics.json` (`DEFAULT_SEQUENCE_LENGTH` without).
     """
     path = pathlib.Path(path)
     model_file = path if path.is_file() else path / MODEL_FILE
@@ -164,4 +164,4 @@ def load_run(path):
     if preprocessor is not None:
         return model, preprocessor.tokenizer, preprocessor.sequence_length
     metrics = read_json(model_file.parent / METRICS_FILE, missing={})
-    return model, load_tokenizer(model_file.parent, model), metrics.get("max_length", 128)
+    return model, load_tokenizer(model_file.parent, model), metrics.get("max_length", DEFAULT_SEQUENCE_LENGTH)

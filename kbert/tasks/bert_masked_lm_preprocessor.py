@@ -1,5 +1,6 @@
 import keras
 
+from kbert.config import DEFAULT_SEQUENCE_LENGTH
 from kbert.tasks.bert_preprocessor import BertPreprocessor, Prepared, text_pairs
 
 
@@ -32,7 +33,7 @@ class BertMaskedLMPreprocessor(BertPreprocessor):
     ((1, 2), ['mlm'], [[1.0, 0.0]])
     """
 
-    def __init__(self, tokenizer, sequence_length=128, mask_rate=0.15, max_predictions=None,
+    def __init__(self, tokenizer, sequence_length=DEFAULT_SEQUENCE_LENGTH, mask_rate=0.15, max_predictions=None,
                  whole_word=False, **kwargs):
         super().__init__(tokenizer, sequence_length, **kwargs)
         from kbert.data.pretraining_dataset import masking_vocabulary

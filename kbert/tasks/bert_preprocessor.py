@@ -5,6 +5,8 @@ import dataclasses
 import keras
 import numpy as np
 
+from kbert.config import DEFAULT_SEQUENCE_LENGTH
+
 # `call` pads each batch to its longest row rounded up to a multiple of this, so that jit
 # compilers (XLA, `jax.jit`) see a few shapes.
 PAD_TO_MULTIPLE_OF = 8
@@ -43,7 +45,7 @@ class BertPreprocessor(keras.layers.Layer):
         sequence_length: int. Most tokens per model input, special tokens included.
     """
 
-    def __init__(self, tokenizer, sequence_length=128, **kwargs):
+    def __init__(self, tokenizer, sequence_length=DEFAULT_SEQUENCE_LENGTH, **kwargs):
         super().__init__(**kwargs)
         self._convert_input_args = False  # TensorFlow strings, not backend tensors
         self._allow_non_tensor_positional_args = True

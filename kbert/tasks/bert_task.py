@@ -8,6 +8,7 @@ import numpy as np
 from kbert import distribution_torch
 from kbert.backend_speedups import active
 from kbert.backend_speedups.fast_dropout import fast_dropout_masks
+from kbert.config import DEFAULT_BATCH_SIZE, DEFAULT_SEQUENCE_LENGTH
 from kbert.data.padded_batches import PaddedBatches
 from kbert.distribution import check_mesh, data_dimension, taking_process_shares
 from kbert.keywords import check_keywords
@@ -51,7 +52,7 @@ class BertTask(keras.Model):
     needs_labels = True  # fit on raw inputs takes a label per example
     example_rank = 0  # the rank of one raw example (a string; NER's: 1, its words)
     default_learning_rate = 5e-5
-    default_sequence_length = 128
+    default_sequence_length = DEFAULT_SEQUENCE_LENGTH
 
     def __init__(self, inputs, outputs, backbone, preprocessor=None, config=None, compile=True, **kwargs):
         check_keywords(type(self), kwargs)  # Keras's own (name, trainable, dtype) pass
@@ -331,7 +332,7 @@ class BertTask(keras.Model):
         if kwargs:
             raise TypeError(f"predict on raw inputs takes batch_size and verbose, not {sorted(kwargs)}; "
                             "for Keras's other arguments, predict on the preprocessor's token ids.")
-        batches = PaddedBatches(prepared.inputs, batch_size=batch_size or 32)
+        batches = PaddedBatches(prepared.inputs, batch_size=batch_size or DEFAULT_BATCH_SIZE)
         return self.decode(batches.predict(self, verbose=verbose, token_outputs=self.token_outputs), prepared)
 
     def decode(self, outputs, prepared):
@@ -396,13 +397,13 @@ class BertTask(keras.Model):
             if shuffle:
                 data = data.shuffle(len(data), seed=seed, reshuffle_each_iteration=True)
             # masked per batch, so not padded: the last batch is dropped
-            if (batch_size or 32) % split:
-                raise ValueError(f"batch_size={batch_size or 32} does not divide by the data dimension "
+            if (batch_size or DEFAULT_BATCH_SIZE) % split:
+                raise ValueError(f"batch_size={batch_size or DEFAULT_BATCH_SIZE} does not divide by the data dimension "
                                  f"{split} of the active distribution; choose a multiple of {split}.")
-            data = data.batch(batch_size or 32, drop_remainder=split > 1)
+            data = data.batch(batch_size or DEFAULT_BATCH_SIZE, drop_remainder=split > 1)
             return data.map(lambda *batch: self.preprocessor(*batch),
                             num_parallel_calls=tf.data.AUTOTUNE).prefetch(2), None
-        batches = PaddedBatches(prepared.inputs, prepared.y, prepared.sample_weight, batch_size or 32,
+        batches = PaddedBatches(prepared.inputs, prepared.y, prepared.sample_weight, batch_size or DEFAULT_BATCH_SIZE,
                                 shuffle=shuffle, seed=seed, group_by_length=shuffle,
                                 batch_multiple=split)
         if shuffle:
@@ -464,4 +465,4 @@ def _steps_per_epoch(data, x, batch_size):
         count = int(data.cardinality())
         return count if count > 0 else None
     length = len(keras.tree.flatten(x)[0])
-    return -(-length // (batch_size or 32))
+    return -(-length // (batch_size or DEFAULT_BATCH_SIZE))

@@ -7,6 +7,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from kbert.config import DEFAULT_SEQUENCE_LENGTH
 from kbert.text.bert_normalizer import fast_bert_normalizer_model
 from kbert.text.packing import TRUNCATIONS, pack_segments, truncation_lengths
 from kbert.text.wordpieces import merge_long_words, to_char_offsets
@@ -160,7 +161,7 @@ class BertTokenizer:
         """The token with id `token_id`."""
         return self._tokens[token_id]
 
-    def __call__(self, texts, pairs=None, max_length=128, padding="max_length",
+    def __call__(self, texts, pairs=None, max_length=DEFAULT_SEQUENCE_LENGTH, padding="max_length",
                  truncation="longest_first", return_offsets=False):
         """Tokenizes and packs a batch; returns int32 numpy arrays of shape (batch, length).
 
@@ -205,7 +206,7 @@ class BertTokenizer:
         outputs = self._graphs[options](*[tf.constant(batch, tf.string) for batch in inputs])
         return {key: value.numpy() for key, value in outputs.items()}
 
-    def encode(self, texts, pairs=None, max_length=128, padding="max_length",
+    def encode(self, texts, pairs=None, max_length=DEFAULT_SEQUENCE_LENGTH, padding="max_length",
                truncation="longest_first", return_offsets=False, *, max_first_length=None,
                return_lengths=False, pad_to_multiple_of=None):
         """Like calling the tokenizer, but on string tensors, in ops that TFLite also runs.
