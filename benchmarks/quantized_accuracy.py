@@ -60,14 +60,13 @@ def load_data(args, folder, model, spec):
     raise SystemExit(f"{folder}: an NER or QA run folder is needed, got a {spec.model_kind}.")
 
 
-def evaluate(task, model, tokenizer, spec, data, batch_size):
-    """The task's scores, in %: NER entity F1 (and precision, recall); QA exact match and F1."""
+def evaluate(task, model, runner, data, batch_size):
+    """The task's scores, in %, of `model`'s answers with its outputs computed by `runner` (the model, or an
+    `EdgeModel` on its export): NER entity F1 (and precision, recall); QA exact match and F1."""
     if task == "ner":
-        scores = ner_recipe.evaluate_sentences(model, tokenizer, data, spec.max_length, batch_size)
+        scores = ner_recipe.evaluate_sentences(model, data, batch_size, runner=runner)
         return {name: 100 * scores[name] for name in ("f1", "precision", "recall")}
-    windowing = {"max_length": spec.max_length, "doc_stride": spec.doc_stride,
-                 "max_question_length": spec.max_question_length}
-    scores, _ = qa_recipe.evaluate_examples(model, tokenizer, data, windowing, batch_size)
+    scores, _ = qa_recipe.evaluate_examples(model, data, batch_size, runner=runner)
     return {"exact_match": scores["exact_match"], "f1": scores["f1"]}
 
 
@@ -81,13 +80,14 @@ def latency_batch(task, tokenizer, spec, data):
                      truncation="only_second")
 
 
-def run_engine(name, model, args, task, tokenizer, spec, data, batch):
-    """Scores and batch-1 latency of one engine (Keras, or an `EdgeModel`); an exception becomes the row's error."""
+def run_engine(name, runner, model, args, task, data, batch):
+    """Scores and batch-1 latency of one engine (`runner`: the Keras `model`, or an `EdgeModel` on its export); an
+    exception becomes the row's error."""
     start = time.perf_counter()
     try:
-        row = {"engine": name, "metrics": evaluate(task, model, tokenizer, spec, data, args.batch_size)}
+        row = {"engine": name, "metrics": evaluate(task, model, runner, data, args.batch_size)}
         seconds = time.perf_counter() - start
-        timing = time_calls(model.predict_on_batch, batch, args.warmup, args.repeats)
+        timing = time_calls(runner.predict_on_batch, batch, args.warmup, args.repeats)
         row["latency_ms"] = 1000 / timing["seq_per_s"]
         row["evaluate_s"] = round(seconds, 1)
     except Exception as error:  # LiteRT and the converter raise many types: report, go on
@@ -134,7 +134,7 @@ def main(argv=None):
     work = pathlib.Path(args.work or tempfile.mkdtemp(prefix="quantized_accuracy-"))
     rows = []
     try:
-        rows.append({**run_engine(KERAS, model, args, task, tokenizer, spec, data, batch),
+        rows.append({**run_engine(KERAS, model, model, args, task, data, batch),
                      "size_bytes": (folder / "model.keras").stat().st_size})
         for quantize in args.quantize:
             name, out = ENGINE_NAMES[quantize], work / quantize
@@ -142,8 +142,8 @@ def main(argv=None):
                 start = time.perf_counter()
                 export_tflite(model, tokenizer, spec, out, quantize, text_model=False)
                 export_s = round(time.perf_counter() - start, 1)
-                row = run_engine(name, EdgeModel(out / "token_ids.tflite", args.threads), args, task,
-                                 tokenizer, spec, data, batch)
+                row = run_engine(name, EdgeModel(out / "token_ids.tflite", args.threads), model, args, task, data,
+                                 batch)
                 row.update(size_bytes=(out / "token_ids.tflite").stat().st_size, export_s=export_s)
             except Exception as error:  # the export failed: say so in the table
                 row = {"engine": name, "error": f"{type(error).__name__}: {error}"}

@@ -4,7 +4,8 @@ apps/ner.py, over `kbert.BertTokenClassifier` (its preset, compile, fit and pred
 Sentences longer than `max_length` tokens are cut into windows at word boundaries, which do
 not overlap (see `kbert.data.ner_windows.NerWindows`), so every word gets a prediction. Scores are
 entity-level precision / recall / F1 as conlleval counts them (micro and per type); they are
-computed by `evaluate_sentences`, which also runs apps/edge_predict.py's `EdgeModel`.
+computed by `evaluate_sentences` on what `BertTokenClassifier.predict` returns (through
+`predict_with`, which also runs the model exported to token_ids.tflite: `kbert_edge.EdgeModel`).
 """
 
 import time
@@ -13,8 +14,6 @@ import keras
 
 from kbert.config import DEFAULT_SEQUENCE_LENGTH
 from kbert.data.conll import read_conll
-from kbert.data.ner_windows import NerWindows
-from kbert.data.padded_batches import PaddedBatches
 from kbert.metrics.entity_f1 import entity_scores, format_entity_scores
 from kbert.optimizers import bert_adamw, bfloat16_compute
 from kbert.saving import load_run
@@ -125,8 +124,7 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
 class EntityF1Callback(ValidationScores):
     """Adds `val_entity_f1` (conlleval micro F1 on `sentences`) to the logs after each epoch.
 
-    The model is a `BertTokenClassifier` with its preprocessor, whose tokenizer and
-    sequence length the scoring uses. `best` keeps the full scores of the best epoch so far
+    The model is a `BertTokenClassifier` with its preprocessor. `best` keeps the full scores of the best epoch so far
     (see `ValidationScores`).
 
     Args:
@@ -139,9 +137,7 @@ class EntityF1Callback(ValidationScores):
         self.sentences, self.batch_size = sentences, batch_size
 
     def _score(self, model):
-        preprocessor = model.preprocessor
-        return evaluate_sentences(model, preprocessor.tokenizer, self.sentences, preprocessor.sequence_length,
-                                  self.batch_size)
+        return evaluate_sentences(model, self.sentences, self.batch_size)
 
 
 def evaluate(model_dir, data, out=None, batch_size=64, verbose="auto"):
@@ -152,38 +148,18 @@ def evaluate(model_dir, data, out=None, batch_size=64, verbose="auto"):
 
     Returns: dict of metrics, also written to `out` (default `MODEL_DIR/eval_<data name>.json`).
     """
-    model, tokenizer, max_length = load_run(model_dir)
+    model = load_run(model_dir)[0]
     sentences = read_conll(data, label_names=model.label_names)
-    scores = evaluate_sentences(model, tokenizer, sentences, max_length, batch_size, verbose=verbose)
+    scores = evaluate_sentences(model, sentences, batch_size, verbose=verbose)
     summary = format_entity_scores(scores, f"{data} ({len(sentences)} sentences)")
     return write_evaluation(model_dir, data, scores, out, summary)[0]
 
 
-def evaluate_sentences(model, tokenizer, sentences, max_length, batch_size=64, verbose=0):
-    """Entity scores of `model` on tagged `sentences` (see `kbert.metrics.entity_scores`)."""
-    predicted, _ = predict_tags(model, tokenizer, sentences.texts(), sentences.word_spans(), max_length, batch_size,
-                                verbose)
-    return {**entity_scores(sentences.tags, predicted), "sentences": len(sentences)}
-
-
-def predict_tags(model, tokenizer, texts, word_spans, max_length, batch_size=64, verbose=0):
-    """The tag of every word of every text, and its probability.
-
-    Args:
-        model: a `BertTokenClassifier`, or anything with its `label_names` and
-            `predict_on_batch` (apps/edge_predict.py's `EdgeModel` on a token_ids.tflite).
-        tokenizer: its `kbert.text.BertTokenizer`.
-        texts: list of str.
-        word_spans: list of (words, 2) int arrays, the [start, end) char span of each word.
-        max_length: int. Tokens per window; longer texts are read in several windows.
-        batch_size: int.
-
-    Returns: (tags, probabilities): lists (per text) of lists (per word). A word without
-    any token (only characters BERT deletes) is tagged `O` with probability 1.
-    """
-    windows = NerWindows(tokenizer, texts, word_spans, max_length)
-    logits = PaddedBatches(windows.inputs, batch_size=batch_size).predict(model, verbose=verbose)
-    return windows.word_tags(logits, model.label_names)
+def evaluate_sentences(model, sentences, batch_size=64, verbose=0, runner=None):
+    """Entity scores (see `kbert.metrics.entity_scores`) of the tags `model.predict` gives the words of the tagged
+    `sentences`; `runner` computes the model's outputs instead (`BertTask.predict_with`: an `EdgeModel`)."""
+    results = model.predict_with(runner or model, sentences.words, batch_size, verbose)
+    return {**entity_scores(sentences.tags, [result["tags"] for result in results]), "sentences": len(sentences)}
 
 
 def predict(model_dir, texts, batch_size=32, dtype="float32"):

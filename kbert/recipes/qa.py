@@ -4,8 +4,9 @@ apps/qa.py, over `kbert.BertQuestionAnswerer` (its preset, preprocessor, compile
 Contexts longer than a window are read through overlapping windows (`max_length` 384,
 `doc_stride` 128: BERT's recipe, see `kbert.data.squad_windows.SquadWindows`); answers are
 decoded over all windows of a question and sliced from the original context. Scores are
-the official v1.1 exact match and F1 (%), computed by `evaluate_examples`, which also runs
-apps/edge_predict.py's `EdgeModel`.
+the official v1.1 exact match and F1 (%), computed by `evaluate_examples` on what
+`BertQuestionAnswerer.predict` returns (through `predict_with`, which also runs the model exported
+to token_ids.tflite: `kbert_edge.EdgeModel`).
 """
 
 import json
@@ -15,7 +16,6 @@ import time
 import keras
 import numpy as np
 
-from kbert.data.padded_batches import PaddedBatches
 from kbert.data.squad import read_squad
 from kbert.data.squad_example import SquadExample
 from kbert.data.squad_windows import SquadWindows
@@ -118,7 +118,7 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
                                 shuffle_seed=seed, verbose=verbose,
                                 callbacks=[StopOnNonFiniteLoss(backup), backup, *logs, *progress])
     seconds = time.perf_counter() - start
-    validation, predictions = evaluate_examples(model, tokenizer, valid_examples, windowing, batch_size)
+    validation, predictions = evaluate_examples(model, valid_examples, batch_size)
     metrics = run_metrics("qa", run, hyperparameters, model, backup, seconds, history, validation,
                           len(history.history["loss"]))  # the last epoch's weights
     write_run_folder(out, model, tokenizer, metrics, history.history, title=f"qa from {init}",
@@ -210,40 +210,32 @@ def evaluate(model_dir, data, out=None, batch_size=64, verbose="auto"):
 
     Returns: dict of metrics.
     """
-    model, tokenizer, windowing = load_qa_run(model_dir)
+    model = load_run(model_dir)[0]
     examples = read_squad(data)
-    scores, predictions = evaluate_examples(model, tokenizer, examples, windowing, batch_size, verbose=verbose)
+    scores, predictions = evaluate_examples(model, examples, batch_size, verbose=verbose)
     summary = f"{data} ({len(examples)} questions): exact match {scores['exact_match']:.2f}, F1 {scores['f1']:.2f}"
     metrics, out = write_evaluation(model_dir, data, scores, out, summary, reader=read_squad.last_report)
     write_json_atomic(out.with_name(f"predictions_{out.name}"), predictions)
     return metrics
 
 
-def evaluate_examples(model, tokenizer, examples, windowing, batch_size=64, verbose=0):
-    """(metrics, predictions): SQuAD scores of `model` on `examples`, and {id: answer text}."""
-    answers = answer_examples(model, tokenizer, examples, windowing, batch_size, verbose=verbose)
-    predictions = {e.id: (best[0]["text"] if best else "") for e, best in zip(examples, answers)}
+def evaluate_examples(model, examples, batch_size=64, verbose=0, runner=None):
+    """(metrics, predictions): SQuAD scores of the answers `model.predict` gives `examples`, and {id: answer text};
+    `runner` computes the model's outputs instead (`BertTask.predict_with`: an `EdgeModel`)."""
+    answers = model.predict_with(runner or model, ([e.question for e in examples], [e.context for e in examples]),
+                                 batch_size, verbose)
+    predictions = {e.id: answer["text"] for e, answer in zip(examples, answers)}
     gold = {e.id: e.answers for e in examples if e.answers}
     return squad_scores(predictions, gold), predictions
-
-
-def answer_examples(model, tokenizer, examples, windowing, batch_size=64, n_best=20, max_answer_length=30,
-                    verbose=0):
-    """The n-best answers of each example (see `SquadWindows.decode`).
-
-    `model` is a `BertQuestionAnswerer`, or anything with its `predict_on_batch`
-    (apps/edge_predict.py's `EdgeModel` on a token_ids.tflite).
-    """
-    windows = SquadWindows(tokenizer, examples, **windowing)
-    logits = PaddedBatches(windows.inputs, batch_size=batch_size).predict(model, verbose=verbose)
-    return windows.decode(logits["start_logits"], logits["end_logits"], n_best, max_answer_length)
 
 
 def predict(model_dir, context, questions, n_best=20, max_answer_length=30, batch_size=32, dtype="float32"):
     """The best answer to each question about `context`: text, char span, score, probability.
 
     `context` is one text for all the questions, or a list of texts, one per question.
-    `dtype`: "float32", or "bfloat16" (`kbert.models.compute_dtype`).
+    `BertQuestionAnswerer.predict` of the run's model, pairing `n_best` start and end candidates per
+    window, answers at most `max_answer_length` tokens long; `dtype`: "float32", or "bfloat16"
+    (`kbert.models.compute_dtype`).
 
     Returns: list of dicts `{"question", "text", "start", "end", "score", "probability",
     "alternatives"}` (`{"question", "text": "", "note", "alternatives"}` when no span fits).
@@ -256,19 +248,9 @@ def predict(model_dir, context, questions, n_best=20, max_answer_length=30, batc
                              f"nothing to answer from.")
         if not question.strip():
             raise ValueError(f"Question {i + 1} is empty.")
-    model, tokenizer, windowing = load_qa_run(model_dir)
-    examples = [SquadExample(f"q{i}", question, context)
-                for i, (question, context) in enumerate(zip(questions, contexts))]
-    answers = answer_examples(with_compute_dtype(model, dtype), tokenizer, examples, windowing, batch_size, n_best,
-                              max_answer_length)
-    return [{"question": q, **(best[0] if best else {"text": "", "note": "no answer span found"}),
-             "alternatives": [b["text"] for b in best[1:5]]} for q, best in zip(questions, answers)]
-
-
-def load_qa_run(folder):
-    """(model, tokenizer, windowing settings) of a run folder written by `train`: those of its preprocessor."""
-    model, tokenizer, _ = load_run(folder)
-    preprocessor = model.preprocessor
-    windowing = {"max_length": preprocessor.sequence_length, "doc_stride": preprocessor.doc_stride,
-                 "max_question_length": preprocessor.max_question_length}
-    return model, tokenizer, windowing
+    model = load_run(model_dir)[0]
+    model.n_best, model.max_answer_length = n_best, max_answer_length  # this call's, on a model loaded for it
+    answers = model.predict_with(with_compute_dtype(model, dtype), (list(questions), contexts), batch_size)
+    return [{"question": q, **(answer if answer["start"] >= 0 else
+                               {"text": "", "note": "no answer span found", "alternatives": answer["alternatives"]})}
+            for q, answer in zip(questions, answers)]

@@ -12,8 +12,8 @@ class BertQuestionAnswerer(BertTask):
     On raw inputs, `fit` takes `(questions, contexts)` and the answers (each a string found
     in its context, or SQuAD's `{"text", "answer_start"}`); `predict` takes
     `(questions, contexts)` and returns per question `{"text", "start", "end", "score",
-    "probability"}`, the best span over all windows of its context (text "" when no span
-    fits). On token ids (`[CLS] question [SEP] context [SEP]`) the model returns a dict of
+    "probability", "alternatives"}`, the best span over all windows of its context (text ""
+    and start -1 when no span fits) and the texts of the next four. On token ids (`[CLS] question [SEP] context [SEP]`) the model returns a dict of
     `start_logits` and `end_logits`, each (batch, length), in float32; padding positions
     get -1e9 so that they never win and weigh nothing in the softmax. Training targets are
     the answer's first and last token ([CLS], position 0, in windows that lack it). Nothing
@@ -30,7 +30,7 @@ class BertQuestionAnswerer(BertTask):
     >>> model = BertQuestionAnswerer.from_preset("bert_tiny", sequence_length=32)
     >>> answer = model.predict((["Who sings?"], ["Ann sings."]), verbose=0)[0]
     >>> sorted(answer)
-    ['end', 'probability', 'score', 'start', 'text']
+    ['alternatives', 'end', 'probability', 'score', 'start', 'text']
     """
 
     preprocessor_class = BertQuestionAnswererPreprocessor
@@ -61,4 +61,5 @@ class BertQuestionAnswerer(BertTask):
         answers = prepared.windows.decode(outputs["start_logits"], outputs["end_logits"], self.n_best,
                                           self.max_answer_length)
         empty = {"text": "", "start": -1, "end": -1, "score": 0.0, "probability": 0.0}
-        return [best[0] if best else empty for best in answers]
+        return [{**(best[0] if best else empty), "alternatives": [answer["text"] for answer in best[1:5]]}
+                for best in answers]

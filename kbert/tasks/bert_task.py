@@ -332,8 +332,24 @@ class BertTask(keras.Model):
         if kwargs:
             raise TypeError(f"predict on raw inputs takes batch_size and verbose, not {sorted(kwargs)}; "
                             "for Keras's other arguments, predict on the preprocessor's token ids.")
+        return self._predict_prepared(self, prepared, batch_size, verbose)
+
+    def predict_with(self, runner, x, batch_size=None, verbose=0):
+        """What `predict` returns on the raw inputs `x`, the model's outputs computed by `runner`: this model,
+        or anything with its `predict_on_batch` on token ids (`kbert_edge.EdgeModel` on the model's
+        token_ids.tflite), so that an export is scored by the code that scores the Keras model.
+
+        Example:
+        >>> from kbert import BertClassifier
+        >>> model = BertClassifier.from_preset("bert_tiny", num_classes=2)
+        >>> bool((model.predict_with(model, ["a film"]) == model.predict(["a film"], verbose=0)).all())
+        True
+        """
+        return self._predict_prepared(runner, self.preprocessor.prepare(x), batch_size, verbose)
+
+    def _predict_prepared(self, runner, prepared, batch_size, verbose):
         batches = PaddedBatches(prepared.inputs, batch_size=batch_size or DEFAULT_BATCH_SIZE)
-        return self.decode(batches.predict(self, verbose=verbose, token_outputs=self.token_outputs), prepared)
+        return self.decode(batches.predict(runner, verbose=verbose, token_outputs=self.token_outputs), prepared)
 
     def decode(self, outputs, prepared):
         """What `predict` returns on raw inputs, from the model's outputs (numpy) on `prepared`."""

@@ -12,8 +12,9 @@ class BertTokenClassifier(BertTask):
 
     On raw inputs, `fit` takes sentences as lists of words with one tag (a name from
     `label_names`, or its id) per word; `predict` takes lists of words or raw texts and
-    returns, per example, `{"text", "tags", "entities"}`: a tag per word and the entities
-    with their type, text, [start, end) character span and mean probability. Long texts
+    returns, per example, `{"text", "tags", "tag_probabilities", "entities"}`: a tag per word,
+    its probability (a word without any token: `O`, 1), and the entities with their type,
+    text, [start, end) character span and mean probability. Long texts
     are read through several windows (see `BertTokenClassifierPreprocessor`). On token ids
     the model returns logits (batch, length, num_classes); each word's label sits on its
     first WordPiece. The head computes in float32 even under mixed precision. Nothing here
@@ -30,7 +31,7 @@ class BertTokenClassifier(BertTask):
     >>> model = BertTokenClassifier.from_preset("bert_tiny", label_names=["O", "B-PER", "I-PER"])
     >>> history = model.fit([["Ann", "sings"]], [["B-PER", "O"]], verbose=0)
     >>> sorted(model.predict(["Ann sings."], verbose=0)[0])
-    ['entities', 'tags', 'text']
+    ['entities', 'tag_probabilities', 'tags', 'text']
     """
 
     preprocessor_class = BertTokenClassifierPreprocessor
@@ -77,5 +78,6 @@ class BertTokenClassifier(BertTask):
 
     def decode(self, outputs, prepared):
         tags, probabilities = prepared.windows.word_tags(outputs, self.label_names)
-        return [{"text": text, "tags": word_tags, "entities": entity_spans(text, spans, word_tags, probs)}
+        return [{"text": text, "tags": word_tags, "tag_probabilities": probs,
+                 "entities": entity_spans(text, spans, word_tags, probs)}
                 for (text, spans), word_tags, probs in zip(prepared.examples, tags, probabilities)]

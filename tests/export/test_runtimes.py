@@ -42,7 +42,7 @@ def clients(monkeypatch):
     (3, ExportSpec("question_answerer", 384, num_texts=2), True, None),
     (1, ExportSpec("classifier", 24), True, "a regressor has one score"),
     (3, ExportSpec("classifier", 24, num_texts=2), True, "one text per input, not sentence pairs"),
-    (3, ExportSpec("question_answerer", 128, num_texts=2), True, "feeds 384 tokens; export with --max-length 384"),
+    (3, ExportSpec("question_answerer", 128, num_texts=2), True, "feeds 384 tokens; export with max_length 384"),
     (3, ExportSpec("classifier", 24), False, "this tokenizer is cased")])
 def test_what_the_runtimes_cannot_read_is_refused_with_the_reason(clients, num_classes, spec, lowercase, reason):
     model = types.SimpleNamespace(num_classes=num_classes)

@@ -8,11 +8,9 @@ import tensorflow as tf
 
 from kbert.data.squad_example import SquadExample
 from kbert.data.squad_windows import SquadWindows
-from kbert.data.token_rows import word_spans_of
 from kbert.export import export_saved_model, load_exportable
 from kbert.layers import mean_pool
-from kbert.recipes import ner as ner_recipe, qa as qa_recipe
-from kbert_edge import entity_spans
+from kbert.recipes import qa as qa_recipe
 from tests.export.conftest import (CONTEXTS, EMPTY_BATCHES, LONG_CONTEXT, LONG_TEXT, QA_WINDOWING, QUESTIONS,
                                    TENSORFLOW_ONLY, TEXTS, edge_module, run_edge_predict, tiny_backbone)
 
@@ -20,16 +18,17 @@ pytestmark = TENSORFLOW_ONLY
 
 
 def test_ner_evaluation_gets_the_same_tags_from_the_tflite_model(ner):
-    """kbert.recipes.ner's evaluation with the token-id TFLite model (apps/edge_predict.py's `EdgeModel`,
-    windows padded to its fixed length) in place of the Keras model: the same tags."""
+    """`BertTokenClassifier.predict_with` (what kbert.recipes.ner's evaluation runs) with the token-id TFLite model
+    (apps/edge_predict.py's `EdgeModel`, windows padded to its fixed length) in place of the Keras model: the same
+    tags and probabilities."""
     model, tokenizer, spec, root = ner
     edge = edge_module().EdgeModel(root / "tflite" / "token_ids.tflite")
-    spans = word_spans_of(tokenizer, TEXTS)
-    expected = ner_recipe.predict_tags(model, tokenizer, TEXTS, spans, spec.max_length, batch_size=3)
-    tags, probabilities = ner_recipe.predict_tags(edge, tokenizer, TEXTS, spans, spec.max_length, batch_size=3)
-    assert sum(tag != "O" for text_tags in expected[0] for tag in text_tags) > 5
-    assert tags == expected[0]
-    np.testing.assert_allclose(np.concatenate(probabilities), np.concatenate(expected[1]), atol=1e-4)
+    expected = model.predict_with(model, TEXTS, batch_size=3)
+    results = model.predict_with(edge, TEXTS, batch_size=3)
+    assert sum(tag != "O" for result in expected for tag in result["tags"]) > 5
+    assert [result["tags"] for result in results] == [result["tags"] for result in expected]
+    np.testing.assert_allclose(np.concatenate([result["tag_probabilities"] for result in results]),
+                               np.concatenate([result["tag_probabilities"] for result in expected]), atol=1e-4)
 
 
 def test_ner_edge_runner_reads_long_texts_through_windows(ner):
@@ -38,11 +37,9 @@ def test_ner_edge_runner_reads_long_texts_through_windows(ner):
     model, tokenizer, spec, root = ner
     edge = edge_module().EdgeModel(root / "tflite" / "token_ids.tflite")
     texts = [LONG_TEXT, TEXTS[4], ""]
-    spans = word_spans_of(tokenizer, texts)
-    tags, probabilities = ner_recipe.predict_tags(model, tokenizer, texts, spans, spec.max_length)
     results = edge.predict(texts)
-    for text, result, *word in zip(texts, results, spans, tags, probabilities):
-        expected = entity_spans(text, *word)
+    for result, want in zip(results, model.predict(texts, verbose=0)):
+        expected = want["entities"]
         assert [{**e, "score": 0} for e in result["entities"]] == [{**e, "score": 0} for e in expected]
         np.testing.assert_allclose([e["score"] for e in result["entities"]], [e["score"] for e in expected],
                                    atol=2e-4)
@@ -83,15 +80,16 @@ def test_qa_evaluation_gets_the_same_answers_from_the_tflite_model(qa):
     place of the Keras model: the same answers, so the same scores."""
     model, tokenizer, spec, root = qa
     edge = edge_module().EdgeModel(root / "tflite" / "token_ids.tflite")
-    windowing = QA_WINDOWING
     examples = [SquadExample(f"q{i}", q, c, ["Paris"]) for i, (q, c) in enumerate(
         zip(QUESTIONS + ["Who visited Paris?"], CONTEXTS + [LONG_CONTEXT]))]
-    scores, predictions = qa_recipe.evaluate_examples(model, tokenizer, examples, windowing, batch_size=3)
+    scores, predictions = qa_recipe.evaluate_examples(model, examples, batch_size=3)
     assert all(predictions.values())
-    assert qa_recipe.evaluate_examples(edge, tokenizer, examples, windowing, batch_size=3) == (scores, predictions)
-    expected = qa_recipe.answer_examples(model, tokenizer, examples, windowing, batch_size=3)
-    for best, want in zip(qa_recipe.answer_examples(edge, tokenizer, examples, windowing, batch_size=3), expected):
-        np.testing.assert_allclose([b["score"] for b in best[:3]], [w["score"] for w in want[:3]], atol=1e-4)
+    assert qa_recipe.evaluate_examples(model, examples, batch_size=3, runner=edge) == (scores, predictions)
+    inputs = ([e.question for e in examples], [e.context for e in examples])
+    expected = model.predict_with(model, inputs, batch_size=3)
+    for got, want in zip(model.predict_with(edge, inputs, batch_size=3), expected):
+        assert got["alternatives"] == want["alternatives"]
+        np.testing.assert_allclose(got["score"], want["score"], atol=1e-4)
 
 
 def test_backbone_embeddings_match_keras(tmp_path, tokenizer):

@@ -51,9 +51,9 @@ def test_ner_evaluate_agrees_with_word_predictions(ner_run, capsys):
     run, data, _ = ner_run
     metrics = ner_recipe.evaluate(run, data)
     assert json.loads((run / "eval_train.json").read_text()) == metrics
-    model, tokenizer, max_length = load_run(run)
+    model = load_run(run)[0]
     sentences = read_conll(data)
-    tags, _ = ner_recipe.predict_tags(model, tokenizer, sentences.texts(), sentences.word_spans(), max_length)
+    tags = [result["tags"] for result in model.predict(sentences.words, verbose=0)]
     assert [len(t) for t in tags] == [len(w) for w in sentences.words]  # the 30-word sentence too
     assert metrics["f1"] == pytest.approx(entity_scores(sentences.tags, tags)["f1"])
     assert "micro" in capsys.readouterr().out

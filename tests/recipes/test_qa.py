@@ -5,6 +5,7 @@ import json
 import pytest
 
 from kbert.recipes import qa as qa_recipe
+from kbert.saving import load_run
 from kbert.tasks.bert_question_answerer import BertQuestionAnswerer
 from tests.conftest import app_module
 from tests.recipes.conftest import (check_mixed_precision_run, check_run_metrics, default_flags,
@@ -40,8 +41,8 @@ def test_qa_run_and_evaluate(qa_run):
     assert metrics["train_questions"] == 6 and metrics["validation_questions"] == 3
     assert metrics["max_length"] == 12 and metrics["doc_stride"] == 3
     check_run_metrics(metrics)  # no per-epoch validation: the last epoch's weights
-    model, _, windowing = qa_recipe.load_qa_run(run)
-    assert isinstance(model, BertQuestionAnswerer) and windowing["doc_stride"] == 3
+    model = load_run(run)[0]
+    assert isinstance(model, BertQuestionAnswerer) and model.preprocessor.doc_stride == 3
     scores = qa_recipe.evaluate(run, data)
     predictions = json.loads((run / "predictions_eval_squad.json").read_text())
     assert len(predictions) == 9 and scores["questions"] == 9 and 0 <= scores["f1"] <= 100

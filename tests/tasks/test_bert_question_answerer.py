@@ -46,4 +46,4 @@ def test_predict_gives_an_empty_answer_when_no_span_fits():
     """max_answer_length=0 admits no span: each question gets the empty answer, not an error."""
     model = BertQuestionAnswerer.from_preset("bert_tiny", sequence_length=24, max_answer_length=0)
     answers = model.predict((["Who sings?", "Who runs?"], ["Ann sings.", "Bob runs."]), verbose=0)
-    assert answers == [{"text": "", "start": -1, "end": -1, "score": 0.0, "probability": 0.0}] * 2
+    assert answers == [{"text": "", "start": -1, "end": -1, "score": 0.0, "probability": 0.0, "alternatives": []}] * 2
