@@ -129,7 +129,8 @@ def main(argv=None):
         arguments.error(f"--backend {args.backend}: Keras already runs on {keras.config.backend()} in this process")
     from kbert.saving import claim_run_folder
 
-    with claim_run_folder(out, "--out"), for_people(args):  # refused now, not after training, when --out cannot be written
+    # refused now, not after training, when --out cannot be written
+    with claim_run_folder(out, "--out"), for_people(args):
         summary = demo(args, out, sentences)
     if args.json:
         emit(args, [summary])
@@ -331,7 +332,7 @@ def keras_results(out, metrics, sentences, repeats):
 
     from kbert_edge.edge_model import is_blank
 
-    blank = [is_blank(sentence, lowercase=tokenizer.lowercase) for sentence in sentences]  # no label for nothing, as everywhere
+    blank = [is_blank(sentence, lowercase=tokenizer.lowercase) for sentence in sentences]  # no label, as everywhere
     kept = [sentence for sentence, empty in zip(sentences, blank) if not empty]
     answers = iter(classify(kept) if kept else [])
     predictions = []

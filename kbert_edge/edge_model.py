@@ -161,9 +161,8 @@ class EdgeModel:
         kind = self.model_kind
         if kind == "question_answerer":
             raise ValueError("question answering takes answer_question(question, context)")
-        blank = [is_blank(text, None if pairs is None else pairs[i], self.tokenizer.lowercase)
-                 for i, text in enumerate(texts)] \
-            if kind == "classifier" else []
+        blank = [kind == "classifier" and is_blank(text, None if pairs is None else pairs[i], self.tokenizer.lowercase)
+                 for i, text in enumerate(texts)]
         if any(blank):
             kept = [i for i, empty in enumerate(blank) if not empty]
             answers = iter(self.predict([texts[i] for i in kept], None if pairs is None else [pairs[i] for i in kept])

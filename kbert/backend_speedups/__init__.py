@@ -20,6 +20,7 @@ but those.
   2x faster on a CPU than the partitionable one (`fast_dropout.fast_dropout_masks`).
 """
 
+import functools
 import os
 
 # name -> the Keras backend it is for (None: every backend)
@@ -35,24 +36,28 @@ def chosen():
     >>> os.environ["KBERT_SPEEDUPS"] = "torch_dense,jax_gelu"; sorted(chosen())
     ['jax_gelu', 'torch_dense']
     >>> os.environ["KBERT_SPEEDUPS"] = "0"; chosen()
-    set()
+    frozenset()
     >>> os.environ["KBERT_SPEEDUPS"] = "-torch_backbone"; "torch_backbone" in chosen(), "torch_dense" in chosen()
     (False, True)
     >>> del os.environ["KBERT_SPEEDUPS"]; len(chosen()) == len(SPEEDUPS)
     True
     """
-    value = os.environ.get("KBERT_SPEEDUPS", "all").strip().lower()
+    return _parse(os.environ.get("KBERT_SPEEDUPS", "all").strip().lower())
+
+
+@functools.cache  # `active` runs at every sublayer call of a forward pass: each value is parsed once
+def _parse(value):
     if value in ("", "1", "all"):
-        return set(SPEEDUPS)
+        return frozenset(SPEEDUPS)
     if value in ("0", "none"):
-        return set()
+        return frozenset()
     names = [name.strip() for name in value.split(",") if name.strip()]
     left_out = [name[1:] for name in names if name.startswith("-")]
     unknown = sorted(set(left_out or names) - set(SPEEDUPS))
     if unknown or left_out and len(left_out) != len(names):
         raise ValueError(f"KBERT_SPEEDUPS={value!r}: unknown speed-up(s) {unknown}; give 0, all, names among "
                          f"{sorted(SPEEDUPS)}, or names each after a '-' (all but those), not both.")
-    return set(SPEEDUPS) - set(left_out) if left_out else set(names)
+    return frozenset(SPEEDUPS) - set(left_out) if left_out else frozenset(names)
 
 
 def active(name):

@@ -28,9 +28,9 @@ from kbert.training.training_logs import fine_tuning_logs
 from kbert.training.validation_scores import ValidationScores
 
 
-def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e-5, max_length=DEFAULT_SEQUENCE_LENGTH,
-          mixed_precision=False, validation_fraction=0.1, limit=None, validation_limit=None, patience=1, seed=0,
-          gradient_accumulation=1, remat=False,
+def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e-5,
+          max_length=DEFAULT_SEQUENCE_LENGTH, mixed_precision=False, validation_fraction=0.1, limit=None,
+          validation_limit=None, patience=1, seed=0, gradient_accumulation=1, remat=False,
           backup_steps=None, backup_minutes=5.0, verbose="auto"):
     """Fine-tunes a `BertTokenClassifier` and writes the run folder `out`.
 
@@ -124,8 +124,8 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
 class EntityF1Callback(ValidationScores):
     """Adds `val_entity_f1` (conlleval micro F1 on `sentences`) to the logs after each epoch.
 
-    The model is a `BertTokenClassifier` with its preprocessor. `best` keeps the full scores of the best epoch so far
-    (see `ValidationScores`).
+    The model is a `BertTokenClassifier` with its preprocessor. `best` keeps the full scores of
+    the best epoch so far (see `ValidationScores`).
 
     Args:
         sentences: `kbert.data.tagged_sentences.TaggedSentences`, tagged.

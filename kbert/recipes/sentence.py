@@ -18,7 +18,7 @@ from kbert.training.non_finite_loss import StopOnNonFiniteLoss
 from kbert.training.remat import rematerialized
 from kbert.training.resumable_fit import resumable_fit
 from kbert.training.run_backup import run_backup
-from kbert.training.run_results import run_metrics, write_evaluation, write_run_folder
+from kbert.training.run_results import parameter_counts, run_metrics, write_evaluation, write_run_folder
 from kbert.training.training_logs import fine_tuning_logs
 from kbert.training.validation_scores import ValidationScores
 from kbert_edge.edge_model import EMPTY_TEXT, is_blank
@@ -128,8 +128,7 @@ def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learnin
     if lora_rank:
         adapted = enable_lora(model.backbone, lora_rank)
         print(f"LoRA rank {lora_rank} on {adapted} layers.")
-    trainable = sum(int(np.prod(v.shape)) for v in model.trainable_weights)
-    total = sum(int(np.prod(v.shape)) for v in model.weights)
+    trainable, total = parameter_counts(model)
     print(f"{problem.name}: {len(train_examples)} training / {len(valid_examples)} validation examples; "
           f"{trainable:,} trainable of {total:,} parameters.")
 

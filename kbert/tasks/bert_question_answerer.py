@@ -13,9 +13,10 @@ class BertQuestionAnswerer(BertTask):
     in its context, or SQuAD's `{"text", "answer_start"}`); `predict` takes
     `(questions, contexts)` and returns per question `{"text", "start", "end", "score",
     "probability", "alternatives"}`, the best span over all windows of its context (text ""
-    and start -1 when no span fits) and the texts of the next four. On token ids (`[CLS] question [SEP] context [SEP]`) the model returns a dict of
-    `start_logits` and `end_logits`, each (batch, length), in float32; padding positions
-    get -1e9 so that they never win and weigh nothing in the softmax. Training targets are
+    and start -1 when no span fits) and the texts of the next four. On token ids
+    (`[CLS] question [SEP] context [SEP]`) the model returns a dict of `start_logits` and
+    `end_logits`, each (batch, length), in float32; padding positions get -1e9 so that they
+    never win and weigh nothing in the softmax. Training targets are
     the answer's first and last token ([CLS], position 0, in windows that lack it). Nothing
     here reads the backbone's pooler, so it stays out of training (see `BertTask`).
 

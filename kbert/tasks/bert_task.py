@@ -398,6 +398,7 @@ class BertTask(keras.Model):
                                  "no y, sample_weight or batch_size with it.")
             return x.map(self.preprocessor, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE), None
         prepared = self.preprocessor.prepare(x, self.check_labels(y), sample_weight)
+        batch_size = batch_size or DEFAULT_BATCH_SIZE
         if seed is None:
             seed = int(np.random.randint(2**31))  # seeded by keras.utils.set_random_seed
         if shard:  # every torch process makes the same global batches (evaluate needs no peers)
@@ -413,13 +414,13 @@ class BertTask(keras.Model):
             if shuffle:
                 data = data.shuffle(len(data), seed=seed, reshuffle_each_iteration=True)
             # masked per batch, so not padded: the last batch is dropped
-            if (batch_size or DEFAULT_BATCH_SIZE) % split:
-                raise ValueError(f"batch_size={batch_size or DEFAULT_BATCH_SIZE} does not divide by the data dimension "
+            if batch_size % split:
+                raise ValueError(f"batch_size={batch_size} does not divide by the data dimension "
                                  f"{split} of the active distribution; choose a multiple of {split}.")
-            data = data.batch(batch_size or DEFAULT_BATCH_SIZE, drop_remainder=split > 1)
+            data = data.batch(batch_size, drop_remainder=split > 1)
             return data.map(lambda *batch: self.preprocessor(*batch),
                             num_parallel_calls=tf.data.AUTOTUNE).prefetch(2), None
-        batches = PaddedBatches(prepared.inputs, prepared.y, prepared.sample_weight, batch_size or DEFAULT_BATCH_SIZE,
+        batches = PaddedBatches(prepared.inputs, prepared.y, prepared.sample_weight, batch_size,
                                 shuffle=shuffle, seed=seed, group_by_length=shuffle,
                                 batch_multiple=split)
         if shuffle:

@@ -56,6 +56,18 @@ def write_run_folder(out, model, tokenizer, metrics, history, title="", extra_js
                 os.replace(pathlib.Path(logs) / name, folder / name)
 
 
+def parameter_counts(model):
+    """(trainable, all): the numbers of `model`'s trainable and of all its weights (fewer trainable under LoRA).
+
+    Example:
+    >>> dense = keras.layers.Dense(2, trainable=False)
+    >>> dense.build((None, 3))
+    >>> parameter_counts(dense)
+    (0, 8)
+    """
+    return tuple(sum(int(np.prod(w.shape)) for w in weights) for weights in (model.trainable_weights, model.weights))
+
+
 def run_metrics(task, run, hyperparameters, model, backup, seconds, history, validation, best_epoch):
     """The `metrics.json` of a finished fine-tuning, the same fields for every task: what ran (`task`, the
     backend, `run`, `hyperparameters`, the distribution, the machine's CPU: `kbert_edge.cpu.describe_cpu`),
@@ -76,11 +88,11 @@ def run_metrics(task, run, hyperparameters, model, backup, seconds, history, val
             `EarlyStopping` restored the best; else the last).
     """
     steps = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
+    trainable, total = parameter_counts(model)
     return {
         "task": task, "backend": keras.config.backend(), **run, "hyperparameters": hyperparameters,
         "distribution": describe_distribution(), "machine": describe_cpu(),
-        "parameters": sum(int(np.prod(w.shape)) for w in model.weights),
-        "trainable_parameters": sum(int(np.prod(w.shape)) for w in model.trainable_weights),
+        "parameters": total, "trainable_parameters": trainable,
         "steps": steps, "resumed_at_step": backup.resumed_step, "fit_seconds": round(seconds, 1),
         "steps_per_second": round((steps - backup.resumed_step) / seconds, 3), "best_epoch": best_epoch,
         "history": {k: [float(v) for v in values] for k, values in history.history.items()},
