@@ -13,7 +13,7 @@ but those.
 - `torch_backbone`: a `BertBackbone`'s forward pass as plain torch calls on its own weights, at inference and
   in training (fused attention with dropout), where nothing needs the graph (`torch_backbone.backbone_forward`).
 - `torch_dropout`: dropout's mask from `torch.rand` instead of `bernoulli_` in training (`torch_dropout.dropout`).
-- `torch_foreach_adamw`: `BertAdamW`'s update as fused list ops (`torch_foreach_adamw.foreach_update`).
+- `torch_foreach_adamw`: `BertAdamW`'s update and global-norm clipping as fused list ops (`torch_foreach_adamw`).
 - `jax_dense`: dense matmuls whose kernel gradients XLA:CPU runs in YNNPACK, in training (`jax_dense`).
 - `jax_gelu`: the exact GELU written out with `erf` (`ops.gelu` lowers to `erfc`, fused into more passes).
 - `jax_dropout_masks`: while `BertTask.fit` trains, dropout masks from JAX's classic threefry stream, about

@@ -1,6 +1,8 @@
 """A `BertBackbone`'s forward pass in plain torch calls, at inference and in training (imports torch: torch
 backend only)."""
 
+import functools
+
 import torch
 import torch.nn.functional as F
 from keras import ops
@@ -8,7 +10,7 @@ from keras import ops
 from kbert.backend_speedups.torch_dropout import dropout as torch_dropout
 
 
-def backbone_forward(backbone, inputs, training=False):
+def backbone_forward(backbone, inputs, training=False, compiled=False):
     """What `backbone(inputs, training=training)` computes, written as torch calls on its own
     weights: `{"sequence_output", "pooled_output"}`.
 
@@ -16,7 +18,9 @@ def backbone_forward(backbone, inputs, training=False):
     call on torch; all-MiniLM-L6-v2 on a batch of 32 short sentences makes some 200 of them, a
     sixth of the pass. The same math from the same weights (read through the layers'
     `kernel` / `embeddings` properties, so LoRA's update is included), in the backbone's compute
-    dtype with layer norms normalizing in float32, as Keras's do; sums may round differently
+    dtype with layer norms normalizing in float32, as Keras's do; under a mixed policy
+    ("mixed_bfloat16", "mixed_float16") the float32 weights are cast to the compute dtype where
+    Keras's layers cast them (autograd carries the gradients back to float32); sums may round differently
     (`tests/backend_speedups/test_torch_backbone.py` compares it with the Keras graph).
 
     In training, autograd runs through the same calls into the weights' own tensors, so Keras's
@@ -25,22 +29,68 @@ def backbone_forward(backbone, inputs, training=False):
     probabilities (inside PyTorch's fused attention, `dropout_p`, where the graph computes the
     attention explicitly to drop), and on both residual branches of each block; masks from
     torch's global generator (`torch_dropout`), as `kbert.layers.Dropout` draws them on torch.
+    With `compiled`, `forward` runs under `torch.compile` (`compiled_forward`): kbert's compiled
+    mode on torch, which `BertTask.compile(jit_compile=True)` turns on.
     Called by `BertBackbone.call` when `_runs_in_plain_torch` allows it.
     """
     token_ids, segment_ids, padding_mask = (ops.convert_to_tensor(inputs[key])
                                             for key in ("token_ids", "segment_ids", "padding_mask"))
-    length = token_ids.shape[1]
+    outputs = (compiled_forward() if compiled else forward)(backbone_weights(backbone), token_ids, segment_ids, padding_mask,
+                      rate=backbone.dropout if training else 0.0, num_heads=backbone.num_heads,
+                      epsilon=backbone.layer_norm_epsilon,
+                      dtype=getattr(torch, backbone.token_embedding.compute_dtype))
+    return dict(zip(("sequence_output", "pooled_output"), outputs))
+
+
+@functools.cache
+def compiled_forward():
+    """`forward` under `torch.compile` (Inductor), compiled at its first call for each kind of call
+    (training or inference, dropout rate) and shape; when a shape changes, it compiles once more with the
+    changing sizes symbolic (torch's automatic dynamic shapes), after which other lengths and batch
+    sizes reuse that program. Weights are arguments, so one program serves every backbone of a shape.
+    Keras's own `jit_compile=True` on torch compiles its whole train step instead (minutes for
+    BERT-base)."""
+    return torch.compile(forward)
+
+
+def backbone_weights(backbone):
+    """The backbone's weights as torch tensors, nested as `forward` reads them: (kernel, bias)
+    of each dense layer, (gamma, beta) of each layer norm; the variables' own tensors (autograd
+    reaches them), or a LoRA-updated kernel."""
     layer = backbone.get_layer
-    x = F.embedding(token_ids, _weight(backbone.token_embedding.embeddings))
-    x = x + F.embedding(segment_ids, _weight(layer("segment_embedding").embeddings))
-    x = x + _weight(layer("position_embedding").embeddings)[:length]
-    rate = backbone.dropout if training else 0.0
-    x = _dropout(_layer_norm(layer("embeddings_layer_norm"), x), rate)
-    mask = _attention_bias(padding_mask, x.dtype)
+
+    def dense(d):
+        return _weight(d.kernel), None if d.bias is None else _weight(d.bias)
+
+    def norm(n):
+        return _weight(n.gamma), _weight(n.beta)
+
+    blocks = []
     for i in range(backbone.num_layers):
-        x = _block(layer(f"transformer_layer_{i}"), x, mask, rate)
-    pooled = torch.tanh(_dense(backbone.pooler, x[:, 0, :]))
-    return {"sequence_output": x, "pooled_output": pooled}
+        block = layer(f"transformer_layer_{i}")
+        attention = block.self_attention
+        blocks.append((dense(attention.qkv_dense), dense(attention.output_dense), norm(block.attention_layer_norm),
+                       dense(block.intermediate_dense), dense(block.output_dense), norm(block.output_layer_norm)))
+    return {"token": _weight(backbone.token_embedding.embeddings),
+            "segment": _weight(layer("segment_embedding").embeddings),
+            "position": _weight(layer("position_embedding").embeddings),
+            "embeddings_norm": norm(layer("embeddings_layer_norm")), "blocks": blocks,
+            "pooler": dense(backbone.pooler)}
+
+
+def forward(weights, token_ids, segment_ids, padding_mask, rate, num_heads, epsilon, dtype):
+    """(sequence_output, pooled_output) of a BERT encoder with `weights` (`backbone_weights`),
+    computed in `dtype`: a function of tensors alone, which `torch.compile` can take whole."""
+    length = token_ids.shape[1]
+    x = F.embedding(token_ids, weights["token"]).to(dtype)
+    x = x + F.embedding(segment_ids, weights["segment"]).to(dtype)
+    x = x + weights["position"][:length].to(dtype)
+    x = _dropout(_layer_norm(weights["embeddings_norm"], x, epsilon), rate)
+    mask = _attention_bias(padding_mask, x.dtype)
+    for block in weights["blocks"]:
+        x = _block(block, x, mask, rate, num_heads, epsilon)
+    pooled = torch.tanh(_dense(weights["pooler"], x[:, 0, :]))
+    return x, pooled
 
 
 def _attention_bias(padding_mask, dtype):
@@ -51,17 +101,16 @@ def _attention_bias(padding_mask, dtype):
     return torch.where(real, 0.0, -0.7 * 3.38953e38).to(dtype)
 
 
-def _block(block, x, mask, rate=0.0):
-    attention = block.self_attention
+def _block(block, x, mask, rate, num_heads, epsilon):
+    qkv, attention_output, attention_norm, intermediate, output, output_norm = block
     batch, length, width = x.shape
-    heads = attention.num_heads
-    fused = _dense(attention.qkv_dense, x).view(batch, length, 3, heads, width // heads)
+    fused = _dense(qkv, x).view(batch, length, 3, num_heads, width // num_heads)
     query, key, value = fused.permute(2, 0, 3, 1, 4).unbind(0)  # each (batch, heads, length, head_dim)
     context = F.scaled_dot_product_attention(query, key, value, attn_mask=mask, dropout_p=rate)
     context = context.transpose(1, 2).reshape(batch, length, width)
-    x = _layer_norm(block.attention_layer_norm, x + _dropout(_dense(attention.output_dense, context), rate))
-    hidden = F.gelu(_dense(block.intermediate_dense, x))
-    return _layer_norm(block.output_layer_norm, x + _dropout(_dense(block.output_dense, hidden), rate))
+    x = _layer_norm(attention_norm, x + _dropout(_dense(attention_output, context), rate), epsilon)
+    hidden = F.gelu(_dense(intermediate, x))
+    return _layer_norm(output_norm, x + _dropout(_dense(output, hidden), rate), epsilon)
 
 
 def _dropout(x, rate):
@@ -69,14 +118,13 @@ def _dropout(x, rate):
 
 
 def _dense(dense, x):
-    bias = None if dense.bias is None else _weight(dense.bias)
-    return F.linear(x, _weight(dense.kernel).T, bias)
+    kernel, bias = dense
+    return F.linear(x, kernel.to(x.dtype).T, None if bias is None else bias.to(x.dtype))
 
 
-def _layer_norm(norm, x):
-    normalized = F.layer_norm(x.float(), x.shape[-1:], _weight(norm.gamma).float(),
-                              _weight(norm.beta).float(), norm.epsilon)
-    return normalized.to(x.dtype)
+def _layer_norm(norm, x, epsilon):
+    gamma, beta = norm
+    return F.layer_norm(x.float(), x.shape[-1:], gamma.float(), beta.float(), epsilon).to(x.dtype)
 
 
 def _weight(weight):

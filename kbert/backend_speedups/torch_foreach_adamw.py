@@ -1,13 +1,12 @@
-"""PyTorch backend only: `BertAdamW`'s update on whole lists of tensors (`torch._foreach_*`).
+"""PyTorch backend only: `BertAdamW`'s update and gradient clipping on whole lists of tensors (`torch._foreach_*`).
 
 Eager torch pays for every op on every variable; Keras's own torch optimizers update all
 variables in a few fused list ops instead, and this does the same for `BertAdamW`
 (`kbert.optimizers.bert_adamw`), which calls it under the torch backend only.
 """
 
-import math
-
 import torch
+from keras import ops
 
 
 @torch.no_grad()
@@ -16,11 +15,15 @@ def foreach_update(optimizer, grads, variables, learning_rate):
 
     The same update as `BertAdamW.update_step`:
     `w -= lr * sqrt(c2) / c1 * m / (sqrt(v) + eps * sqrt(c2))`, with `c1 = 1 - beta_1**t`
-    and `c2 = 1 - beta_2**t`.
+    and `c2 = 1 - beta_2**t`. The step count and the learning rate stay tensors on the
+    weights' device: reading them as Python numbers would wait for the GPU to finish the
+    backward pass before the update could be queued, as `torch.optim.AdamW` never does.
     """
-    step = int(optimizer.iterations) + 1  # a tensor, not a Variable, under gradient accumulation
-    root_beta_2_correction = math.sqrt(1 - optimizer.beta_2**step)
-    step_size = float(learning_rate) * root_beta_2_correction / (1 - optimizer.beta_1**step)
+    # float64 scalars: 1 - 0.999**t in float32 loses 5 digits
+    step = torch.as_tensor(ops.convert_to_tensor(optimizer.iterations)).double() + 1  # a tensor under accumulation
+    root_beta_2_correction = torch.sqrt(1 - optimizer.beta_2**step)
+    step_size = (torch.as_tensor(ops.convert_to_tensor(learning_rate)).double()
+                 * root_beta_2_correction / (1 - optimizer.beta_1**step)).float()
     index = optimizer._get_variable_index
     m = [optimizer._momentums[index(variable)].value for variable in variables]
     v = [optimizer._velocities[index(variable)].value for variable in variables]
@@ -28,5 +31,19 @@ def foreach_update(optimizer, grads, variables, learning_rate):
     torch._foreach_mul_(v, optimizer.beta_2)
     torch._foreach_addcmul_(v, grads, grads, value=1 - optimizer.beta_2)
     denominators = torch._foreach_sqrt(v)
-    torch._foreach_add_(denominators, optimizer.epsilon * root_beta_2_correction)
-    torch._foreach_addcdiv_([variable.value for variable in variables], m, denominators, value=-step_size)
+    torch._foreach_add_(denominators, (optimizer.epsilon * root_beta_2_correction).float())
+    torch._foreach_div_(denominators, step_size)  # as torch's capturable Adam; a step size of 0 moves nothing
+    torch._foreach_addcdiv_([variable.value for variable in variables], m, denominators, value=-1.0)
+
+
+@torch.no_grad()
+def foreach_clip_by_global_norm(grads, clip_norm):
+    """Keras's `clip_by_global_norm` in three list ops: every gradient times
+    `clip_norm / max(global_norm, clip_norm)`, NaN where the norm is not finite.
+
+    Keras squares, sums and scales each of a BERT's ~200 gradients on its own (600 kernels on
+    a GPU, a step's largest share of launches); `torch.nn.utils.clip_grad_norm_` does as this.
+    """
+    norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
+    scale = torch.clamp(clip_norm / norm, max=1.0) + (norm - norm)
+    return list(torch._foreach_mul(grads, scale))

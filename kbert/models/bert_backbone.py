@@ -103,6 +103,7 @@ class BertBackbone(keras.Model):
         self._dtype_argument = None if dtype is None else keras.dtype_policies.get(dtype).name
         self.token_embedding = token_embedding
         self.pooler = pooler
+        self.torch_compiled = False  # kbert's compiled mode on torch: set by BertTask.compile(jit_compile=True)
         for name, value in config.to_dict().items():
             setattr(self, name, value)
 
@@ -111,23 +112,25 @@ class BertBackbone(keras.Model):
         if self._runs_in_plain_torch(inputs, training):
             from kbert.backend_speedups.torch_backbone import backbone_forward
 
-            return backbone_forward(self, inputs, training=bool(training))
+            return backbone_forward(self, inputs, training=bool(training), compiled=self.torch_compiled)
+        if self.torch_compiled and not keras.backend.is_keras_tensor(inputs["token_ids"]):
+            raise ValueError("jit_compile=True on torch compiles the backbone's plain-torch pass, which does not "
+                             "run here (KBERT_SPEEDUPS without torch_backbone, a quantized layer, a "
+                             "keras.distribution, or in training rematerialized blocks or seeded dropout): "
+                             "compile with jit_compile=False.")
         return super().call(inputs, training=training, mask=mask)
 
     def _runs_in_plain_torch(self, inputs, training):
         """Whether this call can skip the functional graph for `backbone_forward`'s torch
         calls: under PyTorch, with the speed-up `torch_backbone` on (`kbert.backend_speedups.active`), on
-        tensors (not while a model is being built), in the dtype the weights are stored in (not
-        "mixed_bfloat16"), with no layer quantized and no `keras.distribution` laying out the
+        tensors (not while a model is being built), with no layer quantized and no `keras.distribution` laying out the
         outputs; in training also with no block rematerialized (`remat`: the graph's blocks
         are what is recomputed) and unseeded dropout (a seed is the graph's Dropout layers')."""
         from kbert.backend_speedups import active
 
-        policy = self.token_embedding.dtype_policy  # every layer's (the model's own is float32)
         layers = list(self._flatten_layers())
         return (active("torch_backbone")
                 and not keras.backend.is_keras_tensor(inputs["token_ids"])
-                and policy.compute_dtype == policy.variable_dtype
                 and keras.distribution.distribution() is None
                 and not any(layer.quantization_mode for layer in layers)
                 and not (training and any(getattr(layer, "_remat_mode", None) is not None

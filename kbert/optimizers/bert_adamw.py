@@ -90,6 +90,13 @@ class BertAdamW(keras.optimizers.AdamW):
         denominator = ops.add(ops.sqrt(v), self.epsilon * root_beta_2_correction)
         self.assign_sub(variable, ops.divide(ops.multiply(m, step_size), denominator))
 
+    def _clip_gradients(self, grads):
+        if not (self.global_clipnorm and active("torch_foreach_adamw")) or any(g is None for g in grads):
+            return super()._clip_gradients(grads)
+        from kbert.backend_speedups.torch_foreach_adamw import foreach_clip_by_global_norm
+
+        return foreach_clip_by_global_norm(grads, self.global_clipnorm)
+
     def _backend_update_step(self, grads, trainable_variables, learning_rate):
         # Under torch, one fused update over all variables, as Keras's own torch optimizers do.
         if not active("torch_foreach_adamw"):

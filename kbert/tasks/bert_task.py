@@ -166,21 +166,45 @@ class BertTask(keras.Model):
                 weighted, so that the rows padding a batch to the data dimension count 0.
             learning_rate: float or None. The peak rate of the "auto" optimizer (None: the
                 task's `default_learning_rate`).
-            jit_compile: as for Keras. A saved model keeps "auto" as "auto" (Keras keeps what it
-                resolved to), so that a model saved under JAX or TensorFlow, where "auto" means
-                compiled, predicts eagerly when loaded under torch instead of under
-                `torch.compile`.
+            jit_compile: as for Keras on TensorFlow and JAX. On torch, True is kbert's compiled
+                mode: the backbone's plain-torch pass under `torch.compile`
+                (`kbert.backend_speedups.torch_backbone.compiled_forward`; BERT-base compiles in
+                about 25 s on an H100), the head and the optimizer eager; Keras's own would compile
+                its whole train step (minutes). A saved model keeps "auto" as "auto" (Keras keeps
+                what it resolved to), so that a model saved under JAX or TensorFlow, where "auto"
+                means compiled, predicts eagerly when loaded under torch.
         """
         if optimizer == "auto":
             optimizer = bert_adamw(learning_rate or self.default_learning_rate, total_steps=None)
+        optimizer = self._loss_scaled(optimizer, kwargs.get("auto_scale_loss", True))
         defaults = self.default_compile_arguments()
         arguments = {"loss": loss, "metrics": metrics, "weighted_metrics": weighted_metrics}
         arguments = {key: defaults.get(key) if value == "auto" else value for key, value in arguments.items()}
         if data_dimension() > 1 and metrics == "auto" and not arguments["weighted_metrics"]:
             # Batches padded to the data dimension weigh their padding 0: weighted metrics see that.
             arguments["metrics"], arguments["weighted_metrics"] = None, arguments["metrics"]
-        super().compile(optimizer=optimizer, **arguments, jit_compile=jit_compile, **kwargs)
+        torch_compiled = jit_compile is True and keras.config.backend() == "torch"
+        if torch_compiled and not active("torch_backbone"):
+            raise ValueError("jit_compile=True on torch compiles the backbone's plain-torch pass, which "
+                             "KBERT_SPEEDUPS turns off: allow torch_backbone, or compile with jit_compile=False.")
+        self.backbone.torch_compiled = torch_compiled
+        super().compile(optimizer=optimizer, **arguments, jit_compile=False if torch_compiled else jit_compile,
+                        **kwargs)
         self._compile_config.config["jit_compile"] = jit_compile
+
+    def _loss_scaled(self, optimizer, auto_scale_loss):
+        """`optimizer` in a `LossScaleOptimizer` where the backbone computes in float16 (Keras wraps it
+        only for a model whose own policy is "mixed_float16"); a ValueError where scaling is turned off."""
+        if self.backbone.token_embedding.compute_dtype != "float16" or optimizer is None:
+            return optimizer
+        optimizer = keras.optimizers.get(optimizer)
+        if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
+            return optimizer
+        if not auto_scale_loss:
+            raise ValueError("The backbone computes in float16, whose gradients below 6e-8 round to 0 without "
+                             "loss scaling: compile with auto_scale_loss=True (the default) or a "
+                             "keras.optimizers.LossScaleOptimizer.")
+        return keras.optimizers.LossScaleOptimizer(optimizer)
 
     def compile_from_config(self, config):
         """Compiles as the saved model was compiled (`keras.saving.load_model` calls this)."""

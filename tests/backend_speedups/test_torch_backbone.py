@@ -26,15 +26,16 @@ def outputs(backbone, batch, plain_torch, monkeypatch, **kwargs):
     return {k: ops.convert_to_numpy(ops.cast(v, "float32")) for k, v in out.items()}
 
 
-@pytest.mark.parametrize("dtype, atol", [("float32", 2e-6), ("bfloat16", 1e-2)])
+@pytest.mark.parametrize("dtype, atol", [("float32", 2e-6), ("bfloat16", 1e-2), ("mixed_bfloat16", 1e-2)])
 def test_plain_torch_forward_gives_the_keras_graphs_outputs(dtype, atol, monkeypatch):
     backbone = randomized(BertBackbone(**TINY, dropout=0.3, dtype=dtype))
     batch = tiny_batch(batch=3, length=9)  # padded rows and a second segment
     fast = outputs(backbone, batch, True, monkeypatch)
     graph = outputs(backbone, batch, False, monkeypatch)
     mask = batch["padding_mask"].astype(bool)
-    np.testing.assert_allclose(fast["sequence_output"][mask], graph["sequence_output"][mask], atol=atol)
-    np.testing.assert_allclose(fast["pooled_output"], graph["pooled_output"], atol=atol)
+    # (bfloat16: one unit in the last place of a number near 2 is 0.016, hence rtol too)
+    np.testing.assert_allclose(fast["sequence_output"][mask], graph["sequence_output"][mask], atol=atol, rtol=atol)
+    np.testing.assert_allclose(fast["pooled_output"], graph["pooled_output"], atol=atol, rtol=atol)
     assert np.abs(graph["sequence_output"]).mean() > 0.1  # not trivially close
 
 
@@ -84,13 +85,13 @@ def test_inference_and_training_calls_use_it(forward_calls):
     assert True in forward_calls[3:]  # the training step
 
 
-@pytest.mark.parametrize("case", ["mixed_bfloat16", "int8", "building a model", "remat", "seeded dropout",
+@pytest.mark.parametrize("case", ["int8", "building a model", "remat", "seeded dropout",
                                   "KBERT_SPEEDUPS=0"])
 def test_where_it_would_change_something_keras_runs_the_graph(case, forward_calls, monkeypatch):
     from kbert.training.remat import rematerialized
 
     with rematerialized(case == "remat"):
-        backbone = BertBackbone(**TINY, dtype="mixed_bfloat16" if case == "mixed_bfloat16" else None)
+        backbone = BertBackbone(**TINY)
     if case == "int8":
         backbone.quantize("int8")
     if case == "seeded dropout":
@@ -102,7 +103,7 @@ def test_where_it_would_change_something_keras_runs_the_graph(case, forward_call
         keras.Model(inputs, backbone(inputs)["pooled_output"])
     else:
         backbone(tiny_batch(), training=True)
-        if case in ("mixed_bfloat16", "int8", "KBERT_SPEEDUPS=0"):
+        if case in ("int8", "KBERT_SPEEDUPS=0"):
             backbone(tiny_batch(), training=False)
     assert forward_calls == []
 
@@ -129,11 +130,13 @@ def gradients(backbone, batch, plain_torch, monkeypatch, seed=0):
             {w.path: w.value.grad.float().numpy() for w in backbone.trainable_weights})
 
 
-@pytest.mark.parametrize("dtype, atol, gradient_rtol", [("float32", 1e-5, 1e-5), ("bfloat16", 1e-2, 3e-2)])
+@pytest.mark.parametrize("dtype, atol, gradient_rtol", [("float32", 1e-5, 1e-5), ("bfloat16", 1e-2, 3e-2),
+                                                        ("mixed_bfloat16", 1e-2, 3e-2)])
 def test_training_gives_the_graphs_outputs_and_gradients_of_every_weight(dtype, atol, gradient_rtol, monkeypatch):
     """Dropout off (rate 0): the same function, so the same values; with padding and a second segment. In
     bfloat16 (8 bits of mantissa, two orders of summation) all the gradients together within 3% of the graph's in
-    norm (0.5-1.7% over 8 seeds; a weight of 8 numbers alone differed by up to 10%)."""
+    norm (0.5-1.7% over 8 seeds; a weight of 8 numbers alone differed by up to 10%). Under "mixed_bfloat16" the
+    weights are float32 and the gradients reach them through the casts to bfloat16, as through Keras's layers."""
     keras.utils.set_random_seed(0)  # the LoRA factor's initializer
     backbone = randomized(BertBackbone(**TINY, dropout=0.0, dtype=dtype))
     backbone.get_layer("transformer_layer_0").intermediate_dense.enable_lora(2, b_initializer="normal")

@@ -65,3 +65,41 @@ def test_foreach_update_is_adams_step_without_the_decay():
     v = keras.ops.convert_to_numpy(optimizer._velocities[optimizer._get_variable_index(variables[1])])
     np.testing.assert_allclose(m, 0.9 * 0.1 * g1 + 0.1 * g2, rtol=1e-5, atol=1e-12)
     np.testing.assert_allclose(v, 0.999 * 0.001 * g1**2 + 0.001 * g2**2, rtol=1e-5, atol=1e-20)
+
+
+@pytest.mark.parametrize("scale", [0.1, 30.0, np.inf])
+def test_foreach_clipping_is_torchs_clip_grad_norm(scale):
+    """Gradients of global norm below, above and at infinity against `torch.nn.utils.clip_grad_norm_`
+    (the clipping Hugging Face trains with), and Keras's NaN for a non-finite norm."""
+    import torch
+
+    from kbert.backend_speedups.torch_foreach_adamw import foreach_clip_by_global_norm
+
+    grads = [g * scale for g in gradients([(3, 4), (4,), (2, 2, 2)], 1, seed=3)[0]]
+    clipped = [t.numpy() for t in foreach_clip_by_global_norm([torch.tensor(g) for g in grads], 1.0)]
+    if np.isinf(scale):
+        assert all(np.isnan(c).all() for c in clipped)
+        return
+    parameters = [torch.nn.Parameter(torch.zeros(g.shape)) for g in grads]
+    for parameter, grad in zip(parameters, grads):
+        parameter.grad = torch.tensor(grad)
+    torch.nn.utils.clip_grad_norm_(parameters, 1.0)
+    for ours, theirs in zip(clipped, parameters, strict=True):
+        np.testing.assert_allclose(ours, theirs.grad.numpy(), rtol=1e-6, atol=1e-9)
+    assert (scale < 1) == all(np.array_equal(c, g) for c, g in zip(clipped, grads))
+
+
+def test_a_step_at_learning_rate_zero_moves_nothing():
+    """The first step of BERT's warmup has a learning rate of 0: the update divides by the step size, as
+    torch's capturable Adam does, and must leave every weight as it was (not NaN)."""
+    import torch
+
+    from kbert.backend_speedups.torch_foreach_adamw import foreach_update
+    from kbert.optimizers import BertAdamW
+
+    start = np.linspace(-1, 1, 6, dtype="float32")
+    variable = keras.Variable(start)
+    optimizer = BertAdamW(learning_rate=0.0, weight_decay=0.0)
+    optimizer.build([variable])
+    foreach_update(optimizer, [torch.tensor(np.full(6, 0.5, "float32"))], [variable], torch.tensor(0.0))
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(variable), start)
