@@ -156,7 +156,7 @@ def hf_task_arguments(path):
     """`(kbert class name, constructor arguments)` of the task model a checkpoint folder holds.
 
     Classes come from `id2label` (a regressor for `problem_type: regression`, or one label
-    and no problem type); the pretrainer predicts the next sentence for `BertForPreTraining`.
+    and no problem type; multi-label for `multi_label_classification`); the pretrainer predicts the next sentence for `BertForPreTraining`.
 
     Example:
     >>> from kbert.paths import minilm_dir
@@ -173,12 +173,13 @@ def hf_task_arguments(path):
         (int(i), name) for i, name in (values.get("id2label") or {"0": "LABEL_0", "1": "LABEL_1"}).items())]
     if task == "BertClassifier":
         problem = values.get("problem_type")
-        if problem not in (None, "regression", "single_label_classification"):
+        if problem not in (None, "regression", "single_label_classification", "multi_label_classification"):
             raise ValueError(f"{file}: problem_type={problem!r} is not supported; kbert classifies "
-                             "into one class or scores (regression).")
+                             "into one class, into any number of them, or scores (regression).")
         if problem == "regression" or (problem is None and len(labels) == 1):
             return task, {"num_classes": 1, **dropout}
-        return task, {"num_classes": len(labels), "label_names": labels, **dropout}
+        multi_label = {"multi_label": True} if problem == "multi_label_classification" else {}
+        return task, {"num_classes": len(labels), "label_names": labels, **multi_label, **dropout}
     if task == "BertTokenClassifier":
         return task, {"label_names": labels, **dropout}
     if task == "BertPretrainer":
@@ -390,7 +391,8 @@ def _hf_head_config(model):
         label_names = [f"LABEL_{i}" for i in range(model.num_classes)]
     if label_names is None:
         return {}
-    return {"id2label": {str(i): name for i, name in enumerate(label_names)},
+    problem = {"problem_type": "multi_label_classification"} if getattr(model, "multi_label", False) else {}
+    return {**problem, "id2label": {str(i): name for i, name in enumerate(label_names)},
             "label2id": {name: i for i, name in enumerate(label_names)},
             "classifier_dropout": model.dropout}
 

@@ -94,6 +94,10 @@ def model_kind_of(model):
     for kind, name in ((BertClassifier, "classifier"), (BertTokenClassifier, "token_classifier"),
                        (BertQuestionAnswerer, "question_answerer"), (BertBackbone, "backbone")):
         if isinstance(model, kind):
+            if getattr(model, "multi_label", False):
+                raise ValueError("Cannot export a multi-label BertClassifier yet: the exports' classifier outputs "
+                                 "one label of softmax probabilities. Save it (.keras) or write it as a Hugging Face "
+                                 "folder (export_to_transformers) instead.")
             return name
     raise ValueError(f"Cannot export a {type(model).__name__}: export takes a BertClassifier, "
                      "BertTokenClassifier, BertQuestionAnswerer or BertBackbone.")

@@ -13,7 +13,10 @@ class BertClassifier(BertTask):
     with labels as class ids or as `label_names`; `predict` returns class probabilities
     (batch, num_classes). On token ids (`[CLS] A [SEP] B [SEP]`, segment ids 0/1) the model
     returns logits. With `num_classes=1` it is a regressor (STS-B scores), trained with mean
-    squared error, and `predict` returns the scores (batch,). The head computes in float32
+    squared error, and `predict` returns the scores (batch,). With `multi_label=True` a text may
+    have any number of the classes (a sigmoid per class, binary cross-entropy): labels are a list
+    of names (or ids) per text, or a 0/1 matrix (texts, classes); `predict` returns each class's
+    probability and `labels_of` the classes at or above `threshold`. The head computes in float32
     even under a mixed precision policy, so the loss sees full-precision logits.
 
     Args:
@@ -22,19 +25,33 @@ class BertClassifier(BertTask):
         preprocessor: `BertTextClassifierPreprocessor` or None (token ids only).
         dropout: float. Dropout on the pooled output before the head.
         label_names: list of str or None. Class names, kept in the saved model.
+        multi_label: bool. Any number of classes per text, rather than exactly one.
+        threshold: float in (0, 1). Under `multi_label`, the probability from which `labels_of`
+            gives a class (and the "accuracy" metric counts it predicted).
 
     Example:
     >>> model = BertClassifier.from_preset("bert_tiny", num_classes=2, label_names=["neg", "pos"])
     >>> history = model.fit(["a gripping film", "dull and long"], ["pos", "neg"], verbose=0)
     >>> model.predict(["not bad at all"], verbose=0).shape
     (1, 2)
+    >>> tagger = BertClassifier.from_preset("bert_tiny", num_classes=3, label_names=["sports", "politics", "arts"],
+    ...                                     multi_label=True)
+    >>> history = tagger.fit(["the minister's match", "a new opera"], [["sports", "politics"], ["arts"]], verbose=0)
+    >>> tagger.labels_of([[0.9, 0.7, 0.1]])
+    [['sports', 'politics']]
     """
 
     preprocessor_class = BertTextClassifierPreprocessor
     reads_pooled_output = True
     default_learning_rate = 3e-5
 
-    def __init__(self, backbone, num_classes, preprocessor=None, dropout=0.1, label_names=None, **kwargs):
+    def __init__(self, backbone, num_classes, preprocessor=None, dropout=0.1, label_names=None, multi_label=False,
+                 threshold=0.5, **kwargs):
+        if multi_label and num_classes < 2:
+            raise ValueError(f"multi_label=True takes num_classes of 2 or more (a sigmoid per class), not "
+                             f"{num_classes}; for one yes/no class use num_classes=2.")
+        if not 0 < threshold < 1:
+            raise ValueError(f"threshold={threshold} is not a probability strictly between 0 and 1.")
         if label_names is not None and len(label_names) != num_classes:
             raise ValueError(f"Got {len(label_names)} label_names for num_classes={num_classes}.")
         if label_names is not None and len({str(name) for name in label_names}) < len(label_names):
@@ -50,7 +67,8 @@ class BertClassifier(BertTask):
         )(x)
         label_names = None if label_names is None else [str(name) for name in label_names]
         super().__init__(inputs, logits, backbone, preprocessor, config={
-            "num_classes": num_classes, "dropout": dropout, "label_names": label_names}, **kwargs)
+            "num_classes": num_classes, "dropout": dropout, "label_names": label_names, "multi_label": multi_label,
+            "threshold": threshold}, **kwargs)
 
     @property
     def regression(self):
@@ -58,6 +76,10 @@ class BertClassifier(BertTask):
         return self.num_classes == 1
 
     def default_compile_arguments(self):
+        if self.multi_label:  # the metric reads logits: a probability of `threshold` is a logit of log(t / (1 - t))
+            logit = float(np.log(self.threshold / (1 - self.threshold)))
+            return {"loss": keras.losses.BinaryCrossentropy(from_logits=True),
+                    "metrics": [keras.metrics.BinaryAccuracy("accuracy", threshold=logit)]}
         if self.regression:
             return {"loss": keras.losses.MeanSquaredError(), "metrics": [keras.metrics.MeanAbsoluteError("mae")]}
         return {"loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
@@ -71,11 +93,20 @@ class BertClassifier(BertTask):
             if not np.isfinite(scores).all():
                 raise ValueError(f"Score {int(np.flatnonzero(~np.isfinite(scores))[0])} is not finite.")
             return scores
+        if self.multi_label:
+            return label_matrix(y, self.num_classes, self.label_names)
         return class_ids(y, self.num_classes, self.label_names)
 
     def check_label_spec(self, spec):
         import tensorflow as tf
 
+        if self.multi_label:
+            if not (spec.dtype.is_integer or spec.dtype.is_floating) or spec.shape.rank != 2 or (
+                    spec.shape[-1] is not None and spec.shape[-1] != self.num_classes):
+                raise ValueError(f"A multi-label BertClassifier on a tf.data.Dataset takes labels as a 0/1 matrix, "
+                                 f"batches of shape (batch, {self.num_classes}); this one's are {spec.dtype.name} "
+                                 f"of shape {spec.shape}.")
+            return
         if not (spec.dtype.is_integer or spec.dtype.is_floating):
             names = ": map label names to ids first" if spec.dtype == tf.string and not self.regression else ""
             kind = "scores" if self.regression else "class ids"
@@ -91,6 +122,12 @@ class BertClassifier(BertTask):
 
         if self.regression:
             return tf.debugging.assert_all_finite(tf.cast(y, "float32"), "BertClassifier: a score is not finite")
+        if self.multi_label:
+            y = tf.cast(y, "float32")
+            check = tf.debugging.assert_equal(y * (1 - y), tf.zeros_like(y),
+                                              message="BertClassifier: multi-label targets must be 0 or 1")
+            with tf.control_dependencies([check]):
+                return tf.identity(y)
         message = f"BertClassifier: class ids must be whole numbers in [0, {self.num_classes})"
         checks = [tf.debugging.assert_non_negative(y, message=message),
                   tf.debugging.assert_less(y, tf.cast(self.num_classes, y.dtype), message=message)]
@@ -103,8 +140,69 @@ class BertClassifier(BertTask):
         outputs = np.asarray(outputs, "float32")
         if self.regression:
             return outputs[:, 0]
+        if self.multi_label:
+            return 1 / (1 + np.exp(-outputs))
         exp = np.exp(outputs - outputs.max(axis=-1, keepdims=True))
         return exp / exp.sum(axis=-1, keepdims=True)
+
+    def labels_of(self, probabilities):
+        """The classes `predict`'s probabilities choose, by name (ids without `label_names`): under
+        `multi_label` a list per text of every class at or above `threshold`, else the most probable.
+
+        Example:
+        >>> BertClassifier.from_preset("bert_tiny", num_classes=2, label_names=["neg", "pos"]).labels_of([[0.2, 0.8]])
+        ['pos']
+        """
+        probabilities = np.asarray(probabilities, "float32")
+        if self.regression:
+            raise ValueError("A regressor (num_classes=1) predicts scores, not classes.")
+        names = self.label_names or list(range(self.num_classes))
+        if self.multi_label:
+            return [[names[i] for i in np.flatnonzero(row >= self.threshold)] for row in probabilities]
+        return [names[i] for i in probabilities.argmax(-1)]
+
+
+def label_matrix(labels, num_classes, label_names=None):
+    """Multi-label targets as a float32 0/1 matrix (texts, classes), from a 0/1 matrix or a list per
+    text of class names (from `label_names`) or ids; a str alone is one name. A ValueError names a
+    bad row.
+
+    Example:
+    >>> label_matrix([["b"], [], ["a", "b"]], 2, ["a", "b"]).tolist()
+    [[0.0, 1.0], [0.0, 0.0], [1.0, 1.0]]
+    >>> label_matrix([["a", "c"]], 2, ["a", "b"])
+    Traceback (most recent call last):
+    ...
+    ValueError: Label row 0 names 'c', not one of the label names ['a', 'b'].
+    """
+    if isinstance(labels, np.ndarray) and labels.dtype.kind in "biuf":
+        matrix = labels.astype("float32")
+        if matrix.ndim != 2 or matrix.shape[1] != num_classes:
+            raise ValueError(f"Multi-label targets as a matrix must have shape (texts, {num_classes}), not "
+                             f"{matrix.shape}.")
+        bad = np.flatnonzero(((matrix != 0) & (matrix != 1)).any(axis=1))
+        if len(bad):
+            raise ValueError(f"Label row {int(bad[0])} is {matrix[bad[0]].tolist()}: a 0/1 matrix holds 0 or 1 only.")
+        return matrix
+    matrix = np.zeros((len(labels), num_classes), "float32")
+    for i, row in enumerate(labels):
+        if isinstance(row, (str, bytes)):
+            row = [row]
+        if isinstance(row, np.ndarray):
+            row = row.tolist()
+        if not isinstance(row, (list, tuple, set, frozenset)):
+            raise ValueError(f"Label row {i} is {row!r}: a multi-label row is a list of class names or ids.")
+        for label in row:
+            label = label.decode("utf-8") if isinstance(label, bytes) else label
+            if isinstance(label, str):
+                if not label_names or label not in label_names:
+                    raise ValueError(f"Label row {i} names {label!r}, not one of the label names {label_names}.")
+                label = label_names.index(label)
+            if isinstance(label, bool) or not float(label).is_integer() or not 0 <= label < num_classes:
+                raise ValueError(f"Label row {i} holds {label!r}, outside the {num_classes} classes "
+                                 f"(ids 0 to {num_classes - 1}).")
+            matrix[i, int(label)] = 1
+    return matrix
 
 
 def class_ids(labels, num_classes, label_names=None):

@@ -39,6 +39,8 @@ def test_model_kinds_and_text_inputs():
         "classifier", "token_classifier", "question_answerer", "backbone"]
     with pytest.raises(ValueError, match="Cannot export a BertPretrainer"):
         model_kind_of(BertPretrainer(backbone))
+    with pytest.raises(ValueError, match="Cannot export a multi-label BertClassifier yet"):
+        model_kind_of(BertClassifier(backbone, 2, multi_label=True))
     assert text_input_names(ExportSpec("classifier")) == ("texts",)
     assert text_input_names(ExportSpec("classifier", num_texts=2)) == ("texts", "pairs")
     assert text_input_names(ExportSpec("question_answerer", num_texts=2)) == ("questions", "contexts")

@@ -1,7 +1,8 @@
 """Hugging Face's side of the checkpoint tests, run in a process of its own (torch + transformers).
 
     python hf_heads_reference.py make FOLDER    # a tiny random checkpoint per BERT class in
-                                                # FOLDER/<class>/, and its outputs in FOLDER/<class>.npz
+                                                # FOLDER/<class>/, and its outputs in FOLDER/<class>.npz;
+                                                # the classifier also as multi-label (FOLDER/MULTI_LABEL/)
     python hf_heads_reference.py run FOLDER...  # each folder's outputs (the class its config
                                                 # names) in FOLDER/hf_outputs.npz
 
@@ -23,6 +24,7 @@ INPUTS = {
     "token_type_ids": [[0, 0, 0, 0, 0, 1, 1, 1], [0, 0, 0, 0, 1, 1, 0, 0]],
     "attention_mask": [[1, 1, 1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1, 0, 0]],
 }
+MULTI_LABEL = "BertForSequenceClassification_multi_label"
 VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"word{i}" for i in range(59)]
 
 
@@ -57,13 +59,20 @@ def make(folder):
         model.save_pretrained(folder / name, safe_serialization=True)
         (folder / name / "vocab.txt").write_text("".join(f"{token}\n" for token in VOCABULARY))
         np.savez(folder / f"{name}.npz", **outputs(model))
+        if name == "BertForSequenceClassification":  # the same model trained for any number of labels
+            model.config.problem_type = "multi_label_classification"
+            model.save_pretrained(folder / MULTI_LABEL, safe_serialization=True)
+            (folder / MULTI_LABEL / "vocab.txt").write_text("".join(f"{token}\n" for token in VOCABULARY))
 
 
 def run(folders):
     for folder in map(pathlib.Path, folders):
         name = json.loads((folder / "config.json").read_text())["architectures"][0]
         model = getattr(transformers, name).from_pretrained(folder).eval()
-        np.savez(folder / "hf_outputs.npz", **outputs(model))
+        arrays = outputs(model)
+        if model.config.problem_type == "multi_label_classification":  # what the pipelines apply to its logits
+            arrays["probabilities"] = torch.sigmoid(torch.tensor(arrays["logits"])).numpy()
+        np.savez(folder / "hf_outputs.npz", problem_type=str(model.config.problem_type), **arrays)
 
 
 if __name__ == "__main__":

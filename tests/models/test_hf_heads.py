@@ -97,6 +97,20 @@ def test_labels_come_from_id2label(checkpoints):
     assert (classifier.num_classes, classifier.label_names) == (3, ["O", "B-PER", "I-PER"])
 
 
+def test_a_multi_label_checkpoint_loads_with_its_head_labels_and_sigmoid(checkpoints):
+    """Hugging Face's `problem_type="multi_label_classification"`: kbert's probabilities are the sigmoid of
+    `transformers`' logits (what its pipelines apply), within 1e-4; asking for a single-label model of the same
+    checkpoint keeps the backbone alone."""
+    model = kbert.BertClassifier.from_preset(checkpoints / reference.MULTI_LABEL)
+    assert (model.multi_label, model.label_names) == (True, ["O", "B-PER", "I-PER"])
+    logits = np.load(checkpoints / "BertForSequenceClassification.npz")["logits"]  # the same weights
+    probabilities = model.decode(kbert_outputs(model)["logits"], None)
+    np.testing.assert_allclose(probabilities, 1 / (1 + np.exp(-logits)), atol=1e-4, rtol=0)
+    assert not np.allclose(probabilities.sum(-1), 1.0, atol=1e-3)  # not a softmax
+    single = kbert.BertClassifier.from_preset(checkpoints / reference.MULTI_LABEL, num_classes=3, multi_label=False)
+    assert not np.allclose(kbert_outputs(single)["logits"], logits, atol=1e-3)  # a new head
+
+
 def test_other_classes_or_another_task_take_the_backbone_alone(checkpoints):
     folder = checkpoints / "BertForSequenceClassification"
     fresh = kbert.BertClassifier.from_preset(folder, num_classes=2)
@@ -112,6 +126,8 @@ def test_kbert_models_load_in_transformers_with_the_same_outputs(tmp_path):
         "backbone": BertBackbone.from_preset("bert_tiny"),
         "classifier": kbert.BertClassifier.from_preset("bert_tiny", num_classes=3, label_names=list("abc")),
         "regressor": kbert.BertClassifier.from_preset("bert_tiny", num_classes=1),
+        "multi_label": kbert.BertClassifier.from_preset("bert_tiny", num_classes=3, label_names=list("xyz"),
+                                                        multi_label=True),
         "tagger": kbert.BertTokenClassifier.from_preset("bert_tiny", label_names=["O", "B-LOC"]),
         "qa": kbert.BertQuestionAnswerer.from_preset("bert_tiny"),
         "pretrainer": kbert.BertPretrainer.from_preset("bert_tiny"),
@@ -131,6 +147,10 @@ def test_kbert_models_load_in_transformers_with_the_same_outputs(tmp_path):
         compared = assert_same_outputs(kbert_outputs(model), np.load(tmp_path / name / "hf_outputs.npz"))
         assert len(compared) >= 2, (name, compared)
         assert (tmp_path / name / "vocab.txt").is_file()
+    hf = np.load(tmp_path / "multi_label" / "hf_outputs.npz")
+    assert str(hf["problem_type"]) == "multi_label_classification"
+    kbert_probabilities = models["multi_label"].decode(kbert_outputs(models["multi_label"])["logits"], None)
+    np.testing.assert_allclose(kbert_probabilities, hf["probabilities"], atol=1e-4, rtol=0)
 
 
 @pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="weights only: runs once")
@@ -186,7 +206,7 @@ def test_an_extra_weight_is_named(classifier_checkpoint):
 @pytest.mark.parametrize("changes, message", [
     ({"architectures": ["BertForNextSentencePrediction"]}, "BertForNextSentencePrediction.*is not supported"),
     ({"model_type": "roberta"}, "model_type='roberta' is not supported"),
-    ({"problem_type": "multi_label_classification"}, "multi_label_classification.*is not supported"),
+    ({"problem_type": "ranking"}, "problem_type='ranking' is not supported"),
 ])
 def test_unsupported_checkpoints_are_refused_by_name(classifier_checkpoint, changes, message):
     edit_config(classifier_checkpoint, **changes)

@@ -82,3 +82,80 @@ def test_fit_refuses_examples_it_cannot_train_on_before_any_step(x, y, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         model.fit(x, y, epochs=1, verbose=0)
     assert int(keras.ops.convert_to_numpy(model.optimizer.iterations)) == 0
+
+
+def multi_label_model(**kwargs):
+    from kbert.tasks import BertTextClassifierPreprocessor
+    from kbert.text import BertTokenizer
+    from tests.tasks.conftest import VOCABULARY
+
+    preprocessor = BertTextClassifierPreprocessor(BertTokenizer(VOCABULARY), sequence_length=8)
+    return BertClassifier(BertBackbone(**TINY), 3, preprocessor=preprocessor, label_names=["a", "b", "c"],
+                          multi_label=True, **kwargs)
+
+
+def test_multi_label_trains_with_binary_cross_entropy_on_sigmoid_outputs():
+    """The compiled loss on token ids is binary cross-entropy worked in numpy from the model's logits, and
+    `predict`'s probabilities their sigmoid (not a softmax: the rows do not sum to 1)."""
+    model = multi_label_model()
+    model.compile()
+    batch, targets = tiny_batch(), np.array([[1, 0, 1], [0, 0, 0], [0, 1, 1]], "float32")
+    logits = ops.convert_to_numpy(model(batch)).astype("float64")
+    probabilities = 1 / (1 + np.exp(-logits))
+    expected = -np.mean(targets * np.log(probabilities) + (1 - targets) * np.log(1 - probabilities))
+    assert float(model.evaluate(batch, targets, verbose=0)[0]) == pytest.approx(expected, rel=1e-4)
+    np.testing.assert_allclose(model.decode(logits, None), probabilities, atol=1e-6)
+
+
+def test_multi_label_fits_names_ids_and_matrices_alike_and_keeps_its_threshold(tmp_path):
+    texts = ["a film", "fun", "not very good", "boring"]
+    names = [["a", "c"], [], ["b"], "c"]  # a str alone is one name
+    model = multi_label_model(threshold=0.3)
+    expected = np.array([[1, 0, 1], [0, 0, 0], [0, 1, 0], [0, 0, 1]], "float32")
+    for labels in (names, [[0, 2], [], [1], [2]], expected):
+        np.testing.assert_array_equal(model.check_labels(labels), expected)
+    model.fit(texts, names, epochs=1, verbose=0)
+    assert model.labels_of([[0.2, 0.3, 0.9]]) == [["b", "c"]]
+    model.save(tmp_path / "model.keras")
+    loaded = keras.saving.load_model(tmp_path / "model.keras")
+    assert (loaded.multi_label, loaded.threshold) == (True, 0.3)
+    np.testing.assert_allclose(loaded.predict(texts, verbose=0), model.predict(texts, verbose=0), atol=1e-6)
+
+
+@pytest.mark.parametrize("labels, message", [
+    ([["a", "d"], ["b"]], "Label row 0 names 'd', not one of the label names ['a', 'b', 'c']"),
+    ([["a"], [3]], "Label row 1 holds 3, outside the 3 classes (ids 0 to 2)"),
+    ([["a"], 1], "Label row 1 is 1: a multi-label row is a list of class names or ids"),
+    (np.array([[1, 0, 2], [0, 0, 1]]), "Label row 0 is [1.0, 0.0, 2.0]: a 0/1 matrix holds 0 or 1 only"),
+    (np.array([[1, 0], [0, 1]]), "must have shape (texts, 3), not (2, 2)"),
+])
+def test_a_bad_multi_label_row_is_named_before_any_step(labels, message):
+    import re
+
+    model = multi_label_model()
+    with pytest.raises(ValueError, match=re.escape(message)):
+        model.fit(["a film", "fun"], labels, epochs=1, verbose=0)
+    assert int(keras.ops.convert_to_numpy(model.optimizer.iterations)) == 0
+
+
+def test_multi_label_arguments_are_checked():
+    with pytest.raises(ValueError, match="multi_label=True takes num_classes of 2 or more"):
+        BertClassifier(BertBackbone(**TINY), 1, multi_label=True)
+    with pytest.raises(ValueError, match="threshold=1.0 is not a probability strictly between 0 and 1"):
+        BertClassifier(BertBackbone(**TINY), 2, multi_label=True, threshold=1.0)
+
+
+@pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="tf.data pipelines: TensorFlow")
+def test_multi_label_on_a_tf_data_dataset_takes_a_0_1_matrix():
+    import tensorflow as tf
+
+    model = multi_label_model()
+    texts = tf.constant(["a film", "fun", "boring"])
+    matrix = tf.constant([[1, 0, 1], [0, 0, 0], [0, 1, 0]], "float32")
+    model.fit(tf.data.Dataset.from_tensor_slices((texts, matrix)).batch(2), epochs=1, verbose=0)
+    assert int(keras.ops.convert_to_numpy(model.optimizer.iterations)) == 2
+    with pytest.raises(ValueError, match=r"takes labels as a 0/1 matrix, batches of shape \(batch, 3\)"):
+        model.fit(tf.data.Dataset.from_tensor_slices((texts, tf.constant([0, 1, 2]))).batch(2), epochs=1, verbose=0)
+    bad = tf.data.Dataset.from_tensor_slices((texts, tf.constant([[1, 0, 2], [0, 0, 0], [0, 1, 0]], "float32")))
+    with pytest.raises(Exception, match="multi-label targets must be 0 or 1"):
+        model.fit(bad.batch(2), epochs=1, verbose=0)
