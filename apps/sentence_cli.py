@@ -1,4 +1,4 @@
-"""The command line shared by apps/sentiment.py, apps/nli.py and apps/similarity.py.
+"""The command line shared by apps/sentiment.py, apps/nli.py, apps/similarity.py and apps/multi_label.py.
 
 Its parser is built before Keras loads (--help answers at once), so it knows each problem by the
 shape of its command line, `COMMAND_LINES`; the problem itself, `kbert.recipes.SentenceProblem`, is
@@ -12,8 +12,9 @@ from app_cli import parse_args
 from task_cli import (add_evaluate_command, add_predict_command, add_train_command, positive_int, run_command,
                       task_parser, texts_or_stdin, train_options)
 
-# problem name -> (texts per example, regression): what the command line of each sentence problem takes
-COMMAND_LINES = {"sentiment": (1, False), "nli": (2, False), "similarity": (2, True)}
+# problem name -> (texts per example, regression, multi-label): what the command line of each sentence problem takes
+COMMAND_LINES = {"sentiment": (1, False, False), "nli": (2, False, False), "similarity": (2, True, False),
+                 "multi_label": (1, False, True)}
 
 
 def main(problem_name, argv=None, description=None):
@@ -25,9 +26,9 @@ def main(problem_name, argv=None, description=None):
         description: str. The app's help text.
     """
     args = parse_args(parser(problem_name, description), argv)
-    from kbert.recipes import NLI, SENTIMENT, SIMILARITY, sentence
+    from kbert.recipes import MULTI_LABEL, NLI, SENTIMENT, SIMILARITY, sentence
 
-    problem = {problem.name: problem for problem in (SENTIMENT, NLI, SIMILARITY)}[problem_name]
+    problem = {problem.name: problem for problem in (SENTIMENT, NLI, SIMILARITY, MULTI_LABEL)}[problem_name]
     run_command(
         args, problem.name, "BertClassifier", regression=problem.regression,
         train=lambda: sentence.train(
@@ -42,23 +43,27 @@ def main(problem_name, argv=None, description=None):
 
 def parser(problem_name, description=None):
     """The argparse parser of the sentence app of `problem_name`."""
-    num_texts, regression = COMMAND_LINES[problem_name]
+    num_texts, regression, multi_label = COMMAND_LINES[problem_name]
     parser, commands = task_parser(description)
-    columns = "sentence<TAB>label" if num_texts == 1 else "sentence1<TAB>sentence2<TAB>label"
+    columns = ("sentence<TAB>label1,label2 (or an empty cell)" if multi_label else "sentence<TAB>label"
+               if num_texts == 1 else "sentence1<TAB>sentence2<TAB>label")
 
     train = add_train_command(commands, f"TSV ({columns}, header row)")
     train.add_argument("--lora-rank", type=positive_int, help="train LoRA factors of this rank (and the head) only")
     if not regression:
+        default = "the sorted names the training file uses" if multi_label else (
+            f"{problem_name}'s, see kbert.recipes.{problem_name.upper()}")
         train.add_argument("--labels", type=_label_names,
-                           help=f"comma-separated classes in id order (default: {problem_name}'s, see "
-                                f"kbert.recipes.{problem_name.upper()})")
+                           help=f"comma-separated classes in id order (default: {default})")
     train.add_argument("--skip-bad-rows", action="store_true", help="skip unreadable rows instead of failing")
     train.set_defaults(labels=None)
 
     evaluate = add_evaluate_command(commands, "score a run folder on a labeled TSV", f"TSV ({columns})")
     evaluate.add_argument("--skip-bad-rows", action="store_true", help="skip unreadable rows instead of failing")
 
-    predict = add_predict_command(commands, "label (or score) new texts", texts=num_texts == 1)
+    predict = add_predict_command(commands, "label (or score) new texts"
+                                  + (": the classes at or above the model's threshold" if multi_label else ""),
+                                  texts=num_texts == 1)
     if num_texts == 2:
         predict.add_argument("--premise", action="append",
                              help="first sentence (repeatable; default: premise<TAB>hypothesis lines on stdin)")
@@ -97,6 +102,8 @@ def _describe(result):
     text = text if len(text) <= 100 else text[:99] + "…"
     if "score" in result:
         answer = f"score {result['score']:.3f}"
+    elif "labels" in result:
+        answer = ",".join(f"{name} {result['probabilities'][name]:.3f}" for name in result["labels"]) or "(none)"
     elif result["label"] is None:
         answer = "-"
     else:

@@ -1,4 +1,5 @@
-"""Reads the sentence TSV formats: `sentence<TAB>label` and `sentence1<TAB>sentence2<TAB>label`."""
+"""Reads the sentence TSV formats: `sentence<TAB>label` and `sentence1<TAB>sentence2<TAB>label` (multi-label:
+`sentence<TAB>label1,label2`)."""
 
 import pathlib
 
@@ -16,7 +17,7 @@ class TsvFormatError(DataFormatError):
 
 
 def read_sentence_tsv(path, num_texts=1, label_names=None, regression=False, labeled=True,
-                      skip_bad_rows=False):
+                      skip_bad_rows=False, multi_label=False):
     """Reads a UTF-8 TSV file of sentences (or pairs) and labels into `SentenceExamples`.
 
     A first row whose label column reads `label` (or `score`, `gold_label`) is a header
@@ -35,6 +36,9 @@ def read_sentence_tsv(path, num_texts=1, label_names=None, regression=False, lab
         regression: bool. Labels are float scores (STS-B) rather than classes.
         labeled: bool. False reads text columns only (a label column, if any, is ignored).
         skip_bad_rows: bool. Skip bad rows instead of raising.
+        multi_label: bool. A label cell holds any number of comma-separated class names (or ids;
+            empty: none of the classes); labels become a float32 0/1 matrix (examples, classes).
+            Without `label_names`, the classes are the sorted names the file uses.
 
     Example:
     >>> import tempfile
@@ -57,7 +61,7 @@ def read_sentence_tsv(path, num_texts=1, label_names=None, regression=False, lab
                     raise TsvFormatError("blank line")
                 if utf8_error(line):
                     raise TsvFormatError(utf8_error(line))
-                rows.append(_texts(fields, num_texts, labeled))
+                rows.append(_texts(fields, num_texts, labeled, empty_label=multi_label))
                 raw_labels.append((number, fields[num_texts].strip()) if labeled else None)
             except TsvFormatError as error:
                 if not skip_bad_rows:
@@ -65,7 +69,8 @@ def read_sentence_tsv(path, num_texts=1, label_names=None, regression=False, lab
                 skipped.append((number, str(error)))
     if not rows:
         raise TsvFormatError(f"{path}: no examples.")
-    labels, label_names, bad = _labels(raw_labels, label_names, regression) if labeled else (None, None, {})
+    read_labels = _multi_labels if multi_label else lambda raw, names: _labels(raw, names, regression)
+    labels, label_names, bad = read_labels(raw_labels, label_names) if labeled else (None, None, {})
     if bad:
         if not skip_bad_rows:
             number, reason = min(bad.items())
@@ -81,7 +86,7 @@ def read_sentence_tsv(path, num_texts=1, label_names=None, regression=False, lab
     return SentenceExamples(texts, pairs, labels, label_names, str(path))
 
 
-def _texts(fields, num_texts, labeled):
+def _texts(fields, num_texts, labeled, empty_label=False):
     expected = num_texts + int(labeled)
     if len(fields) < expected or (labeled and len(fields) > expected):
         raise TsvFormatError(f"expected {expected} tab-separated columns, found {len(fields)}")
@@ -89,7 +94,7 @@ def _texts(fields, num_texts, labeled):
     for i, text in enumerate(texts):
         if not text:
             raise TsvFormatError(f"column {i + 1} (a text) is empty")
-    if labeled and not fields[num_texts].strip():
+    if labeled and not empty_label and not fields[num_texts].strip():
         raise TsvFormatError("the label is empty")
     return texts
 
@@ -133,6 +138,26 @@ def _labels(raw, label_names, regression):
             bad[number] = f"unknown label {field!r}; the labels are {shown} (or ids 0..{len(label_names) - 1})"
             values.append(-1)
     return np.array(values, "int32"), label_names, bad
+
+
+def _multi_labels(raw, label_names):
+    """0/1 label matrix, label names, and {line: reason} for cells naming an unknown class."""
+    cells = [(number, [name.strip() for name in field.split(",") if name.strip()]) for number, field in raw]
+    if label_names is None:
+        label_names = sorted({name for _, names in cells for name in names})
+    label_names = [str(name) for name in label_names]
+    ids = {name: i for i, name in enumerate(label_names)}
+    matrix, bad = np.zeros((len(cells), len(label_names)), "float32"), {}
+    for row, (number, names) in enumerate(cells):
+        for name in names:
+            if name in ids:
+                matrix[row, ids[name]] = 1
+            elif name.isdecimal() and int(name) < len(label_names):
+                matrix[row, int(name)] = 1
+            else:
+                shown = label_names if len(label_names) <= 20 else [*label_names[:20], "..."]
+                bad.setdefault(number, f"unknown label {name!r}; the labels are {shown} (or ids 0..{len(label_names) - 1})")
+    return matrix, label_names, bad
 
 
 def _score(field):

@@ -1,5 +1,5 @@
 """Fine-tune, evaluate and run sentence(-pair) classifiers: the library side of apps/sentiment.py,
-apps/nli.py and apps/similarity.py."""
+apps/nli.py, apps/similarity.py and apps/multi_label.py."""
 
 import dataclasses
 import time
@@ -9,7 +9,7 @@ import numpy as np
 
 from kbert.config import DEFAULT_SEQUENCE_LENGTH
 from kbert.data import TsvFormatError, read_sentence_tsv
-from kbert.metrics import accuracy, confusion_matrix, macro_f1, pearson, spearman
+from kbert.metrics import accuracy, confusion_matrix, macro_f1, multi_label_scores, pearson, spearman
 from kbert.optimizers import bert_adamw, bfloat16_compute, enable_lora
 from kbert.saving import load_run
 from kbert.tasks.bert_classifier import BertClassifier
@@ -34,6 +34,7 @@ class SentenceProblem:
         label_names: tuple of str or None. Default classes, in id order; data labels may be
             these names or their ids. None: classes come from the training file.
         regression: bool. One float score per example (STS-B) instead of classes.
+        multi_label: bool. Any number of the classes per example (`label1,label2` cells).
 
     Example:
     >>> SentenceProblem("nli", 2, ("entailment", "neutral", "contradiction")).num_texts
@@ -44,11 +45,13 @@ class SentenceProblem:
     num_texts: int = 1
     label_names: tuple = None
     regression: bool = False
+    multi_label: bool = False
 
 
 SENTIMENT = SentenceProblem("sentiment", 1, ("negative", "positive"))
 NLI = SentenceProblem("nli", 2, ("entailment", "neutral", "contradiction"))
 SIMILARITY = SentenceProblem("similarity", 2, regression=True)
+MULTI_LABEL = SentenceProblem("multi_label", 1, multi_label=True)  # classes from the training file (or labels)
 
 
 def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=3e-5,
@@ -104,7 +107,7 @@ def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learnin
     keras.utils.set_random_seed(seed)
     label_names = None if problem.regression else (labels or problem.label_names)
     read = dict(num_texts=problem.num_texts, label_names=label_names, regression=problem.regression,
-                skip_bad_rows=skip_bad_rows)
+                skip_bad_rows=skip_bad_rows, multi_label=problem.multi_label)
     train_examples = read_sentence_tsv(data, **read)
     read["label_names"] = train_examples.label_names
     valid_examples = read_sentence_tsv(valid, **read) if valid else None
@@ -112,7 +115,8 @@ def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learnin
     with bfloat16_compute(mixed_precision), rematerialized(remat):
         model = BertClassifier.from_preset(
             init, num_classes=1 if problem.regression else len(train_examples.label_names),
-            label_names=train_examples.label_names, sequence_length=max_length, compile=False)
+            label_names=train_examples.label_names, multi_label=problem.multi_label, sequence_length=max_length,
+            compile=False)
     for examples in (train_examples, valid_examples):
         _check_labels(model, examples)
     if valid_examples is None:
@@ -134,9 +138,9 @@ def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learnin
 
     model.compile(optimizer=bert_adamw(learning_rate, total_steps=None,
                                        gradient_accumulation_steps=gradient_accumulation))
-    monitor, mode = ("val_loss", "min") if model.regression else ("val_accuracy", "max")
-    logged = {"val_loss": "loss", "val_mae" if model.regression else "val_accuracy":
-              "mae" if model.regression else "accuracy"}
+    score = "mae" if model.regression else "micro_f1" if model.multi_label else "accuracy"
+    monitor, mode = ("val_loss", "min") if model.regression else (f"val_{score}", "max")
+    logged = {"val_loss": "loss", f"val_{score}": score}
     scorer = ValidationScores(lambda model: evaluate_examples(model, valid_examples, batch_size), logged, monitor, mode)
     stopping = keras.callbacks.EarlyStopping(monitor, mode=mode, patience=patience, restore_best_weights=True)
     run = {"task": problem.name, "init": str(init), "data": str(data),
@@ -176,7 +180,8 @@ def evaluate(problem, model_dir, data, out=None, batch_size=64, skip_bad_rows=Fa
     """
     model, _, _ = load_run(model_dir)
     examples = read_sentence_tsv(data, problem.num_texts, label_names=model.label_names,
-                                 regression=model.regression, skip_bad_rows=skip_bad_rows)
+                                 regression=model.regression, skip_bad_rows=skip_bad_rows,
+                                 multi_label=model.multi_label)
     _check_labels(model, examples)
     scores = evaluate_examples(model, examples, batch_size, verbose=verbose)
     summary = format_metrics(scores, f"{data} ({len(examples)} examples)")
@@ -186,8 +191,10 @@ def evaluate(problem, model_dir, data, out=None, batch_size=64, skip_bad_rows=Fa
 def evaluate_examples(model, examples, batch_size=64, verbose=0):
     """Metrics of `model` (a `BertClassifier` with its preprocessor) on labeled `examples`:
     the loss (as `compile`'s: cross-entropy, or MSE for regression), then accuracy, macro-F1
-    and the confusion matrix for classes; Pearson, Spearman, MSE and MAE for regression. `verbose`
-    as `PaddedBatches.predict`'s."""
+    and the confusion matrix for classes; Pearson, Spearman, MSE and MAE for regression; for
+    multi-label, binary cross-entropy, the share of right (example, class) decisions at the
+    model's threshold, micro and macro F1 and each class's scores. `verbose` as
+    `PaddedBatches.predict`'s."""
     outputs = model.predict(_inputs(examples), batch_size=batch_size, verbose=verbose)
     if model.regression:
         errors = outputs - np.asarray(examples.labels, "float32")
@@ -195,6 +202,14 @@ def evaluate_examples(model, examples, batch_size=64, verbose=0):
         return {"loss": mse, "pearson": pearson(outputs, examples.labels),
                 "spearman": spearman(outputs, examples.labels), "mse": mse, "mae": float(np.mean(np.abs(errors))),
                 "examples": len(examples)}
+    if model.multi_label:
+        labels = np.asarray(examples.labels, "float32")
+        clipped = np.clip(outputs, 1e-7, 1 - 1e-7)
+        chosen = outputs >= model.threshold
+        return {"loss": float(-np.mean(labels * np.log(clipped) + (1 - labels) * np.log(1 - clipped))),
+                "accuracy": float(np.mean(chosen == labels.astype(bool))),
+                **multi_label_scores(labels, chosen, model.label_names),
+                "label_names": model.label_names, "examples": len(examples)}
     predictions = outputs.argmax(axis=-1)
     labels = np.asarray(examples.labels)
     chosen = outputs[np.arange(len(labels)), labels]  # probabilities of the true classes
@@ -212,7 +227,8 @@ def predict(model_dir, texts, pairs=None, batch_size=32, dtype="float32"):
     `max_length` is cut, and its answer says so. `dtype` as for `BertTask.predict`.
 
     Returns: list of dicts with `text` (and `pair`), then `label`, `probability` and
-    `probabilities` for classes, or `score` for regression, and `note` when relevant.
+    `probabilities` for classes (multi-label: `labels`, those at or above the model's threshold,
+    and `probabilities`), or `score` for regression, and `note` when relevant.
     """
     model, tokenizer, max_length = load_run(model_dir)
     pairs = None if pairs is None else list(pairs)
@@ -234,6 +250,9 @@ def predict(model_dir, texts, pairs=None, batch_size=32, dtype="float32"):
     for i, output, length in zip(keep, outputs, lengths):
         if model.regression:
             results[i]["score"] = float(output)
+        elif model.multi_label:
+            results[i].update(labels=model.labels_of([output])[0],
+                              probabilities=dict(zip(names, output.round(6).tolist())))
         else:
             best = int(output.argmax())
             results[i].update(label=names[best], probability=float(output[best]),
@@ -246,9 +265,15 @@ def predict(model_dir, texts, pairs=None, batch_size=32, dtype="float32"):
 def format_metrics(metrics, title):
     """Metrics as printable lines: the scores, and the confusion matrix with named rows."""
     lines = [f"{title}:"]
-    for key in ("accuracy", "macro_f1", "pearson", "spearman", "mse"):
+    for key in ("accuracy", "micro_f1", "macro_f1", "pearson", "spearman", "mse"):
         if key in metrics:
             lines.append(f"  {key:9} {metrics[key]:.4f}")
+    if "per_label" in metrics:
+        width = max(8, *map(len, metrics["per_label"])) + 1
+        lines.append(f"  {'':>{width}} precision  recall      f1  support")
+        for name, scores in metrics["per_label"].items():
+            lines.append(f"  {name:>{width}} {scores['precision']:9.4f} {scores['recall']:7.4f} {scores['f1']:7.4f} "
+                         f"{scores['support']:8d}")
     if "confusion_matrix" in metrics:
         names = [str(name) for name in metrics["label_names"] or range(len(metrics["confusion_matrix"]))]
         width = max(8, *map(len, names)) + 1

@@ -17,7 +17,7 @@ import keras
 import numpy as np
 import pytest
 
-from kbert.recipes import NLI, SENTIMENT, SIMILARITY
+from kbert.recipes import MULTI_LABEL, NLI, SENTIMENT, SIMILARITY
 from kbert_edge.start_up import START_UP_LINE
 from tests.apps.test_app_errors import PRETRAIN, call, train, workspace  # noqa: F401 (a fixture)
 from tests.conftest import APPS as APPS_FOLDER, app_module
@@ -25,9 +25,11 @@ from tests.tasks.conftest import tiny_init  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")
 
-APPS = ["sentiment", "nli", "similarity", "ner", "qa", "embed", "export", "pretrain", "demo", "edge_predict"]
+APPS = ["sentiment", "nli", "similarity", "multi_label", "ner", "qa", "embed", "export", "pretrain", "demo",
+        "edge_predict"]
 EDGE = "edge_predict"  # no option with a default
-COMMANDS = {app: ["train", "evaluate", "predict"] for app in ("sentiment", "nli", "similarity", "ner", "qa")}
+COMMANDS = {app: ["train", "evaluate", "predict"]
+            for app in ("sentiment", "nli", "similarity", "multi_label", "ner", "qa")}
 # Runs each app as `python apps/APP.py ARGS` does, in one fresh process: exit code, stdout, stderr,
 # and whether TensorFlow or Keras got imported.
 PROBE = """
@@ -79,7 +81,8 @@ def test_help_and_usage_errors_answer_without_tensorflow():
 
 def test_the_command_lines_of_the_sentence_apps_match_their_tasks():
     command_lines = app_module("sentence_cli").COMMAND_LINES
-    assert command_lines == {task.name: (task.num_texts, task.regression) for task in (SENTIMENT, NLI, SIMILARITY)}
+    assert command_lines == {task.name: (task.num_texts, task.regression, task.multi_label)
+                             for task in (SENTIMENT, NLI, SIMILARITY, MULTI_LABEL)}
 
 
 def test_start_up_lines_only_with_verbose(tmp_path):

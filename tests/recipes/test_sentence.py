@@ -219,3 +219,53 @@ def test_fine_tuning_resumes_after_kill_9(tiny_init, tmp_path, capsys):
     assert (metrics["resumed_at_step"], metrics["steps"]) == (steps_per_epoch, 3 * steps_per_epoch)
     assert len(metrics["history"]["loss"]) == len(metrics["history"]["val_accuracy"]) == 3
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run", "t.tsv"]
+
+
+def write_multi_label_tsv(path, rows=48, seed=0):
+    """Separable toy data with any number of two classes a text: positive words -> "pos", negative words -> "neg",
+    both kinds -> "neg,pos", neither -> an empty cell."""
+    from tests.tasks.conftest import WORDS
+
+    rng = np.random.default_rng(seed)
+    lines = ["sentence\tlabel"]
+    for i in range(rows):
+        kinds = [["pos"], ["neg"], ["neg", "pos"], []][i % 4]
+        words = [*(rng.choice(WORDS[:4], 2) if "pos" in kinds else []), *(rng.choice(WORDS[4:8], 2) if "neg" in kinds
+                                                                         else [])]
+        lines.append(" ".join(["a", "film", *words]) + "\t" + ",".join(kinds))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_multi_label_run_trains_evaluates_and_predicts(tiny_init, tmp_path, capsys):
+    """apps/multi_label.py's recipe: classes learned from the file's cells, early stopping on micro-F1, and
+    evaluate's scores are scikit-learn's on what predict chooses at the threshold."""
+    from sklearn import metrics as sklearn_metrics
+
+    from kbert.recipes import MULTI_LABEL
+
+    data = write_multi_label_tsv(tmp_path / "train.tsv")
+    metrics = sentence.train(MULTI_LABEL, data, tiny_init, tmp_path / "run", epochs=2, batch_size=8,
+                             learning_rate=1e-3, verbose=0)
+    assert metrics["label_names"] == ["neg", "pos"] and len(metrics["history"]["val_micro_f1"]) == 2
+    check_run_metrics(metrics, "val_micro_f1")
+    scores = sentence.evaluate(MULTI_LABEL, tmp_path / "run", data)
+    rows = [line.split("\t") for line in data.read_text().splitlines()[1:]]
+    predicted = sentence.predict(tmp_path / "run", [text for text, _ in rows])
+    chosen = np.array([[name in result["labels"] for name in ("neg", "pos")] for result in predicted])
+    gold = np.array([[name in cell.split(",") for name in ("neg", "pos")] for _, cell in rows])
+    assert scores["micro_f1"] == pytest.approx(sklearn_metrics.f1_score(gold, chosen, average="micro", zero_division=0))
+    assert scores["macro_f1"] == pytest.approx(sklearn_metrics.f1_score(gold, chosen, average="macro", zero_division=0))
+    assert scores["accuracy"] == pytest.approx(np.mean(chosen == gold))
+    assert [scores["per_label"][name]["support"] for name in ("neg", "pos")] == gold.sum(0).tolist()
+    assert all(set(result["probabilities"]) == {"neg", "pos"} for result in predicted)
+    assert "precision  recall" in capsys.readouterr().out
+
+
+def test_a_multi_label_cell_naming_an_unknown_class_names_the_line(tiny_init, tmp_path):
+    from kbert.recipes import MULTI_LABEL
+
+    data = tmp_path / "train.tsv"
+    data.write_text("sentence\tlabel\na good film\tpos\na dull film\tneg,ppos\n")
+    with pytest.raises(TsvFormatError, match=r"train.tsv:3: unknown label 'ppos'; the labels are \['neg', 'pos'\]"):
+        sentence.train(MULTI_LABEL, data, tiny_init, tmp_path / "run", labels=["neg", "pos"], verbose=0)
