@@ -162,7 +162,8 @@ def worker(args):
         import torch
 
         torch.set_num_threads(1)
-    times, inference_seconds, inference_batch = (run_hf if args.worker.startswith("hf") else run_keras)(args, args.worker)
+    run = run_hf if args.worker.startswith("hf") else run_keras
+    times, inference_seconds, inference_batch = run(args, args.worker)
     timed = times[args.warmup:]
     print(json.dumps({"engine": args.worker, "first_step_s": times[0], "median_step_s": statistics.median(timed),
                       "sequences_per_s": inference_batch / inference_seconds,

@@ -156,7 +156,8 @@ def hf_task_arguments(path):
     """`(kbert class name, constructor arguments)` of the task model a checkpoint folder holds.
 
     Classes come from `id2label` (a regressor for `problem_type: regression`, or one label
-    and no problem type; multi-label for `multi_label_classification`); the pretrainer predicts the next sentence for `BertForPreTraining`.
+    and no problem type; multi-label for `multi_label_classification`); the pretrainer
+    predicts the next sentence for `BertForPreTraining`.
 
     Example:
     >>> from kbert.paths import minilm_dir

@@ -35,10 +35,10 @@ def backbone_forward(backbone, inputs, training=False, compiled=False):
     """
     token_ids, segment_ids, padding_mask = (ops.convert_to_tensor(inputs[key])
                                             for key in ("token_ids", "segment_ids", "padding_mask"))
-    outputs = (compiled_forward() if compiled else forward)(backbone_weights(backbone), token_ids, segment_ids, padding_mask,
-                      rate=backbone.dropout if training else 0.0, num_heads=backbone.num_heads,
-                      epsilon=backbone.layer_norm_epsilon,
-                      dtype=getattr(torch, backbone.token_embedding.compute_dtype))
+    run = compiled_forward() if compiled else forward
+    outputs = run(backbone_weights(backbone), token_ids, segment_ids, padding_mask,
+                  rate=backbone.dropout if training else 0.0, num_heads=backbone.num_heads,
+                  epsilon=backbone.layer_norm_epsilon, dtype=getattr(torch, backbone.token_embedding.compute_dtype))
     return dict(zip(("sequence_output", "pooled_output"), outputs))
 
 

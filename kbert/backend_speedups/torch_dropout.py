@@ -10,8 +10,9 @@ def dropout(inputs, rate):
     `torch.nn.functional.dropout` draws its mask with `bernoulli_`, on a CPU about twice as slow
     as comparing uniform numbers from `torch.rand` (7.0 against 4.6 ms forward and backward for
     a bfloat16 (64, 4, 64, 64) tensor, 2 threads); a bert_mini pretraining step of 64 x 64
-    tokens calls dropout 13 times. On a GPU, torch's own (fused) dropout. The same distribution from the same global generator
-    (`torch.manual_seed`, `keras.utils.set_random_seed`); the particular masks differ.
+    tokens calls dropout 13 times. On a GPU, torch's own (fused) dropout. The same distribution
+    from the same global generator (`torch.manual_seed`, `keras.utils.set_random_seed`); the
+    particular masks differ.
     Called by `kbert.layers.dropout.Dropout` (`tests/backend_speedups/test_torch_dropout.py`).
     """
     if inputs.device.type != "cpu":  # one fused kernel on a GPU, against five for the mask written out

@@ -156,7 +156,8 @@ def _multi_labels(raw, label_names):
                 matrix[row, int(name)] = 1
             else:
                 shown = label_names if len(label_names) <= 20 else [*label_names[:20], "..."]
-                bad.setdefault(number, f"unknown label {name!r}; the labels are {shown} (or ids 0..{len(label_names) - 1})")
+                bad.setdefault(number, f"unknown label {name!r}; the labels are {shown} "
+                                       f"(or ids 0..{len(label_names) - 1})")
     return matrix, label_names, bad
 
 
