@@ -2,7 +2,9 @@
 
 `question_window_rows` makes SQuAD's strided windows (those of `kbert_edge.windows.question_windows`,
 which `kbert.data.SquadWindows` packs in numpy) for `BertQuestionAnswererPreprocessor.call` in
-`tf.data` and for the exported QA graph (`kbert.export.long_inputs`).
+`tf.data` and for the exported QA graph (`kbert.export.long_inputs`); `word_window_rows` the NER
+windows cut at words (those of `kbert_edge.windows.word_windows`, `kbert.data.NerWindows`'), for
+`BertTokenClassifierPreprocessor.call` and the exported NER graph.
 """
 
 from kbert.data.token_rows import UNLIMITED
@@ -113,3 +115,87 @@ def question_window_rows(tokenizer, questions, contexts, sequence_length, doc_st
             "in_context": in_context, "source": source, "windows": windows, "needed": needed,
             "question_cut": asked["lengths"] - 2 > max_question_length, "offsets": offsets,
             "context_lengths": context_lengths}
+
+
+def scatter(values, rows, columns, where, shape):
+    """A `shape` tensor holding values[i, j] at [rows[i], columns[i, j]] where `where` (else 0).
+
+    The places written must be distinct (TF sums repeated places, TFLite need not).
+    """
+    rows = tf.broadcast_to(rows[:, tf.newaxis], tf.shape(columns))
+    indices = tf.stack([tf.boolean_mask(rows, where), tf.boolean_mask(columns, where)], axis=-1)
+    return tf.scatter_nd(indices, tf.boolean_mask(values, where), shape)
+
+
+def word_window_rows(tokenizer, ids, word_ids, lengths, sequence_length, max_windows, fixed_width=False):
+    """`[CLS] tokens [SEP]` rows of at most `sequence_length` tokens, each text cut before a word's
+    first piece as `kbert_edge.windows.word_windows` cuts it (the windows do not overlap; a word longer
+    than a window is cut inside), for `BertTokenClassifierPreprocessor.call` in `tf.data` and for the
+    exported NER graph (`kbert.export.long_inputs`).
+
+    Args:
+        tokenizer: `kbert.text.BertTokenizer` (its special token ids).
+        ids, word_ids, lengths: every token of each text and its word (-1: none), as `whole_texts`
+            gives them, the word ids the tokenizer's or the caller's own (CoNLL words).
+        sequence_length: int. Tokens per row, [CLS] and [SEP] included.
+        max_windows: int. Most windows read per text; `truncated` flags a text that needed more.
+        fixed_width: bool. Rows `sequence_length` long, not as long as the longest.
+
+    Returns `(inputs, layout)`: the rows, and per text token its `row` and `place` there, `first`
+    (a word's first piece), `read`; per text `lengths`, `windows`, `truncated`; per row its
+    `example`, `begin` (its first token in the text) and `size` (tokens it holds).
+
+    Example:
+    >>> from kbert.text import BertTokenizer
+    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "##c"])
+    >>> ids, _, word_ids, lengths = whole_texts(tokenizer, tf.constant(["a bc a"]))
+    >>> inputs, layout = word_window_rows(tokenizer, ids, word_ids, lengths, 4, 8)
+    >>> inputs["token_ids"].numpy().tolist(), layout["windows"].numpy().tolist()
+    ([[2, 5, 3, 0], [2, 6, 7, 3], [2, 5, 3, 0]], [3])
+    """
+    batch, columns = tf.shape(ids)[0], tf.shape(ids)[1]
+    position = tf.broadcast_to(tf.range(columns)[tf.newaxis, :], tf.shape(ids))
+    previous = tf.pad(word_ids[:, :-1], [[0, 0], [1, 0]], constant_values=-1)
+    first = (position < lengths[:, tf.newaxis]) & (word_ids >= 0) & tf.not_equal(word_ids, previous)
+    # Where the window that starts at p ends: the last first piece in (p, p + budget], else p + budget.
+    seen = tf.cumsum(tf.cast(first, tf.int32), axis=1)  # first pieces in [0, p]
+    first_at = scatter(position, tf.range(batch), seen - 1, first, tf.stack([batch, columns]))
+    budget = sequence_length - 2
+    reach = position + budget
+    seen_by_reach = tf.gather(seen, tf.minimum(reach, columns - 1), batch_dims=1)
+    cut = tf.gather(first_at, tf.maximum(seen_by_reach - 1, 0), batch_dims=1)
+    end = tf.where(seen_by_reach > seen, cut, reach)
+    end = tf.where(reach >= lengths[:, tf.newaxis], lengths[:, tf.newaxis], end)
+    # Window k begins at end^k(0): composing `end` with itself by doubling, for k = 0 .. max_windows.
+    most = max_windows
+    steps = tf.range(most + 1)
+    begins = tf.zeros([batch, most + 1], tf.int32)
+    for level in range(most.bit_length()):
+        taken = tf.equal(tf.bitwise.bitwise_and(tf.bitwise.right_shift(steps, level), 1), 1)
+        begins = tf.where(taken[tf.newaxis, :], tf.gather(end, begins, batch_dims=1), begins)
+        end = tf.gather(end, end, batch_dims=1)
+    windows = tf.maximum(tf.reduce_sum(tf.cast(begins[:, :most] < lengths[:, tf.newaxis], tf.int32), axis=1), 1)
+    example, window = window_rows(windows)
+    begin = tf.gather_nd(begins, tf.stack([example, window], axis=1))
+    size = tf.gather_nd(begins, tf.stack([example, window + 1], axis=1)) - begin
+    width = sequence_length if fixed_width else tf.reduce_max(tf.concat([size + 2, [2]], 0))
+    place = tf.range(width)[tf.newaxis, :]
+    inside = (place >= 1) & (place <= size[:, tf.newaxis])
+    token_ids = tf.where(place == 0, tokenizer.cls_token_id,
+                         tf.where(place == size[:, tf.newaxis] + 1, tokenizer.sep_token_id, tokenizer.pad_token_id))
+    token_ids = tf.where(inside, pick(ids, example, begin[:, tf.newaxis] + place - 1), token_ids)
+    # The mask by arithmetic, not from a bool: the converter folds the model's cast of a mask
+    # cast from bool back to the bool, whose new axis TFLite's STRIDED_SLICE cannot take.
+    padding_mask = tf.clip_by_value(size[:, tf.newaxis] + 2 - place, 0, 1)
+    inputs = {"token_ids": token_ids, "segment_ids": tf.zeros_like(token_ids), "padding_mask": padding_mask}
+    # Each token of a text: its window (row) and place there; tokens past the last window read are left out.
+    later = (tf.range(most)[tf.newaxis, :] >= 1) & (tf.range(most)[tf.newaxis, :] < windows[:, tf.newaxis])
+    starts_window = scatter(tf.ones_like(begins[:, :most]), tf.range(batch), begins[:, :most], later,
+                            tf.stack([batch, columns]))
+    token_window = tf.cumsum(starts_window, axis=1)
+    row = tf.cumsum(windows, exclusive=True)[:, tf.newaxis] + token_window
+    read_to = tf.gather(begins, windows, batch_dims=1)
+    layout = {"first": first, "row": row, "place": position - tf.gather(begins, token_window, batch_dims=1) + 1,
+              "read": position < read_to[:, tf.newaxis], "lengths": lengths, "windows": windows,
+              "truncated": read_to < lengths, "example": example, "begin": begin, "size": size}
+    return inputs, layout

@@ -20,7 +20,7 @@ segment sums): TFLite builtins, besides the tokenizer's tensorflow-text ops.
 
 import tensorflow as tf
 
-from kbert.data.window_tensors import pick, question_window_rows, whole_texts, window_rows
+from kbert.data.window_tensors import pick, question_window_rows, scatter, whole_texts, word_window_rows
 from kbert_edge.windows import question_tokens_kept
 
 FLOOR = -3e38  # below every logit: marks the places that hold no candidate
@@ -38,70 +38,17 @@ def substrings(texts, starts, ends):
     return tf.where(starts >= 0, pieces, "")
 
 
-def scatter(values, rows, columns, where, shape):
-    """A `shape` tensor holding values[i, j] at [rows[i], columns[i, j]] where `where` (else 0).
-
-    The places written must be distinct (TF sums repeated places, TFLite need not).
-    """
-    rows = tf.broadcast_to(rows[:, tf.newaxis], tf.shape(columns))
-    indices = tf.stack([tf.boolean_mask(rows, where), tf.boolean_mask(columns, where)], axis=-1)
-    return tf.scatter_nd(indices, tf.boolean_mask(values, where), shape)
-
-
 def ner_windows(tokenizer, texts, spec):
-    """The word-aligned windows of each text, as `kbert_edge.windows.word_windows` cuts them.
+    """The word-aligned windows of each text, as `kbert_edge.windows.word_windows` cuts them
+    (`kbert.data.window_tensors.word_window_rows`, the tokenizer's words).
 
     Returns `(inputs, layout)`: the model inputs, one `[CLS] tokens [SEP]` row per window, and
     a dict of what `ner_outputs` needs to put the windows back together.
     """
     ids, offsets, word_ids, lengths = whole_texts(tokenizer, texts)
-    batch, columns = tf.shape(ids)[0], tf.shape(ids)[1]
-    position = tf.broadcast_to(tf.range(columns)[tf.newaxis, :], tf.shape(ids))
-    previous = tf.pad(word_ids[:, :-1], [[0, 0], [1, 0]], constant_values=-1)
-    first = (position < lengths[:, tf.newaxis]) & (word_ids >= 0) & tf.not_equal(word_ids, previous)
-    # Where the window that starts at p ends: the last first piece in (p, p + budget], else p + budget.
-    seen = tf.cumsum(tf.cast(first, tf.int32), axis=1)  # first pieces in [0, p]
-    first_at = scatter(position, tf.range(batch), seen - 1, first, tf.stack([batch, columns]))
-    budget = spec.max_length - 2
-    reach = position + budget
-    seen_by_reach = tf.gather(seen, tf.minimum(reach, columns - 1), batch_dims=1)
-    cut = tf.gather(first_at, tf.maximum(seen_by_reach - 1, 0), batch_dims=1)
-    end = tf.where(seen_by_reach > seen, cut, reach)
-    end = tf.where(reach >= lengths[:, tf.newaxis], lengths[:, tf.newaxis], end)
-    # Window k begins at end^k(0): composing `end` with itself by doubling, for k = 0 .. max_windows.
-    most = spec.max_windows
-    steps = tf.range(most + 1)
-    begins = tf.zeros([batch, most + 1], tf.int32)
-    for level in range(most.bit_length()):
-        taken = tf.equal(tf.bitwise.bitwise_and(tf.bitwise.right_shift(steps, level), 1), 1)
-        begins = tf.where(taken[tf.newaxis, :], tf.gather(end, begins, batch_dims=1), begins)
-        end = tf.gather(end, end, batch_dims=1)
-    windows = tf.maximum(tf.reduce_sum(tf.cast(begins[:, :most] < lengths[:, tf.newaxis], tf.int32), axis=1), 1)
-    example, window = window_rows(windows)
-    begin = tf.gather_nd(begins, tf.stack([example, window], axis=1))
-    size = tf.gather_nd(begins, tf.stack([example, window + 1], axis=1)) - begin
-    width = spec.max_length if spec.padding == "max_length" else tf.reduce_max(tf.concat([size + 2, [2]], 0))
-    place = tf.range(width)[tf.newaxis, :]
-    inside = (place >= 1) & (place <= size[:, tf.newaxis])
-    token_ids = tf.where(place == 0, tokenizer.cls_token_id,
-                         tf.where(place == size[:, tf.newaxis] + 1, tokenizer.sep_token_id, tokenizer.pad_token_id))
-    token_ids = tf.where(inside, pick(ids, example, begin[:, tf.newaxis] + place - 1), token_ids)
-    # The mask by arithmetic, not from a bool: the converter folds the model's cast of a mask
-    # cast from bool back to the bool, whose new axis TFLite's STRIDED_SLICE cannot take.
-    padding_mask = tf.clip_by_value(size[:, tf.newaxis] + 2 - place, 0, 1)
-    inputs = {"token_ids": token_ids, "segment_ids": tf.zeros_like(token_ids), "padding_mask": padding_mask}
-    # Each token of a text: its window (row) and place there; tokens past the last window read are left out.
-    later = (tf.range(most)[tf.newaxis, :] >= 1) & (tf.range(most)[tf.newaxis, :] < windows[:, tf.newaxis])
-    starts_window = scatter(tf.ones_like(begins[:, :most]), tf.range(batch), begins[:, :most], later,
-                            tf.stack([batch, columns]))
-    token_window = tf.cumsum(starts_window, axis=1)
-    row = tf.cumsum(windows, exclusive=True)[:, tf.newaxis] + token_window
-    read_to = tf.gather(begins, windows, batch_dims=1)
-    layout = {"offsets": offsets, "word_ids": word_ids, "first": first, "row": row,
-              "place": position - tf.gather(begins, token_window, batch_dims=1) + 1,
-              "read": position < read_to[:, tf.newaxis], "lengths": lengths, "windows": windows,
-              "truncated": read_to < lengths}
-    return inputs, layout
+    inputs, layout = word_window_rows(tokenizer, ids, word_ids, lengths, spec.max_length, spec.max_windows,
+                                      fixed_width=spec.padding == "max_length")
+    return inputs, {**layout, "offsets": offsets, "word_ids": word_ids}
 
 
 def ner_outputs(logits, layout, label_names):

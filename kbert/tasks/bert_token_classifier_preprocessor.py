@@ -3,7 +3,9 @@ import keras
 from kbert.data.ner_windows import NerWindows
 from kbert.data.tagged_sentences import joined_word_spans
 from kbert.data.token_rows import word_spans_of
-from kbert.tasks.bert_preprocessor import PAD_TO_MULTIPLE_OF, BertPreprocessor, Prepared, text_list
+from kbert.tasks.bert_preprocessor import BertPreprocessor, Prepared, text_list
+
+MAX_WINDOWS = 64  # windows of one sentence in `call` (a CoNLL sentence rarely needs two)
 
 
 @keras.saving.register_keras_serializable(package="kbert")
@@ -16,9 +18,9 @@ class BertTokenClassifierPreprocessor(BertPreprocessor):
     (`kbert.data.NerWindows`), so every word gets a prediction. Labels (one id per word)
     go on each word's first WordPiece, with sample weight 1; other positions weigh 0.
     `call` does the same in TensorFlow ops for a `tf.data` batch of words (a ragged string
-    tensor (batch, (words))) and tag ids (ragged int (batch, (words))), for training: there
-    a sentence longer than `sequence_length` tokens is cut to one window, as Hugging Face's
-    token-classification training truncates.
+    tensor (batch, (words))) and tag ids (ragged int (batch, (words))): the same windows, so a
+    batch of sentences may give more rows than sentences (`kbert.data.window_tensors.word_window_rows`;
+    a sentence needing more than `MAX_WINDOWS` windows stops the pipeline with its reason).
 
     Args:
         tokenizer: `kbert.BertTokenizer`.
@@ -48,22 +50,33 @@ class BertTokenClassifierPreprocessor(BertPreprocessor):
     def call(self, x, y=None, sample_weight=None):
         import tensorflow as tf
 
+        from kbert.data.window_tensors import pick, whole_texts, word_window_rows
+
         words = x if isinstance(x, tf.RaggedTensor) else tf.RaggedTensor.from_tensor(x)
         texts = tf.strings.reduce_join(words, axis=1, separator=" ")
         starts = tf.math.cumsum(tf.strings.length(words, unit="UTF8_CHAR") + 1, axis=1, exclusive=True)
-        encoded = self.tokenizer.encode(texts, max_length=self.sequence_length, padding="longest",
-                                        return_offsets=True, pad_to_multiple_of=PAD_TO_MULTIPLE_OF)
-        token_starts = encoded.pop("offsets")[..., 0]
-        real = encoded.pop("word_ids") >= 0
-        word = tf.searchsorted(starts.to_tensor(default_value=2**30), token_starts, side="right") - 1
-        word = tf.where(real, word, -1)  # [CLS], [SEP] and padding belong to no word
-        previous = tf.pad(word[:, :-1], [[0, 0], [1, 0]], constant_values=-1)
-        first = (word >= 0) & tf.not_equal(word, previous)
+        ids, offsets, _, lengths = whole_texts(self.tokenizer, texts)
+        real = tf.range(tf.shape(ids)[1])[tf.newaxis, :] < lengths[:, tf.newaxis]
+        word = tf.searchsorted(starts.to_tensor(default_value=2**30), offsets[..., 0], side="right") - 1
+        word = tf.where(real, word, -1)  # [SEP] and padding belong to no word
+        inputs, layout = word_window_rows(self.tokenizer, ids, word, lengths, self.sequence_length, MAX_WINDOWS)
+        check = tf.debugging.assert_equal(
+            tf.reduce_any(layout["truncated"]), False,
+            message=f"BertTokenClassifierPreprocessor: a sentence needs more than {MAX_WINDOWS} windows of "
+                    f"{self.sequence_length} tokens")
+        with tf.control_dependencies([check]):
+            inputs = self.pad_to_multiple(inputs)
         if y is None:
-            return encoded
+            return inputs
+        # Each row's places: the text token at each (begin + place - 1), its word, and whether it is the first piece.
+        place = tf.range(tf.shape(inputs["token_ids"])[1])[tf.newaxis, :]
+        source = layout["begin"][:, tf.newaxis] + place - 1
+        inside = (place >= 1) & (place <= layout["size"][:, tf.newaxis])
+        first = pick(layout["first"], layout["example"], source) & inside
         tags = y if isinstance(y, tf.RaggedTensor) else tf.RaggedTensor.from_tensor(y)
-        labels = tf.gather(tf.cast(tags.to_tensor(), tf.int32), tf.maximum(word, 0), batch_dims=1)
-        return encoded, labels * tf.cast(first, tf.int32), tf.cast(first, tf.float32)
+        row_tags = tf.gather(tf.cast(tags.to_tensor(), tf.int32), layout["example"])
+        labels = tf.gather(row_tags, tf.maximum(pick(word, layout["example"], source), 0), batch_dims=1)
+        return inputs, labels * tf.cast(first, tf.int32), tf.cast(first, tf.float32)
 
     def words(self, x):
         """`(texts, word spans)`: each example as one string and the char span of each word."""

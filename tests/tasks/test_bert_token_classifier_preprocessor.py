@@ -64,23 +64,55 @@ def test_call_gives_the_same_tags_in_tensorflow_padded_to_a_multiple_of_8():
 
 
 def test_ner_tf_data_preprocessing_matches_the_windows_on_conll(data_dir):
-    """`call` (tf.data) against `prepare` (NerWindows) on real CoNLL sentences that fit a window."""
+    """`call` (tf.data) against `prepare` (NerWindows) on 300 real CoNLL sentences at 24 tokens a window, many cut
+    into several windows: the same rows, labels and weights (issue 41: `call` truncated them)."""
     tf = pytest.importorskip("tensorflow")
     from kbert.data.conll import read_conll
 
     sentences = read_conll(data_dir / "conll2003" / "train.txt").take(range(300))
-    model = BertTokenClassifier.from_preset("bert_tiny", label_names=sentences.label_names(), sequence_length=64)
+    model = BertTokenClassifier.from_preset("bert_tiny", label_names=sentences.label_names(), sequence_length=24)
     tags = model.check_labels(sentences.tags)
     prepared = model.preprocessor.prepare(sentences.words, tags)
-    fits = np.bincount(prepared.windows.window_texts, minlength=len(sentences)) == 1
-    words = [w for w, ok in zip(sentences.words, fits) if ok]
-    labels = [t.tolist() for t, ok in zip(tags, fits) if ok]
-    assert len(words) > 250
-    data = tf.data.Dataset.from_tensor_slices((tf.ragged.constant(words), tf.ragged.constant(labels)))
-    x, y, weights = model.preprocessor(*next(iter(data.batch(len(words)))))
-    rows = np.flatnonzero(fits)
+    assert np.sum(np.bincount(prepared.windows.window_texts) > 1) > 50  # sentences of several windows
+    labels = [t.tolist() for t in tags]
+    data = tf.data.Dataset.from_tensor_slices((tf.ragged.constant(sentences.words), tf.ragged.constant(labels)))
+    x, y, weights = model.preprocessor(*next(iter(data.batch(len(labels)))))
     width = prepared.inputs["token_ids"].shape[1]
+    assert x["token_ids"].shape[0] == len(prepared.inputs["token_ids"])
     for key, value in prepared.inputs.items():
-        np.testing.assert_array_equal(x[key].numpy()[:, :width], value[rows][:, :x[key].shape[1]])
-    np.testing.assert_array_equal(y.numpy()[:, :width], prepared.y[rows][:, :y.shape[1]])
-    np.testing.assert_array_equal(weights.numpy()[:, :width], prepared.sample_weight[rows][:, :y.shape[1]])
+        np.testing.assert_array_equal(x[key].numpy()[:, :width], value[:, :x[key].shape[1]])
+    np.testing.assert_array_equal(y.numpy()[:, :width], prepared.y[:, :y.shape[1]])
+    np.testing.assert_array_equal(weights.numpy()[:, :width], prepared.sample_weight[:, :y.shape[1]])
+
+
+def test_call_cuts_a_long_sentence_into_the_windows_prepare_cuts():
+    """Without ../shared: a sentence of three windows (a word of four unknown pieces among them) between two
+    short ones, through `call` and `prepare`: the same rows, labels and weights."""
+    tf = pytest.importorskip("tensorflow")
+    from kbert.text import BertTokenizer
+    from tests.tasks.conftest import VOCABULARY
+
+    preprocessor = BertTokenClassifierPreprocessor(BertTokenizer(VOCABULARY), sequence_length=8)
+    sentences = [["a", "good", "film"], ["the", "man", "plays", "a", "good", "film", "and", "a", "dull", "film",
+                                         "U.S.", "fun"], ["fun"]]
+    tags = [[1, 2, 0], [0, 1, 2, 0, 0, 1, 2, 0, 1, 2, 1, 0], [1]]
+    prepared = preprocessor.prepare(sentences, tags)
+    assert len(prepared.inputs["token_ids"]) == 5
+    x, labels, weights = preprocessor(tf.ragged.constant(sentences), tf.ragged.constant(tags))
+    np.testing.assert_array_equal(x["token_ids"].numpy(), prepared.inputs["token_ids"])
+    np.testing.assert_array_equal(x["padding_mask"].numpy(), prepared.inputs["padding_mask"])
+    np.testing.assert_array_equal(labels.numpy(), prepared.y)
+    np.testing.assert_array_equal(weights.numpy(), prepared.sample_weight)
+
+
+def test_call_stops_on_a_sentence_of_more_windows_than_it_reads():
+    tf = pytest.importorskip("tensorflow")
+    from kbert.tasks.bert_token_classifier_preprocessor import MAX_WINDOWS
+    from kbert.text import BertTokenizer
+    from tests.tasks.conftest import VOCABULARY
+
+    preprocessor = BertTokenClassifierPreprocessor(BertTokenizer(VOCABULARY), sequence_length=3)  # a token a window
+    words, tags = tf.ragged.constant([["fun"] * (MAX_WINDOWS + 1)]), tf.ragged.constant([[0] * (MAX_WINDOWS + 1)])
+    data = tf.data.Dataset.from_tensor_slices((words, tags)).batch(1).map(preprocessor)  # as fit maps it
+    with pytest.raises(tf.errors.InvalidArgumentError, match=f"a sentence needs more than {MAX_WINDOWS} windows"):
+        next(iter(data))
