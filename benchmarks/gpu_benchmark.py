@@ -19,6 +19,7 @@ sequences/s and peak memory (GPU, or the process's resident memory on a CPU), th
 
     python benchmarks/gpu_benchmark.py                                     # on a GPU machine
     python benchmarks/gpu_benchmark.py --proxy --engines kbert_torch kbert_torch_graph hf_eager
+    python benchmarks/gpu_benchmark.py --engines kbert_torch_compiled --profile  # where a torch step's time goes
 """
 
 import argparse
@@ -110,7 +111,32 @@ def run_keras(args, engine):
     start = time.perf_counter()
     for _ in range(args.inference_repeats):
         np.asarray(keras.ops.convert_to_numpy(model.predict_on_batch(x)))
-    return times, (time.perf_counter() - start) / args.inference_repeats, inference_batch
+    inference_seconds = (time.perf_counter() - start) / args.inference_repeats
+    if args.profile:
+        step_inputs = {key: value[:batch] for key, value in inputs.items()}
+        profile_steps(lambda: float(model.train_on_batch(step_inputs, labels, return_dict=True)["loss"]))
+    return times, inference_seconds, inference_batch
+
+
+def profile_steps(step, steps=5):
+    """Prints where a torch training step spends its time (torch.profiler, after 2 untimed steps): CPU and GPU
+    milliseconds and kernel launches a step, and the ops with the most CPU time of their own, to stderr."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(2):
+        step()
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+    with profile(activities=activities) as profiler:
+        for _ in range(steps):
+            step()
+    events = profiler.key_averages()
+    launches = sum(event.count for event in events if event.key in ("cudaLaunchKernel", "cuLaunchKernelEx"))
+    cpu = sum(event.self_cpu_time_total for event in events) / steps / 1000
+    gpu = sum(getattr(event, "self_device_time_total", 0) for event in events) / steps / 1000
+    print(f"profile: {cpu:.1f} ms CPU, {gpu:.1f} ms GPU, {launches / steps:.0f} kernel launches a step",
+          file=sys.stderr)
+    print(events.table(sort_by="self_cpu_time_total", row_limit=20, max_name_column_width=50), file=sys.stderr)
 
 
 def run_hf(args, engine):
@@ -182,6 +208,8 @@ def main():
     parser.add_argument("--steps", type=int, default=20, help="timed steps")
     parser.add_argument("--warmup", type=int, default=5, help="untimed steps first (compilation)")
     parser.add_argument("--inference-repeats", type=int, default=10, help="timed predict calls")
+    parser.add_argument("--profile", action="store_true",
+                        help="kbert's torch engines: also print torch.profiler's view of a few training steps")
     parser.add_argument("--worker", choices=ENGINES, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -197,11 +225,14 @@ def main():
             env["KBERT_SPEEDUPS"] = "-torch_backbone"  # every speed-up but that one
         command = [sys.executable, __file__, "--worker", engine, *(["--proxy"] if args.proxy else []),
                    f"--precision={args.precision}", f"--steps={args.steps}", f"--warmup={args.warmup}",
-                   f"--inference-repeats={args.inference_repeats}"]
+                   f"--inference-repeats={args.inference_repeats}",
+                   *(["--profile"] if args.profile and engine.startswith("kbert_torch") else [])]
         done = subprocess.run(command, env=env, capture_output=True, text=True)
         if done.returncode:
             print(f"{engine}: failed\n{done.stderr[-2000:]}", flush=True)
             continue
+        if args.profile and "profile:" in done.stderr:
+            print(done.stderr[done.stderr.index("profile:"):], flush=True)
         r = json.loads(done.stdout.strip().splitlines()[-1])
         results.append(r)
         print(f"{engine:18} step {r['median_step_s'] * 1000:8.1f} ms ({1 / r['median_step_s']:6.2f} steps/s), first "
