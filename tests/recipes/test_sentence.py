@@ -237,6 +237,7 @@ def write_multi_label_tsv(path, rows=48, seed=0):
     return path
 
 
+@once  # the recipe's own logic; the multi-label model is tested on every backend in tests/tasks
 def test_a_multi_label_run_trains_evaluates_and_predicts(tiny_init, tmp_path, capsys):
     """apps/multi_label.py's recipe: classes learned from the file's cells, early stopping on micro-F1, and
     evaluate's scores are scikit-learn's on what predict chooses at the threshold."""
@@ -262,6 +263,7 @@ def test_a_multi_label_run_trains_evaluates_and_predicts(tiny_init, tmp_path, ca
     assert "precision  recall" in capsys.readouterr().out
 
 
+@once
 def test_a_multi_label_cell_naming_an_unknown_class_names_the_line(tiny_init, tmp_path):
     from kbert.recipes import MULTI_LABEL
 
