@@ -178,9 +178,9 @@ def hf_task_arguments(path):
             raise ValueError(f"{file}: problem_type={problem!r} is not supported; kbert classifies "
                              "into one class, into any number of them, or scores (regression).")
         if problem == "regression" or (problem is None and len(labels) == 1):
-            return task, {"num_classes": 1, **dropout}
-        multi_label = {"multi_label": True} if problem == "multi_label_classification" else {}
-        return task, {"num_classes": len(labels), "label_names": labels, **multi_label, **dropout}
+            return task, {"num_classes": 1, "multi_label": False, **dropout}
+        return task, {"num_classes": len(labels), "label_names": labels,
+                      "multi_label": problem == "multi_label_classification", **dropout}
     if task == "BertTokenClassifier":
         return task, {"label_names": labels, **dropout}
     if task == "BertPretrainer":

@@ -134,8 +134,7 @@ def _labels(raw, label_names, regression):
                            f"the data are ids below {MAX_LEARNED_CLASSES:,} (or give the class names)")
             values.append(-1)
         else:
-            shown = label_names if len(label_names) <= 20 else [*label_names[:20], "..."]
-            bad[number] = f"unknown label {field!r}; the labels are {shown} (or ids 0..{len(label_names) - 1})"
+            bad[number] = _unknown_label(field, label_names)
             values.append(-1)
     return np.array(values, "int32"), label_names, bad
 
@@ -155,10 +154,13 @@ def _multi_labels(raw, label_names):
             elif name.isdecimal() and int(name) < len(label_names):
                 matrix[row, int(name)] = 1
             else:
-                shown = label_names if len(label_names) <= 20 else [*label_names[:20], "..."]
-                bad.setdefault(number, f"unknown label {name!r}; the labels are {shown} "
-                                       f"(or ids 0..{len(label_names) - 1})")
+                bad.setdefault(number, _unknown_label(name, label_names))
     return matrix, label_names, bad
+
+
+def _unknown_label(label, label_names):
+    shown = label_names if len(label_names) <= 20 else [*label_names[:20], "..."]
+    return f"unknown label {label!r}; the labels are {shown} (or ids 0..{len(label_names) - 1})"
 
 
 def _score(field):

@@ -167,14 +167,14 @@ def word_window_rows(tokenizer, ids, word_ids, lengths, sequence_length, max_win
     end = tf.where(seen_by_reach > seen, cut, reach)
     end = tf.where(reach >= lengths[:, tf.newaxis], lengths[:, tf.newaxis], end)
     # Window k begins at end^k(0): composing `end` with itself by doubling, for k = 0 .. max_windows.
-    most = max_windows
-    steps = tf.range(most + 1)
-    begins = tf.zeros([batch, most + 1], tf.int32)
-    for level in range(most.bit_length()):
+    steps = tf.range(max_windows + 1)
+    begins = tf.zeros([batch, max_windows + 1], tf.int32)
+    for level in range(max_windows.bit_length()):
         taken = tf.equal(tf.bitwise.bitwise_and(tf.bitwise.right_shift(steps, level), 1), 1)
         begins = tf.where(taken[tf.newaxis, :], tf.gather(end, begins, batch_dims=1), begins)
         end = tf.gather(end, end, batch_dims=1)
-    windows = tf.maximum(tf.reduce_sum(tf.cast(begins[:, :most] < lengths[:, tf.newaxis], tf.int32), axis=1), 1)
+    starts = begins[:, :max_windows]  # where windows 0 .. max_windows - 1 begin
+    windows = tf.maximum(tf.reduce_sum(tf.cast(starts < lengths[:, tf.newaxis], tf.int32), axis=1), 1)
     example, window = window_rows(windows)
     begin = tf.gather_nd(begins, tf.stack([example, window], axis=1))
     size = tf.gather_nd(begins, tf.stack([example, window + 1], axis=1)) - begin
@@ -189,8 +189,9 @@ def word_window_rows(tokenizer, ids, word_ids, lengths, sequence_length, max_win
     padding_mask = tf.clip_by_value(size[:, tf.newaxis] + 2 - place, 0, 1)
     inputs = {"token_ids": token_ids, "segment_ids": tf.zeros_like(token_ids), "padding_mask": padding_mask}
     # Each token of a text: its window (row) and place there; tokens past the last window read are left out.
-    later = (tf.range(most)[tf.newaxis, :] >= 1) & (tf.range(most)[tf.newaxis, :] < windows[:, tf.newaxis])
-    starts_window = scatter(tf.ones_like(begins[:, :most]), tf.range(batch), begins[:, :most], later,
+    index = tf.range(max_windows)[tf.newaxis, :]
+    later = (index >= 1) & (index < windows[:, tf.newaxis])
+    starts_window = scatter(tf.ones_like(starts), tf.range(batch), starts, later,
                             tf.stack([batch, columns]))
     token_window = tf.cumsum(starts_window, axis=1)
     row = tf.cumsum(windows, exclusive=True)[:, tf.newaxis] + token_window

@@ -479,10 +479,8 @@ def _hf_head_arguments(cls, preset, saved, kwargs):
     from kbert.convert import hf_task_arguments
 
     task, head = hf_task_arguments(preset)
-    changed = [key for key in ("num_classes", "label_names", "next_sentence")
+    changed = [key for key in ("num_classes", "label_names", "multi_label", "next_sentence")
                if key in kwargs and key in head and kwargs[key] != head[key]]
-    if task == "BertClassifier" and "multi_label" in kwargs and kwargs["multi_label"] != head.get("multi_label", False):
-        changed.append("multi_label")  # the same weights, read another way: a new head
     if task != cls.__name__ or changed:
         return None  # another task, or another head: the backbone alone
     return head
