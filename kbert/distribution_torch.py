@@ -11,6 +11,7 @@ every process takes the same steps. Each process trains on its share of every gl
 (`Shard`), so the mean of the processes' gradients is the gradient of the global batch.
 """
 
+import atexit
 import contextlib
 import os
 import types
@@ -47,10 +48,20 @@ class TorchDataParallel:
                              "not set in this process.")
         if not dist.is_initialized():
             dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+            # Left at exit, while the interpreter is whole: gloo's threads outliving it abort the process
+            # ("terminate called without an active exception", pytorch/pytorch#190489).
+            atexit.register(_leave_process_group)
         return cls(dist.get_rank(), dist.get_world_size())
 
     def __repr__(self):
         return f"TorchDataParallel(rank={self.rank}, num_replicas_in_sync={self.num_replicas_in_sync})"
+
+
+def _leave_process_group():
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def set_active(distribution):

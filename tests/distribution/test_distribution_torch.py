@@ -95,3 +95,28 @@ def test_averaged_gradients_divide_the_summed_gradients_by_the_processes(one_pro
     np.testing.assert_array_equal(kernel_gradient(), alone)  # the hooks are gone
     assert distribution_torch.global_share(torch.tensor(5.0)) is None
     assert distribution_torch.shared_seed(99) == 99
+
+
+LEAVER = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import torch, torch.distributed as dist
+from kbert.distribution_torch import TorchDataParallel
+TorchDataParallel.from_environment()
+dist.all_reduce(torch.ones(1000))
+"""
+
+
+def test_a_job_that_ends_leaves_its_process_group():
+    # Without destroy_process_group at exit, gloo's threads outlive the interpreter and about half of the
+    # processes of such a pair abort ("terminate called without an active exception"); 4 pairs all exit cleanly.
+    import os
+
+    from tests.conftest import TESTS
+    from tests.distribution.processes import free_port, run_together
+
+    for _ in range(4):
+        port = free_port()
+        envs = [{**os.environ, "KERAS_BACKEND": "torch", "OMP_NUM_THREADS": "1", "MASTER_ADDR": "localhost",
+                 "MASTER_PORT": str(port), "RANK": str(rank), "WORLD_SIZE": "2"} for rank in (0, 1)]
+        run_together("-c", [(LEAVER, TESTS.parent), (LEAVER, TESTS.parent)], envs)
