@@ -12,9 +12,9 @@ from kbert.config import PRESETS, BertConfig
 from kbert.layers import MultiHeadSelfAttention, PositionEmbedding, TransformerEncoder, mean_pool
 from kbert.models import BertBackbone, SentenceEncoder, load_backbone
 from kbert.tasks import (BertClassifier, BertMaskedLMPreprocessor, BertPreprocessor, BertPretrainer,
-                         BertQuestionAnswerer, BertQuestionAnswererPreprocessor, BertTask,
-                         BertTextClassifierPreprocessor, BertTokenClassifier,
-                         BertTokenClassifierPreprocessor)
+                         BertQuestionAnswerer, BertQuestionAnswererPreprocessor, BertSentenceEncoder,
+                         BertSentenceEncoderPreprocessor, BertTask, BertTextClassifierPreprocessor,
+                         BertTokenClassifier, BertTokenClassifierPreprocessor)
 from kbert.optimizers import BertAdamW, bert_adamw  # registers them for load_model
 from kbert.optimizers.schedules import WarmupLinearDecay
 from kbert.saving import save_backbone

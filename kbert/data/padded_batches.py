@@ -12,10 +12,12 @@ class PaddedBatches(keras.utils.PyDataset):
 
     Arrays of rank 2 or more in `y` and `sample_weight` are token-aligned (batch, length,
     ...) and are cut like the inputs; rank-1 arrays (one value per row) are not. `y` may be
-    a dict of arrays, for models with several outputs.
+    a dict of arrays, for models with several outputs. Inputs of rank 3 (rows, texts, length)
+    hold several texts a row (a bi-encoder's pairs): a batch of B rows serves their B x texts
+    token rows, each row's texts one after another, cut to the batch's longest text.
 
     Args:
-        inputs: dict of int arrays (rows, length), with a `padding_mask`.
+        inputs: dict of int arrays (rows, length) or (rows, texts, length), with a `padding_mask`.
         y: array, dict of arrays, or None. Targets.
         sample_weight: array or None. Per-row or per-token weights (0 = ignored).
         batch_size: int.
@@ -47,8 +49,9 @@ class PaddedBatches(keras.utils.PyDataset):
         self.inputs = inputs
         self.y = y
         self.sample_weight = sample_weight
-        self.lengths = inputs["padding_mask"].sum(axis=1)
-        self.width = inputs["padding_mask"].shape[1]
+        lengths = inputs["padding_mask"].sum(axis=-1)
+        self.lengths = lengths.max(axis=-1) if lengths.ndim > 1 else lengths  # a row's longest text
+        self.width = inputs["padding_mask"].shape[-1]
         self.batch_size = batch_size
         self.shuffle = shuffle
         self.length_multiple = length_multiple
@@ -78,7 +81,8 @@ class PaddedBatches(keras.utils.PyDataset):
         padded = -(-real // self.batch_multiple) * self.batch_multiple
         rows = np.concatenate([rows, rows[np.arange(padded - real) % real]])
         cut = lambda value: value[rows, :width] if value.ndim > 1 else value[rows]  # noqa: E731
-        batch = ({key: cut(value) for key, value in self.inputs.items()},)
+        texts = lambda value: value[rows][..., :width].reshape(-1, width)  # noqa: E731 (rows of several texts)
+        batch = ({key: (texts if value.ndim > 2 else cut)(value) for key, value in self.inputs.items()},)
         if self.y is not None:
             batch += ({k: cut(v) for k, v in self.y.items()} if isinstance(self.y, dict) else cut(self.y),)
         if self.sample_weight is not None or (self.batch_multiple > 1 and self.y is not None):
@@ -127,6 +131,8 @@ class PaddedBatches(keras.utils.PyDataset):
             raise ValueError("predict needs the rows in order: build the batches with shuffle=False.")
         if not len(self.lengths):
             raise ValueError("There are no rows to predict.")
+        if self.inputs["padding_mask"].ndim > 2:
+            raise ValueError("predict takes one text a row, not rows of several texts (pairs).")
         mode = progress_mode(verbose or 0)
         if progress is None and mode is not None and len(self) > 1:
             progress = (keras.utils.Progbar(len(self), unit_name="batch") if mode == "bar"

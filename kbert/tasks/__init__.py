@@ -6,6 +6,8 @@ from kbert.tasks.bert_preprocessor import BertPreprocessor
 from kbert.tasks.bert_pretrainer import BertPretrainer
 from kbert.tasks.bert_question_answerer import BertQuestionAnswerer
 from kbert.tasks.bert_question_answerer_preprocessor import BertQuestionAnswererPreprocessor
+from kbert.tasks.bert_sentence_encoder import BertSentenceEncoder
+from kbert.tasks.bert_sentence_encoder_preprocessor import BertSentenceEncoderPreprocessor
 from kbert.tasks.bert_task import BertTask
 from kbert.tasks.bert_text_classifier_preprocessor import BertTextClassifierPreprocessor
 from kbert.tasks.bert_token_classifier import BertTokenClassifier

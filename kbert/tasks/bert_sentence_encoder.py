@@ -1,0 +1,169 @@
+import keras
+import numpy as np
+from keras import ops
+
+from kbert.config import DEFAULT_BATCH_SIZE
+from kbert.distribution import data_dimension
+from kbert.distribution_torch import active as torch_job
+from kbert.layers.mean_pooling import mean_pool
+from kbert.tasks.bert_sentence_encoder_preprocessor import BertSentenceEncoderPreprocessor, text_columns
+from kbert.tasks.bert_task import BertTask, _is_dataset
+from kbert.tasks.bi_encoder_losses import CosineSimilarityLoss, MultipleNegativesRankingLoss
+
+POOLINGS = ("mean", "cls", "max")
+OBJECTIVES = ("cosine", "ranking")
+
+
+@keras.saving.register_keras_serializable(package="kbert")
+class BertSentenceEncoder(BertTask):
+    """A trainable bi-encoder (Sentence-BERT): each text on its own through the backbone, pooled to one
+    embedding, so that the cosine similarity of two embeddings carries the texts' likeness.
+
+    `predict` (or `encode`) takes texts and returns their embeddings (texts, hidden_dim); `similarity`
+    the cosine similarity of texts paired row by row. `fit` takes pairs or triplets of texts as a tuple
+    of columns, with the `objective` set at construction (sentence-transformers' losses):
+
+    - "cosine": `fit((texts, others), scores)`, a score per pair in `score_range` (e.g. (0, 5) for
+      STS-B), mapped to [0, 1]; the loss is the squared difference of the pair's cosine similarity
+      and its mapped score (`CosineSimilarityLoss`).
+    - "ranking": `fit((anchors, positives))` or `fit((anchors, positives, hard_negatives))`, no labels;
+      each anchor's positive must outscore every other positive (and hard negative) of its batch
+      (`MultipleNegativesRankingLoss`): the batch's other examples are its negatives, so larger batches
+      give more of them. A batch of one example has none (refused).
+
+    Under a distribution that splits batches (`kbert.distribution`), training on pairs is refused: the
+    in-batch negatives would be each device's alone. Inference works as for every task.
+
+    Args:
+        backbone: `kbert.BertBackbone`.
+        preprocessor: `BertSentenceEncoderPreprocessor` or None (token ids only).
+        pooling: "mean" (over real tokens, sentence-transformers' default), "cls" (the [CLS] token's
+            vector) or "max" (each dimension's largest over real tokens).
+        normalize: bool. L2-normalise the embeddings (all-MiniLM-L6-v2 does); training is the same
+            either way, as both losses compare directions.
+        objective: "cosine" or "ranking", as above.
+        score_range: (low, high). The scores "cosine" takes; `low` maps to 0 and `high` to 1.
+        scale: float. "ranking"'s similarities are multiplied by this (sentence-transformers' 20).
+
+    Example:
+    >>> model = BertSentenceEncoder.from_preset("bert_tiny", score_range=(0, 5))
+    >>> history = model.fit((["a cat sits", "a man sings"], ["a cat is sitting", "stocks fell"]), [4.8, 0.2],
+    ...                     verbose=0)
+    >>> model.predict(["a cat sits", "a dog runs"], verbose=0).shape
+    (2, 128)
+    >>> model.similarity(["a cat sits"], ["a cat sits"]).round(4).tolist()
+    [1.0]
+    """
+
+    preprocessor_class = BertSentenceEncoderPreprocessor
+    default_learning_rate = 2e-5  # sentence-transformers'
+
+    def __init__(self, backbone, preprocessor=None, pooling="mean", normalize=True, objective="cosine",
+                 score_range=(0.0, 1.0), scale=20.0, **kwargs):
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, not {pooling!r}.")
+        if objective not in OBJECTIVES:
+            raise ValueError(f"objective must be one of {OBJECTIVES}, not {objective!r}.")
+        low, high = (float(bound) for bound in score_range)
+        if not low < high:
+            raise ValueError(f"score_range=({low}, {high}) must be (low, high) with low < high.")
+        inputs = backbone.input
+        sequence = ops.cast(backbone(inputs)["sequence_output"], "float32")
+        embeddings = pool(sequence, inputs["padding_mask"], pooling, normalize)
+        super().__init__(inputs, embeddings, backbone, preprocessor, config={
+            "pooling": pooling, "normalize": normalize, "objective": objective, "score_range": [low, high],
+            "scale": scale}, **kwargs)
+
+    @property
+    def needs_labels(self):
+        return self.objective == "cosine"
+
+    def default_compile_arguments(self):
+        if self.objective == "ranking":
+            return {"loss": MultipleNegativesRankingLoss(self.scale)}
+        return {"loss": CosineSimilarityLoss()}
+
+    def encode(self, texts, batch_size=None):
+        """The embeddings of `texts` (a list of str), as `predict(texts, verbose=0)`: (texts, hidden_dim)."""
+        return self.predict(texts, batch_size=batch_size, verbose=0)
+
+    def similarity(self, texts, others, batch_size=None):
+        """The cosine similarity of `texts[i]` and `others[i]` for each i (numpy, (len(texts),))."""
+        first, second = text_columns((texts, others))
+        embeddings = self.encode(first + second, batch_size)
+        embeddings /= np.maximum(np.linalg.norm(embeddings, axis=-1, keepdims=True), 1e-12)
+        return np.sum(embeddings[: len(first)] * embeddings[len(first) :], axis=-1)
+
+    def predict(self, x, batch_size=None, verbose="auto", **kwargs):
+        if isinstance(x, tuple):
+            raise ValueError("BertSentenceEncoder.predict encodes texts, one embedding each; for pairs of texts "
+                             "call similarity(texts, others).")
+        return super().predict(x, batch_size=batch_size, verbose=verbose, **kwargs)
+
+    def check_labels(self, y):
+        if self.objective == "ranking":
+            return y  # `_batches`' placeholder, one value an example
+        scores = np.asarray(y, "float64").reshape(-1)
+        low, high = self.score_range
+        outside = np.flatnonzero(~((scores >= low) & (scores <= high)))  # NaN too
+        if len(outside):
+            raise ValueError(f"The score of pair {int(outside[0])} is {scores[outside[0]]}, outside score_range "
+                             f"({low:g}, {high:g}) ({len(outside)} scores are); construct the model with the "
+                             "range your scores use.")
+        return ((scores - low) / (high - low)).astype("float32")
+
+    def check_label_spec(self, spec):
+        if self.objective == "ranking" or not (spec.dtype.is_integer or spec.dtype.is_floating) or (
+                spec.shape.rank not in (1, 2) or spec.shape.rank == 2 and spec.shape[-1] != 1):
+            raise ValueError(f"BertSentenceEncoder on a tf.data.Dataset trains the cosine objective on (pairs, "
+                             f"scores), one score a pair; this one's labels are {spec.dtype.name} of shape "
+                             f"{spec.shape} (objective {self.objective!r}).")
+
+    def checked_labels(self, y):
+        import tensorflow as tf
+
+        low, high = self.score_range
+        scores = tf.reshape(tf.cast(y, tf.float32), [-1])
+        tf.debugging.assert_equal(tf.reduce_all((scores >= low) & (scores <= high)), True,
+                                  message=f"a score outside score_range ({low:g}, {high:g})")
+        return (scores - low) / (high - low)
+
+    def _batches(self, x, y, sample_weight, batch_size, **kwargs):
+        if _is_dataset(x):
+            if self.objective == "ranking":
+                raise ValueError("The ranking objective trains on in-memory columns (anchors, positives[, "
+                                 "negatives]), not on a tf.data.Dataset (not built yet).")
+            return super()._batches(x, y, sample_weight, batch_size, **kwargs)
+        if not isinstance(x, tuple):
+            raise ValueError("BertSentenceEncoder trains and evaluates on a tuple of columns: (texts, others) with "
+                             "scores, or (anchors, positives[, negatives]); predict takes a list of texts.")
+        if data_dimension(self) > 1 or torch_job() is not None:
+            raise ValueError("BertSentenceEncoder trains on pairs in one process on one device: under a "
+                             "distribution that splits batches, each device's in-batch negatives would be "
+                             "its own (not built yet).")
+        if self.objective == "ranking":
+            if y is not None:
+                raise ValueError("The ranking objective reads no labels: fit((anchors, positives)) without y; "
+                                 "for scored pairs construct the model with objective='cosine'.")
+            count = len(text_columns(x)[0])
+            examples = min(batch_size or DEFAULT_BATCH_SIZE, count)
+            if examples < 2:
+                raise ValueError(f"The ranking objective takes the other examples of a batch as an anchor's "
+                                 f"negatives: a batch of {examples} example has none; use 2 or more examples and "
+                                 "batch_size (sentence-transformers uses 32 and more).")
+            y = np.zeros(count, "float32")  # Keras's loss takes labels: one (unread) value an example
+        return super()._batches(x, y, sample_weight, batch_size, **kwargs)
+
+
+def pool(sequence, padding_mask, pooling, normalize):
+    """One embedding per row of `sequence` (batch, length, hidden): its real tokens' mean, its [CLS]
+    vector, or each dimension's largest value over real tokens; L2-normalised with `normalize`."""
+    if pooling == "mean":
+        pooled = mean_pool(sequence, padding_mask, normalize=False)
+    elif pooling == "cls":
+        pooled = sequence[:, 0]
+    else:  # padding at -1e9, as sentence-transformers' max pooling
+        pooled = ops.max(ops.where(ops.expand_dims(padding_mask, -1) > 0, sequence, -1e9), axis=1)
+    if normalize:  # (not ops.norm, whose axis a functional graph keeps as a list, which jax.jit cannot hash)
+        pooled = pooled / ops.maximum(ops.sqrt(ops.sum(ops.square(pooled), axis=-1, keepdims=True)), 1e-12)
+    return pooled

@@ -1,0 +1,125 @@
+"""BertSentenceEncoder: pooling against numpy on the backbone's outputs, the losses against sentence-transformers'
+own (in a torch process), fit on pairs and triplets, raw lists and tf.data alike, save and reload, bad input."""
+
+import keras
+import numpy as np
+import pytest
+
+from kbert import BertBackbone, BertSentenceEncoder, SentenceEncoder
+from kbert.tasks.bert_sentence_encoder_preprocessor import BertSentenceEncoderPreprocessor
+from kbert.tasks.bi_encoder_losses import CosineSimilarityLoss, MultipleNegativesRankingLoss
+from kbert.text import BertTokenizer
+from tests.conftest import TESTS, TINY, run_python
+from tests.tasks.conftest import VOCABULARY
+
+ANCHORS = ["a man plays", "the film is good", "someone sleeps", "a dull film", "nobody plays very"]
+POSITIVES = ["someone plays", "a great film", "a man sleeps", "a boring film", "nobody is playing"]
+NEGATIVES = ["a man sleeps", "an awful film", "someone plays", "a fun film", "the man plays"]
+SCORES = [4.5, 4.0, 1.0, 3.5, 0.5]  # out of 5
+
+
+def _model(**kwargs):
+    preprocessor = BertSentenceEncoderPreprocessor(BertTokenizer(VOCABULARY), sequence_length=12)
+    keras.utils.set_random_seed(0)
+    return BertSentenceEncoder(BertBackbone(**TINY, dropout=0.0), preprocessor=preprocessor, **kwargs)
+
+
+@pytest.mark.parametrize("pooling", ["mean", "cls", "max"])
+def test_pooling_matches_numpy_on_the_backbone_outputs(pooling):
+    model = _model(pooling=pooling, normalize=pooling != "cls")
+    inputs = model.preprocessor.prepare(["a man plays very very", "the film"]).inputs
+    sequence = keras.ops.convert_to_numpy(model.backbone(inputs)["sequence_output"])
+    mask = inputs["padding_mask"][:, :, None].astype(bool)
+    expected = {"mean": (sequence * mask).sum(1) / mask.sum(1), "cls": sequence[:, 0],
+                "max": np.where(mask, sequence, -np.inf).max(1)}[pooling]
+    if pooling != "cls":
+        expected /= np.linalg.norm(expected, axis=-1, keepdims=True)
+    np.testing.assert_allclose(model.predict(["a man plays very very", "the film"], verbose=0), expected, atol=1e-6)
+    assert inputs["padding_mask"][1].sum() < inputs["padding_mask"].shape[1]  # padding was there to leave out
+
+
+def test_losses_match_sentence_transformers(tmp_path):
+    rng = np.random.default_rng(0)
+    pairs, triplets = rng.normal(size=(2, 5, 8)).astype("float32"), rng.normal(size=(3, 4, 8)).astype("float32")
+    scores = rng.uniform(size=5).astype("float32")
+    np.savez(tmp_path / "in.npz", pairs=pairs, triplets=triplets, scores=scores)
+    run_python(TESTS / "tasks" / "bi_encoder_reference.py", tmp_path / "in.npz", tmp_path / "out.npz")
+    expected = np.load(tmp_path / "out.npz")
+
+    def rows(embeddings):  # (texts, examples, dim) -> each example's texts in consecutive rows, as the model gives
+        return embeddings.transpose(1, 0, 2).reshape(-1, embeddings.shape[-1])
+
+    loss = lambda function, y, embeddings: float(function(y, rows(embeddings)))  # noqa: E731
+    np.testing.assert_allclose(loss(CosineSimilarityLoss(), scores, pairs), expected["cosine"], rtol=1e-5)
+    ranking = MultipleNegativesRankingLoss()
+    np.testing.assert_allclose(loss(ranking, np.zeros(5), pairs), expected["ranking_pairs"], rtol=1e-5)
+    np.testing.assert_allclose(loss(ranking, np.zeros(4), triplets), expected["ranking_triplets"], rtol=1e-5)
+
+
+def test_cosine_objective_trains_pairs_toward_their_scores(tmp_path):
+    model = _model(score_range=(0, 5))
+    model.compile(learning_rate=1e-2)
+    before = model.evaluate((ANCHORS, POSITIVES), SCORES, verbose=0)
+    # the loss's definition on the model's own embeddings: scores mapped to [0, 1]
+    target = np.array(SCORES) / 5
+    np.testing.assert_allclose(before, np.mean((model.similarity(ANCHORS, POSITIVES) - target) ** 2), rtol=1e-4)
+    history = model.fit((ANCHORS, POSITIVES), SCORES, batch_size=2, epochs=8, verbose=0)
+    assert history.history["loss"][-1] < history.history["loss"][0]
+    assert model.evaluate((ANCHORS, POSITIVES), SCORES, verbose=0) < before
+
+    model.save(tmp_path / "model.keras")
+    loaded = keras.saving.load_model(tmp_path / "model.keras")
+    assert isinstance(loaded, BertSentenceEncoder) and loaded.score_range == [0.0, 5.0]
+    np.testing.assert_allclose(loaded.encode(ANCHORS), model.encode(ANCHORS), atol=1e-6)
+
+
+def test_ranking_objective_trains_on_pairs_and_triplets():
+    model = _model(objective="ranking")
+    model.compile(learning_rate=1e-2)
+    for columns in ((ANCHORS, POSITIVES), (ANCHORS, POSITIVES, NEGATIVES)):
+        history = model.fit(columns, batch_size=5, epochs=6, verbose=0)
+        assert history.history["loss"][-1] < history.history["loss"][0]
+    # the loss's definition: each anchor's positive among the batch's positives and hard negatives
+    embeddings = [model.encode(column) for column in (ANCHORS, POSITIVES, NEGATIVES)]
+    unit = [e / np.linalg.norm(e, axis=-1, keepdims=True) for e in embeddings]
+    scores = 20 * unit[0] @ np.concatenate(unit[1:]).T
+    expected = np.mean(np.log(np.exp(scores).sum(1)) - np.diag(scores))
+    np.testing.assert_allclose(model.evaluate((ANCHORS, POSITIVES, NEGATIVES), batch_size=5, verbose=0), expected,
+                               rtol=1e-4)
+
+
+def test_a_dataset_of_pairs_gives_the_rows_of_lists():
+    import tensorflow as tf
+
+    model = _model(score_range=(0, 5))
+    data = tf.data.Dataset.from_tensor_slices(((ANCHORS, POSITIVES), SCORES)).batch(5)
+    np.testing.assert_allclose(model.evaluate(data, verbose=0),
+                               model.evaluate((ANCHORS, POSITIVES), SCORES, batch_size=5, verbose=0), rtol=1e-5)
+
+
+def test_all_minilm_l6_v2_encodes_as_the_sentence_transformers_pipeline(minilm_dir):
+    texts = ["A man is playing a guitar.", "Someone is strumming a musical instrument.", "Stocks fell."]
+    model = BertSentenceEncoder.from_preset("all_minilm_l6_v2")
+    # SentenceEncoder is checked against sentence-transformers in tests/models/test_hf_parity.py
+    np.testing.assert_allclose(model.encode(texts), SentenceEncoder.from_preset().encode(texts), atol=1e-5)
+
+
+def test_bad_input_is_refused_before_any_step():
+    model = _model(score_range=(0, 5))
+    with pytest.raises(ValueError, match=r"different lengths: 5 texts, 4 pairs"):
+        model.fit((ANCHORS, POSITIVES[:4]), SCORES)
+    with pytest.raises(ValueError, match=r"score of pair 1 is 5.5, outside score_range \(0, 5\)"):
+        model.fit((ANCHORS, POSITIVES), [1.0, 5.5, 2.0, 2.0, 2.0])
+    with pytest.raises(ValueError, match="needs a label for each of its 5 examples"):
+        model.fit((ANCHORS, POSITIVES))
+    with pytest.raises(ValueError, match="trains and evaluates on a tuple of columns"):
+        model.fit(ANCHORS, SCORES)
+    with pytest.raises(ValueError, match="for pairs of texts call similarity"):
+        model.predict((ANCHORS, POSITIVES))
+    ranking = _model(objective="ranking")
+    with pytest.raises(ValueError, match="a batch of 1 example has none"):
+        ranking.fit((ANCHORS, POSITIVES), batch_size=1)
+    with pytest.raises(ValueError, match="reads no labels"):
+        ranking.fit((ANCHORS, POSITIVES), SCORES)
+    with pytest.raises(ValueError, match="pooling must be one of"):
+        _model(pooling="first")
