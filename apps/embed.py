@@ -10,17 +10,29 @@ Without sentences, --file or --examples, it reads one sentence a line from stdin
 terminal, where nothing is piped in, it takes the examples). For people it
 prints the cosine similarity table and each sentence's nearest neighbour; with --json, one
 object a sentence: {"text", "embedding", "nearest", "similarity"} (the nearest other sentence,
-by index, and its cosine similarity). --save writes the (sentences, 384) float32 embeddings,
-L2-normalized, in input order, as a NumPy .npy file.
+by index, and its cosine similarity). --save writes the (sentences, dim) float32 embeddings,
+L2-normalized, in input order, as a NumPy .npy file. --model embeds with a model trained by `train` instead.
+
+Training sentence embeddings (a bi-encoder, `kbert.BertSentenceEncoder`; see `python apps/embed.py train -h`):
+
+    python apps/embed.py train --data ../shared/data/stsb/train.tsv --out saved_models/stsb_embed
+    python apps/embed.py train --objective ranking --data ../shared/data/snli/train.tsv \
+        --valid ../shared/data/stsb/train.tsv --init bert_mini --out saved_models/snli_embed
+    python apps/embed.py evaluate --model saved_models/stsb_embed --data sts_dev.tsv
+    python apps/embed.py --model saved_models/stsb_embed "A cat sits." "A cat is sitting."
 """
 
+import argparse
 import pathlib
 import sys
 import time
 
 from app_cli import add_dtype_option, app_parser, emit, for_people, parse_args
 from cli_errors import run
-from task_cli import sequence_length, texts_or_stdin
+from task_cli import (add_evaluate_command, add_train_command, run_command, sequence_length, task_parser,
+                      texts_or_stdin, train_options)
+
+TRAINING_COMMANDS = ("train", "evaluate")
 
 EXAMPLES = [
     "A man is playing a guitar.",
@@ -39,10 +51,55 @@ def parser():
     parser.add_argument("--file", help="a UTF-8 text file, one sentence per line (blank lines skipped)")
     parser.add_argument("--examples", action="store_true", help="embed six example sentences")
     parser.add_argument("--save", help="write the embeddings to this .npy file")
+    parser.add_argument("--model", help="a run folder written by `apps/embed.py train` (default: all-MiniLM-L6-v2)")
     parser.add_argument("--max-length", type=sequence_length, default=256,
                         help="tokens per sentence, [CLS] and [SEP] included")
     add_dtype_option(parser)
     return parser
+
+
+def training_parser():
+    """The argparse parser of `train` and `evaluate`."""
+    parser, commands = task_parser(__doc__)
+    train = add_train_command(commands, "TSV of pairs (cosine: sentence1<TAB>sentence2<TAB>score; ranking: "
+                              "sentence1<TAB>sentence2[<TAB>label]), header row", unit="pairs", epochs=1,
+                              learning_rate=2e-5)
+    train.add_argument("--objective", choices=("cosine", "ranking"), default="cosine",
+                       help="cosine: scored pairs, cosine similarity toward the score; ranking: (anchor, positive) "
+                            "pairs, each anchor's positive above the batch's other positives (needs --valid)")
+    train.add_argument("--score-range", type=_score_range, default=(0.0, 5.0),
+                       help="LOW,HIGH: the scores of the scored files (STS-B's 0,5), mapped to [0, 1]")
+    train.add_argument("--positive-label", default="entailment",
+                       help="ranking: the label of the rows that are pairs (a file of two columns: every row)")
+    train.add_argument("--pooling", choices=("mean", "cls", "max"), default="mean", help="how tokens become one vector")
+    train.set_defaults(batch_size=16)
+    add_evaluate_command(commands, "Spearman and Pearson correlations of cosine similarity with gold scores",
+                         "TSV of scored pairs (sentence1<TAB>sentence2<TAB>score)")
+    return parser
+
+
+def train_or_evaluate(argv):
+    """Runs `train` or `evaluate` (`kbert.recipes.embedding`)."""
+    args = parse_args(training_parser(), argv)
+    from kbert.recipes import embedding
+
+    run_command(
+        args, "embedding", "BertSentenceEncoder",
+        train=lambda: embedding.train(args.data, args.init, args.out, objective=args.objective,
+                                      score_range=args.score_range, positive_label=args.positive_label,
+                                      pooling=args.pooling, **train_options(args)),
+        evaluate=lambda: embedding.evaluate(args.model, args.data, out=args.out, batch_size=args.batch_size),
+        predict=None, describe=None)
+
+
+def _score_range(text):
+    try:
+        low, high = (float(part) for part in text.split(","))
+    except ValueError:
+        low = high = None
+    if low is None or not low < high:
+        raise argparse.ArgumentTypeError(f"expected LOW,HIGH with LOW < HIGH (e.g. 0,5), got {text!r}")
+    return low, high
 
 
 def read_sentences(args):
@@ -68,6 +125,9 @@ def print_table(sentences, similarity):
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in TRAINING_COMMANDS:
+        return train_or_evaluate(argv)
     args = parse_args(parser(), argv)
     if sum(map(bool, (args.sentences, args.file, args.examples))) > 1:
         sys.exit("Give sentences, --file or --examples: one of them.")
@@ -85,15 +145,27 @@ def main(argv=None):
     from kbert.saving import atomic_file
 
     start = time.perf_counter()
-    encoder = kbert.SentenceEncoder.from_preset("all_minilm_l6_v2", max_length=args.max_length)
-    loaded = time.perf_counter()
-    embeddings = encoder.encode(sentences, dtype=args.dtype)
+    if args.model:
+        from kbert.saving import load_run
+        from run_checks import check_run_task
+
+        check_run_task(args.model, "embedding", "BertSentenceEncoder")
+        model, name = load_run(args.model)[0], args.model
+        model.preprocessor.sequence_length = min(args.max_length, model.backbone.max_sequence_length)
+        loaded = time.perf_counter()
+        embeddings = model.predict(sentences, verbose=0, dtype=args.dtype)
+        embeddings /= np.maximum(np.linalg.norm(embeddings, axis=-1, keepdims=True), 1e-12)
+    else:
+        name = "all-MiniLM-L6-v2"
+        encoder = kbert.SentenceEncoder.from_preset("all_minilm_l6_v2", max_length=args.max_length)
+        loaded = time.perf_counter()
+        embeddings = encoder.encode(sentences, dtype=args.dtype)
     done = time.perf_counter()
     similarity = embeddings @ embeddings.T
     nearest = [max((j for j in range(len(sentences)) if j != i), key=lambda j: similarity[i, j], default=None)
                for i in range(len(sentences))]
     with for_people(args):
-        print(f"all-MiniLM-L6-v2 on Keras {keras.version()} / {keras.config.backend()}: "
+        print(f"{name} on Keras {keras.version()} / {keras.config.backend()}: "
               f"loaded in {loaded - start:.1f} s, encoded {len(sentences)} sentences in {done - loaded:.2f} s")
         if args.save:
             path = pathlib.Path(args.save)

@@ -17,7 +17,7 @@ class TsvFormatError(DataFormatError):
 
 
 def read_sentence_tsv(path, num_texts=1, label_names=None, regression=False, labeled=True,
-                      skip_bad_rows=False, multi_label=False):
+                      skip_bad_rows=False, multi_label=False, score_range=None):
     """Reads a UTF-8 TSV file of sentences (or pairs) and labels into `SentenceExamples`.
 
     A first row whose label column reads `label` (or `score`, `gold_label`) is a header
@@ -25,7 +25,7 @@ def read_sentence_tsv(path, num_texts=1, label_names=None, regression=False, lab
     integer ids: with `label_names` given, a label must be one of them or an id below
     their count; without, ids 0..K-1 (all integers) or sorted names (words) define the
     classes. A bad row (bytes that are not UTF-8, a wrong number of columns, an empty text,
-    an unknown label, a score that is not a finite number of at most `LARGEST_SCORE`)
+    an unknown label, a score that is not a finite number of at most `LARGEST_SCORE`, or outside `score_range`)
     raises `TsvFormatError` naming the file and line (`path:line: ...`), or, with
     `skip_bad_rows`, is skipped; the count and the first reason are then printed.
 
@@ -34,6 +34,7 @@ def read_sentence_tsv(path, num_texts=1, label_names=None, regression=False, lab
         num_texts: int. 1 for `sentence<TAB>label`, 2 for pairs.
         label_names: list of str or None. The classes, in id order (e.g. a model's).
         regression: bool. Labels are float scores (STS-B) rather than classes.
+        score_range: (low, high) or None. With `regression`, the scores a row may have (STS-B's (0, 5)).
         labeled: bool. False reads text columns only (a label column, if any, is ignored).
         skip_bad_rows: bool. Skip bad rows instead of raising.
         multi_label: bool. A label cell holds any number of comma-separated class names (or ids;
@@ -69,7 +70,7 @@ def read_sentence_tsv(path, num_texts=1, label_names=None, regression=False, lab
                 skipped.append((number, str(error)))
     if not rows:
         raise TsvFormatError(f"{path}: no examples.")
-    read_labels = _multi_labels if multi_label else lambda raw, names: _labels(raw, names, regression)
+    read_labels = _multi_labels if multi_label else lambda raw, names: _labels(raw, names, regression, score_range)
     labels, label_names, bad = read_labels(raw_labels, label_names) if labeled else (None, None, {})
     if bad:
         if not skip_bad_rows:
@@ -102,13 +103,13 @@ def _texts(fields, num_texts, labeled, empty_label=False):
 MAX_LEARNED_CLASSES = 1000  # integer labels read as class ids when no class names are given: ids below this
 
 
-def _labels(raw, label_names, regression):
+def _labels(raw, label_names, regression, score_range=None):
     """Label array, label names, and {line: reason} for labels that cannot be read."""
     bad = {}
     if regression:
         values = []
         for number, field in raw:
-            value, reason = _score(field)
+            value, reason = _score(field, score_range)
             values.append(value)
             if reason:
                 bad[number] = reason
@@ -163,7 +164,7 @@ def _unknown_label(label, label_names):
     return f"unknown label {label!r}; the labels are {shown} (or ids 0..{len(label_names) - 1})"
 
 
-def _score(field):
+def _score(field, score_range=None):
     """(score, None), or (nan, why it cannot be trained on)."""
     try:
         value = float(field)
@@ -174,4 +175,6 @@ def _score(field):
     if abs(value) > LARGEST_SCORE:
         return np.nan, (f"the score {field!r} is too large: scores are at most {LARGEST_SCORE:g} in "
                         "magnitude (their squared errors must stay finite in float32)")
+    if score_range is not None and not score_range[0] <= value <= score_range[1]:
+        return np.nan, f"the score {field!r} is outside the score range ({score_range[0]:g}, {score_range[1]:g})"
     return value, None

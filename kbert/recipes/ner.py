@@ -8,8 +8,6 @@ computed by `evaluate_sentences` on what `BertTokenClassifier.predict` returns (
 `predict_with`, which also runs the model exported to token_ids.tflite: `kbert_edge.EdgeModel`).
 """
 
-import time
-
 import keras
 
 from kbert.config import DEFAULT_SEQUENCE_LENGTH
@@ -18,13 +16,9 @@ from kbert.metrics.entity_f1 import entity_scores, format_entity_scores
 from kbert.optimizers import bert_adamw, bfloat16_compute
 from kbert.saving import load_run
 from kbert.tasks.bert_token_classifier import BertTokenClassifier
-from kbert.training.fit_progress import fit_progress
-from kbert.training.non_finite_loss import StopOnNonFiniteLoss
 from kbert.training.remat import rematerialized
-from kbert.training.resumable_fit import resumable_fit
-from kbert.training.run_backup import run_backup
-from kbert.training.run_results import run_metrics, write_evaluation, write_run_folder
-from kbert.training.training_logs import fine_tuning_logs
+from kbert.training.fine_tuning_run import fine_tuning_run
+from kbert.training.run_results import write_evaluation
 from kbert.training.validation_scores import ValidationScores
 
 
@@ -99,26 +93,17 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
                        "mixed_precision": mixed_precision, "gradient_accumulation": gradient_accumulation,
                        "remat": remat, "patience": patience, "seed": seed, "limit": limit,
                        "validation_limit": validation_limit}
-    backup = run_backup(out, {**run, **hyperparameters}, [scorer, stopping], every_steps=backup_steps,
-                        every_minutes=backup_minutes, inputs=(data, valid))
-    verbose, progress = fit_progress(verbose)
-    start = time.perf_counter()
-    with fine_tuning_logs(backup) as logs:
-        history = resumable_fit(model, train_sentences.words, train_sentences.tags, backup, epochs=epochs,
-                                batch_size=batch_size, shuffle_seed=seed, verbose=verbose,
-                                callbacks=[StopOnNonFiniteLoss(backup), scorer, stopping, backup, *logs, *progress])
-    seconds = time.perf_counter() - start
-    validation = scorer.best  # the epoch EarlyStopping restored
-    metrics = run_metrics("ner", run, hyperparameters, model, backup, seconds, history, validation,
-                          scorer.best_epoch)
-    curves = {k: v for k, v in history.history.items() if k != "val_entity_f1"}
-    write_run_folder(out, model, model.preprocessor.tokenizer, metrics,
-                     curves | {"entity_f1": history.history["val_entity_f1"]},
-                     title=f"ner from {init} (entity_f1: validation)", data={"train": data, "validation": valid},
-                     logs=backup.backup_dir)
-    backup.delete()
+    metrics, validation = fine_tuning_run(
+        model, train_sentences.words, train_sentences.tags, out, "ner", run, hyperparameters, inputs=(data, valid),
+        title=f"ner from {init} (entity_f1: validation)", data={"train": data, "validation": valid}, scorer=scorer,
+        stopping=stopping, curves=_curves, backup_steps=backup_steps, backup_minutes=backup_minutes, verbose=verbose)
     print(format_entity_scores(validation, f"validation ({len(valid_sentences)} sentences)"))
     return metrics
+
+
+def _curves(history):
+    """The fit's history with the validation entity F1 plotted as `entity_f1`."""
+    return {k: v for k, v in history.items() if k != "val_entity_f1"} | {"entity_f1": history["val_entity_f1"]}
 
 
 class EntityF1Callback(ValidationScores):

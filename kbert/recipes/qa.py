@@ -11,7 +11,6 @@ to token_ids.tflite: `kbert_edge.EdgeModel`).
 
 import json
 import pathlib
-import time
 
 import keras
 import numpy as np
@@ -25,13 +24,9 @@ from kbert.optimizers import bert_adamw, bfloat16_compute
 from kbert.saving import METRICS_FILE, load_run, write_json_atomic
 from kbert.tasks.bert_question_answerer import BertQuestionAnswerer
 from kbert.tasks.bert_question_answerer_preprocessor import BertQuestionAnswererPreprocessor
-from kbert.training.fit_progress import fit_progress
-from kbert.training.non_finite_loss import StopOnNonFiniteLoss
 from kbert.training.remat import rematerialized
-from kbert.training.resumable_fit import resumable_fit
-from kbert.training.run_backup import run_backup
-from kbert.training.run_results import run_metrics, write_evaluation, write_run_folder
-from kbert.training.training_logs import fine_tuning_logs
+from kbert.training.fine_tuning_run import fine_tuning_run
+from kbert.training.run_results import write_evaluation
 
 
 def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_length=384,
@@ -109,25 +104,19 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
                        "remat": remat, "seed": seed, "articles": articles,
                        "limit": limit, "validation_limit": validation_limit,
                        "validation_articles": validation_articles}
-    backup = run_backup(out, {**run, **hyperparameters}, every_steps=backup_steps, every_minutes=backup_minutes,
-                        inputs=(data,))
-    verbose, progress = fit_progress(verbose)
-    start = time.perf_counter()
-    with fine_tuning_logs(backup) as logs:
-        history = resumable_fit(model, (questions, contexts), answers, backup, epochs=epochs, batch_size=batch_size,
-                                shuffle_seed=seed, verbose=verbose,
-                                callbacks=[StopOnNonFiniteLoss(backup), backup, *logs, *progress])
-    seconds = time.perf_counter() - start
-    validation, predictions = evaluate_examples(model, valid_examples, batch_size)
-    metrics = run_metrics("qa", run, hyperparameters, model, backup, seconds, history, validation,
-                          len(history.history["loss"]))  # the last epoch's weights
-    write_run_folder(out, model, tokenizer, metrics, history.history, title=f"qa from {init}",
-                     extra_json={"validation_predictions.json": predictions}, data={"train and validation": data},
-                     logs=backup.backup_dir)
-    backup.delete()
+    metrics, validation = fine_tuning_run(
+        model, (questions, contexts), answers, out, "qa", run, hyperparameters, inputs=(data,), title=f"qa from {init}",
+        data={"train and validation": data}, final_scores=lambda model: _validation(model, valid_examples, batch_size),
+        backup_steps=backup_steps, backup_minutes=backup_minutes, verbose=verbose)
     print(f"validation ({len(valid_examples)} questions): exact match {validation['exact_match']:.2f}, "
           f"F1 {validation['f1']:.2f}")
     return metrics
+
+
+def _validation(model, examples, batch_size):
+    """The validation scores after the last epoch, and the predictions as a file of the run folder."""
+    scores, predictions = evaluate_examples(model, examples, batch_size)
+    return scores, {"validation_predictions.json": predictions}
 
 
 def _located_answers(examples, tokenizer, windowing):

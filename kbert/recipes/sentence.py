@@ -2,7 +2,6 @@
 apps/nli.py, apps/similarity.py and apps/multi_label.py."""
 
 import dataclasses
-import time
 
 import keras
 import numpy as np
@@ -13,13 +12,9 @@ from kbert.metrics import accuracy, confusion_matrix, macro_f1, multi_label_scor
 from kbert.optimizers import bert_adamw, bfloat16_compute, enable_lora
 from kbert.saving import load_run
 from kbert.tasks.bert_classifier import BertClassifier
-from kbert.training.fit_progress import fit_progress
-from kbert.training.non_finite_loss import StopOnNonFiniteLoss
 from kbert.training.remat import rematerialized
-from kbert.training.resumable_fit import resumable_fit
-from kbert.training.run_backup import run_backup
-from kbert.training.run_results import parameter_counts, run_metrics, write_evaluation, write_run_folder
-from kbert.training.training_logs import fine_tuning_logs
+from kbert.training.fine_tuning_run import fine_tuning_run
+from kbert.training.run_results import parameter_counts, write_evaluation
 from kbert.training.validation_scores import ValidationScores
 from kbert_edge.edge_model import EMPTY_TEXT, is_blank
 
@@ -151,22 +146,10 @@ def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learnin
                        "lora_rank": lora_rank, "mixed_precision": mixed_precision,
                        "gradient_accumulation": gradient_accumulation, "remat": remat,
                        "patience": patience, "seed": seed, "limit": limit, "validation_limit": validation_limit}
-    backup = run_backup(out, {**run, **hyperparameters}, [scorer, stopping], every_steps=backup_steps,
-                        every_minutes=backup_minutes, inputs=(data, valid))
-    verbose, progress = fit_progress(verbose)
-    start = time.perf_counter()
-    with fine_tuning_logs(backup) as logs:
-        history = resumable_fit(model, _inputs(train_examples), train_examples.labels, backup, epochs=epochs,
-                                batch_size=batch_size, shuffle_seed=seed, verbose=verbose,
-                                callbacks=[StopOnNonFiniteLoss(backup), scorer, stopping, backup, *logs, *progress])
-    seconds = time.perf_counter() - start
-    validation = scorer.best  # the epoch EarlyStopping restored
-    metrics = run_metrics(problem.name, run, hyperparameters, model, backup, seconds, history, validation,
-                          scorer.best_epoch)
-    write_run_folder(out, model, model.preprocessor.tokenizer, metrics, history.history,
-                     title=f"{problem.name} from {init}", data={"train": data, "validation": valid},
-                     logs=backup.backup_dir)
-    backup.delete()
+    metrics, validation = fine_tuning_run(
+        model, _inputs(train_examples), train_examples.labels, out, problem.name, run, hyperparameters,
+        inputs=(data, valid), title=f"{problem.name} from {init}", data={"train": data, "validation": valid},
+        scorer=scorer, stopping=stopping, backup_steps=backup_steps, backup_minutes=backup_minutes, verbose=verbose)
     print(format_metrics(validation, f"validation ({len(valid_examples)} examples)"))
     return metrics
 

@@ -107,9 +107,9 @@ class BertSentenceEncoder(BertTask):
         low, high = self.score_range
         outside = np.flatnonzero(~((scores >= low) & (scores <= high)))  # NaN too
         if len(outside):
-            raise ValueError(f"The score of pair {int(outside[0])} is {scores[outside[0]]}, outside score_range "
-                             f"({low:g}, {high:g}) ({len(outside)} scores are); construct the model with the "
-                             "range your scores use.")
+            raise ValueError(f"Pair {int(outside[0])}'s score (counting from 0) is {scores[outside[0]]:g}, "
+                             f"outside score_range ({low:g}, {high:g}) ({len(outside)} scores are); construct the "
+                             "model with the range your scores use.")
         return ((scores - low) / (high - low)).astype("float32")
 
     def check_label_spec(self, spec):

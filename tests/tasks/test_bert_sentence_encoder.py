@@ -108,7 +108,7 @@ def test_bad_input_is_refused_before_any_step():
     model = _model(score_range=(0, 5))
     with pytest.raises(ValueError, match=r"different lengths: 5 texts, 4 pairs"):
         model.fit((ANCHORS, POSITIVES[:4]), SCORES)
-    with pytest.raises(ValueError, match=r"score of pair 1 is 5.5, outside score_range \(0, 5\)"):
+    with pytest.raises(ValueError, match=r"Pair 1's score \(counting from 0\) is 5.5, outside score_range \(0, 5\)"):
         model.fit((ANCHORS, POSITIVES), [1.0, 5.5, 2.0, 2.0, 2.0])
     with pytest.raises(ValueError, match="needs a label for each of its 5 examples"):
         model.fit((ANCHORS, POSITIVES))

@@ -1,0 +1,145 @@
+"""Train and evaluate sentence embeddings (a bi-encoder, `kbert.BertSentenceEncoder`): the library side of
+`apps/embed.py train` and `apps/embed.py evaluate`.
+
+Two objectives, as sentence-transformers trains them:
+
+- "cosine": scored pairs (STS-B: `sentence1<TAB>sentence2<TAB>score`, 0 to 5), the squared difference of
+  each pair's cosine similarity and its score mapped to [0, 1].
+- "ranking": (anchor, positive) pairs, e.g. SNLI's entailment pairs (`sentence1<TAB>sentence2<TAB>label`,
+  rows labelled `entailment` kept), each anchor's positive ranked above the batch's other positives.
+
+The validation score is the Spearman correlation of the cosine similarities of scored pairs with their
+gold scores (STS-B's metric): held out from the training data under "cosine", from `valid` (a scored TSV)
+under "ranking". The score of the starting model (`zero_shot`) is measured before training and recorded beside it.
+"""
+
+import keras
+import numpy as np
+
+from kbert.config import DEFAULT_SEQUENCE_LENGTH
+from kbert.data import TsvFormatError, read_sentence_tsv
+from kbert.metrics import pearson, spearman
+from kbert.optimizers import bert_adamw, bfloat16_compute
+from kbert.saving import load_run
+from kbert.tasks.bert_sentence_encoder import BertSentenceEncoder
+from kbert.training.fine_tuning_run import fine_tuning_run
+from kbert.training.remat import rematerialized
+from kbert.training.run_results import parameter_counts, write_evaluation
+from kbert.training.validation_scores import ValidationScores
+
+NLI_CLASSES = ("entailment", "neutral", "contradiction")
+
+
+def train(data, init, out, objective="cosine", valid=None, score_range=(0.0, 5.0), positive_label="entailment",
+          pooling="mean", epochs=1, batch_size=16, learning_rate=2e-5, max_length=DEFAULT_SEQUENCE_LENGTH,
+          mixed_precision=False, validation_fraction=0.1, limit=None, validation_limit=None, patience=1, seed=0,
+          gradient_accumulation=1, remat=False, backup_steps=None, backup_minutes=5.0, verbose="auto"):
+    """Trains a `BertSentenceEncoder` from `init` and writes the run folder `out`.
+
+    `BertSentenceEncoder.from_preset(init, pooling=..., objective=...)`, compiled with
+    `bert_adamw(learning_rate)` (10% warmup, linear decay, weight decay 0.01), fitted on the pairs
+    with the validation Spearman watched by early stopping (restoring the best epoch). The run is
+    backed up and resumes as every fine-tuning does (`kbert.training.fine_tuning_run`).
+
+    Args:
+        data: path of the training TSV: scored pairs ("cosine") or labelled pairs ("ranking").
+        init: str. A preset, "all_minilm_l6_v2", or a folder (a backbone folder, a Hugging Face BERT).
+        out: path of the run folder to write.
+        objective: "cosine" or "ranking" (see the module docstring).
+        valid: path of a scored TSV to validate on; None carves `validation_fraction` of `data` ("cosine"
+            only: "ranking" needs scored pairs to validate on).
+        score_range: (low, high). The scores of the scored files (STS-B's 0 to 5).
+        positive_label: str. Under "ranking", the rows of `data` with this label are the pairs; a file of
+            two columns has no label and every row is a pair.
+        pooling: "mean", "cls" or "max".
+        epochs, batch_size, learning_rate, max_length: the training hyperparameters (sentence-transformers'
+            defaults: 1 epoch, batches of 16, 2e-5).
+        mixed_precision, gradient_accumulation, remat: as for the other recipes.
+        validation_fraction, limit, validation_limit, patience, seed: as for the other recipes.
+        backup_steps, backup_minutes, verbose: as `fine_tuning_run`'s.
+
+    Returns: the metrics dict written to `metrics.json`.
+    """
+    keras.utils.set_random_seed(seed)
+    if objective == "ranking" and valid is None:
+        raise ValueError("The ranking objective validates on scored pairs: give valid (e.g. STS-B's TSV).")
+    train_pairs = _read_pairs(data, objective, positive_label, score_range)
+    valid_pairs = _read_pairs(valid, "cosine") if valid else None
+    if valid_pairs is None:
+        train_pairs, valid_pairs = train_pairs.split(validation_fraction, seed)
+    if limit:
+        train_pairs = train_pairs.shuffled(seed, limit)
+    if validation_limit:
+        valid_pairs = valid_pairs.shuffled(seed, validation_limit)
+    with bfloat16_compute(mixed_precision), rematerialized(remat):
+        model = BertSentenceEncoder.from_preset(init, pooling=pooling, objective=objective, score_range=score_range,
+                                                sequence_length=max_length, compile=False)
+    model.compile(optimizer=bert_adamw(learning_rate, total_steps=None,
+                                       gradient_accumulation_steps=gradient_accumulation))
+    zero_shot = evaluate_pairs(model, valid_pairs, batch_size)
+    trainable, total = parameter_counts(model)
+    print(f"embedding ({objective}): {len(train_pairs)} training pairs / {len(valid_pairs)} validation pairs; "
+          f"{trainable:,} trainable of {total:,} parameters; validation Spearman before training "
+          f"{zero_shot['spearman']:.4f}.")
+    scorer = ValidationScores(lambda model: evaluate_pairs(model, valid_pairs, batch_size),
+                              {"val_spearman": "spearman"}, "val_spearman")
+    stopping = keras.callbacks.EarlyStopping("val_spearman", mode="max", patience=patience,
+                                             restore_best_weights=True)
+    run = {"task": "embedding", "init": str(init), "data": str(data),
+           "valid": str(valid) if valid else f"{validation_fraction:.0%} of data (seed {seed})",
+           "objective": objective, "pooling": pooling, "score_range": list(score_range),
+           "positive_label": positive_label if objective == "ranking" else None,
+           "train_pairs": len(train_pairs), "validation_pairs": len(valid_pairs),
+           "max_length": model.preprocessor.sequence_length, "zero_shot": zero_shot}
+    hyperparameters = {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
+                       "mixed_precision": mixed_precision, "gradient_accumulation": gradient_accumulation,
+                       "remat": remat, "patience": patience, "seed": seed, "limit": limit,
+                       "validation_limit": validation_limit}
+    labels = train_pairs.labels if objective == "cosine" else None
+    metrics, validation = fine_tuning_run(
+        model, (train_pairs.texts, train_pairs.pairs), labels, out, "embedding", run, hyperparameters,
+        inputs=(data, valid), title=f"embedding ({objective}) from {init}", data={"train": data, "validation": valid},
+        scorer=scorer, stopping=stopping, backup_steps=backup_steps, backup_minutes=backup_minutes, verbose=verbose)
+    print(format_scores(validation, f"validation ({len(valid_pairs)} pairs)", zero_shot))
+    return metrics
+
+
+def evaluate(model_dir, data, out=None, batch_size=64):
+    """Scores the run folder `model_dir` on the scored pairs of the TSV `data` (`evaluate_pairs`); prints the
+    scores and writes them as JSON to `out` (default `MODEL_DIR/eval_<data name>.json`)."""
+    model = load_run(model_dir)[0]
+    pairs = _read_pairs(data, "cosine")
+    scores = evaluate_pairs(model, pairs, batch_size)
+    return write_evaluation(model_dir, data, scores, out, format_scores(scores, f"{data} ({len(pairs)} pairs)"))[0]
+
+
+def evaluate_pairs(model, pairs, batch_size=64):
+    """Spearman and Pearson correlations of the cosine similarities `model` gives the scored `pairs` (a
+    `SentenceExamples` of pairs) with their scores, and the pairs' count."""
+    similarity = model.similarity(pairs.texts, pairs.pairs, batch_size)
+    return {"spearman": spearman(similarity, pairs.labels), "pearson": pearson(similarity, pairs.labels),
+            "pairs": len(pairs)}
+
+
+def format_scores(scores, title, before=None):
+    """The correlations as printable lines (with the starting model's, `before`)."""
+    lines = [f"{title}:"]
+    for key in ("spearman", "pearson"):
+        lines.append(f"  {key:9} {scores[key]:.4f}" + (f"  (before training {before[key]:.4f})" if before else ""))
+    return "\n".join(lines)
+
+
+def _read_pairs(path, objective, positive_label=None, score_range=None):
+    """The pairs of the TSV `path`: scored (in `score_range`, if given), or, for "ranking", the rows labelled
+    `positive_label` (every row of a file without labels)."""
+    if objective == "cosine":
+        return read_sentence_tsv(path, 2, regression=True, score_range=score_range)
+    with open(path, encoding="utf-8", errors="replace") as file:
+        labelled = len(file.readline().rstrip("\r\n").split("\t")) > 2
+    if not labelled:
+        return read_sentence_tsv(path, 2, labeled=False)
+    names = list(NLI_CLASSES) if positive_label in NLI_CLASSES else None
+    pairs = read_sentence_tsv(path, 2, label_names=names)
+    if positive_label not in pairs.label_names:
+        raise TsvFormatError(f"{path}: no pair is labelled {positive_label!r} (its labels: {pairs.label_names}).")
+    return pairs.take(np.flatnonzero(pairs.labels == pairs.label_names.index(positive_label)))
