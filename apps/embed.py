@@ -179,7 +179,7 @@ def main(argv=None):
                     for i, (text, embedding, j) in enumerate(zip(sentences, embeddings, nearest))])
         return
     if len(sentences) > 1:
-        print("\nCosine similarity of mean-pooled sentence embeddings:")
+        print("\nCosine similarity of the sentence embeddings:")
         print_table(sentences, similarity)
         for i, j in enumerate(nearest):
             print(f"nearest to [{i}]: [{j}] ({similarity[i, j]:.3f})")
