@@ -45,6 +45,9 @@ def format_result(result):
     Example:
     >>> print(format_result({"text": "a gripping film", "label": "positive", "probability": 0.9312}))
     positive 0.931  a gripping film
+    >>> print(format_result({"text": "the minister's match", "labels": ["sports", "politics"],
+    ...                      "probabilities": {"sports": 0.91, "politics": 0.62, "arts": 0.03}}))
+    sports 0.910, politics 0.620  the minister's match
     >>> print(format_result({"text": "", "label": None, "note": "empty text: nothing to classify"}))
     -   (empty text: nothing to classify)
     >>> print(format_result({"question": "Who?", "text": "", "found": False}))
@@ -64,6 +67,9 @@ def format_result(result):
         return f"-  {result['text']} ({result['note']})"
     if "label" in result:
         return f"{result['label']} {result['probability']:.3f}  {result['text']}{cut}"
+    if "labels" in result:  # multi-label: the classes at or above the threshold
+        chosen = ", ".join(f"{name} {result['probabilities'][name]:.3f}" for name in result["labels"])
+        return f"{chosen or '(no class)'}  {result['text']}{cut}"
     if "score" in result:
         return f"{result['score']:.4f}  {result['text']}{cut}"
     if "embedding" in result:

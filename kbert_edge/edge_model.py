@@ -192,10 +192,14 @@ class EdgeModel:
         if "score" in out:
             return {"text": text, "score": float(out["score"][i]), "truncated": bool(out["truncated"][i])}
         probabilities = out["probabilities"][i]
+        named = dict(zip(names or range(len(probabilities)), probabilities.round(6).tolist()))
+        if self.spec.get("multi_label"):  # a sigmoid per class: those at or above the threshold
+            chosen = [name for name, p in zip(names or range(len(probabilities)), probabilities)
+                      if p >= self.spec["threshold"]]
+            return {"text": text, "labels": chosen, "probabilities": named, "truncated": bool(out["truncated"][i])}
         best = int(np.argmax(probabilities))
         return {"text": text, "label": names[best] if names else best, "probability": float(probabilities[best]),
-                "probabilities": dict(zip(names or range(len(probabilities)), probabilities.round(6).tolist())),
-                "truncated": bool(out["truncated"][i])}
+                "probabilities": named, "truncated": bool(out["truncated"][i])}
 
     @staticmethod
     def _graph_entities(out, i, text):

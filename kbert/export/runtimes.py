@@ -8,7 +8,7 @@ BertTokenizer with `vocab.txt` packed inside, and for classifiers the label file
 
 | model kind | outputs | runtimes |
 |---|---|---|
-| classifier | `probability` (softmax) | Task Library `BertNLClassifier`, MediaPipe `TextClassifier` |
+| classifier | `probability` (softmax; a sigmoid per class for a multi-label model) | Task Library `BertNLClassifier`, MediaPipe `TextClassifier` |
 | question_answerer | `start_logits`, `end_logits` (384 tokens) | Task Library `BertQuestionAnswerer` |
 | backbone | `embedding` (as `SentenceEncoder`) | MediaPipe `TextEmbedder` |
 
@@ -28,6 +28,7 @@ import subprocess
 import numpy as np
 import tensorflow as tf
 
+from kbert.export.serving import class_probabilities
 from kbert.layers.mean_pooling import mean_pool
 from kbert.models.bert_backbone import INPUT_KEYS
 
@@ -84,7 +85,7 @@ def runtime_function(model, spec):
         inputs = {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
         outputs = model(inputs, training=False)
         if spec.model_kind == "classifier":
-            return {"probability": tf.nn.softmax(outputs, axis=-1)}
+            return {"probability": class_probabilities(outputs, spec)}
         if spec.model_kind == "backbone":
             return {"embedding": mean_pool(outputs["sequence_output"], padding_mask)}
         return {"start_logits": outputs["start_logits"], "end_logits": outputs["end_logits"]}

@@ -5,7 +5,7 @@ signatures, for `tf.saved_model.save` and the TFLite converter alike:
 
 | model kind | text signature (`serving_default`) inputs -> outputs |
 |---|---|
-| classifier | `texts` (and `pairs` for NLI) -> `label`, `label_id`, `probability`, `probabilities`, `truncated`, `empty`; a regressor gives `score` |
+| classifier | `texts` (and `pairs` for NLI) -> `label`, `label_id`, `probability`, `probabilities`, `truncated`, `empty`; a regressor gives `score`; a multi-label classifier `probabilities` (a sigmoid per class) and `chosen` (the classes at or above its threshold) |
 | backbone | `texts` -> `embeddings` (mean-pooled over real tokens, L2-normalised, as `SentenceEncoder`) |
 | token_classifier | `texts` -> per word `tags`, `tag_ids`, `tag_probabilities`, `word_starts`, `word_ends` (chars), `word_count`; grouped entities `entity_types`, `entity_starts`, `entity_ends`, `entity_scores` (padded with "" / -1 / 0), `entity_count`; `windows`, `truncated`; SavedModel only: `entity_texts` |
 | question_answerer | `questions`, `contexts` -> `answer_start`, `answer_end` (chars), `score` (start + end logit), `probability`, `found`; the n best: `n_best_starts`, `n_best_ends`, `n_best_scores`, `n_best_probabilities`; `windows`, `truncated`; per window `start_logits`, `end_logits`, `offsets`, `window_examples`; SavedModel only: `answer_text` |
@@ -51,6 +51,8 @@ class ExportSpec:
         n_best: int. QA: start and end candidates paired, as `SquadWindows.decode`.
         max_answer_length: int. QA: longest answer in tokens.
         doc_stride: int. QA: tokens between window starts.
+        multi_label: bool. A classifier with a sigmoid per class (`BertClassifier(multi_label=True)`).
+        threshold: float. Under `multi_label`, the probability from which a class is chosen.
         max_windows: int. NER and QA: most windows read per input (the model runs on all
             windows of a batch at once, so this bounds its memory); inputs that need more are
             read up to there and flagged `truncated`. `kbert_edge.EdgeModel` reads as many on
@@ -71,6 +73,8 @@ class ExportSpec:
     max_answer_length: int = 30
     doc_stride: int = 128
     max_windows: int = MAX_WINDOWS
+    multi_label: bool = False
+    threshold: float = 0.5
 
     def __post_init__(self):
         if self.model_kind not in MODEL_KINDS:
@@ -94,10 +98,6 @@ def model_kind_of(model):
     for kind, name in ((BertClassifier, "classifier"), (BertTokenClassifier, "token_classifier"),
                        (BertQuestionAnswerer, "question_answerer"), (BertBackbone, "backbone")):
         if isinstance(model, kind):
-            if getattr(model, "multi_label", False):
-                raise ValueError("Cannot export a multi-label BertClassifier yet: the exports' classifier outputs "
-                                 "one label of softmax probabilities. Save it (.keras) or write it as a Hugging Face "
-                                 "folder (export_to_transformers) instead.")
             return name
     raise ValueError(f"Cannot export a {type(model).__name__}: export takes a BertClassifier, "
                      "BertTokenClassifier, BertQuestionAnswerer or BertBackbone.")
@@ -153,15 +153,23 @@ def _raw_outputs(model, spec, inputs, outputs):
         return dict(outputs)
     if spec.model_kind == "classifier" and model.num_classes == 1:
         return {"logits": outputs, "score": outputs[:, 0]}
-    return {"logits": outputs, "probabilities": tf.nn.softmax(outputs, axis=-1)}
+    return {"logits": outputs, "probabilities": class_probabilities(outputs, spec)}
+
+
+def class_probabilities(logits, spec):
+    """A classifier's probabilities: a softmax over the classes, or a sigmoid per class under `multi_label`."""
+    return tf.sigmoid(logits) if spec.multi_label else tf.nn.softmax(logits, axis=-1)
 
 
 def _classifier(model, spec, logits, empty):
-    """Label, probabilities (or a regressor's score); where `empty` (a text or pair without tokens)
-    no label: label "", label_id -1, probabilities 0, score NaN; and `empty` itself."""
+    """Label, probabilities (or a regressor's score; or a multi-label classifier's probabilities and chosen
+    classes); where `empty` (a text or pair without tokens) no label: label "", label_id -1, probabilities 0
+    (no class chosen), score NaN; and `empty` itself."""
     if model.num_classes == 1:
         return {"score": tf.where(empty, float("nan"), logits[:, 0]), "empty": empty}
-    probabilities = tf.where(empty[:, tf.newaxis], 0.0, tf.nn.softmax(logits, axis=-1))
+    probabilities = tf.where(empty[:, tf.newaxis], 0.0, class_probabilities(logits, spec))
+    if spec.multi_label:
+        return {"probabilities": probabilities, "chosen": probabilities >= spec.threshold, "empty": empty}
     best = tf.where(empty, -1, tf.argmax(probabilities, axis=-1, output_type=tf.int32))
     names = tf.concat([[""], names_tensor(spec.label_names, model.num_classes)], 0)  # a gather: TFLite has
     return {"label": tf.gather(names, best + 1), "label_id": best,  # no select on strings

@@ -113,3 +113,33 @@ def test_texts_without_a_wordpiece_get_no_label_as_the_apps_give(exported):
             kept = ~np.array(empty)
             np.testing.assert_allclose(out["probabilities"][kept], expected[kept], atol=1e-4)
             assert out["label_id"][kept].tolist() == expected[kept].argmax(-1).tolist()
+
+
+def test_a_multi_label_run_exports_its_sigmoids_and_chosen_classes(tmp_path, tokenizer):
+    """A multi-label run folder (issue 42) exports: the SavedModel and text.tflite give each class's sigmoid and the
+    classes at or above the model's threshold, token_ids.tflite its logits, and kbert_edge's answers on either file
+    are `BertClassifier.labels_of` on Keras's predictions."""
+    from kbert_edge.edge_model import EdgeModel
+
+    model = BertClassifier(tiny_backbone(), 3, label_names=LABELS, multi_label=True, threshold=0.4)
+    model.get_layer("logits").bias.assign(np.array([3.0, -3.0, 0.0], "float32"))  # chosen, not chosen, it depends
+    write_run_folder(tmp_path / "run", model, tokenizer, {"task": "multi_label", "max_length": MAX_LENGTH},
+                     {"loss": [1.0]})
+    exportable, _, spec = load_exportable(tmp_path / "run")
+    assert spec.multi_label and spec.threshold == 0.4
+    export_saved_model(exportable, tokenizer, spec, tmp_path / "saved")
+    export_tflite(exportable, tokenizer, spec, tmp_path / "tflite")
+    texts = ["The film was good!", "a bad film " * 30, "x" * 150 + " good"]
+    logits = keras.ops.convert_to_numpy(model(tokenizer(texts, max_length=MAX_LENGTH)))
+    expected = 1 / (1 + np.exp(-logits))
+    served = tf.saved_model.load(str(tmp_path / "saved")).signatures["serving_default"](texts=tf.constant(texts))
+    lite = interpreter(tmp_path / "tflite" / "text.tflite").get_signature_runner()(texts=np.array(texts, dtype=object))
+    for out in ({k: v.numpy() for k, v in served.items()}, lite):
+        np.testing.assert_allclose(out["probabilities"], expected, atol=1e-4)
+        assert out["chosen"].tolist() == (expected >= 0.4).tolist()
+    labels = model.labels_of(expected)
+    assert labels[0][0] == "negative" and all("neutral" not in chosen for chosen in labels)
+    for name in ("text.tflite", "token_ids.tflite"):
+        answers = EdgeModel(tmp_path / "tflite" / name).predict(texts)
+        assert [answer["labels"] for answer in answers] == labels, name
+        np.testing.assert_allclose([list(answer["probabilities"].values()) for answer in answers], expected, atol=1e-4)

@@ -83,6 +83,23 @@ def test_dynamic_int8_classifier_runtimes_run_the_file_as_kbert_does(classifier,
 
 
 @NEEDS_CLIENTS
+@pytest.mark.parametrize("client", ["task_library_classifier", "mediapipe_classifier"])
+def test_multi_label_classifier_runtimes_give_a_sigmoid_per_class(tmp_path, tokenizer, client):
+    """A multi-label model's file (issue 42): each runtime gives every class its own probability, the Keras
+    model's sigmoid, so that several classes can pass a score threshold."""
+    model = BertClassifier(tiny_backbone(), len(LABELS), label_names=LABELS, multi_label=True)
+    model.get_layer("logits").bias.assign(np.array([3.0, 2.0, -3.0], "float32"))  # two likely classes, one not
+    spec = ExportSpec("classifier", MAX_LENGTH, label_names=tuple(LABELS), multi_label=True)
+    export_tflite(model, tokenizer, spec, tmp_path, text_model=False, metadata=True)
+    texts = TEXTS[:4]
+    expected = keras.ops.convert_to_numpy(keras.ops.sigmoid(model(tokenizer(texts, max_length=MAX_LENGTH))))
+    got = np.array([[scores[label] for label in LABELS] for scores in run_client(client, tmp_path / runtimes.FILE,
+                                                                                    texts)])
+    np.testing.assert_allclose(got, expected, atol=1e-4)
+    assert (got[:, :2] > 0.5).all() and (got[:, 2] < 0.5).all()
+
+
+@NEEDS_CLIENTS
 def test_task_library_question_answerer_gives_the_keras_answers(tmp_path, tokenizer):
     keras.utils.set_random_seed(1)
     backbone = BertBackbone.from_preset("bert_tiny", vocabulary_size=len(VOCAB), max_sequence_length=384)

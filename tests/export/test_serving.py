@@ -39,8 +39,6 @@ def test_model_kinds_and_text_inputs():
         "classifier", "token_classifier", "question_answerer", "backbone"]
     with pytest.raises(ValueError, match="Cannot export a BertPretrainer"):
         model_kind_of(BertPretrainer(backbone))
-    with pytest.raises(ValueError, match="Cannot export a multi-label BertClassifier yet"):
-        model_kind_of(BertClassifier(backbone, 2, multi_label=True))
     assert text_input_names(ExportSpec("classifier")) == ("texts",)
     assert text_input_names(ExportSpec("classifier", num_texts=2)) == ("texts", "pairs")
     assert text_input_names(ExportSpec("question_answerer", num_texts=2)) == ("questions", "contexts")
@@ -64,6 +62,26 @@ def test_classifier_graphs_give_the_keras_model_outputs(tokenizer):
     assert out["truncated"].tolist() == [False, False, True]
     ids = functions["token_ids"](*(tf.constant(batch[key]) for key in ("token_ids", "segment_ids", "padding_mask")))
     np.testing.assert_allclose(ids["logits"].numpy(), logits, atol=1e-5)
+    np.testing.assert_allclose(ids["probabilities"].numpy(), expected, atol=1e-5)
+
+
+def test_a_multi_label_classifier_serves_a_sigmoid_per_class(tokenizer):
+    from kbert.tasks import BertClassifier
+
+    model = BertClassifier(small_backbone(), 3, label_names=LABELS, multi_label=True, threshold=0.6)
+    model.get_layer("logits").bias.assign(np.array([4.0, -4.0, 0.0], "float32"))  # clearly chosen, clearly not, near
+    spec = ExportSpec("classifier", 8, label_names=LABELS, multi_label=True, threshold=0.6)
+    functions = serving_functions(model, tokenizer, spec)
+    batch = tokenizer(TEXTS, max_length=8)
+    logits = keras.ops.convert_to_numpy(model(batch))
+    expected = 1 / (1 + np.exp(-logits))
+    out = {key: value.numpy() for key, value in functions["serving_default"](tf.constant([*TEXTS, ""])).items()}
+    assert sorted(out) == ["chosen", "empty", "probabilities", "truncated"]
+    np.testing.assert_allclose(out["probabilities"][:3], expected, atol=1e-5)
+    assert out["chosen"][:3].tolist() == (expected >= 0.6).tolist() and out["chosen"][:3, 0].all()
+    assert not out["chosen"][:3, 1].any() and out["empty"].tolist() == [False] * 3 + [True]
+    assert not out["chosen"][3].any() and not out["probabilities"][3].any()  # an empty text: no class
+    ids = functions["token_ids"](*(tf.constant(batch[key]) for key in ("token_ids", "segment_ids", "padding_mask")))
     np.testing.assert_allclose(ids["probabilities"].numpy(), expected, atol=1e-5)
 
 
