@@ -33,7 +33,8 @@ def main(problem_name, argv=None, description=None):
         args, problem.name, "BertClassifier", regression=problem.regression,
         train=lambda: sentence.train(
             problem, args.data, args.init, args.out, lora_rank=args.lora_rank, labels=args.labels,
-            skip_bad_rows=args.skip_bad_rows, **train_options(args)),
+            skip_bad_rows=args.skip_bad_rows, doc_stride=args.doc_stride, train_windows=args.train_windows,
+            window_pooling=args.window_pooling, **train_options(args)),
         evaluate=lambda: sentence.evaluate(problem, args.model, args.data, out=args.out, batch_size=args.batch_size,
                                            skip_bad_rows=args.skip_bad_rows, verbose=0 if args.quiet else "auto"),
         predict=lambda: sentence.predict(args.model, *_predict_inputs(problem, args), batch_size=args.batch_size,
@@ -56,7 +57,16 @@ def parser(problem_name, description=None):
         train.add_argument("--labels", type=_label_names,
                            help=f"comma-separated classes in id order (default: {default})")
     train.add_argument("--skip-bad-rows", action="store_true", help="skip unreadable rows instead of failing")
-    train.set_defaults(labels=None)
+    if num_texts == 1:
+        train.add_argument("--doc-stride", type=positive_int,
+                           help="read a text longer than --max-length through windows starting every this many "
+                                "tokens, combined into one prediction (default: its first --max-length tokens only)")
+        train.add_argument("--train-windows", choices=("first", "all"), default="first",
+                           help="with --doc-stride: train on each text's first window, or on all its windows "
+                                "(each with the text's label: a row per window, so longer epochs)")
+        train.add_argument("--window-pooling", choices=("mean", "max"), default="mean",
+                           help="with --doc-stride: combine a text's windows by the mean or the max of their logits")
+    train.set_defaults(labels=None, doc_stride=None, train_windows="first", window_pooling="mean")
 
     evaluate = add_evaluate_command(commands, "score a run folder on a labeled TSV", f"TSV ({columns})")
     evaluate.add_argument("--skip-bad-rows", action="store_true", help="skip unreadable rows instead of failing")

@@ -11,8 +11,8 @@ import numpy as np
 
 from kbert_edge.answers import best_answers, window_candidates
 from kbert_edge.entities import entity_spans
-from kbert_edge.windows import (MAX_WINDOWS, first_pieces, pack_question_windows, question_tokens_kept,
-                                question_windows, word_windows)
+from kbert_edge.windows import (MAX_WINDOWS, combine_windows, first_pieces, pack_question_windows, pack_text_windows,
+                                question_tokens_kept, question_windows, text_windows, word_windows)
 from kbert_edge.wordpiece import WordPiece, normalize_char
 
 
@@ -171,6 +171,8 @@ class EdgeModel:
                     for text, empty in zip(texts, blank)]
         if kind == "token_classifier" and not self.text_model:
             return [self._token_entities(text) for text in texts]
+        if kind == "classifier" and not self.text_model and self.spec.get("window_pooling"):
+            return [self._windowed_classification(text) for text in texts]
         if self.text_model:
             inputs = {"texts": np.array(texts, dtype=object)}
             if pairs is not None:
@@ -200,6 +202,25 @@ class EdgeModel:
         best = int(np.argmax(probabilities))
         return {"text": text, "label": names[best] if names else best, "probability": float(probabilities[best]),
                 "probabilities": named, "truncated": bool(out["truncated"][i])}
+
+    def _windowed_classification(self, text):
+        """A classifier exported with `window_pooling` on token_ids.tflite: the text's windows (the first
+        `max_windows`), their logits combined as the Keras model combines them (`combine_windows`)."""
+        ids = self.tokenizer.tokenize(text)[0]
+        needed = text_windows(len(ids), self.max_length, self.spec["doc_stride"])
+        windows = needed[: self.max_windows]
+        rows, examples = pack_text_windows([(ids, windows)], self.tokenizer.cls, self.tokenizer.sep, self.tokenizer.pad)
+        logits = np.concatenate([self.run_ids({key: value[r : r + 1] for key, value in rows.items()})["logits"]
+                                 for r in range(len(examples))])
+        combined = combine_windows(logits, examples, self.spec["window_pooling"])
+        if combined.shape[-1] == 1:
+            out = {"score": combined[:, 0]}
+        elif self.spec.get("multi_label"):
+            out = {"probabilities": 1 / (1 + np.exp(-combined))}
+        else:
+            exp = np.exp(combined - combined.max(-1, keepdims=True))
+            out = {"probabilities": exp / exp.sum(-1, keepdims=True)}
+        return self._classification({**out, "truncated": [len(needed) > len(windows)]}, 0, text)
 
     @staticmethod
     def _graph_entities(out, i, text):

@@ -1,5 +1,5 @@
-"""Windows over texts longer than a model's input: BERT's strided question-answering windows and
-the word-aligned windows of NER."""
+"""Windows over texts longer than a model's input: BERT's strided question-answering windows, a
+classifier's strided windows over long texts, and the word-aligned windows of NER."""
 
 import numpy as np
 
@@ -34,13 +34,35 @@ def question_windows(question_length, context_length, max_length, doc_stride):
     if budget < 1:
         raise ValueError(f"max_length={max_length} leaves no room for the context after a "
                          f"{question_length}-token question.")
+    return strided_windows(context_length, budget, doc_stride)
+
+
+def text_windows(length, max_length, doc_stride):
+    """[begin, end) token ranges of the windows a classifier reads a `length`-token text through: each
+    `[CLS] tokens [SEP]` in `max_length`, starting `doc_stride` tokens after the previous one.
+
+    Example:
+    >>> text_windows(10, 6, 3)
+    [(0, 4), (3, 7), (6, 10)]
+    """
+    return strided_windows(length, max_length - 2, doc_stride)
+
+
+def strided_windows(length, budget, stride):
+    """[begin, end) ranges of at most `budget` of `length` tokens, each starting `stride` (at most `budget`)
+    after the previous; the last ends at the end. No tokens: one empty window.
+
+    Example:
+    >>> strided_windows(5, 2, 2), strided_windows(0, 2, 2)
+    ([(0, 2), (2, 4), (4, 5)], [(0, 0)])
+    """
     windows, begin = [], 0
     while True:
-        end = min(begin + budget, context_length)
+        end = min(begin + budget, length)
         windows.append((begin, end))
-        if end >= context_length:
+        if end >= length:
             return windows
-        begin += min(end - begin, doc_stride)
+        begin += min(end - begin, stride)
 
 
 def max_context(windows):
@@ -144,3 +166,50 @@ def first_pieces(word_ids):
     first = word_ids >= 0
     first[1:] &= word_ids[1:] != word_ids[:-1]
     return first
+
+
+def pack_text_windows(texts, cls_id, sep_id, pad_id, width=None):
+    """`[CLS] window [SEP]` rows for every window of every text, and the text of each row.
+
+    Args:
+        texts: list of `(token ids, windows)`: an int sequence and its [begin, end) windows (`text_windows`).
+        cls_id, sep_id, pad_id: int. The special tokens.
+        width: int or None. Row length (default: the longest row).
+
+    Returns: `(inputs, window_examples)`: a dict of int32 arrays (rows, width) `token_ids`, `segment_ids`
+    (zeros) and `padding_mask`; and the index in `texts` of each row (rows,).
+
+    Example:
+    >>> inputs, examples = pack_text_windows([([7, 8, 9], [(0, 2), (1, 3)]), ([], [(0, 0)])], 2, 3, 0)
+    >>> inputs["token_ids"].tolist(), examples.tolist()
+    ([[2, 7, 8, 3], [2, 8, 9, 3], [2, 3, 0, 0]], [0, 0, 1])
+    """
+    rows = [(i, ids[begin:end]) for i, (ids, windows) in enumerate(texts) for begin, end in windows]
+    width = width or max((len(row) + 2 for _, row in rows), default=2)
+    token_ids = np.full((len(rows), width), pad_id, "int32")
+    padding_mask = np.zeros((len(rows), width), "int32")
+    for r, (_, row) in enumerate(rows):
+        token_ids[r, : len(row) + 2] = [cls_id, *row, sep_id]
+        padding_mask[r, : len(row) + 2] = 1
+    inputs = {"token_ids": token_ids, "segment_ids": np.zeros_like(token_ids), "padding_mask": padding_mask}
+    return inputs, np.array([i for i, _ in rows], "int64")
+
+
+def combine_windows(outputs, window_examples, pooling="mean"):
+    """One row per text from the rows of its windows (`window_examples[r]`: the text of row r): their mean
+    or their largest value, per column.
+
+    Example:
+    >>> combine_windows(np.array([[1.0, 4.0], [3.0, 0.0], [5.0, 5.0]]), np.array([0, 0, 1])).tolist()
+    [[2.0, 2.0], [5.0, 5.0]]
+    >>> combine_windows(np.array([[1.0, 4.0], [3.0, 0.0], [5.0, 5.0]]), np.array([0, 0, 1]), "max").tolist()
+    [[3.0, 4.0], [5.0, 5.0]]
+    """
+    texts = int(window_examples.max()) + 1 if len(window_examples) else 0
+    if pooling == "max":
+        combined = np.full((texts, *outputs.shape[1:]), -np.inf, outputs.dtype)
+        np.maximum.at(combined, window_examples, outputs)
+        return combined
+    combined = np.zeros((texts, *outputs.shape[1:]), outputs.dtype)
+    np.add.at(combined, window_examples, outputs)
+    return combined / np.bincount(window_examples, minlength=texts).reshape(-1, *[1] * (outputs.ndim - 1))

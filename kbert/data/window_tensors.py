@@ -4,7 +4,8 @@
 which `kbert.data.SquadWindows` packs in numpy) for `BertQuestionAnswererPreprocessor.call` in
 `tf.data` and for the exported QA graph (`kbert.export.long_inputs`); `word_window_rows` the NER
 windows cut at words (those of `kbert_edge.windows.word_windows`, `kbert.data.NerWindows`'), for
-`BertTokenClassifierPreprocessor.call` and the exported NER graph.
+`BertTokenClassifierPreprocessor.call` and the exported NER graph; `text_window_rows` a classifier's strided
+windows over long texts (`kbert_edge.windows.text_windows`), for the exported classifier graph.
 """
 
 from kbert.data.token_rows import UNLIMITED
@@ -115,6 +116,40 @@ def question_window_rows(tokenizer, questions, contexts, sequence_length, doc_st
             "in_context": in_context, "source": source, "windows": windows, "needed": needed,
             "question_cut": asked["lengths"] - 2 > max_question_length, "offsets": offsets,
             "context_lengths": context_lengths}
+
+
+def text_window_rows(tokenizer, texts, sequence_length, doc_stride, max_windows=None, width=None):
+    """`[CLS] tokens [SEP]` rows for every window of every text: those of `kbert_edge.windows.text_windows`
+    (`sequence_length - 2` tokens each, starting `doc_stride` apart), which a classifier reads a long text by.
+
+    Returns a dict: `inputs`, the model inputs (rows, width) int32; `example`, the text of each row; and per
+    text `windows` (rows made, at most `max_windows`), `needed` (rows without that limit) and `lengths` (tokens).
+
+    Example:
+    >>> from kbert.text import BertTokenizer
+    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"])
+    >>> rows = text_window_rows(tokenizer, tf.constant(["a b a b a", ""]), 5, 2)
+    >>> [rows[key].numpy().tolist() for key in ("example", "windows")], rows["inputs"]["token_ids"].numpy().tolist()
+    ([[0, 0, 1], [2, 1]], [[2, 5, 6, 5, 3], [2, 5, 6, 5, 3], [2, 3, 0, 0, 0]])
+    """
+    ids, _, _, lengths = whole_texts(tokenizer, texts)
+    budget = sequence_length - 2
+    step = min(budget, doc_stride)
+    needed = 1 + tf.maximum(0, -(-(lengths - budget) // step))
+    windows = needed if max_windows is None else tf.minimum(needed, max_windows)
+    example, window = window_rows(windows)
+    begin = window * step
+    total = tf.minimum(budget, tf.gather(lengths, example) - begin)[:, tf.newaxis] + 2
+    if width is None:
+        width = tf.reduce_max(tf.concat([total[:, 0], [2]], 0))
+    place = tf.range(width)[tf.newaxis, :]
+    token_ids = tf.where(place == 0, tokenizer.cls_token_id, tokenizer.sep_token_id)
+    token_ids = tf.where((place >= 1) & (place < total - 1), pick(ids, example, begin[:, tf.newaxis] + place - 1),
+                         token_ids)
+    padding_mask = tf.clip_by_value(total - place, 0, 1)  # by arithmetic, as in question_window_rows
+    inputs = {"token_ids": tf.where(place < total, token_ids, tokenizer.pad_token_id),
+              "segment_ids": tf.zeros_like(padding_mask), "padding_mask": padding_mask}
+    return {"inputs": inputs, "example": example, "windows": windows, "needed": needed, "lengths": lengths}
 
 
 def scatter(values, rows, columns, where, shape):

@@ -63,6 +63,8 @@ def load_exportable(path, max_length=None, padding="max_length", num_texts=None)
     spec = ExportSpec(kind, max_length, padding, num_texts,
                       None if label_names is None else tuple(label_names),
                       max_question_length=settings.get("max_question_length", 64),
-                      doc_stride=settings.get("doc_stride", 128), multi_label=getattr(model, "multi_label", False),
-                      threshold=getattr(model, "threshold", 0.5))
+                      doc_stride=settings.get("doc_stride") or 128, multi_label=getattr(model, "multi_label", False),
+                      threshold=getattr(model, "threshold", 0.5),
+                      window_pooling=getattr(model, "window_pooling", None) if settings.get("doc_stride") and
+                      kind == "classifier" else None)
     return model, tokenizer, spec

@@ -13,7 +13,9 @@ signatures, for `tf.saved_model.save` and the TFLite converter alike:
 The `token_ids` signature takes `token_ids`, `segment_ids`, `padding_mask` (int32, batch x
 length) and returns the model's raw outputs (logits) plus probabilities or embeddings.
 Text is tokenized in the graph by the tokenizer's own `encode`. Classifiers and the backbone
-read one window per input (`truncated`: the input had more than `max_length` tokens); a
+read one window per input (`truncated`: the input had more than `max_length` tokens), but a
+classifier exported with `window_pooling` reads whole texts through its windows, up to
+`max_windows` (`windows` read per text; `truncated`: more were needed); a
 classifier gives a text (or pair) with no tokens (empty, blank, or only characters BERT drops)
 no label, as the apps do: `empty` true, `label` "", `label_id` -1, probabilities 0 (a regressor's
 `score` NaN). NER
@@ -28,6 +30,7 @@ import tensorflow as tf
 
 from kbert.config import DEFAULT_SEQUENCE_LENGTH
 from kbert.export import long_inputs
+from kbert.data.window_tensors import text_window_rows
 from kbert.export.long_inputs import names_tensor
 from kbert.layers.mean_pooling import mean_pool
 from kbert.models.bert_backbone import INPUT_KEYS
@@ -51,6 +54,9 @@ class ExportSpec:
         n_best: int. QA: start and end candidates paired, as `SquadWindows.decode`.
         max_answer_length: int. QA: longest answer in tokens.
         doc_stride: int. QA: tokens between window starts.
+        window_pooling: None, "mean" or "max". A classifier that reads a long text through windows
+            starting every `doc_stride` tokens (a preprocessor with `doc_stride`), combining their
+            logits so (`BertClassifier.window_pooling`); None reads the first `max_length` tokens.
         multi_label: bool. A classifier with a sigmoid per class (`BertClassifier(multi_label=True)`).
         threshold: float. Under `multi_label`, the probability from which a class is chosen.
         max_windows: int. NER and QA: most windows read per input (the model runs on all
@@ -73,6 +79,7 @@ class ExportSpec:
     max_answer_length: int = 30
     doc_stride: int = 128
     max_windows: int = MAX_WINDOWS
+    window_pooling: str = None
     multi_label: bool = False
     threshold: float = 0.5
 
@@ -81,6 +88,8 @@ class ExportSpec:
             raise ValueError(f"model_kind must be one of {MODEL_KINDS}, got {self.model_kind!r}.")
         if self.padding not in PADDINGS:
             raise ValueError(f"padding must be one of {PADDINGS}, got {self.padding!r}.")
+        if self.window_pooling is not None and (self.model_kind != "classifier" or self.num_texts != 1):
+            raise ValueError("window_pooling reads long texts through windows: a classifier of single texts only.")
         if self.max_windows < 1 or self.doc_stride < 1:
             raise ValueError(f"max_windows and doc_stride must be at least 1, got {self.max_windows} "
                              f"and {self.doc_stride}.")
@@ -124,6 +133,8 @@ def serving_functions(model, tokenizer, spec, tflite=False):
     def from_text(*texts):
         if spec.model_kind in long_inputs.WINDOWED:
             return long_inputs.WINDOWED[spec.model_kind](model, tokenizer, spec, texts, tflite)
+        if spec.window_pooling:
+            return _windowed_classifier(model, tokenizer, spec, texts[0])
         encoded = tokenizer.encode(texts[0], texts[1] if len(texts) > 1 else None, max_length=spec.max_length,
                                    padding=spec.padding, return_lengths=True)
         inputs = {key: encoded[key] for key in INPUT_KEYS}
@@ -159,6 +170,24 @@ def _raw_outputs(model, spec, inputs, outputs):
 def class_probabilities(logits, spec):
     """A classifier's probabilities: a softmax over the classes, or a sigmoid per class under `multi_label`."""
     return tf.sigmoid(logits) if spec.multi_label else tf.nn.softmax(logits, axis=-1)
+
+
+def _windowed_classifier(model, tokenizer, spec, texts):
+    """The classifier's outputs on whole texts: every window (`text_window_rows`, as the preprocessor's
+    `doc_stride` cuts them, at most `max_windows`) through the model at once, each text's window logits
+    combined by `window_pooling` (as `kbert_edge.windows.combine_windows`); `windows` read per text, and
+    `truncated` where more were needed."""
+    rows = text_window_rows(tokenizer, texts, spec.max_length, spec.doc_stride, spec.max_windows,
+                            width=spec.max_length if spec.padding == "max_length" else None)
+    logits = model(rows["inputs"], training=False)
+    count = tf.shape(texts)[0]
+    if spec.window_pooling == "max":
+        combined = tf.math.unsorted_segment_max(logits, rows["example"], count)
+    else:
+        combined = (tf.math.unsorted_segment_sum(logits, rows["example"], count)
+                    / tf.cast(rows["windows"], logits.dtype)[:, tf.newaxis])
+    outputs = _classifier(model, spec, combined, tf.equal(rows["lengths"], 0))
+    return {**outputs, "windows": rows["windows"], "truncated": rows["needed"] > spec.max_windows}
 
 
 def _classifier(model, spec, logits, empty):

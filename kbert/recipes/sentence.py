@@ -12,6 +12,7 @@ from kbert.metrics import accuracy, confusion_matrix, macro_f1, multi_label_scor
 from kbert.optimizers import bert_adamw, bfloat16_compute, enable_lora
 from kbert.saving import load_run
 from kbert.tasks.bert_classifier import BertClassifier
+from kbert.tasks.bert_text_classifier_preprocessor import BertTextClassifierPreprocessor
 from kbert.training.remat import rematerialized
 from kbert.training.fine_tuning_run import fine_tuning_run
 from kbert.training.run_results import parameter_counts, write_evaluation
@@ -52,7 +53,7 @@ MULTI_LABEL = SentenceProblem("multi_label", 1, multi_label=True)  # classes fro
 def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=3e-5,
           max_length=DEFAULT_SEQUENCE_LENGTH, lora_rank=None, mixed_precision=False, validation_fraction=0.1,
           limit=None, validation_limit=None, patience=1, seed=0, labels=None, skip_bad_rows=False,
-          gradient_accumulation=1, remat=False,
+          doc_stride=None, train_windows="first", window_pooling="mean", gradient_accumulation=1, remat=False,
           backup_steps=None, backup_minutes=5.0, verbose="auto"):
     """Fine-tunes a `BertClassifier` with BERT's recipe and writes the run folder `out`.
 
@@ -91,6 +92,10 @@ def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learnin
         patience: int. Epochs without improvement before early stopping.
         seed: int. Seeds the split, the shuffles, dropout and the head's initialization.
         labels: list of str or None. Classes, overriding the problem's defaults.
+        doc_stride: int or None. Read a text longer than `max_length` through windows starting every
+            `doc_stride` tokens, which predict and evaluate combine (`BertTextClassifierPreprocessor`).
+        train_windows: "first" or "all". With `doc_stride`, the windows of a text that train.
+        window_pooling: "mean" or "max". With `doc_stride`, how a text's window logits combine.
         skip_bad_rows: bool. Skip unreadable TSV rows (counted) instead of failing.
         backup_steps, backup_minutes: int or None, float or None. Back up within an epoch every this
             many steps, or once this many minutes have passed since the last backup (`run_backup`).
@@ -111,7 +116,11 @@ def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learnin
         model = BertClassifier.from_preset(
             init, num_classes=1 if problem.regression else len(train_examples.label_names),
             label_names=train_examples.label_names, multi_label=problem.multi_label, sequence_length=max_length,
-            compile=False)
+            window_pooling=window_pooling, compile=False)
+    if doc_stride:
+        model.preprocessor = BertTextClassifierPreprocessor(model.preprocessor.tokenizer,
+                                                            model.preprocessor.sequence_length, doc_stride,
+                                                            train_windows)
     for examples in (train_examples, valid_examples):
         _check_labels(model, examples)
     if valid_examples is None:
@@ -141,7 +150,9 @@ def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learnin
     run = {"task": problem.name, "init": str(init), "data": str(data),
            "valid": str(valid) if valid else f"{validation_fraction:.0%} of data (seed {seed})",
            "train_examples": len(train_examples), "validation_examples": len(valid_examples),
-           "label_names": model.label_names, "max_length": max_length}
+           "label_names": model.label_names, "max_length": max_length, "doc_stride": doc_stride,
+           "train_windows": train_windows if doc_stride else None,
+           "window_pooling": window_pooling if doc_stride else None}
     hyperparameters = {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
                        "lora_rank": lora_rank, "mixed_precision": mixed_precision,
                        "gradient_accumulation": gradient_accumulation, "remat": remat,
@@ -240,7 +251,7 @@ def predict(model_dir, texts, pairs=None, batch_size=32, dtype="float32"):
             best = int(output.argmax())
             results[i].update(label=names[best], probability=float(output[best]),
                               probabilities=dict(zip(names, output.round(6).tolist())))
-        if length > max_length:
+        if length > max_length and model.preprocessor.doc_stride is None:
             results[i]["note"] = f"long input: read its first {max_length} tokens"
     return results
 

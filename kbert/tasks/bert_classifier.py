@@ -3,6 +3,9 @@ import numpy as np
 
 from kbert.tasks.bert_task import BertTask
 from kbert.tasks.bert_text_classifier_preprocessor import BertTextClassifierPreprocessor
+from kbert_edge.windows import combine_windows
+
+WINDOW_POOLINGS = ("mean", "max")
 
 
 @keras.saving.register_keras_serializable(package="kbert")
@@ -28,6 +31,8 @@ class BertClassifier(BertTask):
         multi_label: bool. Any number of classes per text, rather than exactly one.
         threshold: float in (0, 1). Under `multi_label`, the probability from which `labels_of`
             gives a class (and the "accuracy" metric counts it predicted).
+        window_pooling: "mean" or "max". How `predict` combines the logits of a long text's windows
+            (a preprocessor with `doc_stride`): their mean (the default), or each class's largest.
 
     Example:
     >>> model = BertClassifier.from_preset("bert_tiny", num_classes=2, label_names=["neg", "pos"])
@@ -46,7 +51,9 @@ class BertClassifier(BertTask):
     default_learning_rate = 3e-5
 
     def __init__(self, backbone, num_classes, preprocessor=None, dropout=0.1, label_names=None, multi_label=False,
-                 threshold=0.5, **kwargs):
+                 threshold=0.5, window_pooling="mean", **kwargs):
+        if window_pooling not in WINDOW_POOLINGS:
+            raise ValueError(f"window_pooling must be one of {WINDOW_POOLINGS}, not {window_pooling!r}.")
         if multi_label and num_classes < 2:
             raise ValueError(f"multi_label=True takes num_classes of 2 or more (a sigmoid per class), not "
                              f"{num_classes}; for one yes/no class use num_classes=2.")
@@ -68,7 +75,7 @@ class BertClassifier(BertTask):
         label_names = None if label_names is None else [str(name) for name in label_names]
         super().__init__(inputs, logits, backbone, preprocessor, config={
             "num_classes": num_classes, "dropout": dropout, "label_names": label_names, "multi_label": multi_label,
-            "threshold": threshold}, **kwargs)
+            "threshold": threshold, "window_pooling": window_pooling}, **kwargs)
 
     @property
     def regression(self):
@@ -138,6 +145,8 @@ class BertClassifier(BertTask):
 
     def decode(self, outputs, prepared):
         outputs = np.asarray(outputs, "float32")
+        if prepared is not None and prepared.windows is not None:  # a text's windows: one prediction
+            outputs = combine_windows(outputs, prepared.windows, self.window_pooling)
         if self.regression:
             return outputs[:, 0]
         if self.multi_label:

@@ -143,3 +143,34 @@ def test_a_multi_label_run_exports_its_sigmoids_and_chosen_classes(tmp_path, tok
         answers = EdgeModel(tmp_path / "tflite" / name).predict(texts)
         assert [answer["labels"] for answer in answers] == labels, name
         np.testing.assert_allclose([list(answer["probabilities"].values()) for answer in answers], expected, atol=1e-4)
+
+
+@pytest.mark.parametrize("window_pooling", ["mean", "max"])
+def test_a_classifier_reading_windows_exports_reading_whole_texts(tmp_path, tokenizer, window_pooling):
+    """A run whose preprocessor reads long texts through windows (issue 42): the SavedModel, text.tflite and
+    kbert_edge on token_ids.tflite read every window and give `BertClassifier.predict`'s probabilities."""
+    from kbert.tasks import BertTextClassifierPreprocessor
+    from kbert_edge.edge_model import EdgeModel
+
+    preprocessor = BertTextClassifierPreprocessor(tokenizer, MAX_LENGTH, doc_stride=10)
+    model = BertClassifier(tiny_backbone(), 3, label_names=LABELS, preprocessor=preprocessor,
+                           window_pooling=window_pooling)
+    write_run_folder(tmp_path / "run", model, tokenizer, {"task": "sentiment", "max_length": MAX_LENGTH},
+                     {"loss": [1.0]})
+    exportable, _, spec = load_exportable(tmp_path / "run")
+    assert (spec.window_pooling, spec.doc_stride) == (window_pooling, 10)
+    export_saved_model(exportable, tokenizer, spec, tmp_path / "saved")
+    export_tflite(exportable, tokenizer, spec, tmp_path / "tflite")
+    texts = ["The film was good!", "the film was bad, " * 40 + "but good in the end", "what a bad film " * 25]
+    expected = model.predict(texts, verbose=0)
+    windows = np.bincount(preprocessor.prepare(texts).windows).tolist()
+    assert windows[0] == 1 and min(windows[1:]) > 5
+    served = tf.saved_model.load(str(tmp_path / "saved")).signatures["serving_default"](texts=tf.constant(texts))
+    lite = interpreter(tmp_path / "tflite" / "text.tflite").get_signature_runner()(texts=np.array(texts, dtype=object))
+    for out in ({k: v.numpy() for k, v in served.items()}, lite):
+        np.testing.assert_allclose(out["probabilities"], expected, atol=1e-4)
+        assert out["windows"].tolist() == windows and not out["truncated"].any()
+    for name in ("text.tflite", "token_ids.tflite"):
+        answers = EdgeModel(tmp_path / "tflite" / name).predict(texts)
+        np.testing.assert_allclose([list(answer["probabilities"].values()) for answer in answers], expected, atol=1e-4)
+        assert [answer["label"] for answer in answers] == model.labels_of(expected)

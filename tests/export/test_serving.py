@@ -26,6 +26,8 @@ def test_the_spec_refuses_what_it_cannot_export():
         ExportSpec("classifier", padding="do_not_pad")
     with pytest.raises(ValueError, match="at least 1, got 0 and 128"):
         ExportSpec("token_classifier", max_windows=0)
+    with pytest.raises(ValueError, match="window_pooling reads long texts through windows: a classifier of single"):
+        ExportSpec("classifier", num_texts=2, window_pooling="mean")
     spec = ExportSpec("classifier", 64, label_names=LABELS)
     assert spec.to_dict()["label_names"] == list(LABELS) and spec.to_dict()["max_length"] == 64
 

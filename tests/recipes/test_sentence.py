@@ -271,3 +271,23 @@ def test_a_multi_label_cell_naming_an_unknown_class_names_the_line(tiny_init, tm
     data.write_text("sentence\tlabel\na good film\tpos\na dull film\tneg,ppos\n")
     with pytest.raises(TsvFormatError, match=r"train.tsv:3: unknown label 'ppos'; the labels are \['neg', 'pos'\]"):
         sentence.train(MULTI_LABEL, data, tiny_init, tmp_path / "run", labels=["neg", "pos"], verbose=0)
+
+
+@once
+def test_a_sentiment_run_reads_long_texts_through_windows(tiny_init, tmp_path, capsys):
+    """--doc-stride (issue 42): training on all windows, and predict reading every window of a long text with no
+    'first tokens' note, as the run's model predicts it."""
+    data = write_sentiment_tsv(tmp_path / "train.tsv")
+    main("sentiment", ["train", "--data", str(data), "--init", str(tiny_init), "--out", str(tmp_path / "run"),
+                       "--epochs", "1", "--batch-size", "8", "--doc-stride", "4", "--train-windows", "all",
+                       "--window-pooling", "max", "--progress", "0"])
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert (metrics["doc_stride"], metrics["train_windows"], metrics["window_pooling"]) == (4, "all", "max")
+    long_text = "a film good great fun bad dull " * 20
+    [answer] = sentence.predict(tmp_path / "run", [long_text])
+    assert "note" not in answer
+    model = sentence.load_run(tmp_path / "run")[0]
+    assert model.preprocessor.doc_stride == 4 and model.window_pooling == "max"
+    assert len(model.preprocessor.prepare([long_text]).windows) > 10
+    np.testing.assert_allclose(list(answer["probabilities"].values()), model.predict([long_text], verbose=0)[0],
+                               atol=1e-5)

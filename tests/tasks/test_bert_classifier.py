@@ -159,3 +159,49 @@ def test_multi_label_on_a_tf_data_dataset_takes_a_0_1_matrix():
     bad = tf.data.Dataset.from_tensor_slices((texts, tf.constant([[1, 0, 2], [0, 0, 0], [0, 1, 0]], "float32")))
     with pytest.raises(Exception, match="multi-label targets must be 0 or 1"):
         model.fit(bad.batch(2), epochs=1, verbose=0)
+
+
+def _windowed_classifier(window_pooling="mean", train_windows="first", **kwargs):
+    from kbert.tasks import BertTextClassifierPreprocessor
+    from kbert.text import BertTokenizer
+    from tests.tasks.conftest import VOCABULARY
+
+    preprocessor = BertTextClassifierPreprocessor(BertTokenizer(VOCABULARY), sequence_length=6, doc_stride=2,
+                                                  train_windows=train_windows)
+    keras.utils.set_random_seed(3)
+    return BertClassifier(BertBackbone(**TINY, dropout=0.0), 3, preprocessor=preprocessor,
+                          window_pooling=window_pooling, **kwargs)
+
+
+# ids 13 15 16 23 5 14 7: three windows of 4 tokens at stride 2 (see test_bert_text_classifier_preprocessor.py)
+LONG = "a man plays very good film fun"
+LONG_WINDOWS = [[2, 13, 15, 16, 23, 3], [2, 16, 23, 5, 14, 3], [2, 5, 14, 7, 3]]
+
+
+@pytest.mark.parametrize("window_pooling", ["mean", "max"])
+def test_a_long_text_is_predicted_from_all_its_windows(window_pooling):
+    model = _windowed_classifier(window_pooling)
+    logits = [ops.convert_to_numpy(model(tiny_batch_of(ids)))[0] for ids in LONG_WINDOWS]
+    combined = np.mean(logits, axis=0) if window_pooling == "mean" else np.max(logits, axis=0)
+    expected = np.exp(combined) / np.exp(combined).sum()
+    short = ops.convert_to_numpy(ops.softmax(model(tiny_batch_of([2, 9, 3]))))[0]  # "bad": one window
+    np.testing.assert_allclose(model.predict([LONG, "bad", LONG], verbose=0), [expected, short, expected], atol=1e-5)
+
+
+def tiny_batch_of(ids):
+    return {"token_ids": np.array([ids], "int32"), "segment_ids": np.zeros((1, len(ids)), "int32"),
+            "padding_mask": np.ones((1, len(ids)), "int32")}
+
+
+@pytest.mark.parametrize("train_windows, steps", [("first", 1), ("all", 2)])
+def test_training_reads_the_first_or_every_window_of_a_long_text(train_windows, steps, tmp_path):
+    model = _windowed_classifier(train_windows=train_windows)
+    model.fit([LONG, "bad"], [2, 0], batch_size=2, epochs=1, verbose=0)  # first: 2 rows (1 batch); all: 3 + 1 (2)
+    assert int(ops.convert_to_numpy(model.optimizer.iterations)) == steps
+    model.save(tmp_path / "model.keras")
+    loaded = keras.saving.load_model(tmp_path / "model.keras")
+    assert (loaded.window_pooling, loaded.preprocessor.doc_stride, loaded.preprocessor.train_windows) == (
+        "mean", 2, train_windows)
+    np.testing.assert_allclose(loaded.predict([LONG], verbose=0), model.predict([LONG], verbose=0), atol=1e-6)
+    with pytest.raises(ValueError, match="window_pooling must be one of"):
+        _windowed_classifier("median")

@@ -1,5 +1,6 @@
-"""BertSentenceEncoder: pooling against numpy on the backbone's outputs, the losses against sentence-transformers'
-own (in a torch process), fit on pairs and triplets, raw lists and tf.data alike, save and reload, bad input."""
+"""BertSentenceEncoder: pooling against numpy on the backbone's outputs, fit on pairs and triplets (each loss equal
+to its definition on the model's embeddings), raw lists and tf.data alike, save and reload, bad input. The losses
+against sentence-transformers' own: tests/tasks/test_bi_encoder_losses.py."""
 
 import keras
 import numpy as np
@@ -7,9 +8,8 @@ import pytest
 
 from kbert import BertBackbone, BertSentenceEncoder, SentenceEncoder
 from kbert.tasks.bert_sentence_encoder_preprocessor import BertSentenceEncoderPreprocessor
-from kbert.tasks.bi_encoder_losses import CosineSimilarityLoss, MultipleNegativesRankingLoss
 from kbert.text import BertTokenizer
-from tests.conftest import TESTS, TINY, run_python
+from tests.conftest import TINY
 from tests.tasks.conftest import VOCABULARY
 
 ANCHORS = ["a man plays", "the film is good", "someone sleeps", "a dull film", "nobody plays very"]
@@ -36,24 +36,6 @@ def test_pooling_matches_numpy_on_the_backbone_outputs(pooling):
         expected /= np.linalg.norm(expected, axis=-1, keepdims=True)
     np.testing.assert_allclose(model.predict(["a man plays very very", "the film"], verbose=0), expected, atol=1e-6)
     assert inputs["padding_mask"][1].sum() < inputs["padding_mask"].shape[1]  # padding was there to leave out
-
-
-def test_losses_match_sentence_transformers(tmp_path):
-    rng = np.random.default_rng(0)
-    pairs, triplets = rng.normal(size=(2, 5, 8)).astype("float32"), rng.normal(size=(3, 4, 8)).astype("float32")
-    scores = rng.uniform(size=5).astype("float32")
-    np.savez(tmp_path / "in.npz", pairs=pairs, triplets=triplets, scores=scores)
-    run_python(TESTS / "tasks" / "bi_encoder_reference.py", tmp_path / "in.npz", tmp_path / "out.npz")
-    expected = np.load(tmp_path / "out.npz")
-
-    def rows(embeddings):  # (texts, examples, dim) -> each example's texts in consecutive rows, as the model gives
-        return embeddings.transpose(1, 0, 2).reshape(-1, embeddings.shape[-1])
-
-    loss = lambda function, y, embeddings: float(function(y, rows(embeddings)))  # noqa: E731
-    np.testing.assert_allclose(loss(CosineSimilarityLoss(), scores, pairs), expected["cosine"], rtol=1e-5)
-    ranking = MultipleNegativesRankingLoss()
-    np.testing.assert_allclose(loss(ranking, np.zeros(5), pairs), expected["ranking_pairs"], rtol=1e-5)
-    np.testing.assert_allclose(loss(ranking, np.zeros(4), triplets), expected["ranking_triplets"], rtol=1e-5)
 
 
 def test_cosine_objective_trains_pairs_toward_their_scores(tmp_path):

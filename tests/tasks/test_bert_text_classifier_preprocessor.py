@@ -73,3 +73,36 @@ def test_the_text_preprocessor_gives_the_tokenizer_ids_in_python_and_in_tf_data(
         np.testing.assert_array_equal(prepared[key], value)
         np.testing.assert_array_equal(mapped[key][:, :width], value)
         assert not mapped[key][:, width:].any() and mapped[key].shape[1] % 8 == 0
+
+
+def test_windows_cover_a_long_text_at_the_stride_and_labelled_texts_give_their_first_or_all():
+    # "a man plays very good film fun": ids 13 15 16 23 5 14 7; windows of 4 + [CLS] [SEP], starting every 2 tokens
+    windowed = BertTextClassifierPreprocessor(BertTokenizer(VOCABULARY), sequence_length=6, doc_stride=2)
+    prepared = windowed.prepare(["a man plays very good film fun", "bad"])
+    assert prepared.inputs["token_ids"].tolist() == [[2, 13, 15, 16, 23, 3], [2, 16, 23, 5, 14, 3],
+                                                     [2, 5, 14, 7, 3, 0], [2, 9, 3, 0, 0, 0]]
+    assert prepared.inputs["padding_mask"].sum(1).tolist() == [6, 6, 5, 3] and prepared.windows.tolist() == [0, 0, 0, 1]
+    labelled = windowed.prepare(["a man plays very good film fun", "bad"], y=np.array([1, 0]))
+    first = preprocessor(6).prepare(["a man plays very good film fun", "bad"])  # the first window is the cut text
+    assert labelled.inputs["token_ids"].tolist() == first.inputs["token_ids"].tolist() and labelled.y.tolist() == [1, 0]
+    every = BertTextClassifierPreprocessor(BertTokenizer(VOCABULARY), 6, doc_stride=2, train_windows="all")
+    labelled = every.prepare(["a man plays very good film fun", "bad"], y=np.array([1, 0]), sample_weight=[2.0, 1.0])
+    assert labelled.y.tolist() == [1, 1, 1, 0] and labelled.sample_weight.tolist() == [2.0, 2.0, 2.0, 1.0]
+    assert len(labelled.inputs["token_ids"]) == 4
+
+
+def test_windows_refuse_pairs_tf_data_and_bad_settings():
+    import tensorflow as tf
+
+    windowed = BertTextClassifierPreprocessor(BertTokenizer(VOCABULARY), sequence_length=6, doc_stride=2)
+    with pytest.raises(ValueError, match="Windows \\(doc_stride\\) read single texts"):
+        windowed.prepare(PAIRS)
+    with pytest.raises(ValueError, match="not a tf.data.Dataset"):
+        windowed(tf.constant(["good film"]))
+    with pytest.raises(ValueError, match="doc_stride must be a positive number"):
+        BertTextClassifierPreprocessor(BertTokenizer(VOCABULARY), doc_stride=0)
+    with pytest.raises(ValueError, match="train_windows must be one of"):
+        BertTextClassifierPreprocessor(BertTokenizer(VOCABULARY), doc_stride=4, train_windows="last")
+    every = BertTextClassifierPreprocessor(BertTokenizer(VOCABULARY), 6, doc_stride=2, train_windows="all")
+    again = BertTextClassifierPreprocessor.from_config(every.get_config())
+    assert (again.doc_stride, again.train_windows) == (2, "all")

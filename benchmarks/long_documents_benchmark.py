@@ -1,0 +1,73 @@
+"""Long documents: a classifier that reads all windows of a review against the same classifier reading its first.
+
+all-MiniLM-L6-v2 is fine-tuned once on IMDB reviews (`../shared/data/imdb/train.tsv` less a seeded 10% held out;
+`--train` of them, 128 tokens, their first windows, 1 epoch, batches of 32, lr 5e-5: BERT's recipe), then predicts
+the held-out reviews that do not fit one window (`--eval` of them): from the first 128 tokens (what a classifier
+without windows reads), and from all windows (`doc_stride` 64) combined by the mean, or the max, of their logits.
+Same weights, same reviews: the difference is what the windows read. With `--train-windows all` the model trains on
+every window of a review (each with the review's label) instead, at the cost of more rows.
+
+    python benchmarks/long_documents_benchmark.py                      # KERAS_BACKEND=jax by default
+    python benchmarks/long_documents_benchmark.py --train 4000 --eval 1000 --train-windows all
+"""
+
+import argparse
+import os
+import time
+
+os.environ.setdefault("KERAS_BACKEND", "jax")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--train", type=int, default=2000, help="training reviews (a seeded sample)")
+    parser.add_argument("--eval", type=int, default=500, help="held-out reviews longer than one window")
+    parser.add_argument("--doc-stride", type=int, default=64)
+    parser.add_argument("--train-windows", choices=("first", "all"), default="first")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+
+    import keras
+    import numpy as np
+
+    from kbert import BertClassifier
+    from kbert.data import read_sentence_tsv
+    from kbert.paths import data_dir
+    from kbert.tasks import BertTextClassifierPreprocessor
+    from kbert_edge.cpu import describe_cpu
+
+    keras.utils.set_random_seed(args.seed)
+    reviews = read_sentence_tsv(data_dir() / "imdb" / "train.tsv")
+    train, valid = reviews.split(0.1, args.seed)
+    train = train.shuffled(args.seed, args.train)
+    model = BertClassifier.from_preset("all_minilm_l6_v2", num_classes=2, label_names=reviews.label_names,
+                                       sequence_length=128)
+    tokenizer = model.preprocessor.tokenizer
+    windows = BertTextClassifierPreprocessor(tokenizer, 128, doc_stride=args.doc_stride,
+                                             train_windows=args.train_windows)
+    if args.train_windows == "all":
+        model.preprocessor = windows
+    model.compile(learning_rate=5e-5)
+    start = time.perf_counter()
+    model.fit(train.texts, train.labels, batch_size=32, epochs=1, shuffle_seed=args.seed, verbose=0)
+    seconds = time.perf_counter() - start
+    lengths = np.array([(ids != 0).sum() for ids in tokenizer(valid.texts, max_length=2**20, padding="longest")
+                        ["token_ids"]])
+    long = valid.take(np.flatnonzero(lengths > 128)[: args.eval])
+    print(f"IMDB: {len(train)} training reviews ({args.train_windows} windows, {seconds:.0f} s on "
+          f"{keras.config.backend()}); {len(long)} held-out reviews over 128 tokens (median "
+          f"{int(np.median(lengths[lengths > 128]))} tokens); CPU: {describe_cpu()}")
+    results = {}
+    for name, preprocessor, pooling in (("first window", BertTextClassifierPreprocessor(tokenizer, 128), "mean"),
+                                        ("all windows, mean", windows, "mean"), ("all windows, max", windows, "max")):
+        model.preprocessor, model.window_pooling = preprocessor, pooling
+        start = time.perf_counter()
+        predicted = model.predict(long.texts, batch_size=64, verbose=0).argmax(-1)
+        results[name] = float(np.mean(predicted == long.labels))
+        print(f"  {name:18} accuracy {100 * results[name]:.2f}%  ({time.perf_counter() - start:.0f} s)")
+    print(f"all windows (mean) - first window: {100 * (results['all windows, mean'] - results['first window']):+.2f} "
+          "points")
+
+
+if __name__ == "__main__":
+    main()
