@@ -7,12 +7,20 @@ without windows reads), and from all windows (`doc_stride` 64) combined by the m
 Same weights, same reviews: the difference is what the windows read. With `--train-windows all` the model trains on
 every window of a review (each with the review's label) instead, at the cost of more rows.
 
+Then (`--export-check`, default 20 documents) the model reading all windows is exported as text.tflite in a
+TensorFlow process, and its labels and probabilities are compared with Keras's on documents of 2,000 words or more
+(held-out reviews of one label joined).
+
     python benchmarks/long_documents_benchmark.py                      # KERAS_BACKEND=jax by default
     python benchmarks/long_documents_benchmark.py --train 4000 --eval 1000 --train-windows all
 """
 
 import argparse
+import json
 import os
+import subprocess
+import sys
+import tempfile
 import time
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
@@ -25,7 +33,11 @@ def main():
     parser.add_argument("--doc-stride", type=int, default=64)
     parser.add_argument("--train-windows", choices=("first", "all"), default="first")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--export-check", type=int, default=20, help="2,000-word documents to compare (0: none)")
+    parser.add_argument("--export-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.export_child:
+        return export_child(args.export_child)
 
     import keras
     import numpy as np
@@ -67,6 +79,46 @@ def main():
         print(f"  {name:18} accuracy {100 * results[name]:.2f}%  ({time.perf_counter() - start:.0f} s)")
     print(f"all windows (mean) - first window: {100 * (results['all windows, mean'] - results['first window']):+.2f} "
           "points")
+    if args.export_check:
+        model.preprocessor, model.window_pooling = windows, "mean"
+        documents, words = [], []
+        for text, label in zip(valid.texts, valid.labels):
+            if label == 0:  # negative reviews joined into documents of 2,000 words or more
+                words += text.split()
+                if len(words) >= 2000:
+                    documents.append(" ".join(words))
+                    words = []
+            if len(documents) == args.export_check:
+                break
+        folder = tempfile.mkdtemp()
+        model.save(os.path.join(folder, "model.keras"))
+        with open(os.path.join(folder, "documents.json"), "w") as file:
+            json.dump(documents, file)
+        done = subprocess.run([sys.executable, __file__, "--export-child", folder],
+                              env={**os.environ, "KERAS_BACKEND": "tensorflow"}, capture_output=True, text=True)
+        print(done.stdout.strip() or done.stderr[-3000:])
+
+
+def export_child(folder):
+    """In a TensorFlow process: text.tflite of the saved model against its Keras predictions on the documents."""
+    import numpy as np
+
+    import kbert  # noqa: F401 (registers the model's classes)
+    from kbert.export import export_tflite, load_exportable
+    from kbert.export.tflite import interpreter
+
+    with open(os.path.join(folder, "documents.json")) as file:
+        documents = json.load(file)
+    model, tokenizer, spec = load_exportable(os.path.join(folder, "model.keras"))
+    export_tflite(model, tokenizer, spec, os.path.join(folder, "tflite"))
+    expected = model.predict(documents, batch_size=64, verbose=0)
+    lite = interpreter(os.path.join(folder, "tflite", "text.tflite")).get_signature_runner()
+    out = lite(texts=np.array(documents, dtype=object))
+    words = [len(document.split()) for document in documents]
+    print(f"text.tflite (windows, mean) on {len(documents)} documents of {min(words)} to {max(words)} words "
+          f"({out['windows'].min()} to {out['windows'].max()} windows, truncated {int(out['truncated'].sum())}): "
+          f"same labels {int((out['probabilities'].argmax(-1) == expected.argmax(-1)).sum())}/{len(documents)}, "
+          f"largest probability difference {np.abs(out['probabilities'] - expected).max():.2e}")
 
 
 if __name__ == "__main__":
