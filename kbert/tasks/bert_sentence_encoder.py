@@ -7,8 +7,9 @@ from kbert.distribution import data_dimension
 from kbert.distribution_torch import active as torch_job
 from kbert.layers.mean_pooling import mean_pool
 from kbert.tasks.bert_sentence_encoder_preprocessor import BertSentenceEncoderPreprocessor, text_columns
-from kbert.tasks.bert_task import BertTask, _is_dataset
+from kbert.tasks.bert_task import BertTask
 from kbert.tasks.bi_encoder_losses import CosineSimilarityLoss, MultipleNegativesRankingLoss
+from kbert.tasks.raw_datasets import is_dataset
 
 POOLINGS = ("mean", "cls", "max")
 OBJECTIVES = ("cosine", "ranking")
@@ -129,7 +130,7 @@ class BertSentenceEncoder(BertTask):
         return (scores - low) / (high - low)
 
     def _batches(self, x, y, sample_weight, batch_size, **kwargs):
-        if _is_dataset(x):
+        if is_dataset(x):
             if self.objective == "ranking":
                 raise ValueError("The ranking objective trains on in-memory columns (anchors, positives[, "
                                  "negatives]), not on a tf.data.Dataset (not built yet).")

@@ -15,7 +15,7 @@ from kbert.keywords import check_keywords
 from kbert.models.compute_dtype import with_compute_dtype
 from kbert.optimizers import bert_adamw
 from kbert.saving import check_vocabulary
-from kbert.tasks.raw_datasets import checked_dataset
+from kbert.tasks.raw_datasets import checked_dataset, is_dataset
 
 
 class BertTask(keras.Model):
@@ -281,7 +281,7 @@ class BertTask(keras.Model):
                                  "kbert makes; with token ids or a dataset, skip the batches yourself.")
             data, y = x, _as_array(y)  # Keras takes arrays of labels, not lists
         else:
-            if _is_dataset(x):
+            if is_dataset(x):
                 x = checked_dataset(self, x)
             else:
                 self._check_examples(x, y)
@@ -326,7 +326,7 @@ class BertTask(keras.Model):
         if self._takes_as_is(x):
             data, arguments = x, dict(y=_as_array(y), batch_size=batch_size, sample_weight=sample_weight)
         else:
-            x = checked_dataset(self, x) if _is_dataset(x) else x
+            x = checked_dataset(self, x) if is_dataset(x) else x
             (data, _), arguments = self._batches(x, y, sample_weight, batch_size, shuffle=False), {}
         with taking_process_shares(data):
             return super().evaluate(data, **arguments, **kwargs)
@@ -343,7 +343,7 @@ class BertTask(keras.Model):
             return with_compute_dtype(self, dtype).predict(x, batch_size=batch_size, verbose=verbose, **kwargs)
         if self._takes_as_is(x):
             return super().predict(x, batch_size=batch_size, verbose=verbose, **kwargs)
-        if _is_dataset(x):
+        if is_dataset(x):
             if self.token_outputs:
                 raise ValueError(f"{type(self).__name__}.predict decodes answers from lists or arrays "
                                  "of raw inputs; for a tf.data.Dataset, map the preprocessor and "
@@ -405,7 +405,7 @@ class BertTask(keras.Model):
         """True for inputs the model reads without its preprocessor (token ids, or no preprocessor)."""
         if self.preprocessor is None or isinstance(x, (dict, keras.utils.PyDataset)):
             return True
-        if _is_dataset(x):
+        if is_dataset(x):
             return isinstance(keras.utils.unpack_x_y_sample_weight(x.element_spec)[0], dict)
         return False
 
@@ -416,7 +416,7 @@ class BertTask(keras.Model):
         (epoch, batch) `start`."""
         import tensorflow as tf
 
-        if _is_dataset(x):
+        if is_dataset(x):
             if y is not None or sample_weight is not None or batch_size is not None:
                 raise ValueError("A tf.data.Dataset carries its own labels, weights and batches: pass "
                                  "no y, sample_weight or batch_size with it.")
@@ -491,18 +491,11 @@ def _as_array(values):
     return np.asarray(values) if isinstance(values, (list, tuple)) else values
 
 
-def _is_dataset(x):
-    import sys
-
-    tf = sys.modules.get("tensorflow")
-    return tf is not None and isinstance(x, tf.data.Dataset)
-
-
 def _steps_per_epoch(data, x, batch_size):
     """Batches in an epoch of `data` (a PyDataset, a tf.data.Dataset or arrays), or None if unknown."""
     if isinstance(data, keras.utils.PyDataset):
         return len(data)
-    if _is_dataset(data):
+    if is_dataset(data):
         count = int(data.cardinality())
         return count if count > 0 else None
     length = len(keras.tree.flatten(x)[0])

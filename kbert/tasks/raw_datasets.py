@@ -42,3 +42,11 @@ def checked_dataset(task, data):
         return data
     task.check_label_spec(y)
     return data.map(lambda x, y, *weights: (x, task.checked_labels(y), *weights))
+
+
+def is_dataset(x):
+    """True for a `tf.data.Dataset` (without importing TensorFlow where nothing has)."""
+    import sys
+
+    tf = sys.modules.get("tensorflow")
+    return tf is not None and isinstance(x, tf.data.Dataset)
