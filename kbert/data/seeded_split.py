@@ -34,3 +34,24 @@ def seeded_order(count, seed, limit=None):
     ([0, 1, 2, 3], 2)
     """
     return np.random.default_rng(seed).permutation(count)[:limit]
+
+
+def training_and_validation(train, valid, fraction, seed, limit=None, validation_limit=None):
+    """`(train, valid)` as a recipe uses them: without `valid`, a seeded `fraction` of `train` held out; then
+    each cut to a seeded subset of `limit` (`validation_limit`) examples if given. `train` and `valid` are
+    examples with `split(fraction, seed)` and `shuffled(seed, limit)` (`SentenceExamples`, `TaggedSentences`).
+
+    Example:
+    >>> from kbert.data.sentence_examples import SentenceExamples
+    >>> examples = SentenceExamples([f"text {i}" for i in range(10)])
+    >>> train, valid = training_and_validation(examples, None, 0.2, seed=0, limit=5)
+    >>> len(train), len(valid)
+    (5, 2)
+    """
+    if valid is None:
+        train, valid = train.split(fraction, seed)
+    if limit:
+        train = train.shuffled(seed, limit)
+    if validation_limit:
+        valid = valid.shuffled(seed, validation_limit)
+    return train, valid

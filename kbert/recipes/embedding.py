@@ -18,6 +18,7 @@ import numpy as np
 
 from kbert.config import DEFAULT_SEQUENCE_LENGTH
 from kbert.data import TsvFormatError, read_sentence_tsv
+from kbert.data.seeded_split import training_and_validation
 from kbert.metrics import pearson, spearman
 from kbert.optimizers import bert_adamw, bfloat16_compute
 from kbert.saving import load_run
@@ -64,13 +65,8 @@ def train(data, init, out, objective="cosine", valid=None, score_range=(0.0, 5.0
     if objective == "ranking" and valid is None:
         raise ValueError("The ranking objective validates on scored pairs: give valid (e.g. STS-B's TSV).")
     train_pairs = _read_pairs(data, objective, positive_label, score_range)
-    valid_pairs = _read_pairs(valid, "cosine") if valid else None
-    if valid_pairs is None:
-        train_pairs, valid_pairs = train_pairs.split(validation_fraction, seed)
-    if limit:
-        train_pairs = train_pairs.shuffled(seed, limit)
-    if validation_limit:
-        valid_pairs = valid_pairs.shuffled(seed, validation_limit)
+    train_pairs, valid_pairs = training_and_validation(train_pairs, _read_pairs(valid, "cosine") if valid else None,
+                                                       validation_fraction, seed, limit, validation_limit)
     with bfloat16_compute(mixed_precision), rematerialized(remat):
         model = BertSentenceEncoder.from_preset(init, pooling=pooling, objective=objective, score_range=score_range,
                                                 sequence_length=max_length, compile=False)

@@ -12,6 +12,7 @@ import keras
 
 from kbert.config import DEFAULT_SEQUENCE_LENGTH
 from kbert.data.conll import read_conll
+from kbert.data.seeded_split import training_and_validation
 from kbert.metrics.entity_f1 import entity_scores, format_entity_scores
 from kbert.optimizers import bert_adamw, bfloat16_compute
 from kbert.saving import load_run
@@ -67,14 +68,9 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
     keras.utils.set_random_seed(seed)
     train_sentences = read_conll(data)
     label_names = train_sentences.label_names()
-    if valid:
-        valid_sentences = read_conll(valid, label_names=label_names)
-    else:
-        train_sentences, valid_sentences = train_sentences.split(validation_fraction, seed)
-    if limit:
-        train_sentences = train_sentences.shuffled(seed, limit)
-    if validation_limit:
-        valid_sentences = valid_sentences.shuffled(seed, validation_limit)
+    train_sentences, valid_sentences = training_and_validation(
+        train_sentences, read_conll(valid, label_names=label_names) if valid else None, validation_fraction, seed,
+        limit, validation_limit)
     with bfloat16_compute(mixed_precision), rematerialized(remat):
         model = BertTokenClassifier.from_preset(init, label_names=label_names, sequence_length=max_length)
     model.compile(optimizer=bert_adamw(learning_rate, total_steps=None,

@@ -8,6 +8,7 @@ import numpy as np
 
 from kbert.config import DEFAULT_SEQUENCE_LENGTH
 from kbert.data import TsvFormatError, read_sentence_tsv
+from kbert.data.seeded_split import training_and_validation
 from kbert.metrics import accuracy, confusion_matrix, macro_f1, multi_label_scores, pearson, spearman
 from kbert.optimizers import bert_adamw, bfloat16_compute, enable_lora
 from kbert.saving import load_run
@@ -123,12 +124,8 @@ def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learnin
                                                             train_windows)
     for examples in (train_examples, valid_examples):
         _check_labels(model, examples)
-    if valid_examples is None:
-        train_examples, valid_examples = train_examples.split(validation_fraction, seed)
-    if limit:
-        train_examples = train_examples.shuffled(seed, limit)
-    if validation_limit:
-        valid_examples = valid_examples.shuffled(seed, validation_limit)
+    train_examples, valid_examples = training_and_validation(train_examples, valid_examples, validation_fraction, seed,
+                                                             limit, validation_limit)
     if model.preprocessor.sequence_length < max_length:
         print(f"max_length {max_length} is beyond the model's {model.backbone.max_sequence_length} "
               f"positions; using {model.preprocessor.sequence_length}.")
@@ -151,8 +148,7 @@ def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learnin
            "valid": str(valid) if valid else f"{validation_fraction:.0%} of data (seed {seed})",
            "train_examples": len(train_examples), "validation_examples": len(valid_examples),
            "label_names": model.label_names, "max_length": max_length, "doc_stride": doc_stride,
-           "train_windows": train_windows if doc_stride else None,
-           "window_pooling": window_pooling if doc_stride else None}
+           "train_windows": train_windows, "window_pooling": window_pooling}
     hyperparameters = {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
                        "lora_rank": lora_rank, "mixed_precision": mixed_precision,
                        "gradient_accumulation": gradient_accumulation, "remat": remat,
