@@ -51,7 +51,7 @@ def load_exportable(path, max_length=None, padding="max_length", num_texts=None)
     preprocessor = getattr(model, "preprocessor", None)
     settings = {} if preprocessor is None else preprocessor.get_config()
     kind = model_kind_of(model)
-    backbone = model if kind == "backbone" else model.backbone
+    backbone = getattr(model, "backbone", model)  # a task model's, or the model itself
     max_length = min(max_length or saved_length, backbone.max_sequence_length)
     if num_texts is None:
         num_texts = 2 if metrics.get("task") in PAIR_TASKS else 1

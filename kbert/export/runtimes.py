@@ -28,8 +28,7 @@ import subprocess
 import numpy as np
 import tensorflow as tf
 
-from kbert.export.serving import class_probabilities
-from kbert.layers.mean_pooling import mean_pool
+from kbert.export.serving import class_probabilities, embeddings
 from kbert.models.bert_backbone import INPUT_KEYS
 
 FILE = "token_ids_metadata.tflite"
@@ -87,7 +86,7 @@ def runtime_function(model, spec):
         if spec.model_kind == "classifier":
             return {"probability": class_probabilities(outputs, spec)}
         if spec.model_kind == "backbone":
-            return {"embedding": mean_pool(outputs["sequence_output"], padding_mask)}
+            return {"embedding": embeddings(outputs, inputs)}
         return {"start_logits": outputs["start_logits"], "end_logits": outputs["end_logits"]}
 
     signature = [tf.TensorSpec([1, spec.max_length], tf.int32, name=key) for key in INPUT_KEYS]

@@ -6,7 +6,7 @@ signatures, for `tf.saved_model.save` and the TFLite converter alike:
 | model kind | text signature (`serving_default`) inputs -> outputs |
 |---|---|
 | classifier | `texts` (and `pairs` for NLI) -> `label`, `label_id`, `probability`, `probabilities`, `truncated`, `empty`; a regressor gives `score`; a multi-label classifier `probabilities` (a sigmoid per class) and `chosen` (the classes at or above its threshold) |
-| backbone | `texts` -> `embeddings` (mean-pooled over real tokens, L2-normalised, as `SentenceEncoder`) |
+| backbone | `texts` -> `embeddings` (mean-pooled over real tokens, L2-normalised, as `SentenceEncoder`; a trained `BertSentenceEncoder`'s own pooling) |
 | token_classifier | `texts` -> per word `tags`, `tag_ids`, `tag_probabilities`, `word_starts`, `word_ends` (chars), `word_count`; grouped entities `entity_types`, `entity_starts`, `entity_ends`, `entity_scores` (padded with "" / -1 / 0), `entity_count`; `windows`, `truncated`; SavedModel only: `entity_texts` |
 | question_answerer | `questions`, `contexts` -> `answer_start`, `answer_end` (chars), `score` (start + end logit), `probability`, `found`; the n best: `n_best_starts`, `n_best_ends`, `n_best_scores`, `n_best_probabilities`; `windows`, `truncated`; per window `start_logits`, `end_logits`, `offsets`, `window_examples`; SavedModel only: `answer_text` |
 
@@ -102,14 +102,15 @@ class ExportSpec:
 def model_kind_of(model):
     """The `MODEL_KINDS` entry for a kbert model, or a ValueError naming what it is."""
     from kbert.models.bert_backbone import BertBackbone
-    from kbert.tasks import BertClassifier, BertQuestionAnswerer, BertTokenClassifier
+    from kbert.tasks import BertClassifier, BertQuestionAnswerer, BertSentenceEncoder, BertTokenClassifier
 
     for kind, name in ((BertClassifier, "classifier"), (BertTokenClassifier, "token_classifier"),
-                       (BertQuestionAnswerer, "question_answerer"), (BertBackbone, "backbone")):
+                       (BertQuestionAnswerer, "question_answerer"), (BertBackbone, "backbone"),
+                       (BertSentenceEncoder, "backbone")):
         if isinstance(model, kind):
             return name
     raise ValueError(f"Cannot export a {type(model).__name__}: export takes a BertClassifier, "
-                     "BertTokenClassifier, BertQuestionAnswerer or BertBackbone.")
+                     "BertTokenClassifier, BertQuestionAnswerer, BertSentenceEncoder or BertBackbone.")
 
 
 def text_input_names(spec):
@@ -142,7 +143,7 @@ def serving_functions(model, tokenizer, spec, tflite=False):
         if spec.model_kind == "classifier":
             outputs = _classifier(model, spec, outputs, tf.reduce_any(encoded["segment_lengths"] == 0, axis=-1))
         else:
-            outputs = {"embeddings": mean_pool(outputs["sequence_output"], inputs["padding_mask"])}
+            outputs = {"embeddings": embeddings(outputs, inputs)}
         outputs["truncated"] = encoded["lengths"] > spec.max_length
         return outputs
 
@@ -157,14 +158,23 @@ def serving_functions(model, tokenizer, spec, tflite=False):
 
 
 def _raw_outputs(model, spec, inputs, outputs):
+    if spec.model_kind == "backbone" and not isinstance(outputs, dict):  # a BertSentenceEncoder: its embeddings
+        return {"embeddings": outputs}
     if spec.model_kind == "backbone":
-        return {"embeddings": mean_pool(outputs["sequence_output"], inputs["padding_mask"]),
-                "sequence_output": outputs["sequence_output"]}
+        return {"embeddings": embeddings(outputs, inputs), "sequence_output": outputs["sequence_output"]}
     if spec.model_kind == "question_answerer":
         return dict(outputs)
     if spec.model_kind == "classifier" and model.num_classes == 1:
         return {"logits": outputs, "score": outputs[:, 0]}
     return {"logits": outputs, "probabilities": class_probabilities(outputs, spec)}
+
+
+def embeddings(outputs, inputs):
+    """An embedding model's vectors from its outputs: a backbone's mean-pooled, L2-normalised sequence (as
+    `SentenceEncoder`), or a `BertSentenceEncoder`'s own embeddings (its pooling and normalisation)."""
+    if isinstance(outputs, dict):
+        return mean_pool(outputs["sequence_output"], inputs["padding_mask"])
+    return outputs
 
 
 def class_probabilities(logits, spec):

@@ -131,3 +131,15 @@ def test_mediapipe_text_embedder_gives_the_keras_embeddings(tmp_path, tokenizer)
     batch = tokenizer(TEXTS, max_length=MAX_LENGTH)
     expected = keras.ops.convert_to_numpy(mean_pool(backbone(batch)["sequence_output"], batch["padding_mask"]))
     np.testing.assert_allclose(got, expected, atol=1e-4)
+
+
+@NEEDS_CLIENTS
+def test_mediapipe_text_embedder_gives_a_trained_sentence_encoders_embeddings(tmp_path, tokenizer):
+    from kbert import BertSentenceEncoder
+
+    encoder = BertSentenceEncoder(tiny_backbone(), pooling="max")  # its own pooling, not the backbone's mean
+    export_tflite(encoder, tokenizer, ExportSpec("backbone", MAX_LENGTH), tmp_path / "embedder", text_model=False,
+                  metadata=True)
+    got = np.array(run_client("mediapipe_embedder", tmp_path / "embedder" / runtimes.FILE, TEXTS))
+    expected = keras.ops.convert_to_numpy(encoder(tokenizer(TEXTS, max_length=MAX_LENGTH)))
+    np.testing.assert_allclose(got, expected, atol=1e-4)

@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from kbert.data.squad_example import SquadExample
 from kbert.data.squad_windows import SquadWindows
-from kbert.export import export_saved_model, load_exportable
+from kbert.export import export_saved_model, export_tflite, load_exportable
 from kbert.layers import mean_pool
 from kbert.recipes import qa as qa_recipe
 from tests.export.conftest import (CONTEXTS, EMPTY_BATCHES, LONG_CONTEXT, LONG_TEXT, QA_WINDOWING, QUESTIONS,
@@ -111,3 +111,32 @@ def test_backbone_embeddings_match_keras(tmp_path, tokenizer):
         got = served(texts=tf.constant(texts))["embeddings"].numpy()
         assert np.isfinite(got).all()
         np.testing.assert_allclose(got, expected, atol=1e-5)
+
+
+def test_a_trained_sentence_encoder_exports_its_own_embeddings(tmp_path, tokenizer):
+    """A bi-encoder run folder (apps/embed.py train, issue 42) exports as an embedding model: the SavedModel,
+    text.tflite and kbert_edge on token_ids.tflite give `BertSentenceEncoder.predict`'s vectors, its pooling
+    ([CLS], unnormalised here) rather than a backbone's mean."""
+    from kbert import BertSentenceEncoder
+    from kbert.tasks import BertSentenceEncoderPreprocessor
+    from kbert.training import write_run_folder
+    from kbert_edge.edge_model import EdgeModel
+
+    model = BertSentenceEncoder(tiny_backbone(), BertSentenceEncoderPreprocessor(tokenizer, 24), pooling="cls",
+                                normalize=False)
+    write_run_folder(tmp_path / "run", model, tokenizer, {"task": "embedding", "max_length": 24}, {"loss": [1.0]})
+    exportable, _, spec = load_exportable(tmp_path / "run")
+    assert spec.model_kind == "backbone" and spec.max_length == 24
+    export_saved_model(exportable, tokenizer, spec, tmp_path / "saved")
+    export_tflite(exportable, tokenizer, spec, tmp_path / "tflite")
+    texts = TEXTS[:5]
+    expected = model.predict(texts, verbose=0)
+    assert np.abs(np.linalg.norm(expected, axis=-1) - 1).max() > 1e-2  # not normalised: not the backbone's
+    served = tf.saved_model.load(str(tmp_path / "saved")).signatures
+    np.testing.assert_allclose(served["serving_default"](texts=tf.constant(texts))["embeddings"].numpy(), expected,
+                               atol=1e-4)
+    batch = {key: tf.constant(value) for key, value in tokenizer(texts, max_length=24).items()}
+    np.testing.assert_allclose(served["token_ids"](**batch)["embeddings"].numpy(), expected, atol=1e-4)
+    for name in ("text.tflite", "token_ids.tflite"):
+        answers = EdgeModel(tmp_path / "tflite" / name).predict(texts)
+        np.testing.assert_allclose([answer["embedding"] for answer in answers], expected, atol=1e-4)
