@@ -33,8 +33,7 @@ def main(problem_name, argv=None, description=None):
         args, problem.name, "BertClassifier", regression=problem.regression,
         train=lambda: sentence.train(
             problem, args.data, args.init, args.out, lora_rank=args.lora_rank, labels=args.labels,
-            skip_bad_rows=args.skip_bad_rows, doc_stride=args.doc_stride, train_windows=args.train_windows,
-            window_pooling=args.window_pooling, **train_options(args)),
+            skip_bad_rows=args.skip_bad_rows, **_window_options(problem, args), **train_options(args)),
         evaluate=lambda: sentence.evaluate(problem, args.model, args.data, out=args.out, batch_size=args.batch_size,
                                            skip_bad_rows=args.skip_bad_rows, verbose=0 if args.quiet else "auto"),
         predict=lambda: sentence.predict(args.model, *_predict_inputs(problem, args), batch_size=args.batch_size,
@@ -66,7 +65,7 @@ def parser(problem_name, description=None):
                                 "(each with the text's label: a row per window, so longer epochs)")
         train.add_argument("--window-pooling", choices=("mean", "max"), default="mean",
                            help="with --doc-stride: combine a text's windows by the mean or the max of their logits")
-    train.set_defaults(labels=None, doc_stride=None, train_windows="first", window_pooling="mean")
+    train.set_defaults(labels=None)
 
     evaluate = add_evaluate_command(commands, "score a run folder on a labeled TSV", f"TSV ({columns})")
     evaluate.add_argument("--skip-bad-rows", action="store_true", help="skip unreadable rows instead of failing")
@@ -79,6 +78,13 @@ def parser(problem_name, description=None):
                              help="first sentence (repeatable; default: premise<TAB>hypothesis lines on stdin)")
         predict.add_argument("--hypothesis", action="append", help="second sentence, one per --premise")
     return parser
+
+
+def _window_options(problem, args):
+    """The recipe's keywords of --doc-stride, --train-windows and --window-pooling (single texts only)."""
+    if problem.num_texts != 1:
+        return {}
+    return dict(doc_stride=args.doc_stride, train_windows=args.train_windows, window_pooling=args.window_pooling)
 
 
 def _predict_inputs(problem, args):

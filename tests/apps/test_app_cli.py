@@ -117,6 +117,12 @@ TRAIN_RUNS = [
      dict(doc_stride=8, max_question_length=6, validation_articles=2, articles=9, validation_limit=7), 0),
     ("nli", "sentence", [*HELD_OUT, "--lora-rank", "2", "--labels", "a,b,c", "--skip-bad-rows"],
      dict(HELD_OUT_KEYWORDS, lora_rank=2, labels=["a", "b", "c"], skip_bad_rows=True), 1),
+    ("sentiment", "sentence", [*HELD_OUT, "--doc-stride", "32", "--train-windows", "all", "--window-pooling", "max"],
+     dict(HELD_OUT_KEYWORDS, lora_rank=None, labels=None, skip_bad_rows=False, doc_stride=32, train_windows="all",
+          window_pooling="max"), 1),
+    ("embed", "embedding", [*HELD_OUT, "--objective", "ranking", "--score-range", "1,4", "--positive-label", "yes",
+                            "--pooling", "cls"],
+     dict(HELD_OUT_KEYWORDS, objective="ranking", score_range=(1.0, 4.0), positive_label="yes", pooling="cls"), 0),
 ]
 
 
