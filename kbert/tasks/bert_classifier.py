@@ -1,8 +1,10 @@
 import keras
 import numpy as np
 
+from kbert.tasks.bert_preprocessor import text_pairs
 from kbert.tasks.bert_task import BertTask
 from kbert.tasks.bert_text_classifier_preprocessor import BertTextClassifierPreprocessor
+from kbert_edge.edge_model import is_blank
 from kbert_edge.windows import combine_windows
 
 WINDOW_POOLINGS = ("mean", "max")
@@ -81,6 +83,16 @@ class BertClassifier(BertTask):
     def regression(self):
         """True when the model predicts one score (num_classes=1) rather than classes."""
         return self.num_classes == 1
+
+    def _check_examples(self, x, y):
+        """As `BertTask`'s, and a text (or pair) with no tokens, an empty document, is refused by its index."""
+        super()._check_examples(x, y)
+        texts, pairs = text_pairs(x)
+        lowercase = self.preprocessor.tokenizer.lowercase
+        for i, text in enumerate(texts):
+            if is_blank(text, None if pairs is None else pairs[i], lowercase):
+                raise ValueError(f"BertClassifier.fit: text {i} is empty (no tokens: blank, or only characters BERT "
+                                 "drops); there is nothing to learn its label from: drop it.")
 
     def default_compile_arguments(self):
         if self.multi_label:  # the metric reads logits: a probability of `threshold` is a logit of log(t / (1 - t))

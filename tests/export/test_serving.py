@@ -87,6 +87,20 @@ def test_a_multi_label_classifier_serves_a_sigmoid_per_class(tokenizer):
     np.testing.assert_allclose(ids["probabilities"].numpy(), expected, atol=1e-5)
 
 
+def test_a_classifier_reading_windows_combines_them_by_the_max(tokenizer):
+    """The serving graph of a classifier reading windows with window_pooling "max" (the export of "mean":
+    tests/export/test_classifier_export.py) gives BertClassifier.predict's probabilities."""
+    from kbert.tasks import BertClassifier, BertTextClassifierPreprocessor
+
+    preprocessor = BertTextClassifierPreprocessor(tokenizer, 8, doc_stride=3)
+    model = BertClassifier(small_backbone(), 3, label_names=LABELS, preprocessor=preprocessor, window_pooling="max")
+    spec = ExportSpec("classifier", 8, label_names=LABELS, window_pooling="max", doc_stride=3)
+    out = serving_functions(model, tokenizer, spec)["serving_default"](tf.constant([*TEXTS, ""]))
+    assert out["windows"].numpy().tolist() == [1, 1, 2, 1]  # 9 tokens: windows of 6 starting 3 apart
+    np.testing.assert_allclose(out["probabilities"].numpy()[:3], model.predict(TEXTS, verbose=0), atol=1e-5)
+    assert out["empty"].numpy().tolist() == [False] * 3 + [True]
+
+
 def test_a_regressor_serves_its_score(tokenizer):
     from kbert.tasks import BertClassifier
 

@@ -68,6 +68,8 @@ def test_duplicate_label_names_are_refused():
     (["a", "b", "c"], [0, 1], "BertClassifier.fit got 3 examples but 2 labels: give one label per example"),
     (["a", "b"], None, "BertClassifier.fit needs a label for each of its 2 examples (y); got None"),
     ((["a", "b"], ["c", "d"]), [1], "got 2 examples but 1 labels"),
+    (["a film", " \u200b "], [0, 1], "BertClassifier.fit: text 1 is empty (no tokens"),
+    ((["a", "b"], ["c", ""]), [0, 1], "BertClassifier.fit: text 1 is empty"),
 ])
 def test_fit_refuses_examples_it_cannot_train_on_before_any_step(x, y, message):
     """Issue 43: 3 texts with 2 labels was an IndexError; fit([], []) and fit(texts, None) failed inside Keras."""

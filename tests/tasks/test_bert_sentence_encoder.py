@@ -45,7 +45,7 @@ def test_cosine_objective_trains_pairs_toward_their_scores(tmp_path):
     # the loss's definition on the model's own embeddings: scores mapped to [0, 1]
     target = np.array(SCORES) / 5
     np.testing.assert_allclose(before, np.mean((model.similarity(ANCHORS, POSITIVES) - target) ** 2), rtol=1e-4)
-    history = model.fit((ANCHORS, POSITIVES), SCORES, batch_size=2, epochs=8, verbose=0)
+    history = model.fit((ANCHORS, POSITIVES), SCORES, batch_size=5, epochs=8, verbose=0)  # one shape to compile
     assert history.history["loss"][-1] < history.history["loss"][0]
     assert model.evaluate((ANCHORS, POSITIVES), SCORES, verbose=0) < before
 
@@ -79,6 +79,8 @@ def test_a_dataset_of_pairs_gives_the_rows_of_lists():
                                model.evaluate((ANCHORS, POSITIVES), SCORES, batch_size=5, verbose=0), rtol=1e-5)
 
 
+@pytest.mark.skipif(keras.config.backend() != "tensorflow",
+                    reason="once: mean pooling is checked on every backend above, the checkpoint in test_hf_parity")
 def test_all_minilm_l6_v2_encodes_as_the_sentence_transformers_pipeline(minilm_dir):
     texts = ["A man is playing a guitar.", "Someone is strumming a musical instrument.", "Stocks fell."]
     model = BertSentenceEncoder.from_preset("all_minilm_l6_v2")

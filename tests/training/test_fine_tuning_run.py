@@ -5,6 +5,7 @@ import json
 
 import keras
 import numpy as np
+import pytest
 
 from kbert import BertBackbone
 from kbert.tasks import BertClassifier, BertTextClassifierPreprocessor
@@ -15,6 +16,8 @@ from tests.conftest import TINY
 from tests.tasks.conftest import VOCABULARY
 
 TEXTS, LABELS = ["a good film", "a bad film", "fun", "dull", "great fun", "awful"], [1, 0, 1, 0, 1, 0]
+# the backup, fit and folder logic is backend-independent (the recipes' tests run once too)
+pytestmark = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")
 SETTINGS = dict(task="toy", run={"data": "toy"}, title="toy", data={}, inputs=(), verbose=0)
 
 
