@@ -1,3 +1,6 @@
+import json
+import pathlib
+
 import keras
 import numpy as np
 from keras import ops
@@ -94,6 +97,38 @@ class BertSentenceEncoder(BertTask):
         embeddings = self.encode(first + second, batch_size)
         embeddings /= np.maximum(np.linalg.norm(embeddings, axis=-1, keepdims=True), 1e-12)
         return np.sum(embeddings[: len(first)] * embeddings[len(first) :], axis=-1)
+
+    def export_to_transformers(self, path):
+        """Writes this bi-encoder as a sentence-transformers folder: the backbone as Hugging Face's `BertModel`
+        (config, safetensors, tokenizer) with the module files of its pooling and normalisation, which
+        `sentence_transformers.SentenceTransformer(path)` loads and encodes with as this model does.
+        `BertSentenceEncoder.from_preset(path, pooling=..., normalize=...)` reads it back.
+
+        Example:
+        >>> import tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> BertSentenceEncoder.from_preset("bert_tiny", pooling="cls").export_to_transformers(folder)
+        >>> sorted(path.name for path in pathlib.Path(folder).iterdir())[:4]
+        ['1_Pooling', '2_Normalize', 'config.json', 'model.safetensors']
+        """
+        from kbert.convert import save_hf
+
+        folder = pathlib.Path(path)
+        save_hf(self.backbone, folder, tokenizer=getattr(self.preprocessor, "tokenizer", None))
+        modules = [("", "Transformer"), ("1_Pooling", "Pooling")] + [("2_Normalize", "Normalize")] * self.normalize
+        (folder / "modules.json").write_text(json.dumps(
+            [{"idx": i, "name": str(i), "path": where, "type": f"sentence_transformers.models.{kind}"}
+             for i, (where, kind) in enumerate(modules)], indent=2))
+        (folder / "1_Pooling").mkdir(exist_ok=True)
+        (folder / "1_Pooling" / "config.json").write_text(json.dumps({
+            "word_embedding_dimension": self.backbone.hidden_dim, "pooling_mode_cls_token": self.pooling == "cls",
+            "pooling_mode_mean_tokens": self.pooling == "mean", "pooling_mode_max_tokens": self.pooling == "max",
+            "pooling_mode_mean_sqrt_len_tokens": False}, indent=2))
+        if self.normalize:
+            (folder / "2_Normalize").mkdir(exist_ok=True)
+        length = self.preprocessor.sequence_length if self.preprocessor else self.backbone.max_sequence_length
+        (folder / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": length,
+                                                                      "do_lower_case": False}))
 
     def predict(self, x, batch_size=None, verbose="auto", **kwargs):
         if isinstance(x, tuple):

@@ -107,3 +107,23 @@ def test_bad_input_is_refused_before_any_step():
         ranking.fit((ANCHORS, POSITIVES), SCORES)
     with pytest.raises(ValueError, match="pooling must be one of"):
         _model(pooling="first")
+
+
+@pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="the sentence-transformers reference runs once")
+@pytest.mark.parametrize("pooling, normalize", [("cls", False), ("max", True)])
+def test_written_back_it_encodes_in_sentence_transformers_as_here(tmp_path, pooling, normalize):
+    import importlib.util
+    import json
+
+    from tests.conftest import TESTS, run_python
+
+    if importlib.util.find_spec("sentence_transformers") is None:
+        pytest.skip("sentence-transformers (the reference) is not installed: pip install -e .[test]")
+    model = _model(pooling=pooling, normalize=normalize)
+    model.export_to_transformers(tmp_path / "st")
+    (tmp_path / "texts.json").write_text(json.dumps(ANCHORS))
+    run_python(TESTS / "tasks" / "sentence_transformers_encode.py", tmp_path / "st", tmp_path / "texts.json",
+               tmp_path / "out.npy")
+    np.testing.assert_allclose(np.load(tmp_path / "out.npy"), model.encode(ANCHORS), atol=1e-5)
+    again = BertSentenceEncoder.from_preset(tmp_path / "st", pooling=pooling, normalize=normalize)
+    np.testing.assert_allclose(again.encode(ANCHORS), model.encode(ANCHORS), atol=1e-5)
