@@ -74,6 +74,19 @@ def is_blank(text, pair=None, lowercase=True):
     return no_tokens(text) or (pair is not None and no_tokens(pair))
 
 
+def class_probabilities(logits, multi_label=False):
+    """A classifier's probabilities from its logits (numpy): a softmax over the classes, or a sigmoid per class.
+
+    Example:
+    >>> class_probabilities(np.array([[0.0, 0.0]])).tolist(), class_probabilities(np.array([[0.0]]), True).tolist()
+    ([[0.5, 0.5]], [[0.5]])
+    """
+    if multi_label:
+        return 1 / (1 + np.exp(-logits))
+    exp = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return exp / exp.sum(axis=-1, keepdims=True)
+
+
 class EdgeModel:
     """An exported .tflite model with its `export.json` and `vocab.txt` (written by apps/export.py).
 
@@ -215,11 +228,8 @@ class EdgeModel:
         combined = combine_windows(logits, examples, self.spec["window_pooling"])
         if combined.shape[-1] == 1:
             out = {"score": combined[:, 0]}
-        elif self.spec.get("multi_label"):
-            out = {"probabilities": 1 / (1 + np.exp(-combined))}
         else:
-            exp = np.exp(combined - combined.max(-1, keepdims=True))
-            out = {"probabilities": exp / exp.sum(-1, keepdims=True)}
+            out = {"probabilities": class_probabilities(combined, self.spec.get("multi_label"))}
         return self._classification({**out, "truncated": [len(needed) > len(windows)]}, 0, text)
 
     @staticmethod

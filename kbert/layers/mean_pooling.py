@@ -21,6 +21,16 @@ def mean_pool(sequence_output, padding_mask, normalize=True):
     mask = ops.cast(padding_mask, sequence_output.dtype)[:, :, None]
     summed = ops.sum(sequence_output * mask, axis=1)
     pooled = summed / ops.maximum(ops.sum(mask, axis=1), 1e-9)
-    if normalize:
-        pooled = pooled / ops.maximum(ops.norm(pooled, axis=-1, keepdims=True), 1e-12)
-    return pooled
+    return l2_normalize(pooled) if normalize else pooled
+
+
+def l2_normalize(vectors):
+    """Each vector (the last axis) divided by its L2 norm (at least 1e-12). In plain ops, not `ops.norm`,
+    whose axis a functional graph keeps as a list that `jax.jit` cannot hash.
+
+    Example:
+    >>> import numpy as np
+    >>> [round(float(v), 3) for v in l2_normalize(np.array([[3.0, 4.0]]))[0]]
+    [0.6, 0.8]
+    """
+    return vectors / ops.maximum(ops.sqrt(ops.sum(ops.square(vectors), axis=-1, keepdims=True)), 1e-12)

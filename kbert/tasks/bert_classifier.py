@@ -4,7 +4,7 @@ import numpy as np
 from kbert.tasks.bert_preprocessor import text_pairs
 from kbert.tasks.bert_task import BertTask
 from kbert.tasks.bert_text_classifier_preprocessor import BertTextClassifierPreprocessor
-from kbert_edge.edge_model import is_blank
+from kbert_edge.edge_model import class_probabilities, is_blank
 from kbert_edge.windows import combine_windows
 
 WINDOW_POOLINGS = ("mean", "max")
@@ -161,10 +161,7 @@ class BertClassifier(BertTask):
             outputs = combine_windows(outputs, prepared.windows, self.window_pooling)
         if self.regression:
             return outputs[:, 0]
-        if self.multi_label:
-            return 1 / (1 + np.exp(-outputs))
-        exp = np.exp(outputs - outputs.max(axis=-1, keepdims=True))
-        return exp / exp.sum(axis=-1, keepdims=True)
+        return class_probabilities(outputs, self.multi_label)
 
     def labels_of(self, probabilities):
         """The classes `predict`'s probabilities choose, by name (ids without `label_names`): under

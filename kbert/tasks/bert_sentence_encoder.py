@@ -8,7 +8,7 @@ from keras import ops
 from kbert.config import DEFAULT_BATCH_SIZE
 from kbert.distribution import data_dimension
 from kbert.distribution_torch import active as torch_job
-from kbert.layers.mean_pooling import mean_pool
+from kbert.layers.mean_pooling import l2_normalize, mean_pool
 from kbert.tasks.bert_sentence_encoder_preprocessor import BertSentenceEncoderPreprocessor, text_columns
 from kbert.tasks.bert_task import BertTask
 from kbert.tasks.bi_encoder_losses import CosineSimilarityLoss, MultipleNegativesRankingLoss
@@ -200,6 +200,4 @@ def pool(sequence, padding_mask, pooling, normalize):
         pooled = sequence[:, 0]
     else:  # padding at -1e9, as sentence-transformers' max pooling
         pooled = ops.max(ops.where(ops.expand_dims(padding_mask, -1) > 0, sequence, -1e9), axis=1)
-    if normalize:  # (not ops.norm, whose axis a functional graph keeps as a list, which jax.jit cannot hash)
-        pooled = pooled / ops.maximum(ops.sqrt(ops.sum(ops.square(pooled), axis=-1, keepdims=True)), 1e-12)
-    return pooled
+    return l2_normalize(pooled) if normalize else pooled
