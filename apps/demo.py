@@ -36,6 +36,7 @@ up every 2 minutes: killed, the same command resumes where the backup stands.
 """
 
 import argparse
+import functools
 import json
 import os
 import pathlib
@@ -219,7 +220,7 @@ def fine_tune(args, out, started):
     with the plan (`plan_sentences`) as "planned" (None with --limit or --reuse). `started`: the demo's start
     (time.perf_counter()), which the budget counts from."""
     from kbert.data import read_sentence_tsv
-    from kbert.saving import atomic_file
+    from kbert.saving import SettingsChangedError, atomic_file
     from kbert.recipes import SENTIMENT, sentence
 
     metrics_file = out / "metrics.json"
@@ -239,12 +240,18 @@ def fine_tune(args, out, started):
         if args.limit is None:
             train_examples, _ = examples.split(valid_size / len(examples), seed)
             plan = plan_sentences(args, train_examples, mixed_precision, time.perf_counter() - started)
-        metrics = sentence.train(
-            SENTIMENT, data, args.init, out, epochs=args.epochs, batch_size=args.batch_size,
+        train = functools.partial(
+            sentence.train, SENTIMENT, data, args.init, out, epochs=args.epochs, batch_size=args.batch_size,
             learning_rate=args.learning_rate, max_length=args.max_length,
             limit=args.limit or (plan and plan["sentences"]), mixed_precision=mixed_precision,
             validation_fraction=valid_size / len(examples), seed=seed, backup_minutes=BACKUP_MINUTES,
             verbose=0 if args.quiet else "auto")
+        try:
+            metrics = train()
+        except SettingsChangedError as error:  # the plan follows the time left: the demo's own policy is to start over
+            names = ", ".join(name for name, _, _ in error.changes)
+            print(f"The backup of an interrupted demo run has other settings ({names}): fine-tuning starts over.")
+            metrics = train(restart=True)
         metrics["planned"] = plan
     # The same seeded split as `train` held out, for the edge runner to score the exports on.
     _, valid = examples.split(valid_size / len(examples), seed)

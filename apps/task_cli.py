@@ -13,6 +13,9 @@ import sys
 from app_cli import HelpFormatter, add_dtype_option, add_output_options, emit, for_people
 from cli_errors import add_debug_option
 
+# The recipes' settings that their arguments name otherwise (setting -> argument), for messages.
+SETTING_OPTIONS = {"learning_rate": "lr", "label_names": "labels"}
+
 
 def task_parser(description=None):
     """(parser, commands): an argparse parser whose `commands` take the subparsers.
@@ -35,9 +38,9 @@ def add_train_command(commands, data_format, unit="examples", epochs=3, learning
 
     Options: --data --init --out --epochs --batch-size --lr --max-length --mixed-precision
     --distribution --mesh --gradient-accumulation --remat (`add_distribution_options`) --limit
-    --validation-limit --seed --progress --quiet --checkpoint-every --json --verbose, and with `held_out` --valid
-    --validation-fraction --patience (a validation set, seeded split of --data by default,
-    watched by early stopping). `validation_limit(args)` reads --validation-limit.
+    --validation-limit --seed --progress --quiet --checkpoint-every --restart --json --verbose, and with
+    `held_out` --valid --validation-fraction --patience (a validation set, seeded split of --data by
+    default, watched by early stopping). `validation_limit(args)` reads --validation-limit.
 
     Args:
         commands: the subparsers of `task_parser`.
@@ -80,6 +83,9 @@ def add_train_command(commands, data_format, unit="examples", epochs=3, learning
                        help="back the run up every N steps or every M minutes, within epochs too (and at each "
                             "epoch's end): after a kill, the same command resumes from the last backup, on the "
                             "batches the uninterrupted run had")
+    train.add_argument("--restart", action="store_true",
+                       help="start over: discard the backup an interrupted run of --out left (without it the run "
+                            "resumes from the backup, and is refused, naming them, if settings changed)")
     add_output_options(train)
     return train
 
@@ -193,7 +199,8 @@ def train_options(args):
     options = dict(epochs=args.epochs, batch_size=args.batch_size, learning_rate=args.lr, max_length=args.max_length,
                    mixed_precision=args.mixed_precision, limit=args.limit, validation_limit=validation_limit(args),
                    seed=args.seed, gradient_accumulation=args.gradient_accumulation, remat=args.remat,
-                   verbose=args.progress, **{"backup_steps": None, "backup_minutes": None, **args.checkpoint_every})
+                   restart=args.restart, verbose=args.progress,
+                   **{"backup_steps": None, "backup_minutes": None, **args.checkpoint_every})
     if hasattr(args, "patience"):
         options.update(valid=args.valid, validation_fraction=args.validation_fraction, patience=args.patience)
     return options
@@ -204,9 +211,10 @@ def run_command(args, task, model_class, train, evaluate, predict, describe, reg
 
     - train: applies --distribution (`apply_distribution`), claims the run folder --out (one
       run at a time; refused before training when it cannot be written), calls `train()`,
-      then prints "Wrote OUT", or with --json its metrics. In a job of several processes
-      (torchrun, or JAX processes), process 0 does that; the others train with it and write and print nothing
-      (`kbert.distribution.is_chief`).
+      then prints "Wrote OUT", or with --json its metrics. A backup of an interrupted run with
+      other settings is refused, naming them as flags (`run_checks.refusing_in_flags`), unless
+      --restart. In a job of several processes (torchrun, or JAX processes), process 0 does that;
+      the others train with it and write and print nothing (`kbert.distribution.is_chief`).
     - evaluate: checks that --model is a run folder of `task` and that the metrics file can be
       written (an existing --out only if an earlier evaluation), then calls `evaluate()` (the
       recipe prints its scores for people) holding the folder's shared lock (no training run
@@ -225,17 +233,18 @@ def run_command(args, task, model_class, train, evaluate, predict, describe, reg
         regression: bool or None. For a `BertClassifier`: one score, or classes.
     """
     from kbert.saving import check_replaceable, check_writable, claim_run_folder, reading_run_folder
-    from run_checks import check_run_task
+    from run_checks import check_run_task, refusing_in_flags
 
     if args.command == "train":
         apply_distribution(args, config=args.init)
         from kbert.distribution import is_chief
 
         if not is_chief():
-            with open(os.devnull, "w") as nowhere, contextlib.redirect_stdout(nowhere):
+            with open(os.devnull, "w") as nowhere, contextlib.redirect_stdout(nowhere), refusing_in_flags(
+                    args, SETTING_OPTIONS):
                 train()
             return
-        with claim_run_folder(args.out, "--out"), for_people(args):
+        with claim_run_folder(args.out, "--out"), for_people(args), refusing_in_flags(args, SETTING_OPTIONS):
             metrics = train()
         emit(args, [metrics], lambda metrics: f"Wrote {args.out}")
         return

@@ -23,7 +23,7 @@ from kbert.metrics import pearson, spearman
 from kbert.optimizers import bert_adamw, bfloat16_compute
 from kbert.saving import load_run
 from kbert.tasks.bert_sentence_encoder import BertSentenceEncoder
-from kbert.training.fine_tuning_run import fine_tuning_run
+from kbert.training.training_run import fine_tuning_run
 from kbert.training.remat import rematerialized
 from kbert.training.run_results import parameter_counts, write_evaluation
 from kbert.training.validation_scores import ValidationScores
@@ -34,13 +34,13 @@ NLI_CLASSES = ("entailment", "neutral", "contradiction")
 def train(data, init, out, objective="cosine", valid=None, score_range=(0.0, 5.0), positive_label="entailment",
           pooling="mean", epochs=1, batch_size=16, learning_rate=2e-5, max_length=DEFAULT_SEQUENCE_LENGTH,
           mixed_precision=False, validation_fraction=0.1, limit=None, validation_limit=None, patience=1, seed=0,
-          gradient_accumulation=1, remat=False, backup_steps=None, backup_minutes=5.0, verbose="auto"):
+          gradient_accumulation=1, remat=False, backup_steps=None, backup_minutes=5.0, restart=False, verbose="auto"):
     """Trains a `BertSentenceEncoder` from `init` and writes the run folder `out`.
 
     `BertSentenceEncoder.from_preset(init, pooling=..., objective=...)`, compiled with
     `bert_adamw(learning_rate)` (10% warmup, linear decay, weight decay 0.01), fitted on the pairs
     with the validation Spearman watched by early stopping (restoring the best epoch). The run is
-    backed up and resumes as every fine-tuning does (`kbert.training.fine_tuning_run`).
+    backed up and resumes as every fine-tuning does (`kbert.training.training_run.fine_tuning_run`).
 
     Args:
         data: path of the training TSV: scored pairs ("cosine") or labelled pairs ("ranking").
@@ -57,7 +57,7 @@ def train(data, init, out, objective="cosine", valid=None, score_range=(0.0, 5.0
             defaults: 1 epoch, batches of 16, 2e-5).
         mixed_precision, gradient_accumulation, remat: as for the other recipes.
         validation_fraction, limit, validation_limit, patience, seed: as for the other recipes.
-        backup_steps, backup_minutes, verbose: as `fine_tuning_run`'s.
+        backup_steps, backup_minutes, restart, verbose: as `fine_tuning_run`'s.
 
     Returns: the metrics dict written to `metrics.json`.
     """
@@ -86,7 +86,7 @@ def train(data, init, out, objective="cosine", valid=None, score_range=(0.0, 5.0
            "objective": objective, "pooling": pooling, "score_range": list(score_range),
            "positive_label": positive_label if objective == "ranking" else None,
            "train_pairs": len(train_pairs), "validation_pairs": len(valid_pairs),
-           "max_length": model.preprocessor.sequence_length, "zero_shot": zero_shot}
+           "max_length": model.preprocessor.sequence_length}
     hyperparameters = {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
                        "mixed_precision": mixed_precision, "gradient_accumulation": gradient_accumulation,
                        "remat": remat, "patience": patience, "seed": seed, "limit": limit,
@@ -95,7 +95,8 @@ def train(data, init, out, objective="cosine", valid=None, score_range=(0.0, 5.0
     metrics, validation = fine_tuning_run(
         model, (train_pairs.texts, train_pairs.pairs), labels, out, "embedding", run, hyperparameters,
         inputs=(data, valid), title=f"embedding ({objective}) from {init}", data={"train": data, "validation": valid},
-        scorer=scorer, stopping=stopping, backup_steps=backup_steps, backup_minutes=backup_minutes, verbose=verbose)
+        scorer=scorer, stopping=stopping, backup_steps=backup_steps, backup_minutes=backup_minutes, restart=restart,
+        measured={"zero_shot": zero_shot}, verbose=verbose)
     print(format_scores(validation, f"validation ({len(valid_pairs)} pairs)", zero_shot))
     return metrics
 

@@ -18,7 +18,7 @@ from kbert.optimizers import bert_adamw, bfloat16_compute
 from kbert.saving import load_run
 from kbert.tasks.bert_token_classifier import BertTokenClassifier
 from kbert.training.remat import rematerialized
-from kbert.training.fine_tuning_run import fine_tuning_run
+from kbert.training.training_run import fine_tuning_run
 from kbert.training.run_results import write_evaluation
 from kbert.training.validation_scores import ValidationScores
 
@@ -26,7 +26,7 @@ from kbert.training.validation_scores import ValidationScores
 def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e-5,
           max_length=DEFAULT_SEQUENCE_LENGTH, mixed_precision=False, validation_fraction=0.1, limit=None,
           validation_limit=None, patience=1, seed=0, gradient_accumulation=1, remat=False,
-          backup_steps=None, backup_minutes=5.0, verbose="auto"):
+          backup_steps=None, backup_minutes=5.0, restart=False, verbose="auto"):
     """Fine-tunes a `BertTokenClassifier` and writes the run folder `out`.
 
     The task API's recipe (`BertTokenClassifier.from_preset`, `compile(learning_rate=...)`:
@@ -60,6 +60,8 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
         seed: int. Seeds the split, the shuffles, dropout and the head's initialization.
         backup_steps, backup_minutes: int or None, float or None. Back up within an epoch every this
             many steps, or once this many minutes have passed since the last backup (`run_backup`).
+        restart: bool. Start over, deleting the backup of an interrupted run; without it a backup of a run
+            with other settings is refused, naming them (`kbert.saving.SettingsChangedError`).
         verbose: 0 silent, 1 Keras's progress bar, 2 a line per epoch, "lines" a line every 30 s
             with the time left (`kbert.training.fit_progress`), "auto" a bar on a terminal, else lines.
 
@@ -92,7 +94,8 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
     metrics, validation = fine_tuning_run(
         model, train_sentences.words, train_sentences.tags, out, "ner", run, hyperparameters, inputs=(data, valid),
         title=f"ner from {init} (entity_f1: validation)", data={"train": data, "validation": valid}, scorer=scorer,
-        stopping=stopping, curves=_curves, backup_steps=backup_steps, backup_minutes=backup_minutes, verbose=verbose)
+        stopping=stopping, curves=_curves, backup_steps=backup_steps, backup_minutes=backup_minutes, restart=restart,
+        verbose=verbose)
     print(format_entity_scores(validation, f"validation ({len(valid_sentences)} sentences)"))
     return metrics
 

@@ -25,14 +25,14 @@ from kbert.saving import METRICS_FILE, load_run, write_json_atomic
 from kbert.tasks.bert_question_answerer import BertQuestionAnswerer
 from kbert.tasks.bert_question_answerer_preprocessor import BertQuestionAnswererPreprocessor
 from kbert.training.remat import rematerialized
-from kbert.training.fine_tuning_run import fine_tuning_run
+from kbert.training.training_run import fine_tuning_run
 from kbert.training.run_results import write_evaluation
 
 
 def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_length=384,
           doc_stride=128, max_question_length=64, mixed_precision=False, validation_articles=10,
           articles=None, limit=None, validation_limit=None, seed=0, gradient_accumulation=1, remat=False,
-          backup_steps=None, backup_minutes=5.0, verbose="auto"):
+          backup_steps=None, backup_minutes=5.0, restart=False, verbose="auto"):
     """Fine-tunes a `BertQuestionAnswerer` and writes the run folder `out`.
 
     The task API's recipe (`BertQuestionAnswerer.from_preset` with a
@@ -69,6 +69,8 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
         seed: int. Seeds the split, the subsets, the shuffles and the head's initialization.
         backup_steps, backup_minutes: int or None, float or None. Back up within an epoch every this
             many steps, or once this many minutes have passed since the last backup (`run_backup`).
+        restart: bool. Start over, deleting the backup of an interrupted run; without it a backup of a run
+            with other settings is refused, naming them (`kbert.saving.SettingsChangedError`).
         verbose: 0 silent, 1 Keras's progress bar, 2 a line per epoch, "lines" a line every 30 s
             with the time left (`kbert.training.fit_progress`), "auto" a bar on a terminal, else lines.
 
@@ -107,7 +109,8 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
     metrics, validation = fine_tuning_run(
         model, (questions, contexts), answers, out, "qa", run, hyperparameters, inputs=(data,), title=f"qa from {init}",
         data={"train and validation": data}, final_scores=lambda model: _validation(model, valid_examples, batch_size),
-        backup_steps=backup_steps, backup_minutes=backup_minutes, verbose=verbose)
+        backup_steps=backup_steps, backup_minutes=backup_minutes, restart=restart,
+        verbose=verbose)
     print(f"validation ({len(valid_examples)} questions): exact match {validation['exact_match']:.2f}, "
           f"F1 {validation['f1']:.2f}")
     return metrics

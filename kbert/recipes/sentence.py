@@ -15,7 +15,7 @@ from kbert.saving import load_run
 from kbert.tasks.bert_classifier import BertClassifier
 from kbert.tasks.bert_text_classifier_preprocessor import BertTextClassifierPreprocessor
 from kbert.training.remat import rematerialized
-from kbert.training.fine_tuning_run import fine_tuning_run
+from kbert.training.training_run import fine_tuning_run
 from kbert.training.run_results import parameter_counts, write_evaluation
 from kbert.training.validation_scores import ValidationScores
 from kbert_edge.edge_model import EMPTY_TEXT, is_blank
@@ -55,7 +55,7 @@ def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learnin
           max_length=DEFAULT_SEQUENCE_LENGTH, lora_rank=None, mixed_precision=False, validation_fraction=0.1,
           limit=None, validation_limit=None, patience=1, seed=0, labels=None, skip_bad_rows=False,
           doc_stride=None, train_windows="first", window_pooling="mean", gradient_accumulation=1, remat=False,
-          backup_steps=None, backup_minutes=5.0, verbose="auto"):
+          backup_steps=None, backup_minutes=5.0, restart=False, verbose="auto"):
     """Fine-tunes a `BertClassifier` with BERT's recipe and writes the run folder `out`.
 
     A thin layer over the task API: `BertClassifier.from_preset(init, ...)` builds the
@@ -100,6 +100,8 @@ def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learnin
         skip_bad_rows: bool. Skip unreadable TSV rows (counted) instead of failing.
         backup_steps, backup_minutes: int or None, float or None. Back up within an epoch every this
             many steps, or once this many minutes have passed since the last backup (`run_backup`).
+        restart: bool. Start over, deleting the backup of an interrupted run; without it a backup of a run
+            with other settings is refused, naming them (`kbert.saving.SettingsChangedError`).
         verbose: 0 silent, 1 Keras's progress bar, 2 a line per epoch, "lines" a line every 30 s
             with the time left (`kbert.training.fit_progress`), "auto" a bar on a terminal, else lines.
 
@@ -156,7 +158,8 @@ def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learnin
     metrics, validation = fine_tuning_run(
         model, _inputs(train_examples), train_examples.labels, out, problem.name, run, hyperparameters,
         inputs=(data, valid), title=f"{problem.name} from {init}", data={"train": data, "validation": valid},
-        scorer=scorer, stopping=stopping, backup_steps=backup_steps, backup_minutes=backup_minutes, verbose=verbose)
+        scorer=scorer, stopping=stopping, backup_steps=backup_steps, backup_minutes=backup_minutes, restart=restart,
+        verbose=verbose)
     print(format_metrics(validation, f"validation ({len(valid_examples)} examples)"))
     return metrics
 

@@ -20,7 +20,7 @@ import zipfile
 BACKBONE_FILE = "backbone.keras"  # a backbone folder's model (`kbert.saving.save_backbone`)
 MODEL_FILE = "model.keras"  # a task run folder's model (`kbert.training.write_run_folder`)
 METRICS_FILE = "metrics.json"
-SETTINGS_FILE = "settings.json"  # the settings a resumable run started with (apps/pretrain.py)
+SETTINGS_FILE = "settings.json"  # the settings a pretraining run started with (kbert.recipes.pretrain)
 
 
 def hidden_beside(path, kind):
@@ -48,6 +48,44 @@ def all_beside(path, kind):
 
 class RunFolderError(ValueError):
     """A run folder that cannot be used as asked: not writable, in use, of another task, other settings."""
+
+
+class SettingsChangedError(RunFolderError):
+    """A run resumed with settings other than those it started with (`changed_settings`), which it refuses.
+
+    Args:
+        where: str or path. What records the settings the run started with (a settings file, a backup).
+        changes: list of `(name, started, now)`, as `changed_settings` returns them.
+
+    Its message names each setting by its name; an app words them as its flags (`.where`, `.changes`).
+
+    Example:
+    >>> raise SettingsChangedError("runs/.sst2.backup", [("epochs", 3, 2)])
+    Traceback (most recent call last):
+    kbert.saving.run_folder.SettingsChangedError: runs/.sst2.backup: this run started with epochs 3, not 2. Repeat its
+    settings to resume it, or start it over (restart), which discards what it trained.
+    """
+
+    def __init__(self, where, changes):
+        self.where, self.changes = str(where), list(changes)
+        said = "; ".join(f"{name} {started!r}, not {now!r}" for name, started, now in self.changes)
+        super().__init__(f"{self.where}: this run started with {said}. Repeat its settings to resume it, or start it "
+                         f"over (restart), which discards what it trained.")
+
+
+def changed_settings(started, settings, may_change=(), renamed=None):
+    """The settings of `settings` that differ from `started` (what a run started with): `[(name, started, now)]`,
+    sorted by name; a name in `may_change` may differ, and `renamed` maps a setting's former name to its name
+    now, so that a run started before a rename compares alike.
+
+    Example:
+    >>> changed_settings({"lr": 0.1, "steps": 10, "task": "nsp"}, {"lr": 0.2, "steps": 20, "objective": "nsp"},
+    ...                  may_change=["steps"], renamed={"task": "objective"})
+    [('lr', 0.1, 0.2)]
+    """
+    started = {(renamed or {}).get(name, name): value for name, value in started.items()}
+    return [(name, started.get(name), settings.get(name)) for name in sorted(set(started) | set(settings))
+            if name not in may_change and started.get(name) != settings.get(name)]
 
 
 def check_writable(path, what="the output folder"):
@@ -296,15 +334,34 @@ def atomic_output_folder(path):
 
 def remove_leftovers(out):
     """Removes what a killed write of the run folder `out` left beside it (see
-    `atomic_output_folder`): `.NAME.partial-*` folders, and `.NAME.old-*`
-    ones, after putting back the previous run folder a kill between two renames left there."""
+    `atomic_output_folder`, `delete_folder`): `.NAME.partial-*` and `.NAME.deleted-*` folders, and
+    `.NAME.old-*` ones, after putting back the previous run folder a kill between two renames left there."""
     out = pathlib.Path(out)
     for old in all_beside(out, "old"):
         if (old / out.name).is_dir() and not out.exists():
             (old / out.name).rename(out)
         shutil.rmtree(old, ignore_errors=True)
-    for partial in all_beside(out, "partial"):
+    for partial in [*all_beside(out, "partial"), *all_beside(out, "deleted")]:
         shutil.rmtree(partial, ignore_errors=True)
+
+
+def delete_folder(path):
+    """Deletes the folder `path` at once: renamed into a `.NAME.deleted-*` folder beside it, then removed, so a
+    kill during the deletion leaves no half folder at `path` (`remove_leftovers` removes the rest).
+
+    Example:
+    >>> folder = pathlib.Path(tempfile.mkdtemp()) / "run"
+    >>> (folder / "logs").mkdir(parents=True)
+    >>> delete_folder(folder)
+    >>> list(folder.parent.iterdir())
+    []
+    """
+    path = pathlib.Path(path)
+    if not path.exists():
+        return
+    trash = temporary_beside(path, "deleted")
+    path.rename(trash / path.name)
+    shutil.rmtree(trash)
 
 
 def _umask():

@@ -8,7 +8,7 @@ import keras
 import numpy as np
 
 from kbert.distribution import is_chief, writing_alone
-from kbert.saving import read_json, write_json_atomic
+from kbert.saving import SettingsChangedError, changed_settings, read_json, write_json_atomic
 from kbert.training.non_finite_loss import NonFiniteLossError, non_finite_weights, stop_message
 from kbert.training.training_logs import LOG_NAMES
 
@@ -36,7 +36,8 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
 
     A backup never replaces the last good one with a model whose loss or weights are NaN or
     infinite: it raises `kbert.training.NonFiniteLossError` instead. With `settings`, a
-    backup of a run with other settings is deleted rather than restored (a note says so).
+    backup of a run with other settings is refused (`kbert.saving.SettingsChangedError`, naming
+    each setting, the value it started with and the new one), not restored: delete it to start over.
 
     In a job of several processes (`kbert.distribution.is_chief`), every process restores
     the backup, and process 0 alone writes and deletes it: the others must see its folder
@@ -83,25 +84,39 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
 
     def resume_position(self):
         """(epoch, batch) where a fit resumes from the last backup: epoch `epoch` (0 is the
-        first) from its batch `batch` (0: at its start); None without a backup to resume (or
-        with one of other settings, which `fit` deletes).
+        first) from its batch `batch` (0: at its start); None without a backup to resume. A backup
+        of a run with other settings raises `kbert.saving.SettingsChangedError` (`check_settings`).
 
         Example:
         >>> import tempfile
         >>> AtomicBackupAndRestore(tempfile.mkdtemp()).resume_position() is None
         True
         """
-        metadata = self._metadata()
-        if metadata is None or self._changed_settings(metadata):
+        metadata = self.check_settings()
+        if metadata is None:
             return None
         return metadata["epoch"], metadata.get("batch", 0)
 
-    def _changed_settings(self, metadata):
-        """The settings that differ from those of the backup's run (sorted names; [] when none)."""
-        if self.settings is None or metadata.get("settings") == self.settings:
-            return []
-        saved = metadata.get("settings") or {}
-        return sorted(key for key in {**self.settings, **saved} if self.settings.get(key) != saved.get(key))
+    def check_settings(self):
+        """Raises `kbert.saving.SettingsChangedError` when the last backup is of a run started with settings
+        other than `settings` (a backup that records none, or a backup without `settings`, is not checked).
+        Returns the backup's metadata (None without a backup).
+
+        Example:
+        >>> import tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> write_json_atomic(pathlib.Path(folder) / METADATA_FILE, {"epoch": 1, "step": 2, "settings": {"lr": 0.1}})
+        >>> AtomicBackupAndRestore(folder, settings={"lr": 0.2}).check_settings()
+        Traceback (most recent call last):
+        kbert.saving.run_folder.SettingsChangedError: ...: this run started with lr 0.1, not 0.2. ...
+        """
+        metadata = self._metadata()
+        saved = metadata and metadata.get("settings")
+        if saved is not None and self.settings is not None:
+            changes = changed_settings(saved, self.settings)
+            if changes:
+                raise SettingsChangedError(self.backup_dir, changes)
+        return metadata
 
     def last_checkpoint(self):
         """The last backup, described ("folder (epoch E, step S)"), or None."""
@@ -126,14 +141,8 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
         return read_json(path, missing=None)
 
     def _load_model(self):
-        metadata = self._metadata()
+        metadata = self.check_settings()
         if metadata is None:
-            return
-        changed = self._changed_settings(metadata)
-        if changed:
-            print(f"The backup in {self.backup_dir} is of a run with other settings ({', '.join(changed)}): "
-                  "starting afresh.")
-            self.delete()
             return
         if self.model.optimizer is not None and not self.model.optimizer.built:
             self.model.optimizer.build(self.model.trainable_variables)

@@ -69,14 +69,15 @@ def parameter_counts(model):
 
 
 def run_metrics(task, run, hyperparameters, model, backup, seconds, history, validation, best_epoch):
-    """The `metrics.json` of a finished fine-tuning, the same fields for every task: what ran (`task`, the
+    """The `metrics.json` of a finished training run, the same fields for every task (fine-tuning and
+    pretraining, through `kbert.training.training_run`): what ran (`task`, the
     backend, `run`, `hyperparameters`, the distribution, the machine's CPU: `kbert_edge.cpu.describe_cpu`),
     the model's `parameters` and `trainable_parameters` (fewer under LoRA), its optimizer `steps` (and
     `resumed_at_step`), `fit_seconds` and `steps_per_second` (of this process's steps), `best_epoch` (the
     epoch whose weights the run kept), its `fit` history and its `validation` scores.
 
     Args:
-        task: str. The app that trained it: "sentiment", "nli", "similarity", "ner", "qa".
+        task: str. The app that trained it: "sentiment", "nli", "similarity", "ner", "qa", "pretrain", ...
         run: dict. What the run read (init, data, ...).
         hyperparameters: dict.
         model: the trained, compiled Keras model.

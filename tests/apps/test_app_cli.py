@@ -103,10 +103,10 @@ def test_start_up_lines_only_with_verbose(tmp_path):
 # Every option `task_cli.add_train_command` gives, and the recipe's keyword each one becomes.
 TRAIN_OPTIONS = ["--epochs", "2", "--batch-size", "3", "--lr", "0.01", "--max-length", "16", "--mixed-precision",
                  "--gradient-accumulation", "2", "--remat", "--limit", "5", "--seed", "4", "--progress", "lines",
-                 "--checkpoint-every", "1.5min"]
+                 "--checkpoint-every", "1.5min", "--restart"]
 TRAIN_KEYWORDS = dict(epochs=2, batch_size=3, learning_rate=0.01, max_length=16, mixed_precision=True,
                       gradient_accumulation=2, remat=True, limit=5, validation_limit=5, seed=4, verbose="lines",
-                      backup_steps=None, backup_minutes=1.5)
+                      backup_steps=None, backup_minutes=1.5, restart=True)
 HELD_OUT = ["--valid", "v.txt", "--validation-fraction", "0.2", "--patience", "3"]
 HELD_OUT_KEYWORDS = dict(valid="v.txt", validation_fraction=0.2, patience=3)
 # (app, the recipe module, its other options, what they become, the positional arguments before data, init, out)

@@ -82,7 +82,7 @@ def train_flags():
     expected = dict(command="train", data="d", init="i", out="o", epochs=1, batch_size=2, lr=0.001, max_length=64,
                     mixed_precision=True, distribution="model", mesh=(2, 4), gradient_accumulation=2, remat=True,
                     limit=5, validation_limit=None, seed=3, progress=0, checkpoint_every={"backup_steps": 50},
-                    json=False, verbose=False)
+                    restart=False, json=False, verbose=False)
     return common, expected
 
 

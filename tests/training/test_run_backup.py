@@ -3,6 +3,7 @@ import importlib
 import numpy as np
 import pytest
 
+from kbert.saving import SettingsChangedError
 from kbert.training import run_backup
 from tests.conftest import Kill
 from tests.training.conftest import dense_model
@@ -29,14 +30,32 @@ def test_backs_up_beside_the_run_folder_and_a_rerun_resumes(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_backup_of_other_settings_is_not_resumed(tmp_path, capsys):
-    killed_run(tmp_path / "run", {"epochs": 3, "lr": 0.1})
-    history = dense_model(0.1).fit(X, Y, epochs=3, callbacks=[run_backup(tmp_path / "run", {"epochs": 3, "lr": 0.2})],
-                                   verbose=0)
-    assert history.epoch == [0, 1, 2] and "other settings (lr)" in capsys.readouterr().out
+def test_a_backup_of_other_settings_is_refused_naming_them_unless_restarted(tmp_path, capsys):
+    """Issue 41: a backup of other settings was deleted silently (the run started afresh); now refused at once,
+    naming each setting with the value the run started with and the new one, unless `restart`."""
+    killed_run(tmp_path / "run", {"epochs": 3, "lr": 0.1, "seed": 0})
+    with pytest.raises(SettingsChangedError, match=r"started with lr 0.1, not 0.2; seed 0, not 1\. Repeat") as error:
+        run_backup(tmp_path / "run", {"epochs": 3, "lr": 0.2, "seed": 1})
+    assert error.value.changes == [("lr", 0.1, 0.2), ("seed", 0, 1)]
+    assert (tmp_path / ".run.backup" / "training_metadata.json").is_file()  # kept: the same settings resume it
+    backup = run_backup(tmp_path / "run", {"epochs": 3, "lr": 0.2, "seed": 1}, restart=True)
+    assert "deleted the backup" in capsys.readouterr().out and backup.resume_position() is None
+    history = dense_model(0.1).fit(X, Y, epochs=3, callbacks=[backup], verbose=0)
+    assert history.epoch == [0, 1, 2]
+    assert run_backup(tmp_path / "run", {"epochs": 3, "lr": 0.2, "seed": 1}).resume_position() == (3, 0)
 
 
-def test_a_training_file_edited_in_place_is_not_resumed_on(tmp_path, capsys):
+def test_a_setting_that_may_change_is_not_compared(tmp_path):
+    """Pretraining's steps: raised on a rerun, the run trains further from its backup."""
+    backup = run_backup(tmp_path / "run", {"steps": 3, "lr": 0.1}, may_change=["steps"])
+    with pytest.raises(KeyboardInterrupt):
+        dense_model(0.1).fit(X, Y, epochs=3, callbacks=[backup, Kill(0)], verbose=0)
+    assert run_backup(tmp_path / "run", {"steps": 6, "lr": 0.1}, may_change=["steps"]).resume_position() == (1, 0)
+    with pytest.raises(SettingsChangedError, match="lr 0.1, not 0.2"):
+        run_backup(tmp_path / "run", {"steps": 6, "lr": 0.2}, may_change=["steps"])
+
+
+def test_a_training_file_edited_in_place_is_refused(tmp_path):
     """Issue 43: after kill -9 and an edit of the training file, fine-tuning resumed on the old weights."""
     data = tmp_path / "train.tsv"
     data.write_text("a\t1\n")
@@ -45,10 +64,8 @@ def test_a_training_file_edited_in_place_is_not_resumed_on(tmp_path, capsys):
         dense_model(0.1).fit(X, Y, epochs=3, callbacks=[backup, Kill(0)], verbose=0)
     assert run_backup(tmp_path / "run", {"epochs": 3}, inputs=(data,)).resume_position() == (1, 0)  # unchanged
     data.write_text("a\t0\n")
-    backup = run_backup(tmp_path / "run", {"epochs": 3}, inputs=(data,))
-    assert backup.resume_position() is None
-    history = dense_model(0.1).fit(X, Y, epochs=3, callbacks=[backup], verbose=0)
-    assert history.epoch == [0, 1, 2] and "other settings (input_sha256)" in capsys.readouterr().out
+    with pytest.raises(SettingsChangedError, match="started with input_sha256"):
+        run_backup(tmp_path / "run", {"epochs": 3}, inputs=(data,))
 
 
 def test_logs_without_a_backup_and_leftovers_of_a_killed_write_are_removed(tmp_path):

@@ -10,7 +10,7 @@ import pytest
 from kbert import BertBackbone
 from kbert.tasks import BertClassifier, BertTextClassifierPreprocessor
 from kbert.text import BertTokenizer
-from kbert.training.fine_tuning_run import fine_tuning_run
+from kbert.training.training_run import fine_tuning_run
 from kbert.training.validation_scores import ValidationScores
 from tests.conftest import TINY
 from tests.tasks.conftest import VOCABULARY
