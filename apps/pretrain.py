@@ -16,10 +16,11 @@ already trained). One process at a time writes a run folder (a lock, .<run>.lock
 Everything lives in saved_models/<run>/: settings.json (with each corpus file's path, size and
 SHA-256: the corpus is read where it is, never copied, so a resumed run reads the same files and
 a file edited since is refused), vocab.txt (given, or learned from a random sample of
---vocab-lines training lines), backup/ (the checkpoint), logs/ (TensorBoard), history.csv,
-curves.png, metrics.json (the settings, held-out MLM and NSP accuracy before and after training),
+--vocab-lines training lines), logs/ (TensorBoard), history.csv, curves.png, metrics.json (the fields
+every training run writes, the settings, held-out MLM and NSP accuracy before and after training),
 README.md (the model card: versions, corpus checksums, settings, metrics) and, at the end,
-backbone.keras: `--init saved_models/<run>` for the task apps.
+backbone.keras: `--init saved_models/<run>` for the task apps. The checkpoint lives beside the run
+folder, as every app's backup: saved_models/.<run>.backup/ (kept at the end, to train further).
 
 --init continues pretraining from a checkpoint instead of random weights (e.g. --init all_minilm_l6_v2:
 its config and vocabulary; the MLM head starts fresh, its decoder tied to the embeddings).
@@ -44,16 +45,11 @@ With --json, the last line on stdout is metrics.json as one JSON object (the res
 
 import argparse
 import contextlib
-import csv
 import glob
 import json
-import math
 import os
 import pathlib
-import resource
-import shutil
 import sys
-import tempfile
 
 from app_cli import app_parser, emit, for_people
 from app_cli import parse_args as parse_app_args
@@ -61,7 +57,6 @@ from cli_errors import run
 from task_cli import (add_distribution_options, apply_distribution, non_negative_int, positive_float, positive_int,
                       ratio, sequence_length)
 
-MAY_CHANGE = ("steps",)  # the settings a resumed run may change; the others make the run what it is
 # How it runs, not what it trains: a run may resume on another mesh.
 NOT_SETTINGS = ("run", "output", "restart", "json", "verbose", "quiet", "distribution", "mesh", "remat")
 RENAMED = {"task": "objective"}  # settings.json names of runs started before a rename: old -> new
@@ -221,52 +216,6 @@ def read_config(path):
     return fields
 
 
-def check_resumable(folder, settings):
-    """Raises RunFolderError unless `folder` is new, or a pretraining run started with `settings`
-    (but `MAY_CHANGE`) that has not trained past `settings["steps"]`."""
-    from kbert.saving import MODEL_FILE, SETTINGS_FILE, RunFolderError
-    from run_checks import check_run_settings
-
-    if not folder.is_dir() or not any(folder.iterdir()):
-        return
-    if not (folder / SETTINGS_FILE).is_file():
-        if (folder / MODEL_FILE).is_file():
-            raise RunFolderError(f"--run {folder} holds a fine-tuned model ({MODEL_FILE}), not a pretraining run: "
-                                 f"choose another --run.")
-        if (folder / "vocab.txt").is_file():
-            raise RunFolderError(f"--run {folder} records no {SETTINGS_FILE} (a run from before kbert kept them), "
-                                 f"so a rerun cannot be checked against it: start over with --restart, or choose "
-                                 f"another --run.")
-        return  # a run killed while writing its data split, before it was prepared: prepared again
-    check_run_settings(folder, settings, may_change=MAY_CHANGE, renamed=RENAMED)
-    trained = resumed_step(folder / "backup")
-    if settings["steps"] < trained:
-        raise RunFolderError(f"--run {folder} has trained {trained} steps already: --steps {settings['steps']} "
-                             f"cannot undo them (start over with --restart).")
-
-
-def start_over(folder):
-    """Deletes the pretraining run folder `folder` (for --restart); refuses a folder of anything else."""
-    from kbert.saving import BACKBONE_FILE, MODEL_FILE, SETTINGS_FILE, RunFolderError
-
-    if not folder.exists():
-        return
-    marks = (SETTINGS_FILE, "backup", BACKBONE_FILE, "train.txt", "history.csv")
-    if not folder.is_dir() or (folder / MODEL_FILE).exists() or not any((folder / m).exists() for m in marks):
-        raise RunFolderError(f"--restart: {folder} is not a pretraining run folder; not deleting it. "
-                             f"Choose another --run.")
-    trash = pathlib.Path(tempfile.mkdtemp(prefix=f".{folder.name}.deleted-", dir=folder.parent))
-    folder.rename(trash / folder.name)  # gone at once: a kill during the deletion leaves no half run
-    shutil.rmtree(trash)
-    print(f"--restart: deleted {folder}.", flush=True)
-
-
-def remove_deleted(folder):
-    """Removes what a kill during `start_over` left beside `folder`."""
-    for trash in folder.parent.glob(f".{glob.escape(folder.name)}.deleted-*"):
-        shutil.rmtree(trash, ignore_errors=True)
-
-
 def check_split(files, args):
     """Reads the corpus once: raises ValueError, naming the files and the numbers, when the training
     split (or, with --holdout-fraction, the held-out one) would be empty; notes files with no text.
@@ -299,69 +248,6 @@ def check_split(files, args):
     return survey["sample"]
 
 
-def prepare_run(args, folder, settings, files, init_tokenizer=None):
-    """Checks the split and writes the settings and the vocabulary (`init_tokenizer`'s with --init)
-    once; a resumed run reads them back."""
-    from kbert.text import BertTokenizer, train_wordpiece_vocabulary
-    from kbert.saving import SETTINGS_FILE, read_json, write_json_atomic
-
-    if not (folder / "vocab.txt").is_file():
-        sample = check_split(files, args)
-        if init_tokenizer is not None:
-            tokenizer = init_tokenizer
-        elif args.vocab:
-            tokenizer = BertTokenizer.from_vocab(args.vocab)
-        else:
-            print(f"Learning a {args.vocab_size}-token WordPiece vocabulary from {len(sample)} training lines",
-                  flush=True)
-            tokenizer = BertTokenizer(train_wordpiece_vocabulary(sample, args.vocab_size))
-        folder.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(folder / SETTINGS_FILE, settings)
-        with tempfile.TemporaryDirectory(dir=folder) as temporary:
-            tokenizer.save(temporary)
-            for name in ("tokenizer_config.json", "vocab.txt"):  # vocab.txt last: marks "prepared"
-                os.replace(pathlib.Path(temporary) / name, folder / name)
-    elif read_json(folder / SETTINGS_FILE) != settings:  # --steps raised: the run goes further
-        write_json_atomic(folder / SETTINGS_FILE, settings)
-    return BertTokenizer.from_hf(folder)
-
-
-def resumed_step(backup):
-    """The optimizer step of the checkpoint in `backup` (0 when starting afresh)."""
-    from kbert.saving import read_json
-
-    return read_json(backup / "training_metadata.json", missing={}).get("step", 0)
-
-
-def kept_batches(batches):
-    """The list `batches` (the held-out global batches) as a `keras.utils.PyDataset`: `fit`'s validation and
-    `evaluate` read it as it is, batch by batch, and a job of several JAX processes shares it out (`process_share`)."""
-    import keras
-
-    class Kept(keras.utils.PyDataset):
-        def __len__(self):
-            return len(batches)
-
-        def __getitem__(self, index):
-            return batches[index]
-
-    return Kept()
-
-
-def read_history(path):
-    """history.csv as {metric: [per-epoch values]}; a resumed epoch keeps its last row.
-
-    Without held-out data Keras's CSVLogger still writes val_ columns, all "NA": left out.
-    """
-    if not path.is_file():
-        return {}
-    with open(path) as f:
-        rows = {int(row["epoch"]): row for row in csv.DictReader(f)}
-    names = [name for name in next(iter(rows.values()), {})
-             if name != "epoch" and all(row[name] != "NA" for row in rows.values())]
-    return {name: [float(rows[epoch][name]) for epoch in sorted(rows)] for name in names}
-
-
 def main(argv=None):
     args = parse_args(argv)
     folder = pathlib.Path(args.output) / args.run
@@ -369,138 +255,42 @@ def main(argv=None):
     settings = run_settings(args, files)
     check_distribution(args, settings)
     from kbert.distribution import chief_first, is_chief
+    from kbert.recipes import pretrain as recipe
     from kbert.saving import claim_run_folder
+    from run_checks import check_resumable, refusing_in_flags, start_over
 
     with contextlib.ExitStack() as stack:
+        sample = []  # the training lines to learn a vocabulary from, for a new run
+
         def claim():  # process 0 of a job alone (the others wait, and stop if it fails)
             stack.enter_context(claim_run_folder(folder, "--run", replaces=False))
             stack.enter_context(for_people(args))
-            remove_deleted(folder)
             if args.restart:
                 start_over(folder)
-            check_resumable(folder, settings)
+            check_resumable(folder, settings, may_change=recipe.MAY_CHANGE, renamed=RENAMED)
+            if not recipe.is_prepared(folder):
+                sample.extend(check_split(files, args))
 
         chief_first(claim)
         if not is_chief():  # trains with process 0 on its share of each batch; writes and prints nothing
             stack.enter_context(contextlib.redirect_stdout(stack.enter_context(open(os.devnull, "w"))))
-        metrics = pretrain(args, folder, settings, files)
+        init = args.init and recipe.load_init(args.init, args.mixed_precision, args.remat)
+        if init and args.seq_len > init[0].max_sequence_length:
+            raise ValueError(f"--seq-len {args.seq_len} exceeds the {init[0].max_sequence_length} positions "
+                             f"of --init {args.init}: give --seq-len {init[0].max_sequence_length} or less.")
+        with refusing_in_flags(args):
+            metrics = recipe.train(
+                files, folder, settings, init=init or None, preset=args.preset, config=settings["config"],
+                vocabulary=args.vocab, vocabulary_sample=sample, vocabulary_size=args.vocab_size,
+                objective=args.objective, whole_word_masking=args.whole_word_masking,
+                duplication_factor=args.duplication_factor, steps=args.steps, checkpoint_every=args.checkpoint_every,
+                batch_size=args.batch_size, sequence_length=args.seq_len, learning_rate=args.lr,
+                warmup_ratio=args.warmup_ratio, holdout_fraction=args.holdout_fraction,
+                mixed_precision=args.mixed_precision, seed=args.seed, gradient_accumulation=args.gradient_accumulation,
+                remat=args.remat, verbose=0 if args.quiet else "auto")
+        print(f"Fine-tune it: --init {folder} in the task apps.")
     if args.json and is_chief():
         emit(args, [metrics])
-
-
-def pretrain(args, folder, settings, files):
-    """Prepares (or resumes) the run in `folder` on the corpus `files` and trains it to `args.steps`;
-    saves backbone.keras.
-    Returns the metrics written to metrics.json."""
-    import keras
-
-    from kbert import distribution_torch
-    from kbert.distribution import chief_first, describe, is_chief, process_share, writing_alone
-    from kbert.saving import read_json, save_backbone
-    from kbert.config import PRESETS, BertConfig
-    from kbert.data.pretraining_dataset import pretraining_dataset
-    from kbert.data.process_batches import process_batches
-    from kbert.models.bert_backbone import BertBackbone
-    from kbert.models.load_backbone import load_backbone
-    from kbert.text import BertTokenizer
-    from kbert.optimizers import bert_adamw
-    from kbert.tasks.bert_pretrainer import BertPretrainer
-    from kbert.training import AtomicBackupAndRestore, StopOnNonFiniteLoss, plot_history
-    from kbert.training.fit_progress import fit_progress
-    from kbert.training.model_card import write_model_card
-    from kbert.training.remat import rematerialized
-    from kbert.training.training_logs import HISTORY_FILE, training_logs
-
-    if args.mixed_precision:
-        keras.mixed_precision.set_global_policy("mixed_bfloat16")
-    keras.utils.set_random_seed(args.seed)  # the initial weights (a resumed run then loads its own)
-    with rematerialized(args.remat):
-        if args.init:  # continued pretraining: the checkpoint's weights, config and vocabulary
-            backbone, init_tokenizer = load_backbone(args.init)
-            if args.seq_len > backbone.max_sequence_length:
-                raise ValueError(f"--seq-len {args.seq_len} exceeds the {backbone.max_sequence_length} positions "
-                                 f"of --init {args.init}: give --seq-len {backbone.max_sequence_length} or less.")
-        else:
-            init_tokenizer = None
-        # process 0 writes the settings and vocabulary; a job's others then read them
-        tokenizer = chief_first(lambda: prepare_run(args, folder, settings, files, init_tokenizer),
-                                lambda: BertTokenizer.from_hf(folder))
-        if not args.init:
-            config = BertConfig.from_dict(settings["config"]) if settings["config"] else PRESETS[args.preset]
-            backbone = BertBackbone(**{**config.to_dict(), "vocabulary_size": tokenizer.vocabulary_size})
-        model = BertPretrainer(backbone, next_sentence=args.objective != "mlm")
-    epochs = math.ceil(args.steps / args.checkpoint_every)
-    model.compile(optimizer=bert_adamw(args.lr, max(epochs * args.checkpoint_every, 1), args.warmup_ratio,
-                                       gradient_accumulation_steps=args.gradient_accumulation))
-    batches_per_epoch = args.checkpoint_every * args.gradient_accumulation  # fit counts batches
-
-    data_options = dict(tokenizer=tokenizer, batch_size=args.batch_size, max_seq_length=args.seq_len,
-                        objective=args.objective, whole_word_masking=args.whole_word_masking, holdout=args.holdout_fraction)
-    masking = dict(masking="static", duplication_factor=args.duplication_factor) if args.duplication_factor else {}
-    # The tf.data pipeline runs in a child process (see process_batches: in this one it
-    # would slow torch's steps about 2x). A resumed run reads the stream of the run it
-    # resumes (same seed) past the batches trained already: the same pairs, order and masks
-    # as if it had never stopped. The held-out batches are made once and kept.
-    # In a job of several processes every process draws the same global batches and trains on its share of each.
-    # The child loads TensorFlow: its start-up lines are dropped too, unless --verbose.
-    from kbert_edge.start_up import START_UP_LINE
-
-    quiet = None if args.verbose else lambda line: not START_UP_LINE.match(line)
-    trained_batches = resumed_step(folder / "backup") * args.gradient_accumulation
-    if trained_batches:
-        print(f"Resuming after {trained_batches} batches: reading the data stream past them (same order and "
-              "masks as an uninterrupted run).", flush=True)
-    data = process_batches(pretraining_dataset, files, seed=args.seed, skip_batches=trained_batches,
-                           stderr_filter=quiet, **data_options, **masking)
-    held_out = args.holdout_fraction and kept_batches(list(process_batches(
-        pretraining_dataset, files, held_out=True, masking="static", duplication_factor=1, repeat=False,
-        shuffle_buffer=0, seed=1, stderr_filter=quiet, **data_options)))
-
-    def evaluate():  # every process (across JAX processes a collective step, each on its share of each batch)
-        return model.evaluate(process_share(held_out), return_dict=True, verbose=0)
-
-    metrics_path = folder / "metrics.json"
-    metrics = read_json(metrics_path, missing={})
-    backup = AtomicBackupAndRestore(folder / "backup", steps_per_epoch=args.checkpoint_every)  # optimizer steps
-    if held_out and "start" not in metrics and not (folder / "backup").exists():
-        metrics["start"] = evaluate()
-        print("held-out before training:", json.dumps(metrics["start"]), flush=True)
-        if is_chief():
-            metrics_path.write_text(json.dumps(metrics, indent=2))
-
-    verbose, progress = fit_progress(0 if args.quiet else "auto", title="pretrain")
-    callbacks = [StopOnNonFiniteLoss(backup), backup, *training_logs(folder), *progress]
-    # shuffle=False: the pipeline shuffles (Keras would warn that it ignores shuffle=True).
-    with contextlib.closing(data):
-        if epochs:  # --steps 0 makes the vocabulary and the initial backbone: no batch is drawn, no child started
-            mine = distribution_torch.shares(data) if distribution_torch.active() else process_share(data)
-            model.fit(mine, epochs=epochs, steps_per_epoch=batches_per_epoch, callbacks=callbacks,
-                      validation_data=process_share(held_out) if held_out else None, shuffle=False,
-                      verbose=verbose)
-    if held_out:
-        metrics["end"] = evaluate()
-        print("held-out after training:", json.dumps(metrics["end"]), flush=True)
-    if not is_chief():  # process 0 saves and reports the weights every process holds
-        return None
-
-    metrics["steps"] = int(keras.ops.convert_to_numpy(model.optimizer.iterations))  # optimizer steps
-    metrics["backend"] = keras.config.backend()
-    metrics["distribution"] = describe()
-    metrics["settings"] = vars(args)  # the command line, for whoever reads the run folder later
-    history = read_history(folder / HISTORY_FILE)
-    if history:
-        plot_history(history, folder / "curves.png",
-                     title=f"{args.run}: one epoch = {args.checkpoint_every} steps of {args.batch_size}")
-    with tempfile.TemporaryDirectory(dir=folder) as temporary, writing_alone():  # a kill never leaves half a file
-        save_backbone(temporary, backbone, tokenizer)
-        os.replace(pathlib.Path(temporary) / "backbone.keras", folder / "backbone.keras")
-    metrics_path.write_text(json.dumps(metrics, indent=2))
-    hyperparameters = {k: v for k, v in settings.items() if k != "corpus"}
-    write_model_card(folder, f"{args.run}: BERT pretrained from scratch", {"corpus": files, "vocab": args.vocab},
-                     hyperparameters, {k: v for k, v in metrics.items() if k != "settings"})
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> (20 if sys.platform == "darwin" else 10)  # MB
-    print(f"Saved {folder / 'backbone.keras'} (use --init {folder}); peak memory of this process: {peak} MB")
-    return metrics
 
 
 if __name__ == "__main__":

@@ -59,7 +59,7 @@ def test_a_kill_9_then_the_same_command_finishes_the_run_as_if_never_killed(tmp_
     never_killed = [*command[:command.index("--run") + 1], "whole", *command[command.index("--run") + 2:]]
     assert subprocess.run(never_killed, env=env, capture_output=True).returncode == 0
     run = tmp_path / "tiny"
-    metadata = run / "backup" / "training_metadata.json"
+    metadata = tmp_path / ".tiny.backup" / "training_metadata.json"  # beside the run folder, as every app's backup
     first = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.time() + 300
     while not (metadata.is_file() and json.loads(metadata.read_text())["step"] >= 2):
@@ -140,7 +140,7 @@ def test_a_rerun_must_repeat_the_settings_but_may_train_further(tmp_path, capsys
         main(command)
     main([*command, "--corpus", str(other), "--restart"])
     assert json.loads((run / "settings.json").read_text())["corpus"][0]["path"] == str(other)
-    assert json.loads((run / "metrics.json").read_text())["steps"] == 0 and not (run / "backup").exists()
+    assert json.loads((run / "metrics.json").read_text())["steps"] == 0 and not (tmp_path / ".tiny.backup").exists()
     assert "--restart: deleted" in capsys.readouterr().out
 
 

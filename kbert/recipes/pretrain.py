@@ -1,0 +1,268 @@
+"""Pretrain BERT (masked LM, beside next-sentence or sentence-order prediction, or alone) on text files: the library
+side of apps/pretrain.py, on the skeleton every training run shares (`kbert.training.training_run`).
+
+A pretraining run folder grows as the run goes: `settings.json` and the vocabulary first (`prepare`), `history.csv`
+and TensorBoard's `logs/` while it trains, then `backbone.keras`, `curves.png`, `metrics.json` and the model card.
+Its backup lives beside it, as every training run's (`.NAME.backup/`, `kbert.training.run_backup`), and stays when
+the run ends: a rerun with more `steps` trains further from it.
+"""
+
+import contextlib
+import json
+import os
+import pathlib
+import resource
+import shutil
+import sys
+import tempfile
+
+import keras
+
+from kbert import distribution_torch
+from kbert.config import PRESETS, BertConfig
+from kbert.data.pretraining_dataset import pretraining_dataset
+from kbert.data.process_batches import process_batches
+from kbert.distribution import chief_first, is_chief, process_share, writing_alone
+from kbert.models.bert_backbone import BertBackbone
+from kbert.models.load_backbone import load_backbone
+from kbert.optimizers import bert_adamw
+from kbert.saving import (BACKBONE_FILE, METRICS_FILE, SETTINGS_FILE, delete_folder, read_json, save_backbone,
+                          write_json_atomic)
+from kbert.tasks.bert_pretrainer import BertPretrainer
+from kbert.text import BertTokenizer, train_wordpiece_vocabulary
+from kbert.training.curves import plot_history
+from kbert.training.model_card import write_model_card
+from kbert.training.remat import rematerialized
+from kbert.training.run_backup import backed_up_step, backup_folder, run_backup
+from kbert.training.training_logs import training_logs
+from kbert.training.training_run import training_run
+from kbert_edge.start_up import START_UP_LINE, verbose as start_up_verbose
+
+MAY_CHANGE = ("steps",)  # the settings a resumed run may change (raised, it trains further); the others make the run
+VOCABULARY_FILE = "vocab.txt"  # written last by `prepare`: marks a prepared run folder
+
+
+def load_init(init, mixed_precision=False, remat=False):
+    """`(backbone, tokenizer)` of `init` (`kbert.load_backbone`'s argument) to continue pretraining from, computing
+    in bfloat16 with `mixed_precision` and recomputing its blocks in the backward pass with `remat`.
+
+    Example:
+    >>> backbone, tokenizer = load_init("bert_tiny")
+    >>> backbone.max_sequence_length
+    512
+    """
+    if mixed_precision:
+        keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    with rematerialized(remat):
+        return load_backbone(init)
+
+
+def is_prepared(folder):
+    """Whether the run folder `folder` holds its settings and vocabulary already (`prepare`): a run to resume."""
+    return (pathlib.Path(folder) / VOCABULARY_FILE).is_file()
+
+
+def prepare(folder, settings, tokenizer=None, vocabulary=None, vocabulary_sample=(), vocabulary_size=8192):
+    """Writes `settings.json` and the vocabulary of the run folder `folder` once; returns its tokenizer.
+
+    The vocabulary is `tokenizer`'s (an init's), else the vocab.txt `vocabulary`, else one of
+    `vocabulary_size` tokens learned from the lines `vocabulary_sample`. A prepared folder keeps
+    its vocabulary; its `settings.json` is rewritten when `settings` differ (more steps).
+
+    Example:
+    >>> folder = pathlib.Path(tempfile.mkdtemp()) / "run"
+    >>> tokenizer = prepare(folder, {"steps": 0}, vocabulary_sample=["a cat sat on the mat"] * 20,
+    ...                     vocabulary_size=40)
+    Learning a 40-token WordPiece vocabulary from 20 training lines
+    >>> sorted(path.name for path in folder.iterdir()), is_prepared(folder)
+    (['settings.json', 'tokenizer_config.json', 'vocab.txt'], True)
+    """
+    folder = pathlib.Path(folder)
+    if is_prepared(folder):
+        if read_json(folder / SETTINGS_FILE) != settings:
+            write_json_atomic(folder / SETTINGS_FILE, settings)
+        return BertTokenizer.from_hf(folder)
+    if tokenizer is None and vocabulary:
+        tokenizer = BertTokenizer.from_vocab(vocabulary)
+    elif tokenizer is None:
+        print(f"Learning a {vocabulary_size}-token WordPiece vocabulary from {len(vocabulary_sample)} training lines",
+              flush=True)
+        tokenizer = BertTokenizer(train_wordpiece_vocabulary(vocabulary_sample, vocabulary_size))
+    folder.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(folder / SETTINGS_FILE, settings)
+    with tempfile.TemporaryDirectory(dir=folder) as temporary:
+        tokenizer.save(temporary)
+        for name in ("tokenizer_config.json", VOCABULARY_FILE):  # vocab.txt last: marks "prepared"
+            os.replace(pathlib.Path(temporary) / name, folder / name)
+    return BertTokenizer.from_hf(folder)
+
+
+def move_inner_backup(folder):
+    """Moves the backup that a run folder of an older kbert kept inside, in `backup/`, to where every run's backup
+    lives now (`kbert.training.run_backup.backup_folder`), so that the run resumes from it.
+
+    Example:
+    >>> folder = pathlib.Path(tempfile.mkdtemp()) / "run"
+    >>> (folder / "backup").mkdir(parents=True)
+    >>> move_inner_backup(folder)
+    >>> sorted(path.name for path in folder.parent.iterdir())
+    ['.run.backup', 'run']
+    """
+    inner, beside = pathlib.Path(folder) / "backup", backup_folder(folder)
+    if inner.is_dir() and not beside.exists():
+        inner.rename(beside)
+
+
+def delete_run(folder):
+    """Deletes the pretraining run folder `folder` and its backup, so that the run starts over."""
+    delete_folder(folder)
+    shutil.rmtree(backup_folder(folder), ignore_errors=True)
+
+
+def train(files, out, settings, init=None, preset="bert_mini", config=None, vocabulary=None, vocabulary_sample=(),
+          vocabulary_size=8192, objective="nsp", whole_word_masking=False, duplication_factor=0, steps=10000,
+          checkpoint_every=200, batch_size=32, sequence_length=128, learning_rate=1e-4, warmup_ratio=0.01,
+          holdout_fraction=0.02, mixed_precision=False, seed=0, gradient_accumulation=1, remat=False, verbose="auto"):
+    """Pretrains a `BertPretrainer` on the text files `files` to `steps` optimizer steps; writes the run folder `out`.
+
+    The corpus streams through `tf.data` in a child process (`process_batches`); `holdout_fraction`
+    of its text (by a hash of it) is held out, and scored before and after training. The run is
+    backed up every `checkpoint_every` steps (one Keras epoch): after a kill the same call resumes
+    at the same step of the schedule, reading the stream past the batches trained (the same pairs,
+    order and masks); a backup of a run with other `settings` (but `steps`, which may grow) is
+    refused before anything is written (`settings.json` itself is the caller's to check: apps/pretrain.py
+    compares it, with settings renamed since). The folder gets `settings.json` and the vocabulary (`prepare`), the logs,
+    `backbone.keras` with the tokenizer (`init` for the task recipes), `curves.png`, the model card
+    and `metrics.json`: `run_metrics`'s fields, as every task's, with the held-out scores before
+    (`start`) and after (`end`, also `validation`) and `settings`. In a job of several processes
+    every process draws the same global batches and trains on its share of each; process 0 alone
+    writes and prints.
+
+    Args:
+        files: list of paths. The corpus: a sentence or paragraph a line, a blank line between documents.
+        out: path of the run folder.
+        settings: dict of JSON values. What makes the run what it is (`settings.json`): a rerun that
+            differs but in `steps` is refused.
+        init: `(backbone, tokenizer)` to continue pretraining from (`load_init`), or None: random
+            weights of `config` (a dict of `BertConfig` fields) or else `preset`.
+        vocabulary, vocabulary_sample, vocabulary_size: as `prepare`'s (without `init`).
+        objective: "nsp", "sop" or "mlm": what is learned beside masked LM.
+        whole_word_masking, duplication_factor: masking (`duplication_factor` > 0: static, that many copies).
+        steps, checkpoint_every: optimizer steps of the whole run, a multiple of `checkpoint_every`.
+        batch_size, sequence_length, learning_rate, warmup_ratio, gradient_accumulation: the optimization.
+        holdout_fraction: float. Share of the text held out for evaluation (0: none).
+        mixed_precision, remat: bfloat16 compute; blocks recomputed in the backward pass.
+        seed: int. Seeds the initial weights and the data stream.
+        verbose: as `kbert.training.fit_progress`.
+
+    Returns: the metrics written to `metrics.json` (None in a process other than process 0).
+    """
+    folder = pathlib.Path(out)
+    if steps % checkpoint_every:
+        raise ValueError(f"steps {steps} is not a multiple of checkpoint_every {checkpoint_every} (a run trains whole "
+                         "checkpoint intervals).")
+    if mixed_precision:
+        keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    keras.utils.set_random_seed(seed)  # the initial weights (a resumed run then loads its own)
+    backup = run_backup(folder, settings, steps_per_epoch=checkpoint_every, may_change=MAY_CHANGE)  # refuses first
+    backbone, init_tokenizer = init or (None, None)
+    # process 0 writes the settings and vocabulary; a job's others then read them
+    tokenizer = chief_first(lambda: prepare(folder, settings, init_tokenizer, vocabulary, vocabulary_sample,
+                                            vocabulary_size), lambda: BertTokenizer.from_hf(folder))
+    with rematerialized(remat):
+        if backbone is None:
+            fields = (BertConfig.from_dict(config) if config else PRESETS[preset]).to_dict()
+            backbone = BertBackbone(**{**fields, "vocabulary_size": tokenizer.vocabulary_size})
+        model = BertPretrainer(backbone, next_sentence=objective != "mlm")
+    epochs = steps // checkpoint_every
+    model.compile(optimizer=bert_adamw(learning_rate, max(steps, 1), warmup_ratio,
+                                       gradient_accumulation_steps=gradient_accumulation))
+
+    data_options = dict(tokenizer=tokenizer, batch_size=batch_size, max_seq_length=sequence_length,
+                        objective=objective, whole_word_masking=whole_word_masking, holdout=holdout_fraction)
+    masking = dict(masking="static", duplication_factor=duplication_factor) if duplication_factor else {}
+    # The tf.data pipeline runs in a child process (see process_batches: in this one it would slow torch's steps about
+    # 2x). A resumed run reads the stream of the run it resumes (same seed) past the batches trained already: the same
+    # pairs, order and masks as if it had never stopped. The held-out batches are made once and kept. The child loads
+    # TensorFlow: its start-up lines are dropped too, unless kbert shows them (`KBERT_VERBOSE`).
+    quiet = None if start_up_verbose() else lambda line: not START_UP_LINE.match(line)
+    trained_batches = backed_up_step(folder) * gradient_accumulation
+    if trained_batches:
+        print(f"Resuming after {trained_batches} batches: reading the data stream past them (same order and "
+              "masks as an uninterrupted run).", flush=True)
+    data = process_batches(pretraining_dataset, files, seed=seed, skip_batches=trained_batches,
+                           stderr_filter=quiet, **data_options, **masking)
+    held_out = holdout_fraction and _kept_batches(list(process_batches(
+        pretraining_dataset, files, held_out=True, masking="static", duplication_factor=1, repeat=False,
+        shuffle_buffer=0, seed=1, stderr_filter=quiet, **data_options)))
+
+    def evaluate(when):  # every process (across JAX processes a collective step, each on its share of each batch)
+        scores = model.evaluate(process_share(held_out), return_dict=True, verbose=0)
+        print(f"held-out {when} training:", json.dumps(scores), flush=True)
+        return scores
+
+    held_out_scores = {key: value for key, value in read_json(folder / METRICS_FILE, missing={}).items()
+                       if key == "start"}  # measured once, before the first step
+    if held_out and not held_out_scores and backup.last_checkpoint() is None:
+        held_out_scores["start"] = evaluate("before")
+        if is_chief():
+            write_json_atomic(folder / METRICS_FILE, held_out_scores)
+
+    def fit(callbacks, verbose):
+        with contextlib.closing(data):
+            if not epochs:  # steps 0 makes the vocabulary and the initial backbone: no batch is drawn, no child started
+                return keras.callbacks.History()
+            mine = distribution_torch.shares(data) if distribution_torch.active() else process_share(data)
+            # shuffle=False: the pipeline shuffles (Keras would warn that it ignores shuffle=True).
+            return model.fit(mine, epochs=epochs, steps_per_epoch=checkpoint_every * gradient_accumulation,
+                             callbacks=callbacks, validation_data=process_share(held_out) if held_out else None,
+                             shuffle=False, verbose=verbose)
+
+    def scores(history):
+        if held_out:
+            held_out_scores["end"] = evaluate("after")
+        return held_out_scores.get("end", {}), epochs  # the weights of the last epoch
+
+    def write(metrics, history):
+        metrics.update(held_out_scores, settings=settings)  # pretraining's own fields, beside every run's
+        if not is_chief():  # process 0 saves and reports the weights every process holds
+            return
+        if history.history:
+            plot_history(history.history, folder / "curves.png",
+                         title=f"{folder.name}: one epoch = {checkpoint_every} steps of {batch_size}")
+        with tempfile.TemporaryDirectory(dir=folder) as temporary, writing_alone():  # a kill never leaves half a file
+            save_backbone(temporary, backbone, tokenizer)
+            os.replace(pathlib.Path(temporary) / BACKBONE_FILE, folder / BACKBONE_FILE)
+        write_json_atomic(folder / METRICS_FILE, metrics)
+        write_model_card(folder, f"{folder.name}: BERT pretrained from scratch", {"corpus": files, "vocab": vocabulary},
+                         {k: v for k, v in settings.items() if k != "corpus"},
+                         {k: v for k, v in metrics.items() if k not in ("settings", "hyperparameters", "history")})
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> (20 if sys.platform == "darwin" else 10)  # MB
+        print(f"Saved {folder / BACKBONE_FILE}; peak memory of this process: {peak} MB", flush=True)
+
+    run = {"corpus": [str(path) for path in files], "vocabulary": vocabulary and str(vocabulary),
+           "config": backbone.config.to_dict()}
+    hyperparameters = {"steps": steps, "checkpoint_every": checkpoint_every, "batch_size": batch_size,
+                       "sequence_length": sequence_length, "learning_rate": learning_rate, "warmup_ratio": warmup_ratio,
+                       "objective": objective, "whole_word_masking": whole_word_masking,
+                       "duplication_factor": duplication_factor, "holdout_fraction": holdout_fraction,
+                       "mixed_precision": mixed_precision, "gradient_accumulation": gradient_accumulation,
+                       "remat": remat, "seed": seed}
+    metrics = training_run(model, "pretrain", run, hyperparameters, backup, fit, scores, write,
+                           logs=contextlib.nullcontext(training_logs(folder)), title="pretrain", verbose=verbose,
+                           keep_backup=True)
+    return metrics if is_chief() else None
+
+
+def _kept_batches(batches):
+    """The list `batches` (the held-out global batches) as a `keras.utils.PyDataset`: `fit`'s validation and
+    `evaluate` read it as it is, batch by batch, and a job of several JAX processes shares it out (`process_share`)."""
+
+    class Kept(keras.utils.PyDataset):
+        def __len__(self):
+            return len(batches)
+
+        def __getitem__(self, index):
+            return batches[index]
+
+    return Kept()

@@ -1,0 +1,59 @@
+"""kbert.recipes.pretrain on a tiny corpus: the same metrics.json fields as every task's run (issue 41), the backup
+beside the run folder, kept to train further, and a rerun with other settings refused before anything is written.
+apps/pretrain.py end to end (kill -9, its settings check, --restart): tests/tasks/test_pretrain_app.py."""
+
+import json
+
+import keras
+import pytest
+
+from kbert.recipes import pretrain as recipe
+from kbert.saving import SettingsChangedError
+from tests.recipes.conftest import RUN_FIELDS
+from tests.tasks.test_pretrain_app import write_corpus
+
+# the recipe starts a tf.data child process: once (the pretrainer itself resumes on every backend in
+# tests/tasks/test_bert_pretrainer.py)
+pytestmark = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")
+CONFIG = dict(num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32, max_sequence_length=32, dropout=0.0)
+
+
+def test_a_run_writes_every_runs_fields_keeps_its_backup_and_trains_further(tmp_path, capsys):
+    corpus, out = tmp_path / "corpus.txt", tmp_path / "run"
+    write_corpus(corpus)
+    options = dict(config=CONFIG, vocabulary_sample=corpus.read_text().splitlines(), vocabulary_size=80,
+                   checkpoint_every=1, batch_size=4, sequence_length=32, holdout_fraction=0.25, verbose=0)
+    settings = {"corpus": str(corpus), "seq_len": 32, "steps": 2}
+    metrics = recipe.train([corpus], out, settings, steps=2, **options)
+    assert RUN_FIELDS <= set(metrics) and {"start", "end", "settings"} <= set(metrics)
+    assert (metrics["task"], metrics["steps"], metrics["resumed_at_step"], metrics["best_epoch"]) == ("pretrain", 2, 0, 2)
+    assert metrics["validation"] == metrics["end"] and metrics["settings"] == settings
+    assert json.loads((out / "metrics.json").read_text()) == metrics
+    assert {"backbone.keras", "settings.json", "vocab.txt", "history.csv", "curves.png", "README.md"} <= {
+        path.name for path in out.iterdir()}
+    assert (tmp_path / ".run.backup" / "training_metadata.json").is_file()  # beside the run folder, and kept
+
+    written = {path: path.read_bytes() for path in out.rglob("*") if path.is_file()}
+    with pytest.raises(SettingsChangedError, match=r"run.backup: this run started with seq_len 32, not 16\."):
+        recipe.train([corpus], out, {**settings, "seq_len": 16}, steps=2, **options)
+    assert {path: path.read_bytes() for path in out.rglob("*") if path.is_file()} == written
+
+    capsys.readouterr()
+    more = recipe.train([corpus], out, {**settings, "steps": 4}, steps=4, **options)  # steps may grow
+    assert (more["resumed_at_step"], more["steps"], len(more["history"]["loss"])) == (2, 4, 4)
+    assert more["start"] == metrics["start"] and "held-out before" not in capsys.readouterr().out
+    assert json.loads((out / "settings.json").read_text())["steps"] == 4
+
+
+def test_an_older_runs_backup_inside_its_folder_is_moved_beside_it(tmp_path):
+    (tmp_path / "run" / "backup").mkdir(parents=True)
+    (tmp_path / "run" / "backup" / "training_metadata.json").write_text('{"step": 6, "epoch": 3}')
+    recipe.move_inner_backup(tmp_path / "run")
+    assert [path.name for path in (tmp_path / "run").iterdir()] == []
+    assert json.loads((tmp_path / ".run.backup" / "training_metadata.json").read_text())["step"] == 6
+
+
+def test_a_run_of_steps_not_a_multiple_of_its_interval_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="steps 3 is not a multiple of checkpoint_every 2"):
+        recipe.train([], tmp_path / "run", {}, steps=3, checkpoint_every=2)
+    assert list(tmp_path.iterdir()) == []
