@@ -49,7 +49,7 @@ def test_pretrain_app_trains_as_two_jax_processes(tmp_path):
     assert printed[1] == ""  # process 1 printed nothing ...
     assert [path for path in written[1] if path.startswith(str(tmp_path))] == []  # ... and wrote nothing
     assert any(path.startswith(str(run)) for path in written[0])  # (the audit sees process 0's writes)
-    assert sorted(path.name for path in (tmp_path / "two").iterdir()) == ["run"]
+    assert sorted(path.name for path in (tmp_path / "two").iterdir()) == [".run.backup", "run"]  # kept: to train further
     assert [list(folder.iterdir()) for folder in workdirs] == [[], []]
     # each process fed its 4 rows of every global batch of 8 (had each fed the whole batch: 16 rows a step)
     assert traced[0] == traced[1] and set(traced[0]) == {"8"}

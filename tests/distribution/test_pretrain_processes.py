@@ -74,7 +74,7 @@ def test_pretrain_app_trains_as_two_torch_processes(tmp_path):
     assert printed[1] == ""  # process 1 printed nothing ...
     assert [path for path in written[1] if path.startswith(str(tmp_path))] == []  # ... and wrote nothing
     assert any(path.startswith(str(run)) for path in written[0])  # (the audit sees process 0's writes)
-    assert sorted(path.name for path in (tmp_path / "out").iterdir()) == ["run"]
+    assert sorted(path.name for path in (tmp_path / "out").iterdir()) == [".run.backup", "run"]  # kept: to train further
     assert [list((tmp_path / f"cwd{rank}").iterdir()) for rank in (0, 1)] == [[], []]
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["distribution"] == {"distribution": "data", "mesh": None, "devices": 2}
