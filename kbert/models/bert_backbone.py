@@ -7,7 +7,7 @@ from kbert.keywords import check_keywords
 from kbert.layers.dropout import Dropout
 from kbert.layers.position_embedding import PositionEmbedding
 from kbert.layers.transformer_encoder import TransformerEncoder
-from kbert.saving.saved_models import PRESET_NAMES, pretrained_folder
+from kbert.saving.model_source import PRESET_NAMES, pretrained_folder
 
 INPUT_KEYS = ("token_ids", "segment_ids", "padding_mask")
 
@@ -195,7 +195,7 @@ class BertBackbone(keras.Model):
         """Loads a Hugging Face BERT folder: `config.json` + `model.safetensors`, no torch.
 
         Args:
-            path: folder of the checkpoint.
+            path: folder of the checkpoint, or a `kbert.convert.HFCheckpoint` of it.
             **overrides: constructor arguments that replace the checkpoint's (e.g. `dropout=0.0`).
         """
         from kbert.convert import load_hf_weights, read_hf_config
