@@ -280,6 +280,8 @@ class BertTask(keras.Model):
             if initial_batch:
                 raise ValueError("initial_batch resumes raw inputs (lists or arrays of strings), whose batches "
                                  "kbert makes; with token ids or a dataset, skip the batches yourself.")
+            if isinstance(x, dict):
+                self.backbone.check_inputs(x)  # the ids once, on the host: on a GPU the steps do not read them back
             data, y = x, _as_array(y)  # Keras takes arrays of labels, not lists
         else:
             if is_dataset(x):
