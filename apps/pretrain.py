@@ -168,13 +168,15 @@ def check_inputs(args):
     if vocab and not (vocab.is_file() or (vocab / "vocab.txt").is_file()):
         raise FileNotFoundError(f"--vocab {vocab}: neither a vocab.txt nor a folder holding one.")
     if args.init:
-        from kbert.saving import is_preset
+        from kbert.saving import model_source
 
         if args.vocab or args.config:
             raise ValueError(f"--init {args.init} brings its own config and vocabulary: drop "
                              f"{' and '.join(name for name, value in (('--vocab', args.vocab), ('--config', args.config)) if value)}.")
-        if not is_preset(args.init) and not pathlib.Path(args.init).is_dir():
-            raise FileNotFoundError(f"--init {args.init}: neither a preset name nor a folder.")
+        try:
+            model_source(args.init)
+        except FileNotFoundError as error:
+            raise FileNotFoundError(f"--init: {error}") from None
     return files
 
 

@@ -10,6 +10,7 @@ Heads come with their task: `BertForSequenceClassification` <-> `BertClassifier`
 """
 
 import collections
+import functools
 import json
 import pathlib
 
@@ -92,8 +93,8 @@ def read_hf_config(path):
     >>> read_hf_config(minilm_dir()).hidden_dim
     384
     """
-    file = _checkpoint_folder(path) / "config.json"
-    values = _read_config(file)
+    checkpoint = _checkpoint(path)
+    file, values = checkpoint.config_file, checkpoint.config
     for key, expected in _REQUIRED_VALUES.items():
         if key in values and values[key] != expected:
             raise ValueError(f"{file}: {key}={values[key]!r} is not supported; kbert needs {expected!r}.")
@@ -109,30 +110,62 @@ def read_hf_config(path):
         raise ValueError(f"{file}: {error}") from None
 
 
-def read_hf_weights(path):
-    """Reads `model.safetensors` from a checkpoint folder as a dict of numpy arrays."""
-    from safetensors.numpy import load_file
+class HFCheckpoint:
+    """A Hugging Face BERT checkpoint folder whose `config.json` and `model.safetensors` are each
+    read once, when first asked (`config`, `weights`). Every reader of this module takes one
+    in place of the folder, so that a caller reading a checkpoint's config, architecture, head
+    and weights reads each file once.
 
-    folder = _checkpoint_folder(path)
-    file = folder / "model.safetensors"
-    if not file.is_file():
-        pickled = [p.name for p in folder.glob("*.bin")]
-        hint = (
-            f" It holds {pickled}: pickled torch files run code when loaded, so kbert does not read "
-            "them; convert once with `safetensors` in a trusted environment." if pickled else ""
-        )
-        raise FileNotFoundError(f"{file}: no model.safetensors in the checkpoint folder.{hint}")
-    try:
-        weights = load_file(str(file))
-    except Exception as error:  # safetensors' SafetensorError: a truncated or damaged file
-        raise ValueError(f"{file}: not a readable safetensors file ({error}).") from None
-    not_finite = [key for key, value in weights.items()
-                  if np.issubdtype(value.dtype, np.floating) and not np.isfinite(value).all()]
-    if not_finite:
-        raise ValueError(f"{file}: {len(not_finite)} weight(s) hold NaN or infinite values, e.g. {not_finite[:3]}: "
-                         "a model made from them predicts NaN.")
-    # BertForPreTraining and task checkpoints prefix the encoder with "bert.".
-    return {key.removeprefix("bert."): value for key, value in weights.items()}
+    Example:
+    >>> from kbert.paths import minilm_dir
+    >>> HFCheckpoint(minilm_dir()).config["num_hidden_layers"]
+    6
+    """
+
+    def __init__(self, folder):
+        self.folder = pathlib.Path(folder)
+        if not self.folder.is_dir():
+            raise FileNotFoundError(f"{self.folder}: checkpoint folder not found.")
+        self.config_file = self.folder / "config.json"
+        self.weights_file = self.folder / "model.safetensors"
+
+    @functools.cached_property
+    def config(self):
+        """config.json as a dict."""
+        if not self.config_file.is_file():
+            raise FileNotFoundError(f"{self.config_file}: no config.json in the checkpoint folder.")
+        return json.loads(self.config_file.read_text("utf-8"))
+
+    @functools.cached_property
+    def weights(self):
+        """model.safetensors as {name: numpy array}, the encoder's names without the "bert." of task
+        checkpoints; a pickled `.bin`, a damaged file or a weight that is not finite is refused."""
+        from safetensors.numpy import load_file
+
+        file = self.weights_file
+        if not file.is_file():
+            pickled = [p.name for p in self.folder.glob("*.bin")]
+            hint = (
+                f" It holds {pickled}: pickled torch files run code when loaded, so kbert does not read "
+                "them; convert once with `safetensors` in a trusted environment." if pickled else ""
+            )
+            raise FileNotFoundError(f"{file}: no model.safetensors in the checkpoint folder.{hint}")
+        try:
+            weights = load_file(str(file))
+        except Exception as error:  # safetensors' SafetensorError: a truncated or damaged file
+            raise ValueError(f"{file}: not a readable safetensors file ({error}).") from None
+        not_finite = [key for key, value in weights.items()
+                      if np.issubdtype(value.dtype, np.floating) and not np.isfinite(value).all()]
+        if not_finite:
+            raise ValueError(f"{file}: {len(not_finite)} weight(s) hold NaN or infinite values, e.g. "
+                             f"{not_finite[:3]}: a model made from them predicts NaN.")
+        # BertForPreTraining and task checkpoints prefix the encoder with "bert.".
+        return {key.removeprefix("bert."): value for key, value in weights.items()}
+
+
+def read_hf_weights(path):
+    """Reads `model.safetensors` from a checkpoint folder (or `HFCheckpoint`) as a dict of numpy arrays."""
+    return _checkpoint(path).weights
 
 
 def read_hf_architecture(path):
@@ -144,8 +177,8 @@ def read_hf_architecture(path):
     >>> read_hf_architecture(minilm_dir())
     'BertModel'
     """
-    file = _checkpoint_folder(path) / "config.json"
-    names = _read_config(file).get("architectures") or ["BertModel"]
+    checkpoint = _checkpoint(path)
+    file, names = checkpoint.config_file, checkpoint.config.get("architectures") or ["BertModel"]
     if len(names) != 1 or names[0] not in ARCHITECTURES:
         raise ValueError(f"{file}: architectures={names} is not supported; kbert reads one of "
                          f"{sorted(ARCHITECTURES)}.")
@@ -164,10 +197,10 @@ def hf_task_arguments(path):
     >>> hf_task_arguments(minilm_dir())
     ('BertBackbone', {})
     """
-    architecture = read_hf_architecture(path)
+    checkpoint = _checkpoint(path)
+    architecture = read_hf_architecture(checkpoint)
     task = ARCHITECTURES[architecture].task
-    file = _checkpoint_folder(path) / "config.json"
-    values = _read_config(file)
+    file, values = checkpoint.config_file, checkpoint.config
     dropout = values.get("classifier_dropout")
     dropout = {} if dropout is None else {"dropout": dropout}
     labels = [str(name) for _, name in sorted(
@@ -278,9 +311,10 @@ def load_hf_weights(backbone, path):
     A task checkpoint's head is left out (`load_hf_head` loads it into its task model); a
     checkpoint without a pooler leaves the backbone's as it is.
     """
-    file = _checkpoint_folder(path) / "model.safetensors"
-    architecture = ARCHITECTURES[read_hf_architecture(path)]
-    hf_weights = read_hf_weights(path)
+    checkpoint = _checkpoint(path)
+    file = checkpoint.weights_file
+    architecture = ARCHITECTURES[read_hf_architecture(checkpoint)]
+    hf_weights = checkpoint.weights
     head = {name for name, _ in architecture.head.values()} | set(_TIED_COPIES)
     unused = sorted(k for k in hf_weights if not k.startswith(("encoder.", "embeddings.", "pooler."))
                     and k not in head and not k.startswith(_UNUSED_WEIGHTS))
@@ -304,10 +338,11 @@ def load_hf_head(model, path):
 
     All of the head or nothing: each weight must be there with the shape `model` has.
     """
-    file = _checkpoint_folder(path) / "model.safetensors"
-    architecture = read_hf_architecture(path)
+    checkpoint = _checkpoint(path)
+    file = checkpoint.weights_file
+    architecture = read_hf_architecture(checkpoint)
     head = ARCHITECTURES[architecture].head
-    hf_weights = read_hf_weights(path)
+    hf_weights = checkpoint.weights
     missing = sorted(name for name, _ in head.values() if name not in hf_weights)
     if missing:
         raise ValueError(f"{file}: missing head weight(s) {missing} of a {architecture}.")
@@ -403,14 +438,6 @@ def _hf_names(num_layers):
     return set(kbert_to_hf_weights(collections.defaultdict(lambda: np.zeros((3, 3))), num_layers))
 
 
-def _read_config(file):
-    if not file.is_file():
-        raise FileNotFoundError(f"{file}: no config.json in the checkpoint folder.")
-    return json.loads(file.read_text("utf-8"))
-
-
-def _checkpoint_folder(path):
-    folder = pathlib.Path(path)
-    if not folder.is_dir():
-        raise FileNotFoundError(f"{folder}: checkpoint folder not found.")
-    return folder
+def _checkpoint(path):
+    """`path` as an `HFCheckpoint` (one given is returned as it is, with what it has read)."""
+    return path if isinstance(path, HFCheckpoint) else HFCheckpoint(path)

@@ -1,13 +1,12 @@
 """What to export: a run folder, a backbone folder or a preset, loaded under TensorFlow."""
 
-import pathlib
 
 import keras
 
 from kbert.config import DEFAULT_SEQUENCE_LENGTH
 from kbert.export.serving import ExportSpec, model_kind_of
 from kbert.models import load_backbone
-from kbert.saving import METRICS_FILE, MODEL_FILE, load_run, read_json
+from kbert.saving import METRICS_FILE, load_run, model_source, read_json
 
 PAIR_TASKS = ("nli", "similarity")
 
@@ -41,13 +40,12 @@ def load_exportable(path, max_length=None, padding="max_length", num_texts=None)
         num_texts: int or None. 2 for a sentence-pair classifier; default from the run's task.
     """
     require_tensorflow_backend()
-    path = pathlib.Path(path)
-    folder = path.parent if path.is_file() else path
-    metrics = read_json(folder / METRICS_FILE, missing={})
-    if path.is_file() or (folder / MODEL_FILE).is_file():
-        model, tokenizer, saved_length = load_run(path)
+    source = model_source(path)
+    metrics = read_json(source.folder / METRICS_FILE, missing={})
+    if source.kind in ("run_folder", "keras_file"):
+        model, tokenizer, saved_length = load_run(source)
     else:
-        (model, tokenizer), saved_length = load_backbone(path), DEFAULT_SEQUENCE_LENGTH
+        (model, tokenizer), saved_length = load_backbone(source), DEFAULT_SEQUENCE_LENGTH
     preprocessor = getattr(model, "preprocessor", None)
     settings = {} if preprocessor is None else preprocessor.get_config()
     kind = model_kind_of(model)

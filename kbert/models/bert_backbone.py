@@ -7,7 +7,7 @@ from kbert.keywords import check_keywords
 from kbert.layers.dropout import Dropout
 from kbert.layers.position_embedding import PositionEmbedding
 from kbert.layers.transformer_encoder import TransformerEncoder
-from kbert.saving.saved_models import PRESET_NAMES, pretrained_folder
+from kbert.saving.model_source import PRESET_NAMES, pretrained_folder
 
 INPUT_KEYS = ("token_ids", "segment_ids", "padding_mask")
 
@@ -140,8 +140,9 @@ class BertBackbone(keras.Model):
         """Refuses inputs that would silently give garbage (JAX clamps bad ids in a gather).
 
         The sequence length is checked whenever it is known; the id ranges whenever the
-        values are (eager calls, `predict` on numpy); inside a compiled graph they are not
-        yet, and the tokenizer is what guarantees them there.
+        values are in host memory (eager calls, `predict` on numpy); inside a compiled graph
+        they are not yet, and on a GPU reading them would stall each step: the tokenizer, and
+        `BertTask.fit`'s check of arrays of ids, are what guarantee them there.
         """
         missing = [key for key in INPUT_KEYS if key not in inputs]
         if missing:
@@ -195,7 +196,7 @@ class BertBackbone(keras.Model):
         """Loads a Hugging Face BERT folder: `config.json` + `model.safetensors`, no torch.
 
         Args:
-            path: folder of the checkpoint.
+            path: folder of the checkpoint, or a `kbert.convert.HFCheckpoint` of it.
             **overrides: constructor arguments that replace the checkpoint's (e.g. `dropout=0.0`).
         """
         from kbert.convert import load_hf_weights, read_hf_config
@@ -222,10 +223,12 @@ class BertBackbone(keras.Model):
 
 
 def _concrete_values(tensor):
-    """The numpy values of `tensor`, or None while it is symbolic (jit, tf.function)."""
+    """The numpy values of `tensor`, or None while it is symbolic (jit, tf.function) or lives on an
+    accelerator: reading a torch GPU tensor back copies it to the host and waits for the GPU, in
+    every eager training step (`BertTask.fit` checks arrays of ids once, on the host, instead)."""
     if isinstance(tensor, np.ndarray):
         return tensor
-    if keras.backend.is_keras_tensor(tensor):
+    if keras.backend.is_keras_tensor(tensor) or getattr(getattr(tensor, "device", None), "type", "cpu") != "cpu":
         return None
     try:
         return ops.convert_to_numpy(tensor)

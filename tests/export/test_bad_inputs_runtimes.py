@@ -5,7 +5,7 @@ Empty strings, a 1 MB string, invalid UTF-8 bytes where the API takes bytes (els
 control characters, a question longer than the window, a context with nothing to answer from. Each
 runtime runs in its own process, one input at a time (`bad_input_runner.py`), so a crash would
 show as the input that caused it. What a runtime does wrong is asserted as observed, and written
-up in docs/results.md ("Bad input in the edge runtimes"), so that a change is noticed.
+up in docs/robustness.md ("Bad input in the edge runtimes"), so that a change is noticed.
 """
 
 import json

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from kbert import BertBackbone
+from kbert import BertBackbone, BertClassifier
 from tests.conftest import TINY, tiny_batch
 
 
@@ -70,6 +70,26 @@ def test_out_of_range_ids_are_refused(key, value):
         model(batch)
     with pytest.raises(ValueError, match=f"{key} must lie in"):
         model.predict(batch, verbose=0)
+
+
+@pytest.mark.skipif(keras.config.backend() != "torch", reason="torch runs training steps eagerly")
+def test_ids_on_an_accelerator_are_not_read_back_each_step(monkeypatch):
+    """Reading a GPU tensor's ids copies them to the host and waits for the GPU in every step (a
+    tensor on torch's "meta" device stands for one, in CPU-only tests); fit checks arrays up front."""
+    import torch
+
+    from kbert.models import bert_backbone
+
+    model = BertBackbone(**TINY)
+    batch = {key: torch.empty(value.shape, dtype=torch.int32, device="meta") for key, value in tiny_batch().items()}
+    model.check_inputs(batch)  # nothing read: a CPU tensor's values would be
+    # As on a GPU: the steps' tensors are not read, the arrays given to fit are.
+    monkeypatch.setattr(bert_backbone, "_concrete_values", lambda values: values if isinstance(values, np.ndarray)
+                        else None)
+    bad = tiny_batch()
+    bad["token_ids"][0, 0] = 50
+    with pytest.raises(ValueError, match="token_ids must lie in"):
+        BertClassifier(model, num_classes=2).fit(bad, np.zeros(3), verbose=0)
 
 
 def test_too_long_sequence_names_the_limit():

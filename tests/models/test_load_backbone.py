@@ -62,6 +62,6 @@ def test_a_folder_of_no_known_kind_names_the_kinds_and_presets(tmp_path):
     (tmp_path / "vocab.txt").write_text("[PAD]\n")
     for init in (tmp_path, tmp_path / "missing", "bert_nano"):
         with pytest.raises(FileNotFoundError, match=r"is neither a preset \(.*bert_tiny.*all_minilm_l6_v2\), "
-                                                    "a Hugging Face folder with config.json, nor a kbert folder "
-                                                    "with backbone.keras or model.keras"):
+                                                    "a Hugging Face folder with config.json, a kbert folder "
+                                                    "with backbone.keras or model.keras, nor a .keras file"):
             load_backbone(init)

@@ -8,8 +8,8 @@ import pytest
 from kbert import BertBackbone
 from kbert.optimizers import bfloat16_compute
 from kbert.saving import BACKBONE_FILE, MODEL_FILE
-from kbert.saving.saved_models import (check_vocabulary, is_preset, load_run, load_saved_model, load_tokenizer,
-                                       pretrained_folder, save_backbone, under_global_policy, with_preprocessor)
+from kbert.saving.saved_models import (check_vocabulary, load_run, load_saved_model, load_tokenizer, save_backbone,
+                                       under_global_policy, with_preprocessor)
 from kbert.tasks import BertQuestionAnswerer, BertQuestionAnswererPreprocessor
 from kbert.text import BertTokenizer
 from tests.conftest import TINY
@@ -17,9 +17,7 @@ from tests.conftest import TINY
 VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *[f"w{i}" for i in range(TINY["vocabulary_size"] - 5)]]
 
 
-def test_presets_and_folders_are_told_apart(tmp_path):
-    assert is_preset("bert_tiny") and is_preset("all_minilm_l6_v2") and not is_preset(tmp_path)
-    assert pretrained_folder("bert_tiny") is None and pretrained_folder(tmp_path) is None
+def test_presets_and_hugging_face_folders_hold_no_saved_model(tmp_path):
     assert load_saved_model("bert_tiny") is None
     (tmp_path / "config.json").write_text("{}")  # a Hugging Face folder: not a kbert model
     assert load_saved_model(tmp_path) is None
