@@ -394,8 +394,8 @@ def pretrain(args, folder, settings, files):
     Returns the metrics written to metrics.json."""
     import keras
 
-    from kbert import distribution_torch
-    from kbert.distribution import chief_first, describe, is_chief, process_share, writing_alone
+    from kbert.distribution import chief_first, describe, is_chief, process_share, torch_data_parallel, writing_alone
+    from kbert.distribution.data_shares import shares
     from kbert.saving import read_json, save_backbone
     from kbert.config import PRESETS, BertConfig
     from kbert.data.pretraining_dataset import pretraining_dataset
@@ -473,7 +473,7 @@ def pretrain(args, folder, settings, files):
     # shuffle=False: the pipeline shuffles (Keras would warn that it ignores shuffle=True).
     with contextlib.closing(data):
         if epochs:  # --steps 0 makes the vocabulary and the initial backbone: no batch is drawn, no child started
-            mine = distribution_torch.shares(data) if distribution_torch.active() else process_share(data)
+            mine = shares(data) if torch_data_parallel.active() else process_share(data)
             model.fit(mine, epochs=epochs, steps_per_epoch=batches_per_epoch, callbacks=callbacks,
                       validation_data=process_share(held_out) if held_out else None, shuffle=False,
                       verbose=verbose)

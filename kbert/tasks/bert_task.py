@@ -5,12 +5,12 @@ import contextlib
 import keras
 import numpy as np
 
-from kbert import distribution_torch
 from kbert.backend_speedups import active
 from kbert.backend_speedups.fast_dropout import fast_dropout_masks
 from kbert.config import DEFAULT_BATCH_SIZE, DEFAULT_SEQUENCE_LENGTH
 from kbert.data.padded_batches import PaddedBatches
-from kbert.distribution import check_mesh, data_dimension, taking_process_shares
+from kbert.distribution import check_mesh, data_dimension, taking_process_shares, torch_data_parallel
+from kbert.distribution.data_shares import Shard, training_on_shares
 from kbert.keywords import check_keywords
 from kbert.models.compute_dtype import with_compute_dtype
 from kbert.optimizers import bert_adamw
@@ -261,8 +261,8 @@ class BertTask(keras.Model):
         first, and raw inputs come in global batches padded to a multiple of its data dimension
         (the replicas: devices of a `keras.distribution` or a `tf.distribute` strategy, torch
         processes). On torch, each process trains on its share of every global batch and the
-        gradients are averaged over the processes (`kbert.distribution_torch`); token ids come as
-        `distribution_torch.shares(global batches)`. Across JAX processes, each feeds its share of
+        gradients are averaged over the processes (`kbert.distribution.torch_data_parallel`); token ids come as
+        `kbert.distribution.data_shares.shares(global batches)`. Across JAX processes, each feeds its share of
         every global batch and Keras assembles the batch (`kbert.distribution.process_share`, which
         also shares out a stream or `PyDataset` of global batches of token ids).
         """
@@ -301,16 +301,7 @@ class BertTask(keras.Model):
         self._plan_learning_rate(data, x, y, batch_size, epochs - initial_epoch, kwargs.get("steps_per_epoch"))
         arguments = dict(batch_size=batch_size, epochs=epochs, validation_data=validation_data,
                          sample_weight=sample_weight, shuffle=shuffle, **kwargs)
-        if distribution_torch.active() is None:
-            with taking_process_shares(data), self._training_speedups():
-                return super().fit(data, y, **arguments)
-        if not (isinstance(data, distribution_torch.Shard) or distribution_torch.is_shares(data)):
-            raise ValueError("Data parallelism on torch shards raw inputs (lists or arrays of strings) "
-                             "over the processes, and a stream of global batches given as "
-                             "kbert.distribution_torch.shares(batches); for other token ids or a tf.data.Dataset, "
-                             "give each process its own share and train under "
-                             "kbert.distribution_torch.averaged_gradients.")
-        with distribution_torch.averaged_gradients(self), self._training_speedups():
+        with training_on_shares(self, data), self._training_speedups():
             return super().fit(data, y, **arguments)
 
     @staticmethod
@@ -411,7 +402,7 @@ class BertTask(keras.Model):
 
     def _batches(self, x, y, sample_weight, batch_size, shuffle=False, shard=False, seed=None, start=(0, 0)):
         """(data, batches): raw inputs as batches of token ids, in the form `fit` and `evaluate` take
-        (with `shard`, this torch process's share of each, under `kbert.distribution_torch`), and the
+        (with `shard`, this torch process's share of each, under `kbert.distribution.torch_data_parallel`), and the
         `PaddedBatches` behind them (None for a tf.data pipeline), shuffled batches set to the
         (epoch, batch) `start`."""
         import tensorflow as tf
@@ -426,10 +417,10 @@ class BertTask(keras.Model):
         if seed is None:
             seed = int(np.random.randint(2**31))  # seeded by keras.utils.set_random_seed
         if shard:  # every torch process makes the same global batches (evaluate needs no peers)
-            seed = distribution_torch.shared_seed(seed)
+            seed = torch_data_parallel.shared_seed(seed)
         split = data_dimension(self)
         if not isinstance(prepared.inputs, dict):  # tokenized per batch, in the tf.data pipeline
-            if shard and distribution_torch.active() is not None:
+            if shard and torch_data_parallel.active() is not None:
                 raise ValueError("Raw inputs tokenized per batch (the pretrainer's) are not sharded over "
                                  "torch processes yet: data parallelism on torch takes the other tasks.")
             elements = tuple(part for part in (prepared.inputs, prepared.y, prepared.sample_weight)
@@ -449,8 +440,8 @@ class BertTask(keras.Model):
                                 batch_multiple=split)
         if shuffle:
             batches.set_epoch(*start)
-        if shard and distribution_torch.active() is not None:
-            return distribution_torch.Shard(batches, distribution_torch.active()), batches
+        if shard and torch_data_parallel.active() is not None:
+            return Shard(batches, torch_data_parallel.active()), batches
         return batches.for_fit(), batches
 
     def _plan_learning_rate(self, data, x, y, batch_size, epochs, steps_per_epoch):
