@@ -199,7 +199,8 @@ def time_worker(args):
 
     import kbert
     import kbert.distribution
-    from kbert import distribution_torch
+    from kbert.distribution import torch_data_parallel
+    from kbert.distribution.data_shares import Shard
 
     distribution = kbert.distribution.data_parallel() if args.worker_devices > 1 else None
     kbert.distribution.activate(distribution)
@@ -210,8 +211,8 @@ def time_worker(args):
     batch = {"token_ids": rng.integers(5, model.backbone.vocabulary_size, shape), "segment_ids": np.zeros(shape, "int32"),
              "padding_mask": np.ones(shape, "int32")}
     data = same_batches((batch, np.arange(args.batch_size) % 2), args.steps + 1)
-    if distribution_torch.active() is not None:
-        data = distribution_torch.Shard(data, distribution_torch.active())  # this process's rows of each
+    if torch_data_parallel.active() is not None:
+        data = Shard(data, torch_data_parallel.active())  # this process's rows of each
     begins, ends = [], []
     timer = keras.callbacks.LambdaCallback(  # Keras calls the batch end once it has read the step's loss
         on_train_batch_begin=lambda step, logs: begins.append(time.perf_counter()),

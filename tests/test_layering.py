@@ -13,7 +13,7 @@ pytestmark = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BOTTOM = ("config", "paths", "malloc_settings", "start_up", "progress", "keywords", "convert", "distribution", "saving",
-          "distribution_torch", "text", "data", "layers", "metrics", "optimizers", "backend_speedups")
+          "text", "data", "layers", "metrics", "optimizers", "backend_speedups")
 # The level of each part: a module may import its own level and those below it.
 LEVELS = {"kbert_edge": -1, **{f"kbert.{name}": 0 for name in BOTTOM}, "kbert.models": 1, "kbert.tasks": 2,
           "kbert.training": 3, "kbert.recipes": 4, "kbert.export": 5, "apps": 6}

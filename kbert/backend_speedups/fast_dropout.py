@@ -4,6 +4,8 @@ import contextlib
 
 import keras
 
+from kbert.backend_speedups import active
+
 
 @contextlib.contextmanager
 def fast_dropout_masks():
@@ -28,3 +30,14 @@ def fast_dropout_masks():
 
     with jax.threefry_partitionable(False):
         yield
+
+
+def fit_dropout_masks():
+    """What `BertTask.fit` trains within: `fast_dropout_masks()` where the speed-up `jax_dropout_masks` is
+    active (`kbert.backend_speedups.active`), else nothing.
+
+    Example:
+    >>> with fit_dropout_masks():
+    ...     pass
+    """
+    return fast_dropout_masks() if active("jax_dropout_masks") else contextlib.nullcontext()

@@ -144,3 +144,34 @@ def bert_adamw(learning_rate, total_steps, warmup_ratio=0.1, weight_decay=0.01, 
     )
     optimizer.exclude_from_weight_decay(var_names=["bias", "gamma", "beta"])
     return optimizer
+
+
+def plan_fit_schedule(optimizer, epochs, steps_per_epoch):
+    """Lays `optimizer`'s learning-rate schedule over the optimizer steps of one `fit` of a kbert task, when
+    the schedule is planned by fit (`bert_adamw(..., total_steps=None)`); nothing for any other schedule.
+
+    Args:
+        optimizer: the compiled optimizer: a `BertAdamW`, also within a `LossScaleOptimizer`.
+        epochs: int. Epochs of the fit (0 counts as 1).
+        steps_per_epoch: a function of no arguments: the batches of an epoch, or None if unknown. Called
+            only for a schedule planned by fit. Gradient accumulation's batches per step are counted.
+
+    Example:
+    >>> optimizer = bert_adamw(3e-5, total_steps=None)
+    >>> plan_fit_schedule(optimizer, epochs=2, steps_per_epoch=lambda: 50)
+    >>> optimizer._learning_rate.total_steps
+    100
+    """
+    optimizer = getattr(optimizer, "inner_optimizer", optimizer)  # under loss scaling
+    if not getattr(getattr(optimizer, "_learning_rate", None), "planned_by_fit", False):
+        return
+    if not hasattr(optimizer, "plan_fit"):
+        raise ValueError("A learning-rate schedule planned by fit needs the optimizer "
+                         "kbert.optimizers.BertAdamW, which holds the plan.")
+    steps = steps_per_epoch()
+    if steps is None:
+        raise ValueError("The learning-rate schedule is laid over the steps of fit, and this "
+                         "dataset's length is unknown: pass steps_per_epoch, or compile with "
+                         "an optimizer of your own.")
+    accumulation = optimizer.gradient_accumulation_steps or 1  # batches per optimizer step
+    optimizer.plan_fit(steps * max(epochs, 1) // accumulation)

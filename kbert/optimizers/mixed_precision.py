@@ -1,4 +1,5 @@
-"""`mixed_precision` of the recipes (`kbert.recipes`): build the model under Keras's "mixed_bfloat16" policy."""
+"""Mixed precision: `bfloat16_compute` (the recipes' `mixed_precision`: build the model under Keras's "mixed_bfloat16"
+policy), and the loss scaling of a backbone computing in float16 (`loss_scaled`, what a task's `compile` wraps)."""
 
 import contextlib
 
@@ -29,3 +30,30 @@ def bfloat16_compute(enabled=True):
         yield
     finally:
         keras.config.set_dtype_policy(previous)
+
+
+def loss_scaled(optimizer, compute_dtype, auto_scale_loss=True):
+    """`optimizer` in a `LossScaleOptimizer` for a model whose backbone computes in float16 (Keras wraps it only
+    for a model whose own policy is "mixed_float16"); a ValueError where scaling is turned off.
+
+    Args:
+        optimizer: a Keras optimizer or its name, or None (returned as it is).
+        compute_dtype: str. The backbone's compute dtype; anything but "float16" leaves `optimizer` as it is.
+        auto_scale_loss: bool. False refuses float16 without a `LossScaleOptimizer` of the caller's.
+
+    Example:
+    >>> type(loss_scaled("sgd", "float16")).__name__
+    'LossScaleOptimizer'
+    >>> loss_scaled("sgd", "float32")
+    'sgd'
+    """
+    if compute_dtype != "float16" or optimizer is None:
+        return optimizer
+    optimizer = keras.optimizers.get(optimizer)
+    if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
+        return optimizer
+    if not auto_scale_loss:
+        raise ValueError("The backbone computes in float16, whose gradients below 6e-8 round to 0 without "
+                         "loss scaling: compile with auto_scale_loss=True (the default) or a "
+                         "keras.optimizers.LossScaleOptimizer.")
+    return keras.optimizers.LossScaleOptimizer(optimizer)

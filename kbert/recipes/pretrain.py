@@ -18,11 +18,11 @@ import tempfile
 
 import keras
 
-from kbert import distribution_torch
 from kbert.config import PRESETS, BertConfig
 from kbert.data.pretraining_dataset import pretraining_dataset
 from kbert.data.process_batches import process_batches
-from kbert.distribution import chief_first, is_chief, process_share, writing_alone
+from kbert.distribution import chief_first, is_chief, process_share, torch_data_parallel, writing_alone
+from kbert.distribution.data_shares import shares
 from kbert.models.bert_backbone import BertBackbone
 from kbert.models.load_backbone import load_backbone
 from kbert.optimizers import bert_adamw
@@ -212,7 +212,7 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
         with contextlib.closing(data):
             if not epochs:  # steps 0 makes the vocabulary and the initial backbone: no batch is drawn, no child started
                 return keras.callbacks.History()
-            mine = distribution_torch.shares(data) if distribution_torch.active() else process_share(data)
+            mine = shares(data) if torch_data_parallel.active() else process_share(data)
             # shuffle=False: the pipeline shuffles (Keras would warn that it ignores shuffle=True).
             return model.fit(mine, epochs=epochs, steps_per_epoch=checkpoint_every * gradient_accumulation,
                              callbacks=callbacks, validation_data=process_share(held_out) if held_out else None,

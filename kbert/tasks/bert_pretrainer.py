@@ -1,7 +1,7 @@
 import keras
 from keras import ops
 
-from kbert import distribution_torch
+from kbert.distribution.torch_data_parallel import global_share
 from kbert.layers.masked_lm_head import MaskedLMHead
 from kbert.models.bert_backbone import INPUT_KEYS
 from kbert.tasks.bert_classifier import class_ids
@@ -13,12 +13,12 @@ from kbert.tasks.bert_task import BertTask
 class MaskedTokensLoss(keras.losses.SparseCategoricalCrossentropy):
     """Sparse cross-entropy averaged over the masked tokens (weighted by `mask_weights`, the sample
     weight), those of the global batch in a torch job's `fit` too: a process's mean over its share is
-    scaled by the share's part of the masked tokens (`distribution_torch.global_share`), so that the
+    scaled by the share's part of the masked tokens (`kbert.distribution.torch_data_parallel.global_share`), so that the
     gradients averaged over the processes are the global batch's, as on one device."""
 
     def __call__(self, y_true, y_pred, sample_weight=None):
         loss = super().__call__(y_true, y_pred, sample_weight)
-        share = None if sample_weight is None else distribution_torch.global_share(ops.sum(sample_weight))
+        share = None if sample_weight is None else global_share(ops.sum(sample_weight))
         return loss if share is None else loss * share
 
 

@@ -7,7 +7,7 @@ from keras import ops
 
 from kbert.config import DEFAULT_BATCH_SIZE
 from kbert.distribution import data_dimension
-from kbert.distribution_torch import active as torch_job
+from kbert.distribution.torch_data_parallel import active as torch_job
 from kbert.layers.mean_pooling import l2_normalize, mean_pool
 from kbert.tasks.bert_sentence_encoder_preprocessor import BertSentenceEncoderPreprocessor, text_columns
 from kbert.tasks.bert_task import BertTask

@@ -3,7 +3,7 @@
 otherwise (tests/distribution/jax_app_process_worker.py runs its app mode on JAX).
 
 argv: library OUT: a `BertPretrainer` (TINY, dropout 0, NSP head, SGD with momentum) fits the fixed global batches
-of `batches()`: in a job, this process's share of each (`distribution_torch.shares`); alone, the whole batches.
+of `batches()`: in a job, this process's share of each (`kbert.distribution.data_shares.shares`); alone, the whole batches.
 Writes its weights, losses and validation losses to OUT (.npz), and, in a job, the refusal of raw texts.
 
 argv: app WORKDIR STDOUT_FILE AUDIT_FILE ARGS...: apps/pretrain.py's `main(ARGS)` in the folder WORKDIR; writes what it
@@ -47,7 +47,8 @@ def library(out):
     import numpy as np
 
     import kbert.distribution
-    from kbert import BertBackbone, BertPretrainer, distribution_torch
+    from kbert import BertBackbone, BertPretrainer
+    from kbert.distribution.data_shares import shares
     from tests.conftest import TINY
 
     job = "WORLD_SIZE" in os.environ
@@ -57,7 +58,7 @@ def library(out):
     model = BertPretrainer(BertBackbone(**TINY, dropout=0.0))
     model.compile(optimizer=keras.optimizers.SGD(0.5, momentum=0.9))
     data = batches()
-    stream = distribution_torch.shares(data) if job else (batch for batch in data)
+    stream = shares(data) if job else (batch for batch in data)
     history = model.fit(stream, epochs=2, steps_per_epoch=2, validation_data=data[0], shuffle=False, verbose=0)
     results = {f"weight{i}": weight for i, weight in enumerate(model.get_weights())}
     results.update(loss=history.history["loss"], val_loss=history.history["val_loss"])

@@ -64,3 +64,23 @@ def test_bert_adamw_follows_pytorch_adamw():
     np.testing.assert_allclose(ours, expected, rtol=0, atol=2e-6)
     keras_adamw = keras.optimizers.AdamW(WarmupLinearDecay(1e-2, 0, 1000), weight_decay=0.01, epsilon=1e-6)
     assert np.abs(train(keras_adamw) - expected).max() > 1e-3  # the difference the test guards
+
+
+def test_each_fit_plans_a_schedule_planned_by_fit_in_optimizer_steps():
+    import pytest
+
+    from kbert.optimizers.bert_adamw import plan_fit_schedule
+
+    optimizer = bert_adamw(3e-5, total_steps=None, gradient_accumulation_steps=2)
+    plan_fit_schedule(keras.optimizers.LossScaleOptimizer(optimizer), epochs=3, steps_per_epoch=lambda: 10)
+    assert (optimizer._learning_rate.warmup_steps, optimizer._learning_rate.total_steps) == (1, 15)
+    plan_fit_schedule(optimizer, epochs=0, steps_per_epoch=lambda: 10)  # 0 epochs count as 1
+    assert optimizer._learning_rate.total_steps == 5
+    with pytest.raises(ValueError, match="length is unknown: pass steps_per_epoch"):
+        plan_fit_schedule(optimizer, epochs=1, steps_per_epoch=lambda: None)
+    fixed = bert_adamw(3e-5, total_steps=100)
+    plan_fit_schedule(fixed, epochs=1, steps_per_epoch=lambda: 1 / 0)  # not planned by fit: steps never counted
+    assert fixed._learning_rate.total_steps == 100
+    adam = keras.optimizers.Adam(WarmupLinearDecay(3e-5, 0, 1, planned_by_fit=True))
+    with pytest.raises(ValueError, match="needs the optimizer kbert.optimizers.BertAdamW"):
+        plan_fit_schedule(adam, epochs=1, steps_per_epoch=lambda: 10)

@@ -1,9 +1,11 @@
-"""bfloat16_compute: the global dtype policy "mixed_bfloat16" inside the block, the previous one after it."""
+"""bfloat16_compute: the global dtype policy "mixed_bfloat16" inside the block, the previous one after it; loss_scaled:
+a float16 backbone's optimizer under loss scaling."""
 
 import keras
 import pytest
 
 from kbert.optimizers import bfloat16_compute
+from kbert.optimizers.mixed_precision import loss_scaled
 
 
 @pytest.fixture(autouse=True)
@@ -37,3 +39,14 @@ def test_the_policy_is_restored_when_the_block_raises():
         with bfloat16_compute():
             raise KeyboardInterrupt
     assert keras.config.dtype_policy().name == "float32"
+
+
+def test_a_float16_backbone_trains_under_loss_scaling_and_refuses_to_without():
+    scaled = loss_scaled(keras.optimizers.SGD(0.1), "float16")
+    assert isinstance(scaled, keras.optimizers.LossScaleOptimizer)
+    assert loss_scaled(scaled, "float16") is scaled  # the caller's own
+    assert loss_scaled(None, "float16") is None
+    optimizer = keras.optimizers.SGD(0.1)
+    assert loss_scaled(optimizer, "bfloat16") is optimizer and loss_scaled(optimizer, "float32") is optimizer
+    with pytest.raises(ValueError, match="computes in float16.*auto_scale_loss=True"):
+        loss_scaled(optimizer, "float16", auto_scale_loss=False)

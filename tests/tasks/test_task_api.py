@@ -185,23 +185,6 @@ def test_bad_task_inputs_name_the_example():
         nsp.fit(["only texts"])
 
 
-def test_from_preset_with_an_unknown_name_lists_the_presets():
-    with pytest.raises(FileNotFoundError, match="bert_tiny.*all_minilm_l6_v2"):
-        BertClassifier.from_preset("bert_nano", num_classes=2)
-
-
-def test_from_preset_of_a_run_folder_gives_the_task_back(tmp_path):
-    model = BertClassifier.from_preset("bert_tiny", num_classes=2, label_names=["neg", "pos"])
-    model.save(tmp_path / "model.keras")
-    model.preprocessor.tokenizer.save(tmp_path)
-    again = BertClassifier.from_preset(tmp_path)
-    assert again.label_names == ["neg", "pos"]
-    np.testing.assert_allclose(again.predict(["fine"], verbose=0), model.predict(["fine"], verbose=0), atol=1e-6)
-    assert BertClassifier.from_preset(tmp_path, sequence_length=16).preprocessor.sequence_length == 16
-    other_head = BertClassifier.from_preset(tmp_path, num_classes=3)  # its backbone, a new head
-    assert other_head.num_classes == 3
-
-
 def test_import_kbert_registers_every_saved_object():
     for name in ("BertAdamW", "WarmupLinearDecay", "BertClassifier", "BertTextClassifierPreprocessor",
                  "BertMaskedLMPreprocessor", "BertQuestionAnswererPreprocessor",

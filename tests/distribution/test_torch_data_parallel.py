@@ -1,53 +1,23 @@
-"""kbert.distribution_torch in one process: the shares of a global batch, the active job, and gradient averaging
-(on a one-process gloo group that claims 2 replicas, so that the mean is half the gradient). The real
-2-process job is tests/distribution/test_data_parallel.py's."""
+"""kbert.distribution.torch_data_parallel in one process: the active job, and gradient averaging (on a one-process
+gloo group that claims 2 replicas, so that the mean is half the gradient). The real 2-process job is
+tests/distribution/test_data_parallel.py's; the shares of a global batch, test_data_shares.py's."""
 
 import keras
 import numpy as np
 import pytest
 
-from kbert import distribution_torch
-from kbert.distribution_torch import Shard, TorchDataParallel
+from kbert.distribution import torch_data_parallel
+from kbert.distribution.torch_data_parallel import TorchDataParallel
 
 pytestmark = pytest.mark.skipif(keras.config.backend() != "torch", reason="torch.distributed: torch's module")
 
-BATCH = {"x": np.arange(12).reshape(6, 2), "y": np.arange(6)}
-
-
-def test_process_r_of_n_takes_the_r_th_n_th_of_each_batch():
-    second_of_3 = distribution_torch.share(BATCH, TorchDataParallel(1, 3))
-    assert second_of_3["x"].tolist() == [[4, 5], [6, 7]] and second_of_3["y"].tolist() == [2, 3]
-    stream = distribution_torch.shares([BATCH, {"x": BATCH["x"][:4], "y": BATCH["y"][:4]}], TorchDataParallel(1, 2))
-    assert distribution_torch.is_shares(stream) and not distribution_torch.is_shares(iter([BATCH]))
-    assert [share["y"].tolist() for share in stream] == [[3, 4, 5], [2, 3]]
-
-
-def test_a_shard_is_a_pydataset_of_this_processs_rows():
-    class Batches(keras.utils.PyDataset):
-        epochs_ended = 0
-
-        def __len__(self):
-            return 2
-
-        def __getitem__(self, index):
-            return {"y": BATCH["y"] + 10 * index}
-
-        def on_epoch_end(self):
-            self.epochs_ended += 1
-
-    batches = Batches()
-    shard = Shard(batches, TorchDataParallel(0, 2))
-    assert len(shard) == 2 and shard[1]["y"].tolist() == [10, 11, 12]
-    shard.on_epoch_end()
-    assert batches.epochs_ended == 1
-
 
 def test_without_a_job_nothing_is_shared():
-    assert distribution_torch.active() is None
-    assert distribution_torch.shared_seed(1234) == 1234
-    assert distribution_torch.global_share(keras.ops.convert_to_tensor(3.0)) is None
+    assert torch_data_parallel.active() is None
+    assert torch_data_parallel.shared_seed(1234) == 1234
+    assert torch_data_parallel.global_share(keras.ops.convert_to_tensor(3.0)) is None
     with pytest.raises(ValueError, match="On torch, activate takes .*TorchDataParallel, not str"):
-        distribution_torch.set_active("data")
+        torch_data_parallel.set_active("data")
 
 
 def test_from_environment_names_the_missing_variables(monkeypatch):
@@ -66,9 +36,9 @@ def one_process_claiming_two(tmp_path):
     import torch.distributed as dist
 
     dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
-    distribution_torch.set_active(TorchDataParallel(0, 2))
+    torch_data_parallel.set_active(TorchDataParallel(0, 2))
     yield
-    distribution_torch.set_active(None)
+    torch_data_parallel.set_active(None)
     dist.destroy_process_group()
 
 
@@ -87,21 +57,21 @@ def test_averaged_gradients_divide_the_summed_gradients_by_the_processes(one_pro
 
     alone = kernel_gradient()
     np.testing.assert_array_equal(alone, np.tile(x.numpy().sum(0)[:, None], (1, 2)))  # d sum(xW+b)/dW
-    with distribution_torch.averaged_gradients(model):
+    with torch_data_parallel.averaged_gradients(model):
         np.testing.assert_allclose(kernel_gradient(), alone / 2)  # all-reduced over 1 process, divided by 2
-        share = distribution_torch.global_share(torch.tensor(5.0))
+        share = torch_data_parallel.global_share(torch.tensor(5.0))
         assert float(share) == 2.0  # 2 x 5 / 5
-        assert float(distribution_torch.global_share(torch.tensor(0.0))) == 0.0
+        assert float(torch_data_parallel.global_share(torch.tensor(0.0))) == 0.0
     np.testing.assert_array_equal(kernel_gradient(), alone)  # the hooks are gone
-    assert distribution_torch.global_share(torch.tensor(5.0)) is None
-    assert distribution_torch.shared_seed(99) == 99
+    assert torch_data_parallel.global_share(torch.tensor(5.0)) is None
+    assert torch_data_parallel.shared_seed(99) == 99
 
 
 LEAVER = """
 import sys
 sys.path.insert(0, sys.argv[1])
 import torch, torch.distributed as dist
-from kbert.distribution_torch import TorchDataParallel
+from kbert.distribution.torch_data_parallel import TorchDataParallel
 TorchDataParallel.from_environment()
 dist.all_reduce(torch.ones(1000))
 """

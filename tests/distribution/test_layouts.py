@@ -49,10 +49,10 @@ def test_pretrainer_drops_the_last_batch_it_cannot_pad(trained):
 
 
 def test_pretrainer_refuses_a_batch_size_the_data_dimension_does_not_divide(monkeypatch):
-    import kbert.tasks.bert_task
+    import kbert.tasks.task_data
 
     model = kbert.BertPretrainer.from_preset("bert_tiny", next_sentence=False)
-    monkeypatch.setattr(kbert.tasks.bert_task, "data_dimension", lambda distribution=None: 8)
+    monkeypatch.setattr(kbert.tasks.task_data, "data_dimension", lambda distribution=None: 8)
     with pytest.raises(ValueError, match="batch_size=12 does not divide by the data dimension 8"):
         model.fit(["a film", "another film"], batch_size=12)
 

@@ -1,34 +1,15 @@
-"""Data- and model-parallel BERT: a Megatron layout map and presets, on each backend's own engine.
-
-Model parallelism is `keras.distribution`'s, which runs on the JAX backend only (Keras's
-TensorFlow prototype says "do not use", and torch has none). Data parallelism runs on all
-three: `keras.distribution.DataParallel` on JAX, `tf.distribute.MirroredStrategy` on
-TensorFlow, and processes that average their gradients over `torch.distributed` on torch
-(`kbert.distribution_torch`, DistributedDataParallel's math). `activate(distribution)` makes
-any of them the active one; the rest of this module reads it.
-
-Example, on 8 devices: 2 replicas of the model, each sharded over 4 devices:
-
-```python
-import keras, kbert, kbert.distribution
-
-keras.distribution.set_distribution(kbert.distribution.model_parallel((2, 4), config="bert_base"))
-model = kbert.BertClassifier.from_preset("bert_base", num_classes=2)  # weights sharded here
-model.fit(["a gripping film", "a dull film"], [1, 0], batch_size=16)
-```
-"""
-
-import contextlib
+"""Which distribution trains: the Megatron layout map of a BERT's weights, the meshes of model
+parallelism, each backend's data parallelism, and the active one (`activate`, `data_dimension`,
+`describe`). See `kbert.distribution`."""
 
 import keras
 import numpy as np
 
 from kbert.config import PRESETS
+from kbert.distribution import torch_data_parallel
+from kbert.distribution.processes import join_jax_job
 
 NAMES = ("data", "model", "none")
-
-# What `keras.distribution.initialize()` reads: this process's place in a job of several JAX processes.
-JAX_JOB = ("KERAS_DISTRIBUTION_JOB_ADDRESSES", "KERAS_DISTRIBUTION_NUM_PROCESSES", "KERAS_DISTRIBUTION_PROCESS_ID")
 
 # Megatron-LM's tensor parallelism (Shoeybi et al., 2019): the first matmul of each pair is
 # split by columns (outputs), the second by rows (inputs), so each pair needs one all-reduce.
@@ -102,12 +83,10 @@ def data_parallel(devices=None):
         logical = tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU")
         return tf.distribute.MirroredStrategy(devices or [device.name for device in logical])
     if backend == "torch":
-        from kbert.distribution_torch import TorchDataParallel
-
         if devices is not None:
             raise ValueError("On torch, data parallelism is one process per device (torchrun): "
                              "data_parallel() takes no devices.")
-        return TorchDataParallel.from_environment()
+        return torch_data_parallel.TorchDataParallel.from_environment()
     check_backend()
     join_jax_job()
     return keras.distribution.DataParallel(devices=devices or keras.distribution.list_devices())
@@ -136,9 +115,7 @@ def activate(distribution):
                              f"not {type(distribution).__name__}.")
         tf.distribute.experimental_set_strategy(distribution)
     elif backend == "torch":
-        from kbert import distribution_torch
-
-        distribution_torch.set_active(distribution)
+        torch_data_parallel.set_active(distribution)
     else:
         keras.distribution.set_distribution(distribution)
 
@@ -265,190 +242,6 @@ def describe(distribution=None):
             "devices": int(np.prod(mesh.shape))}
 
 
-def is_chief():
-    """True in the process that writes a run's files and prints: process 0 of a job of several
-    processes (torch's under `data_parallel()`, JAX's after `keras.distribution.initialize`), and
-    any process of its own. The others train alongside it and write nothing.
-
-    Example:
-    >>> is_chief()
-    True
-    """
-    backend = keras.config.backend()
-    if backend == "torch":
-        from kbert import distribution_torch
-
-        return distribution_torch.active() is None or distribution_torch.active().rank == 0
-    if backend == "jax":
-        import jax
-
-        return jax.process_index() == 0
-    return True
-
-
-def chief_first(work, read=lambda: None):
-    """Process 0 of a job of several processes (torch's under `data_parallel()`, JAX's after
-    `keras.distribution.initialize`) runs `work()` (e.g. writes files) while the others wait; they
-    then run `read()` (e.g. read those files). Returns `work()`'s result in process 0, `read()`'s in
-    the others, `work()`'s in a process of its own. If `work` raises, process 0 raises it and the
-    others a RuntimeError naming it: none waits forever.
-
-    Example:
-    >>> chief_first(lambda: "written", lambda: "read")
-    'written'
-    """
-    broadcast = _from_process_0()
-    if broadcast is None:
-        return work()
-    if is_chief():
-        try:
-            result = work()
-        except BaseException as error:
-            broadcast(f"{type(error).__name__}: {error}")
-            raise
-        broadcast("")
-        return result
-    failure = broadcast("")
-    if failure:
-        raise RuntimeError(f"Process 0 stopped: {failure}")
-    return read()
-
-
-def join_jax_job():
-    """Joins the job of several JAX processes that the environment describes (`JAX_JOB`:
-    `KERAS_DISTRIBUTION_JOB_ADDRESSES`, the coordinator first, `KERAS_DISTRIBUTION_NUM_PROCESSES`,
-    `KERAS_DISTRIBUTION_PROCESS_ID`), with `keras.distribution.initialize()`, unless joined already;
-    nothing when none of them is set. Run it before any JAX computation. Returns the number of
-    processes. A ValueError names the variables missing when only some are set.
-
-    Example:
-    >>> join_jax_job()  # no job in the environment: this process alone
-    1
-    """
-    import os
-
-    import jax
-
-    given = [name for name in JAX_JOB if name in os.environ]
-    if given and not jax.distributed.is_initialized():
-        missing = [name for name in JAX_JOB if name not in os.environ]
-        if missing:
-            raise ValueError(f"A job of several JAX processes needs {', '.join(JAX_JOB)} set in each process; "
-                             f"{', '.join(given)} set but {', '.join(missing)} not.")
-        keras.distribution.initialize()
-    return jax.process_count()
-
-
-@contextlib.contextmanager
-def writing_alone():
-    """Within it, process 0 may save a model while the others do not: under a `keras.distribution` of
-    several JAX processes, that distribution is set aside meanwhile (Keras's saving creates variables,
-    e.g. a copy of the model or a stand-in optimizer, and creating one under it is a step every process
-    must take together: process 0 alone would wait forever); elsewhere, nothing changes.
-
-    Example:
-    >>> with writing_alone():
-    ...     pass
-    """
-    distribution = _multi_process_jax()
-    if distribution is None:
-        yield
-        return
-    keras.distribution.set_distribution(None)
-    try:
-        yield
-    finally:
-        keras.distribution.set_distribution(distribution)
-
-
-def process_share(batches):
-    """This process's rows of every batch of `batches`, when the active `keras.distribution` spans
-    several JAX processes: process p of n takes the p-th n-th of each global batch, the rows of its
-    own devices along the data axis (Keras's JAX trainer assembles the global batch from the
-    processes' shares, `jax.make_array_from_process_local_data`). A `PyDataset` of global batches
-    comes back as a `kbert.distribution_torch.Shard`, another iterable of them (e.g. the
-    pretraining stream of `kbert.data.process_batches`) as a generator of shares
-    (`kbert.distribution_torch.shares`); `batches` itself without such a job. Every process must
-    make the same global batches (same data, same seed). Keras's `fit` and `evaluate` take the
-    shares within `taking_process_shares`.
-    """
-    distribution = _multi_process_jax()
-    if distribution is None:
-        return batches
-    if isinstance(distribution, keras.distribution.ModelParallel):
-        raise ValueError("Model parallelism across JAX processes takes a tf.data.Dataset of global batches "
-                         "(Keras shards it); kbert's batches are shared out by process under data "
-                         "parallelism only.")
-    import types
-
-    import jax
-
-    from kbert.distribution_torch import Shard, shares
-
-    process = types.SimpleNamespace(rank=jax.process_index(), num_replicas_in_sync=jax.process_count())
-    if isinstance(batches, keras.utils.PyDataset):
-        return Shard(batches, process)
-    return shares(batches, process)
-
-
-@contextlib.contextmanager
-def taking_process_shares(data):
-    """Within it, Keras's `fit` and `evaluate` take `data` when it is this process's shares of the
-    batches (`process_share`) under a `keras.distribution` of several JAX processes: its
-    `auto_shard_dataset` is turned off meanwhile (with it on, Keras takes only a tf.data.Dataset,
-    which it shares out itself); elsewhere, nothing changes.
-
-    Example:
-    >>> with taking_process_shares([1, 2]):
-    ...     pass
-    """
-    from kbert.distribution_torch import Shard, is_shares
-
-    distribution = _multi_process_jax()
-    if distribution is None or not (isinstance(data, Shard) or is_shares(data)):
-        yield
-        return
-    auto_shard = distribution.auto_shard_dataset
-    distribution.auto_shard_dataset = False
-    try:
-        yield
-    finally:
-        distribution.auto_shard_dataset = auto_shard
-
-
-def _from_process_0():
-    """In a job of several processes, a function that every process calls with a string and that returns
-    process 0's (a collective step); None in a process of its own."""
-    backend = keras.config.backend()
-    if backend == "torch":
-        from kbert import distribution_torch
-
-        return None if distribution_torch.active() is None else distribution_torch.broadcast_from_process_0
-    if backend != "jax":
-        return None
-    import jax
-
-    if jax.process_count() == 1:
-        return None
-    from jax.experimental import multihost_utils
-
-    def broadcast(text):  # of one shape in every process: the length first, then the bytes
-        data = np.frombuffer(text.encode(), np.uint8)
-        size = int(multihost_utils.broadcast_one_to_all(np.int32(data.size)))
-        if not size:
-            return ""
-        data = data if is_chief() else np.zeros(size, np.uint8)
-        return bytes(np.asarray(multihost_utils.broadcast_one_to_all(data))).decode()
-
-    return broadcast
-
-
-def _multi_process_jax():
-    """The active `keras.distribution` if it spans several JAX processes, else None."""
-    distribution = keras.distribution.distribution() if keras.config.backend() == "jax" else None
-    return distribution if distribution is not None and distribution.num_processes > 1 else None
-
-
 def _active(distribution):
     """`distribution`, a model's (its tf.distribute strategy), or the backend's active one (None if none)."""
     if isinstance(distribution, keras.Model):  # on TensorFlow, the strategy it was built under
@@ -459,9 +252,7 @@ def _active(distribution):
         import tensorflow as tf
 
         return tf.distribute.get_strategy() if tf.distribute.has_strategy() else None
-    from kbert import distribution_torch
-
-    return distribution_torch.active()
+    return torch_data_parallel.active()
 
 
 def _model_dimension(mesh):
@@ -472,6 +263,5 @@ def _model_dimension(mesh):
     return int(tuple(mesh)[1])
 
 
-__all__ = ["activate", "bert_layout_map", "check_mesh", "chief_first", "data_dimension", "data_parallel", "describe",
-           "get", "is_chief", "join_jax_job", "model_parallel", "process_share",
-           "taking_process_shares", "writing_alone"]
+__all__ = ["NAMES", "activate", "bert_layout_map", "check_backend", "check_mesh", "data_dimension", "data_parallel",
+           "describe", "get", "model_parallel"]

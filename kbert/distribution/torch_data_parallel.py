@@ -8,15 +8,13 @@ trainable weight that, once its gradient is accumulated in the backward pass, al
 and divides by the number of processes; the optimizer then applies the same mean gradient in
 every process. With the same initial weights (broadcast from process 0 when training starts)
 every process takes the same steps. Each process trains on its share of every global batch
-(`Shard`), so the mean of the processes' gradients is the gradient of the global batch.
+(`kbert.distribution.data_shares`), so the mean of the processes' gradients is the gradient of the global
+batch.
 """
 
 import atexit
 import contextlib
 import os
-import types
-
-import keras
 
 _ACTIVE = None
 _AVERAGING = False  # within `averaged_gradients`: every process runs the same steps (and validations)
@@ -114,52 +112,6 @@ def global_share(amount):
     return torch.where(total > 0, share, torch.zeros_like(share)).to(amount.dtype)
 
 
-def share(batch, distribution=None):
-    """This process's rows of the global `batch` (a nest of arrays whose rows divide by the processes):
-    process r of n takes the r-th n-th."""
-    distribution = distribution or _ACTIVE
-    parts, rank = distribution.num_replicas_in_sync, distribution.rank
-
-    def rows(value):
-        size = len(value) // parts
-        return value[rank * size : (rank + 1) * size]
-
-    return keras.tree.map_structure(rows, batch)
-
-
-def shares(batches, distribution=None):
-    """A generator of this process's share (`share`) of each global batch of the iterable `batches`
-    (e.g. `kbert.data.process_batches`' stream, drawn alike in every process): `BertTask.fit` takes it
-    under the active `TorchDataParallel` (`is_shares`)."""
-    distribution = distribution or _ACTIVE
-    for batch in batches:
-        yield share(batch, distribution)
-
-
-def is_shares(data):
-    """True for a generator `shares` made."""
-    return isinstance(data, types.GeneratorType) and data.gi_code is shares.__code__
-
-
-class Shard(keras.utils.PyDataset):
-    """This process's rows of every batch of `batches` (a PyDataset of global batches whose rows
-    divide by the processes): process r of n takes the r-th n-th of each batch."""
-
-    def __init__(self, batches, distribution):
-        super().__init__()
-        self.batches = batches
-        self.distribution = distribution
-
-    def __len__(self):
-        return len(self.batches)
-
-    def __getitem__(self, index):
-        return share(self.batches[index], self.distribution)
-
-    def on_epoch_end(self):
-        self.batches.on_epoch_end()
-
-
 @contextlib.contextmanager
 def averaged_gradients(model):
     """While open, `model`'s processes start from process 0's weights and each backward pass leaves
@@ -187,5 +139,5 @@ def averaged_gradients(model):
             handle.remove()
 
 
-__all__ = ["Shard", "TorchDataParallel", "active", "averaged_gradients", "broadcast_from_process_0", "global_share",
-           "is_shares", "set_active", "share", "shared_seed", "shares"]
+__all__ = ["TorchDataParallel", "active", "averaged_gradients", "broadcast_from_process_0", "global_share",
+           "set_active", "shared_seed"]

@@ -1,0 +1,68 @@
+"""A task model from a preset, a kbert folder or a Hugging Face checkpoint: what `BertTask.from_preset` loads."""
+
+from kbert.keywords import check_keywords
+from kbert.saving import check_vocabulary
+
+
+def load_task(cls, preset, preprocessor=None, sequence_length=None, compile=True, **kwargs):
+    """The task model of class `cls` that `cls.from_preset(preset, ...)` returns (see `BertTask.from_preset`):
+    a saved model of `cls` whole; else `preset`'s backbone with a new head, or a Hugging Face checkpoint's
+    head of this task (`hf_head_arguments`).
+
+    Example:
+    >>> from kbert import BertClassifier
+    >>> load_task(BertClassifier, "bert_tiny", num_classes=3).num_classes
+    3
+    """
+    from kbert.models.load_backbone import load_backbone
+    from kbert.saving import model_source
+
+    check_keywords(cls, kwargs, also=("preprocessor", "sequence_length", "compile"))  # before anything is read
+    source = model_source(preset)  # each of its files read once, whichever way it is taken
+    saved = source.saved_model  # a task model comes with its preprocessor
+    if isinstance(saved, cls) and not kwargs:
+        if preprocessor is not None:
+            check_vocabulary(saved.backbone, preprocessor.tokenizer, "the preprocessor's tokenizer")
+            saved.preprocessor = preprocessor
+        elif sequence_length:
+            saved.preprocessor.sequence_length = min(sequence_length, saved.backbone.max_sequence_length)
+        if compile:
+            saved.compile()
+        return saved
+    backbone, tokenizer = load_backbone(source)
+    length = min(sequence_length or cls.default_sequence_length, backbone.max_sequence_length)
+    preprocessor = preprocessor or cls.preprocessor_class(tokenizer, sequence_length=length)
+    head = hf_head_arguments(cls, source, kwargs)
+    if head is None:
+        return cls(backbone, preprocessor=preprocessor, compile=compile, **kwargs)
+    from kbert.convert import load_hf_head
+
+    model = cls(backbone, preprocessor=preprocessor, compile=compile, **{**head, **kwargs})
+    load_hf_head(model, source.checkpoint)
+    return model
+
+
+def hf_head_arguments(cls, source, kwargs):
+    """The head arguments of a Hugging Face checkpoint of task `cls` that `kwargs` keep (else None).
+
+    Args:
+        cls: the task model's class.
+        source: `kbert.saving.ModelSource`. What `from_preset` was given.
+        kwargs: dict. The task's constructor arguments asked for (another class count: another head).
+
+    Example:
+    >>> from kbert import BertClassifier
+    >>> from kbert.saving import model_source
+    >>> hf_head_arguments(BertClassifier, model_source("bert_tiny"), {}) is None  # a preset has no head
+    True
+    """
+    if source.kind != "hugging_face":
+        return None
+    from kbert.convert import hf_task_arguments
+
+    task, head = hf_task_arguments(source.checkpoint)
+    changed = [key for key in ("num_classes", "label_names", "multi_label", "next_sentence")
+               if key in kwargs and key in head and kwargs[key] != head[key]]
+    if task != cls.__name__ or changed:
+        return None  # another task, or another head: the backbone alone
+    return head

@@ -1,0 +1,169 @@
+"""How a task's `fit`, `evaluate` and `predict` take their inputs: token ids as they are, raw inputs (lists or
+arrays of strings, a `tf.data.Dataset` of them) as batches of token ids that the task's preprocessor makes."""
+
+import keras
+import numpy as np
+
+from kbert.config import DEFAULT_BATCH_SIZE
+from kbert.data.padded_batches import PaddedBatches
+from kbert.distribution import data_dimension, torch_data_parallel
+from kbert.distribution.data_shares import Shard
+from kbert.tasks.raw_datasets import checked_dataset, is_dataset
+
+
+def fit_arguments(task, arguments, seed=None, initial_batch=0):
+    """Keras `fit`'s `arguments` (a dict: x, y, batch_size, epochs, ...) for `task`: raw inputs become the
+    task's batches (shuffled each epoch from `seed`, from the (epoch, batch) of `initial_epoch` and
+    `initial_batch`), checked before any step; token ids pass as they are."""
+    arguments = dict(arguments)
+    x, y, sample_weight, batch_size = (arguments.pop(key) for key in ("x", "y", "sample_weight", "batch_size"))
+    initial_epoch, epochs = arguments.get("initial_epoch", 0), arguments["epochs"]
+    if initial_batch and epochs != initial_epoch + 1:
+        raise ValueError(f"initial_batch={initial_batch} trains the rest of one epoch: fit it with "
+                         f"epochs=initial_epoch + 1 ({initial_epoch + 1}, not {epochs}), the later epochs in "
+                         "another fit.")
+    if takes_as_is(task, x):
+        if initial_batch:
+            raise ValueError("initial_batch resumes raw inputs (lists or arrays of strings), whose batches "
+                             "kbert makes; with token ids or a dataset, skip the batches yourself.")
+        if isinstance(x, dict):
+            task.backbone.check_inputs(x)  # the ids once, on the host: on a GPU the steps do not read them back
+        return dict(x=x, y=as_array(y), sample_weight=sample_weight, batch_size=batch_size, **arguments)
+    if is_dataset(x):
+        x = checked_dataset(task, x)
+    else:
+        task._check_examples(x, y)
+    data, batches = task._batches(x, y, sample_weight, batch_size, shuffle=arguments["shuffle"], shard=True,
+                                  seed=seed, start=(initial_epoch, initial_batch))
+    if arguments["shuffle"] and batches is not None:
+        arguments["callbacks"] = [batches.epoch_callback(), *(arguments.get("callbacks") or [])]
+    elif initial_batch:
+        raise ValueError("initial_batch resumes shuffled raw inputs batched by kbert (not the "
+                         "pretrainer's tf.data pipeline).")
+    validation_data = arguments["validation_data"]
+    if validation_data is not None and not takes_as_is(task, validation_data):
+        valid_x, valid_y, valid_weight = keras.utils.unpack_x_y_sample_weight(validation_data)
+        arguments["validation_data"], _ = task._batches(valid_x, valid_y, valid_weight,
+                                                        arguments.pop("validation_batch_size", None))
+    # the batches shuffle themselves
+    return dict(x=data, y=None, sample_weight=None, batch_size=None, **{**arguments, "shuffle": False})
+
+
+def evaluate_arguments(task, x, y, sample_weight, batch_size):
+    """Keras `evaluate`'s x, y, sample_weight and batch_size for `task` (a dict): raw inputs as its batches."""
+    if takes_as_is(task, x):
+        return dict(x=x, y=as_array(y), batch_size=batch_size, sample_weight=sample_weight)
+    x = checked_dataset(task, x) if is_dataset(x) else x
+    return dict(x=task._batches(x, y, sample_weight, batch_size, shuffle=False)[0])
+
+
+def predict_raw(task, predict, x, batch_size, verbose, **kwargs):
+    """What `task.predict` returns on the raw inputs `x`: `predict` (Keras's, of `task`) on the batches of a
+    tf.data pipeline (a dataset, the pretrainer's texts), `predict_prepared` on the others."""
+    if is_dataset(x):
+        if task.token_outputs:
+            raise ValueError(f"{type(task).__name__}.predict decodes answers from lists or arrays "
+                             "of raw inputs; for a tf.data.Dataset, map the preprocessor and "
+                             "predict on the token ids.")
+        return task.decode(predict(task._batches(x, None, None, None)[0], verbose=verbose, **kwargs), None)
+    prepared = task.preprocessor.prepare(x)
+    if not isinstance(prepared.inputs, dict):  # tokenized per batch, in the tf.data pipeline
+        return predict(task._batches(x, None, None, batch_size)[0], verbose=verbose, **kwargs)
+    if kwargs:
+        raise TypeError(f"predict on raw inputs takes batch_size and verbose, not {sorted(kwargs)}; "
+                        "for Keras's other arguments, predict on the preprocessor's token ids.")
+    return predict_prepared(task, task, prepared, batch_size, verbose)
+
+
+def predict_prepared(task, runner, prepared, batch_size, verbose):
+    """`task.decode` of the outputs `runner` (the task, or anything with its `predict_on_batch`) computes on the
+    `prepared` inputs, served longest first in batches of similar length (`PaddedBatches.predict`)."""
+    batches = PaddedBatches(prepared.inputs, batch_size=batch_size or DEFAULT_BATCH_SIZE)
+    return task.decode(batches.predict(runner, verbose=verbose, token_outputs=task.token_outputs), prepared)
+
+
+def check_examples(task, x, y):
+    """A ValueError, before any step, for raw inputs `fit` cannot train on: none, or not one label each."""
+    name = type(task).__name__
+    count = len(x[0]) if isinstance(x, tuple) else len(x)
+    if not count:
+        raise ValueError(f"{name}.fit got no examples: nothing to train on.")
+    if y is None and task.needs_labels:
+        raise ValueError(f"{name}.fit needs a label for each of its {count} examples (y); got None.")
+    if y is not None and not isinstance(y, dict) and len(y) != count:
+        raise ValueError(f"{name}.fit got {count} examples but {len(y)} labels: give one label per example.")
+
+
+def takes_as_is(task, x):
+    """True for inputs `task` reads without its preprocessor (token ids, or no preprocessor)."""
+    if task.preprocessor is None or isinstance(x, (dict, keras.utils.PyDataset)):
+        return True
+    if is_dataset(x):
+        return isinstance(keras.utils.unpack_x_y_sample_weight(x.element_spec)[0], dict)
+    return False
+
+
+def raw_batches(task, x, y, sample_weight, batch_size, shuffle=False, shard=False, seed=None, start=(0, 0)):
+    """(data, batches): raw inputs as batches of token ids, in the form `fit` and `evaluate` take
+    (with `shard`, this torch process's share of each, under `kbert.distribution.torch_data_parallel`), and the
+    `PaddedBatches` behind them (None for a tf.data pipeline), shuffled batches set to the
+    (epoch, batch) `start`."""
+    import tensorflow as tf
+
+    if is_dataset(x):
+        if y is not None or sample_weight is not None or batch_size is not None:
+            raise ValueError("A tf.data.Dataset carries its own labels, weights and batches: pass "
+                             "no y, sample_weight or batch_size with it.")
+        return x.map(task.preprocessor, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE), None
+    prepared = task.preprocessor.prepare(x, task.check_labels(y), sample_weight)
+    batch_size = batch_size or DEFAULT_BATCH_SIZE
+    if seed is None:
+        seed = int(np.random.randint(2**31))  # seeded by keras.utils.set_random_seed
+    if shard:  # every torch process makes the same global batches (evaluate needs no peers)
+        seed = torch_data_parallel.shared_seed(seed)
+    split = data_dimension(task)
+    if not isinstance(prepared.inputs, dict):  # tokenized per batch, in the tf.data pipeline
+        if shard and torch_data_parallel.active() is not None:
+            raise ValueError("Raw inputs tokenized per batch (the pretrainer's) are not sharded over "
+                             "torch processes yet: data parallelism on torch takes the other tasks.")
+        elements = tuple(part for part in (prepared.inputs, prepared.y, prepared.sample_weight)
+                         if part is not None)
+        data = tf.data.Dataset.from_tensor_slices(elements)
+        if shuffle:
+            data = data.shuffle(len(data), seed=seed, reshuffle_each_iteration=True)
+        # masked per batch, so not padded: the last batch is dropped
+        if batch_size % split:
+            raise ValueError(f"batch_size={batch_size} does not divide by the data dimension "
+                             f"{split} of the active distribution; choose a multiple of {split}.")
+        data = data.batch(batch_size, drop_remainder=split > 1)
+        return data.map(lambda *batch: task.preprocessor(*batch),
+                        num_parallel_calls=tf.data.AUTOTUNE).prefetch(2), None
+    batches = PaddedBatches(prepared.inputs, prepared.y, prepared.sample_weight, batch_size,
+                            shuffle=shuffle, seed=seed, group_by_length=shuffle,
+                            batch_multiple=split)
+    if shuffle:
+        batches.set_epoch(*start)
+    if shard and torch_data_parallel.active() is not None:
+        return Shard(batches, torch_data_parallel.active()), batches
+    return batches.for_fit(), batches
+
+
+def steps_per_epoch(data, x, batch_size):
+    """Batches in an epoch of `data` (a PyDataset, a tf.data.Dataset or arrays `x`), or None if unknown.
+
+    Example:
+    >>> steps_per_epoch({"token_ids": np.zeros((70, 8))}, {"token_ids": np.zeros((70, 8))}, 32)
+    3
+    """
+    if isinstance(data, keras.utils.PyDataset):
+        return len(data)
+    if is_dataset(data):
+        count = int(data.cardinality())
+        return count if count > 0 else None
+    length = len(keras.tree.flatten(x)[0])
+    return -(-length // (batch_size or DEFAULT_BATCH_SIZE))
+
+
+def as_array(values):
+    """Lists and tuples of labels as numpy arrays; anything else as it is."""
+    return np.asarray(values) if isinstance(values, (list, tuple)) else values

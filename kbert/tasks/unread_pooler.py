@@ -1,0 +1,44 @@
+"""`UnreadPooler`: a task model leaves the backbone's pooler out of its training when no output reads it."""
+
+
+class UnreadPooler:
+    """Mixin of the `keras.Model` task models with a `backbone`: unless `reads_pooled_output`, the weights
+    of the backbone's pooler count as non-trainable in this model.
+
+    They stay out of training (no gradient, no weight decay, no Keras warning), as Hugging Face's
+    token models leave the pooler out, without changing the backbone itself.
+
+    Example:
+    >>> from kbert import BertBackbone, BertTokenClassifier
+    >>> model = BertTokenClassifier(BertBackbone.from_preset("bert_tiny"), ["O", "B-X"])
+    >>> pooler = {id(w) for w in model.backbone.pooler.weights}
+    >>> [sum(id(w) in pooler for w in weights) for weights in (model.trainable_weights, model.non_trainable_weights)]
+    [0, 2]
+    """
+
+    reads_pooled_output = False
+
+    @property
+    def trainable_weights(self):
+        return [v for v in super().trainable_weights if id(v) not in self._unread_weights()]
+
+    @property
+    def trainable_variables(self):
+        return [v for v in super().trainable_variables if id(v) not in self._unread_weights()]
+
+    @property
+    def non_trainable_weights(self):
+        unread = self._unread_weights()
+        return super().non_trainable_weights + [v for v in super().trainable_weights if id(v) in unread]
+
+    @property
+    def non_trainable_variables(self):
+        unread = self._unread_weights()
+        return super().non_trainable_variables + [v for v in super().trainable_variables if id(v) in unread]
+
+    def _unread_weights(self):
+        """Ids of the backbone weights no output depends on: the pooler, for most tasks."""
+        backbone = getattr(self, "backbone", None)
+        if backbone is None or self.reads_pooled_output:
+            return set()
+        return {id(v) for v in backbone.pooler.weights}

@@ -1,0 +1,70 @@
+"""kbert.tasks.task_data: which inputs a task takes as they are, the raw inputs refused before any step, the batches
+of raw inputs and the steps of an epoch. Through the tasks' own fit, evaluate and predict: test_task_api.py."""
+
+import keras
+import numpy as np
+import pytest
+
+from kbert import BertBackbone
+from kbert.tasks import BertClassifier, BertTokenClassifier
+from kbert.tasks import task_data
+from tests.conftest import TINY, tiny_batch
+
+
+@pytest.fixture(scope="module")
+def classifier():
+    return BertClassifier.from_preset("bert_tiny", num_classes=2, sequence_length=16)
+
+
+def test_token_ids_and_models_without_a_preprocessor_take_their_inputs_as_they_are(classifier):
+    assert task_data.takes_as_is(classifier, tiny_batch())
+    assert not task_data.takes_as_is(classifier, ["a film"]) and not task_data.takes_as_is(classifier, ("a", "b"))
+    assert task_data.takes_as_is(BertTokenClassifier(BertBackbone(**TINY), ["O", "B-X"]), ["a film"])
+
+
+@pytest.mark.parametrize("x, y, message", [
+    ([], [], "BertClassifier.fit got no examples"),
+    (["a", "b"], None, "needs a label for each of its 2 examples"),
+    ((["a", "b", "c"], ["d", "e", "f"]), [0, 1], "got 3 examples but 2 labels"),
+])
+def test_raw_inputs_fit_cannot_train_on_are_refused(classifier, x, y, message):
+    with pytest.raises(ValueError, match=message):
+        task_data.check_examples(classifier, x, y)
+
+
+def test_raw_inputs_become_padded_batches_of_token_ids(classifier):
+    data, batches = task_data.raw_batches(classifier, ["a film", "a much longer film than that", "b"], [0, 1, 0],
+                                          None, batch_size=2)
+    assert len(batches) == 2 and task_data.steps_per_epoch(data, None, None) == 2
+    x, y = batches[0][:2]
+    assert sorted(x) == ["padding_mask", "segment_ids", "token_ids"] and len(y) == 2
+
+
+def test_a_dataset_carries_its_own_labels_and_batches(classifier):
+    tf = pytest.importorskip("tensorflow")
+    data = tf.data.Dataset.from_tensor_slices((["a", "b"], [0, 1])).batch(2)
+    with pytest.raises(ValueError, match="carries its own labels, weights and batches"):
+        task_data.raw_batches(classifier, data, [0, 1], None, None)
+    assert task_data.steps_per_epoch(task_data.raw_batches(classifier, data, None, None, None)[0], None, None) == 1
+
+
+def test_steps_of_an_epoch_of_arrays_or_a_pydataset():
+    assert task_data.steps_per_epoch(None, {"token_ids": np.zeros((70, 4))}, 32) == 3
+    assert task_data.steps_per_epoch(None, np.zeros((70, 4)), None) == -(-70 // 32)  # the default batch size
+
+    class Batches(keras.utils.PyDataset):
+        def __len__(self):
+            return 5
+
+    assert task_data.steps_per_epoch(Batches(), None, 32) == 5
+
+
+def test_initial_batch_resumes_an_epoch_of_raw_inputs_only(classifier):
+    arguments = dict(x=["a", "b"], y=[0, 1], batch_size=None, epochs=2, validation_data=None, sample_weight=None,
+                     shuffle=True)
+    with pytest.raises(ValueError, match="trains the rest of one epoch: fit it with epochs=initial_epoch \\+ 1"):
+        task_data.fit_arguments(classifier, arguments, initial_batch=1)
+    with pytest.raises(ValueError, match="initial_batch resumes raw inputs"):
+        task_data.fit_arguments(classifier, {**arguments, "x": tiny_batch(), "epochs": 1}, initial_batch=1)
+    fitted = task_data.fit_arguments(classifier, arguments)
+    assert (fitted["y"], fitted["shuffle"], len(fitted["callbacks"])) == (None, False, 1)  # the batches shuffle
