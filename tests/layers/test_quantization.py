@@ -41,6 +41,8 @@ def int8_error(model, batch):
     return np.abs(ops.convert_to_numpy(model(batch)["sequence_output"]) - before).max()
 
 
+@pytest.mark.skipif(keras.config.backend() != "tensorflow", reason=(
+    "keras-hub's int8 is Keras's on every backend (the errors agreed to 1e-6 on all three): once, for CI time"))
 def test_int8_backbone_moves_outputs_no_more_than_keras_hub():
     keras_hub = pytest.importorskip("keras_hub")
     keras.utils.set_random_seed(0)

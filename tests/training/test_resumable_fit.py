@@ -66,7 +66,8 @@ def _without_dropout(init):
     return without_dropout
 
 
-@pytest.mark.parametrize("killed_in_epoch", [0, 1])
+# Killed in the first epoch on TensorFlow alone (CI time): the second, resumed with the first epoch's state, on every backend.
+@pytest.mark.parametrize("killed_in_epoch", [1] if keras.config.backend() != "tensorflow" else [0, 1])
 def test_killed_within_an_epoch_the_run_resumes_there_and_ends_as_if_never_killed(
         no_dropout_init, uninterrupted, killed_in_epoch, tmp_path, capsys, monkeypatch):
     data, expected, expected_model = uninterrupted
