@@ -125,5 +125,26 @@ def test_written_back_it_encodes_in_sentence_transformers_as_here(tmp_path, pool
     run_python(TESTS / "tasks" / "sentence_transformers_encode.py", tmp_path / "st", tmp_path / "texts.json",
                tmp_path / "out.npy")
     np.testing.assert_allclose(np.load(tmp_path / "out.npy"), model.encode(ANCHORS), atol=1e-5)
-    again = BertSentenceEncoder.from_preset(tmp_path / "st", pooling=pooling, normalize=normalize)
+    again = BertSentenceEncoder.from_preset(tmp_path / "st")  # its pooling and normalisation read from the folder
+    assert (again.pooling, again.normalize) == (pooling, normalize)
     np.testing.assert_allclose(again.encode(ANCHORS), model.encode(ANCHORS), atol=1e-5)
+
+
+def test_a_sentence_transformers_folder_kbert_cannot_compute_is_refused_naming_the_file(tmp_path):
+    import json
+
+    from kbert.tasks.bert_sentence_encoder import sentence_transformers_settings
+
+    _model(pooling="cls").export_to_transformers(tmp_path)
+    assert sentence_transformers_settings(tmp_path)["pooling"] == "cls"
+    pooling_file = tmp_path / "1_Pooling" / "config.json"
+    config = json.loads(pooling_file.read_text())
+    pooling_file.write_text(json.dumps({**config, "pooling_mode_cls_token": False,
+                                        "pooling_mode_mean_sqrt_len_tokens": True}))
+    with pytest.raises(ValueError, match=r"1_Pooling/config.json: pooling modes \['pooling_mode_mean_sqrt_len_tokens'\]"):
+        BertSentenceEncoder.from_preset(tmp_path)
+    modules = json.loads((tmp_path / "modules.json").read_text())
+    (tmp_path / "modules.json").write_text(json.dumps(
+        [*modules, {"idx": 3, "name": "3", "path": "3_Dense", "type": "sentence_transformers.models.Dense"}]))
+    with pytest.raises(ValueError, match=r"modules.json: modules \['Dense'\] are not kbert's"):
+        BertSentenceEncoder.from_preset(tmp_path)
