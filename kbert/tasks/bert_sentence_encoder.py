@@ -118,7 +118,8 @@ class BertSentenceEncoder(BertTask):
         """The cosine similarity of `texts[i]` and `others[i]` for each i (numpy, (len(texts),))."""
         first, second = text_columns((texts, others))
         embeddings = self.encode(first + second, batch_size)
-        embeddings /= np.maximum(np.linalg.norm(embeddings, axis=-1, keepdims=True), 1e-12)
+        if not self.normalize:
+            embeddings /= np.maximum(np.linalg.norm(embeddings, axis=-1, keepdims=True), 1e-12)
         return np.sum(embeddings[: len(first)] * embeddings[len(first) :], axis=-1)
 
     def export_to_transformers(self, path):
