@@ -58,12 +58,8 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
         validation_limit: int or None. Validate on a seeded subset of this many sentences.
         patience: int. Epochs without improvement of the entity F1 before early stopping.
         seed: int. Seeds the split, the shuffles, dropout and the head's initialization.
-        backup_steps, backup_minutes: int or None, float or None. Back up within an epoch every this
-            many steps, or once this many minutes have passed since the last backup (`run_backup`).
-        restart: bool. Start over, deleting the backup of an interrupted run; without it a backup of a run
-            with other settings is refused, naming them (`kbert.saving.SettingsChangedError`).
-        verbose: 0 silent, 1 Keras's progress bar, 2 a line per epoch, "lines" a line every 30 s
-            with the time left (`kbert.training.fit_progress`), "auto" a bar on a terminal, else lines.
+        backup_steps, backup_minutes, restart, verbose: as `kbert.training.fine_tuning_run`'s (a backup of a
+            run with other settings is refused, naming them, unless `restart`).
 
     Returns: the metrics dict written to `metrics.json`.
     """

@@ -67,12 +67,8 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
         limit: int or None. Train on a seeded subset of this many questions.
         validation_limit: int or None. Score a seeded subset of this many validation questions.
         seed: int. Seeds the split, the subsets, the shuffles and the head's initialization.
-        backup_steps, backup_minutes: int or None, float or None. Back up within an epoch every this
-            many steps, or once this many minutes have passed since the last backup (`run_backup`).
-        restart: bool. Start over, deleting the backup of an interrupted run; without it a backup of a run
-            with other settings is refused, naming them (`kbert.saving.SettingsChangedError`).
-        verbose: 0 silent, 1 Keras's progress bar, 2 a line per epoch, "lines" a line every 30 s
-            with the time left (`kbert.training.fit_progress`), "auto" a bar on a terminal, else lines.
+        backup_steps, backup_minutes, restart, verbose: as `kbert.training.fine_tuning_run`'s (a backup of a
+            run with other settings is refused, naming them, unless `restart`).
 
     Returns: the metrics dict written to `metrics.json`.
     """

@@ -98,12 +98,8 @@ def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learnin
         train_windows: "first" or "all". With `doc_stride`, the windows of a text that train.
         window_pooling: "mean" or "max". With `doc_stride`, how a text's window logits combine.
         skip_bad_rows: bool. Skip unreadable TSV rows (counted) instead of failing.
-        backup_steps, backup_minutes: int or None, float or None. Back up within an epoch every this
-            many steps, or once this many minutes have passed since the last backup (`run_backup`).
-        restart: bool. Start over, deleting the backup of an interrupted run; without it a backup of a run
-            with other settings is refused, naming them (`kbert.saving.SettingsChangedError`).
-        verbose: 0 silent, 1 Keras's progress bar, 2 a line per epoch, "lines" a line every 30 s
-            with the time left (`kbert.training.fit_progress`), "auto" a bar on a terminal, else lines.
+        backup_steps, backup_minutes, restart, verbose: as `kbert.training.fine_tuning_run`'s (a backup of a
+            run with other settings is refused, naming them, unless `restart`).
 
     Returns: the metrics dict written to `metrics.json`.
     """

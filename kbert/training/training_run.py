@@ -91,10 +91,13 @@ def fine_tuning_run(model, x, y, out, task, run, hyperparameters, inputs, title,
         scorer, stopping: a `ValidationScores` and a `keras.callbacks.EarlyStopping`, or None.
         final_scores: callable, without a scorer (see above).
         curves: callable from the history dict to the curves to plot (default: the history).
-        backup_steps, backup_minutes: as `run_backup`'s `every_steps` and `every_minutes`.
+        backup_steps, backup_minutes: int or None, float or None. Back up within an epoch every this many
+            steps, or once this many minutes have passed since the last backup (`run_backup`'s `every_steps` and
+            `every_minutes`).
         restart: bool. Start over: delete the backup of an earlier run first.
         measured: dict or None. More fields of `metrics.json` that are measured, not settings (never compared).
-        verbose: as `kbert.training.fit_progress`.
+        verbose: 0 silent, 1 Keras's progress bar, 2 a line per epoch, "lines" a line every 30 s with the time
+            left, "auto" a bar on a terminal, else lines (`kbert.training.fit_progress`).
     """
     callbacks = [callback for callback in (scorer, stopping) if callback is not None]
     backup = run_backup(out, {**run, **hyperparameters}, callbacks, every_steps=backup_steps,
