@@ -35,6 +35,8 @@ class BertClassifier(BertTask):
             gives a class (and the "accuracy" metric counts it predicted).
         window_pooling: "mean" or "max". How `predict` combines the logits of a long text's windows
             (a preprocessor with `doc_stride`): their mean (the default), or each class's largest.
+            `evaluate` scores the rows `fit` trains on (`train_windows`: each text's first window, or
+            every window with its text's label); to score whole texts, score what `predict` returns.
 
     Example:
     >>> model = BertClassifier.from_preset("bert_tiny", num_classes=2, label_names=["neg", "pos"])
