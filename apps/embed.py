@@ -71,7 +71,9 @@ def training_parser():
                        help="LOW,HIGH: the scores of the scored files (STS-B's 0,5), mapped to [0, 1]")
     train.add_argument("--positive-label", default="entailment",
                        help="ranking: the label of the rows that are pairs (a file of two columns: every row)")
-    train.add_argument("--pooling", choices=("mean", "cls", "max"), default="mean", help="how tokens become one vector")
+    train.add_argument("--pooling", choices=("mean", "cls", "max"),
+                       help="how tokens become one vector (default: the --init's own, as a sentence-transformers "
+                            "folder says; else mean)")
     train.set_defaults(batch_size=16)
     add_evaluate_command(commands, "Spearman and Pearson correlations of cosine similarity with gold scores",
                          "TSV of scored pairs (sentence1<TAB>sentence2<TAB>score)")

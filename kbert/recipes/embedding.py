@@ -32,7 +32,7 @@ NLI_CLASSES = ("entailment", "neutral", "contradiction")
 
 
 def train(data, init, out, objective="cosine", valid=None, score_range=(0.0, 5.0), positive_label="entailment",
-          pooling="mean", epochs=1, batch_size=16, learning_rate=2e-5, max_length=DEFAULT_SEQUENCE_LENGTH,
+          pooling=None, epochs=1, batch_size=16, learning_rate=2e-5, max_length=DEFAULT_SEQUENCE_LENGTH,
           mixed_precision=False, validation_fraction=0.1, limit=None, validation_limit=None, patience=1, seed=0,
           gradient_accumulation=1, remat=False, backup_steps=None, backup_minutes=5.0, restart=False, verbose="auto"):
     """Trains a `BertSentenceEncoder` from `init` and writes the run folder `out`.
@@ -52,7 +52,7 @@ def train(data, init, out, objective="cosine", valid=None, score_range=(0.0, 5.0
         score_range: (low, high). The scores of the scored files (STS-B's 0 to 5).
         positive_label: str. Under "ranking", the rows of `data` with this label are the pairs; a file of
             two columns has no label and every row is a pair.
-        pooling: "mean", "cls" or "max".
+        pooling: "mean", "cls" or "max"; None: `init`'s own (a sentence-transformers folder's), else "mean".
         epochs, batch_size, learning_rate, max_length: the training hyperparameters (sentence-transformers'
             defaults: 1 epoch, batches of 16, 2e-5).
         mixed_precision, gradient_accumulation, remat: as for the other recipes.
@@ -68,7 +68,8 @@ def train(data, init, out, objective="cosine", valid=None, score_range=(0.0, 5.0
     train_pairs, valid_pairs = training_and_validation(train_pairs, _read_pairs(valid, "cosine") if valid else None,
                                                        validation_fraction, seed, limit, validation_limit)
     with bfloat16_compute(mixed_precision), rematerialized(remat):
-        model = BertSentenceEncoder.from_preset(init, pooling=pooling, objective=objective, score_range=score_range,
+        model = BertSentenceEncoder.from_preset(init, **({} if pooling is None else {"pooling": pooling}),
+                                                objective=objective, score_range=score_range,
                                                 sequence_length=max_length, compile=False)
     model.compile(optimizer=bert_adamw(learning_rate, total_steps=None,
                                        gradient_accumulation_steps=gradient_accumulation))
@@ -83,7 +84,7 @@ def train(data, init, out, objective="cosine", valid=None, score_range=(0.0, 5.0
                                              restore_best_weights=True)
     run = {"task": "embedding", "init": str(init), "data": str(data),
            "valid": str(valid) if valid else f"{validation_fraction:.0%} of data (seed {seed})",
-           "objective": objective, "pooling": pooling, "score_range": list(score_range),
+           "objective": objective, "pooling": model.pooling, "score_range": list(score_range),
            "positive_label": positive_label if objective == "ranking" else None,
            "train_pairs": len(train_pairs), "validation_pairs": len(valid_pairs),
            "max_length": model.preprocessor.sequence_length}

@@ -98,8 +98,9 @@ class BertSentenceEncoder(BertTask):
 
         source = model_source(preset)
         settings = sentence_transformers_settings(source.path) if source.checkpoint is not None else {}
-        sequence_length = sequence_length or settings.pop("sequence_length", None)
-        return super().from_preset(source, preprocessor, sequence_length, compile, **{**settings, **kwargs})
+        folder_length = settings.pop("sequence_length", None)
+        return super().from_preset(source, preprocessor, sequence_length or folder_length, compile,
+                                   **{**settings, **kwargs})
 
     @property
     def needs_labels(self):

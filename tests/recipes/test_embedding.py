@@ -82,3 +82,20 @@ def test_bad_input_is_refused_before_training(tiny_init, tmp_path):
     with pytest.raises(SystemExit):
         main(["train", "--data", str(scored), "--score-range", "5,0", *common])
     assert not (tmp_path / "run").exists()
+
+
+def test_a_sentence_transformers_init_keeps_its_pooling_unless_asked(tiny_init, tmp_path):
+    from kbert import BertSentenceEncoder, load_backbone
+    from kbert.tasks import BertSentenceEncoderPreprocessor
+
+    backbone, tokenizer = load_backbone(tiny_init)
+    folder = tmp_path / "st"
+    BertSentenceEncoder(backbone, BertSentenceEncoderPreprocessor(tokenizer, sequence_length=12),
+                        pooling="cls").export_to_transformers(folder)
+    data = write_scored_pairs(tmp_path / "sts.tsv", rows=24)
+    for options, pooling in (([], "cls"), (["--pooling", "max"], "max")):
+        run = tmp_path / f"run_{pooling}"
+        main(["train", "--data", str(data), "--init", str(folder), "--out", str(run), "--batch-size", "4",
+              "--max-length", "12", "--progress", "0", *options])
+        assert json.loads((run / "metrics.json").read_text())["pooling"] == pooling
+        assert load_run(run)[0].pooling == pooling
