@@ -29,20 +29,23 @@ SPEEDUPS = {"direct_sublayer_calls": None, "torch_dense": "torch", "torch_backbo
             "jax_dropout_masks": "jax"}
 
 
-def chosen():
-    """The names `KBERT_SPEEDUPS` turns on (read at each call), a ValueError for a name it does not know.
+def chosen(value=None):
+    """The names that `value`, by default `KBERT_SPEEDUPS` (read at each call), turns on; a ValueError for a
+    name it does not know.
 
     Example:
-    >>> os.environ["KBERT_SPEEDUPS"] = "torch_dense,jax_gelu"; sorted(chosen())
+    >>> sorted(chosen("torch_dense,jax_gelu"))
     ['jax_gelu', 'torch_dense']
-    >>> os.environ["KBERT_SPEEDUPS"] = "0"; chosen()
+    >>> chosen("0")
     frozenset()
-    >>> os.environ["KBERT_SPEEDUPS"] = "-torch_backbone"; "torch_backbone" in chosen(), "torch_dense" in chosen()
+    >>> "torch_backbone" in chosen("-torch_backbone"), "torch_dense" in chosen("-torch_backbone")
     (False, True)
-    >>> del os.environ["KBERT_SPEEDUPS"]; len(chosen()) == len(SPEEDUPS)
+    >>> len(chosen("all")) == len(SPEEDUPS)
     True
     """
-    return _parse(os.environ.get("KBERT_SPEEDUPS", "all").strip().lower())
+    if value is None:
+        value = os.environ.get("KBERT_SPEEDUPS", "all")
+    return _parse(value.strip().lower())
 
 
 @functools.cache  # `active` runs at every sublayer call of a forward pass: each value is parsed once
@@ -64,7 +67,8 @@ def active(name):
     """Whether the speed-up `name` runs now: Keras's backend is the one it is for, and `KBERT_SPEEDUPS` allows it.
 
     Example:
-    >>> active("direct_sublayer_calls")
+    >>> import keras
+    >>> active("jax_gelu") == ("jax_gelu" in chosen() and keras.config.backend() == "jax")
     True
     """
     import keras

@@ -7,6 +7,13 @@ from kbert.layers import MultiHeadSelfAttention, TransformerEncoder
 from kbert.layers.sublayer_calls import sublayer_call
 
 
+@pytest.fixture(autouse=True)
+def speedups_on(monkeypatch):
+    """These tests are of the speed-up `direct_sublayer_calls` itself: on, whatever KBERT_SPEEDUPS says
+    (tests/backend_speedups/test_switch.py compares models with every speed-up and with none)."""
+    monkeypatch.setenv("KBERT_SPEEDUPS", "all")
+
+
 def built(layer, shape=(2, 3, 4)):
     layer.build(shape)
     return layer
