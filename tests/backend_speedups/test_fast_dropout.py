@@ -24,7 +24,6 @@ def test_fit_trains_within_fast_masks_unless_the_speedup_is_off(monkeypatch):
             return
     import jax
 
-    monkeypatch.setenv("KBERT_SPEEDUPS", "all")  # whatever the suite runs with
     with fit_dropout_masks():
         assert jax.config.jax_threefry_partitionable is False
     monkeypatch.setenv("KBERT_SPEEDUPS", "-jax_dropout_masks")

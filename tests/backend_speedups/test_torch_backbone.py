@@ -158,7 +158,7 @@ def test_training_gives_the_graphs_outputs_and_gradients_of_every_weight(dtype, 
     assert any("lora" in name and np.abs(grad).max() > 0 for name, grad in fast_grads.items())
 
 
-def test_dropout_falls_where_the_graphs_does(monkeypatch):
+def test_dropout_falls_where_the_graphs_does():
     """Rate 0.3 (embeddings, attention probabilities, both residual branches): the mean and the spread of the
     outputs over 300 training calls agree with the graph's within sampling error, and differ from rate 0's."""
     import torch
@@ -169,13 +169,11 @@ def test_dropout_falls_where_the_graphs_does(monkeypatch):
 
     def pooled_samples(plain_torch, rate=0.3):
         backbone.dropout = rate  # what backbone_forward reads; the graph's Dropout layers keep 0.3
-        if not plain_torch:
-            monkeypatch.setattr(BertBackbone, "_runs_in_plain_torch", lambda *args: False)
-        with torch.no_grad():
-            samples = np.stack([ops.convert_to_numpy(backbone(batch, training=True)["pooled_output"])
-                                for _ in range(300)])
-        monkeypatch.undo()
-        return samples
+        with pytest.MonkeyPatch.context() as patch, torch.no_grad():
+            if not plain_torch:
+                patch.setattr(BertBackbone, "_runs_in_plain_torch", lambda *args: False)
+            return np.stack([ops.convert_to_numpy(backbone(batch, training=True)["pooled_output"])
+                             for _ in range(300)])
 
     fast, graph, undropped = pooled_samples(True), pooled_samples(False), pooled_samples(True, rate=0.0)
     error = np.sqrt((fast.var(0) + graph.var(0)) / 300)

@@ -34,6 +34,7 @@ def test_unseeded_training_under_torch_uses_the_torch_mask(monkeypatch):
         pytest.skip("PyTorch only")
     from kbert.backend_speedups import torch_dropout
 
+    monkeypatch.setenv("KBERT_SPEEDUPS", "all")  # the speed-up torch_dropout itself, whatever the suite runs with
     calls = []
     monkeypatch.setattr(torch_dropout, "dropout", lambda x, rate: calls.append(rate) or x)
     Dropout(0.1)(np.ones((2, 3), "float32"), training=True)
