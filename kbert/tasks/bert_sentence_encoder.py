@@ -97,7 +97,7 @@ class BertSentenceEncoder(BertTask):
         from kbert.saving import model_source
 
         source = model_source(preset)
-        settings = sentence_transformers_settings(source.path) if source.checkpoint is not None else {}
+        settings = sentence_transformers_settings(source.path) if source.kind in ("pretrained", "hugging_face") else {}
         folder_length = settings.pop("sequence_length", None)
         return super().from_preset(source, preprocessor, sequence_length or folder_length, compile,
                                    **{**settings, **kwargs})
