@@ -31,7 +31,9 @@ def foreach_update(optimizer, grads, variables, learning_rate):
     torch._foreach_mul_(v, optimizer.beta_2)
     torch._foreach_addcmul_(v, grads, grads, value=1 - optimizer.beta_2)
     denominators = torch._foreach_sqrt(v)
-    torch._foreach_add_(denominators, (optimizer.epsilon * root_beta_2_correction).float())
+    # The overload that takes a tensor: `torch._foreach_add_` binds a 0-d tensor to its Scalar
+    # overload, which reads it back to the host.
+    torch.ops.aten._foreach_add_.Tensor(denominators, (optimizer.epsilon * root_beta_2_correction).float())
     torch._foreach_div_(denominators, step_size)  # as torch's capturable Adam; a step size of 0 moves nothing
     torch._foreach_addcdiv_([variable.value for variable in variables], m, denominators, value=-1.0)
 

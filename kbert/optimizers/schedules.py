@@ -53,13 +53,19 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
     def __call__(self, step, plan=None):
         """The rate at `step`; `plan`: a float tensor `[start_step, warmup_steps, total_steps]`
         to read instead of the attributes (the optimizer's `fit_plan` variable)."""
+        # Python numbers enter only through operators on tensors, never as arguments of `ops`:
+        # under torch on a GPU, `ops.maximum(x, 1.0)` copies 1.0 to the GPU and waits for it to
+        # finish its queue, so that the optimizer's step could not be queued during the backward.
+        step = ops.cast(step, "float32")
+        one = ops.ones_like(step)
         if plan is None:
-            plan = [self.start_step, self.warmup_steps, self.total_steps]
-        start_step, warmup_steps, total_steps = (ops.cast(plan[i], "float32") for i in range(3))
-        step = ops.cast(step, "float32") - start_step
-        warmup = ops.where(warmup_steps > 0, step / ops.maximum(warmup_steps, 1.0), 1.0)
-        decay = (total_steps - step) / ops.maximum(total_steps - warmup_steps, 1.0)
-        return self.peak * ops.clip(ops.minimum(warmup, decay), 0.0, 1.0)
+            start_step, warmup_steps, total_steps = self.start_step, self.warmup_steps * one, self.total_steps * one
+        else:
+            start_step, warmup_steps, total_steps = (ops.cast(plan[i], "float32") for i in range(3))
+        step = step - start_step
+        warmup = ops.where(warmup_steps > 0, step / ops.maximum(warmup_steps, one), one)
+        decay = (total_steps - step) / ops.maximum(total_steps - warmup_steps, one)
+        return self.peak * ops.minimum(ops.relu(ops.minimum(warmup, decay)), one)
 
     def get_config(self):
         return {"peak": self.peak, "warmup_steps": self.warmup_steps, "total_steps": self.total_steps,

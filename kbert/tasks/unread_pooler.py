@@ -20,11 +20,13 @@ class UnreadPooler:
 
     @property
     def trainable_weights(self):
-        return [v for v in super().trainable_weights if id(v) not in self._unread_weights()]
+        unread = self._unread_weights()  # once: Keras's torch trainer reads this property twice a step
+        return [v for v in super().trainable_weights if id(v) not in unread]
 
     @property
     def trainable_variables(self):
-        return [v for v in super().trainable_variables if id(v) not in self._unread_weights()]
+        unread = self._unread_weights()
+        return [v for v in super().trainable_variables if id(v) not in unread]
 
     @property
     def non_trainable_weights(self):

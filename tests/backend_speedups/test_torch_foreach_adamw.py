@@ -103,3 +103,30 @@ def test_a_step_at_learning_rate_zero_moves_nothing():
     optimizer.build([variable])
     foreach_update(optimizer, [torch.tensor(np.full(6, 0.5, "float32"))], [variable], torch.tensor(0.0))
     np.testing.assert_array_equal(keras.ops.convert_to_numpy(variable), start)
+
+
+@pytest.mark.parametrize("planned_by_fit", [False, True])
+def test_the_update_is_queued_without_waiting_for_the_gpu(planned_by_fit):
+    """Nothing made from host data or read back before the weights' update: on a GPU each would wait for the
+    backward pass to finish before the update could be queued (the learning-rate schedule made 16 a step)."""
+    from kbert.optimizers import bert_adamw
+    from tests.host_transfers import HostTransfers
+
+    variables = [keras.Variable(np.ones((3, 4), "float32"), name="kernel"), keras.Variable(np.ones(4, "float32"))]
+    grads = [keras.ops.convert_to_tensor(g) for g in gradients([(3, 4), (4,)], 1)[0]]
+    optimizer = bert_adamw(3e-5, total_steps=None if planned_by_fit else 100)
+    if planned_by_fit:
+        optimizer.plan_fit(100)
+    optimizer.apply(grads, variables)  # builds
+    with HostTransfers() as seen:
+        optimizer.apply(grads, variables)
+    assert seen.transfers(before="_foreach_addcdiv_") == []
+
+
+def test_host_transfers_counts_what_a_gpu_would_wait_for():
+    import doctest
+
+    from tests import host_transfers
+
+    result = doctest.testmod(host_transfers)
+    assert result.attempted and not result.failed
