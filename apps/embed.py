@@ -52,8 +52,9 @@ def parser():
     parser.add_argument("--examples", action="store_true", help="embed six example sentences")
     parser.add_argument("--save", help="write the embeddings to this .npy file")
     parser.add_argument("--model", help="a run folder written by `apps/embed.py train` (default: all-MiniLM-L6-v2)")
-    parser.add_argument("--max-length", type=sequence_length, default=256,
-                        help="tokens per sentence, [CLS] and [SEP] included")
+    parser.add_argument("--max-length", type=sequence_length,
+                        help="tokens per sentence, [CLS] and [SEP] included (default: the model's own: the length "
+                             "a run trained with, 256 for all-MiniLM-L6-v2)")
     add_dtype_option(parser)
     return parser
 
@@ -153,13 +154,14 @@ def main(argv=None):
 
         check_run_task(args.model, "embedding", "BertSentenceEncoder")
         model, name = load_run(args.model)[0], args.model
-        model.preprocessor.sequence_length = min(args.max_length, model.backbone.max_sequence_length)
+        if args.max_length:
+            model.preprocessor.sequence_length = min(args.max_length, model.backbone.max_sequence_length)
         loaded = time.perf_counter()
         embeddings = model.predict(sentences, verbose=0, dtype=args.dtype)
         embeddings /= np.maximum(np.linalg.norm(embeddings, axis=-1, keepdims=True), 1e-12)
     else:
         name = "all-MiniLM-L6-v2"
-        encoder = kbert.SentenceEncoder.from_preset("all_minilm_l6_v2", max_length=args.max_length)
+        encoder = kbert.SentenceEncoder.from_preset("all_minilm_l6_v2", max_length=args.max_length or 256)
         loaded = time.perf_counter()
         embeddings = encoder.encode(sentences, dtype=args.dtype)
     done = time.perf_counter()

@@ -33,7 +33,7 @@ def test_cosine_run_trains_evaluates_and_embeds(tiny_init, tmp_path, capsys):
     data = write_scored_pairs(tmp_path / "sts.tsv")
     run = tmp_path / "run"
     main(["train", "--data", str(data), "--init", str(tiny_init), "--out", str(run), "--epochs", "2",
-          "--batch-size", "4", "--lr", "1e-3", "--progress", "0"])
+          "--batch-size", "4", "--lr", "1e-3", "--max-length", "8", "--progress", "0"])
     printed = capsys.readouterr().out
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["task"] == "embedding" and metrics["objective"] == "cosine"
@@ -55,6 +55,12 @@ def test_cosine_run_trains_evaluates_and_embeds(tiny_init, tmp_path, capsys):
     first, second = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert first["nearest"] == 1 and len(first["embedding"]) == 8
     assert first["similarity"] == pytest.approx(float(unit[0][0] @ unit[1][0]), abs=1e-5)  # the first pair's
+
+    long_texts = [" ".join(WORDS), " ".join(WORDS[::-1])]  # cut at the 8 tokens the run trained with
+    main(["--model", str(run), "--json", *long_texts])
+    embedded = [json.loads(line)["embedding"] for line in capsys.readouterr().out.splitlines()]
+    expected = model.predict(long_texts, verbose=0)
+    np.testing.assert_allclose(embedded, expected / np.linalg.norm(expected, axis=-1, keepdims=True), atol=1e-6)
 
 
 def test_ranking_run_trains_on_the_positive_pairs(tiny_init, tmp_path):
