@@ -19,10 +19,10 @@ def randomized(backbone, seed=0):
 
 def outputs(backbone, batch, plain_torch, monkeypatch, **kwargs):
     """The backbone's outputs as numpy float32, computed by `backbone_forward` or by Keras's graph."""
-    if not plain_torch:
-        monkeypatch.setattr(BertBackbone, "_runs_in_plain_torch", lambda *args: False)
-    out = backbone(batch, **kwargs)
-    monkeypatch.undo()
+    with monkeypatch.context() as patch:  # undoes its own patch alone, not the test's others
+        if not plain_torch:
+            patch.setattr(BertBackbone, "_runs_in_plain_torch", lambda *args: False)
+        out = backbone(batch, **kwargs)
     return {k: ops.convert_to_numpy(ops.cast(v, "float32")) for k, v in out.items()}
 
 
@@ -113,12 +113,12 @@ def gradients(backbone, batch, plain_torch, monkeypatch, seed=0):
     function of them (real tokens only), by `backbone_forward` or by Keras's graph."""
     import torch
 
-    if not plain_torch:
-        monkeypatch.setattr(BertBackbone, "_runs_in_plain_torch", lambda *args: False)
     for weight in backbone.trainable_weights:
         weight.value.grad = None
-    out = backbone(batch, training=True)
-    monkeypatch.undo()
+    with monkeypatch.context() as patch:
+        if not plain_torch:
+            patch.setattr(BertBackbone, "_runs_in_plain_torch", lambda *args: False)
+        out = backbone(batch, training=True)
     rng = np.random.default_rng(seed)
     mask = torch.tensor(batch["padding_mask"], dtype=torch.float32)[..., None]
     projection = {k: torch.tensor(rng.normal(size=out[k].shape[1:]), dtype=torch.float32)
