@@ -5,7 +5,8 @@ torch is needed, and refuses pickled `pytorch_model.bin` files (unpickling runs 
 Heads come with their task: `BertForSequenceClassification` <-> `BertClassifier`,
 `BertForTokenClassification` <-> `BertTokenClassifier`, `BertForQuestionAnswering` <->
 `BertQuestionAnswerer`, `BertForPreTraining` and `BertForMaskedLM` <-> `BertPretrainer`
-(with and without its next-sentence head), `BertModel` <-> `BertBackbone`. Only
+(with and without its next-sentence head), `BertModel` <-> `BertBackbone`, a
+sentence-transformers folder (its pooling and normalisation modules) <-> `BertSentenceEncoder`. Only
 `model_type: bert` is read: RoBERTa and other relatives are refused by name.
 """
 
@@ -49,6 +50,8 @@ _IGNORED_KEYS = {
 }
 # Weights a BERT checkpoint may carry that the backbone has no use for.
 _UNUSED_WEIGHTS = ("embeddings.position_ids", "cls.")
+# sentence-transformers' Pooling config key of each of `BertSentenceEncoder`'s poolings.
+POOLING_KEYS = {"mean": "pooling_mode_mean_tokens", "cls": "pooling_mode_cls_token", "max": "pooling_mode_max_tokens"}
 
 
 def _dense_head(hf_name, layer):
@@ -441,3 +444,67 @@ def _hf_names(num_layers):
 def _checkpoint(path):
     """`path` as an `HFCheckpoint` (one given is returned as it is, with what it has read)."""
     return path if isinstance(path, HFCheckpoint) else HFCheckpoint(path)
+
+
+def read_sentence_transformers_settings(folder):
+    """`{"pooling", "normalize", "sequence_length"}` of the sentence-transformers folder `folder` (its
+    `modules.json`, the Pooling module's config.json, `sentence_bert_config.json`), {} for a plain Hugging
+    Face folder. Modules kbert does not compute (a Dense layer, sqrt-length pooling, ...) are refused,
+    naming the file: the embeddings would differ from sentence-transformers' without a word.
+
+    Example:
+    >>> from kbert.paths import minilm_dir
+    >>> read_sentence_transformers_settings(minilm_dir())
+    {'pooling': 'mean', 'normalize': True, 'sequence_length': 256}
+    """
+    folder = pathlib.Path(folder)
+    modules_file = folder / "modules.json"
+    if not modules_file.is_file():
+        return {}
+    modules = {module["type"].rsplit(".", 1)[-1]: folder / module["path"] for module in json.loads(
+        modules_file.read_text("utf-8"))}
+    unknown = sorted(set(modules) - {"Transformer", "Pooling", "Normalize"})
+    if unknown or "Pooling" not in modules:
+        raise ValueError(f"{modules_file}: modules {unknown or ['no Pooling']} are not kbert's; BertSentenceEncoder "
+                         "computes a Transformer, a Pooling (mean, cls or max) and an optional Normalize.")
+    pooling_file = modules["Pooling"] / "config.json"
+    pooling = json.loads(pooling_file.read_text("utf-8"))
+    modes = [name for name, key in POOLING_KEYS.items() if pooling.get(key)]
+    others = sorted(key for key, value in pooling.items()
+                    if key.startswith("pooling_mode_") and value and key not in POOLING_KEYS.values())
+    if len(modes) != 1 or others:
+        raise ValueError(f"{pooling_file}: pooling modes {modes + others} are not one of {list(POOLING_KEYS)}.")
+    settings = {"pooling": modes[0], "normalize": "Normalize" in modules}
+    config_file = folder / "sentence_bert_config.json"
+    if config_file.is_file():
+        length = json.loads(config_file.read_text("utf-8")).get("max_seq_length")
+        if length:
+            settings["sequence_length"] = int(length)
+    return settings
+
+
+def write_sentence_transformers_modules(path, pooling, normalize, hidden_dim, max_seq_length):
+    """Makes the Hugging Face `BertModel` folder `path` a sentence-transformers one: `modules.json`, a
+    Pooling module (`pooling`: one of `POOLING_KEYS`), a Normalize module if `normalize`, and
+    `sentence_bert_config.json`; what `read_sentence_transformers_settings` reads back.
+
+    Example:
+    >>> import tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> write_sentence_transformers_modules(folder, "cls", False, hidden_dim=8, max_seq_length=64)
+    >>> read_sentence_transformers_settings(folder)
+    {'pooling': 'cls', 'normalize': False, 'sequence_length': 64}
+    """
+    folder = pathlib.Path(path)
+    modules = [("", "Transformer"), ("1_Pooling", "Pooling")] + [("2_Normalize", "Normalize")] * normalize
+    (folder / "modules.json").write_text(json.dumps(
+        [{"idx": i, "name": str(i), "path": where, "type": f"sentence_transformers.models.{kind}"}
+         for i, (where, kind) in enumerate(modules)], indent=2))
+    (folder / "1_Pooling").mkdir(exist_ok=True)
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps({
+        "word_embedding_dimension": hidden_dim, **{key: pooling == name for name, key in POOLING_KEYS.items()},
+        "pooling_mode_mean_sqrt_len_tokens": False}, indent=2))
+    if normalize:
+        (folder / "2_Normalize").mkdir(exist_ok=True)
+    (folder / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": max_seq_length,
+                                                                  "do_lower_case": False}))

@@ -1,6 +1,3 @@
-import json
-import pathlib
-
 import keras
 import numpy as np
 from keras import ops
@@ -15,8 +12,6 @@ from kbert.tasks.bi_encoder_losses import CosineSimilarityLoss, MultipleNegative
 from kbert.tasks.raw_datasets import is_dataset
 
 POOLINGS = ("mean", "cls", "max")
-# sentence-transformers' Pooling config key of each pooling
-POOLING_KEYS = {"mean": "pooling_mode_mean_tokens", "cls": "pooling_mode_cls_token", "max": "pooling_mode_max_tokens"}
 OBJECTIVES = ("cosine", "ranking")
 
 
@@ -84,7 +79,8 @@ class BertSentenceEncoder(BertTask):
     def from_preset(cls, preset, preprocessor=None, sequence_length=None, compile=True, **kwargs):
         """`BertTask.from_preset`; a sentence-transformers folder (`modules.json`, as
         `export_to_transformers` writes and all_minilm_l6_v2 ships) also gives its pooling, its
-        normalisation and its `max_seq_length` (`sentence_transformers_settings`), unless asked otherwise.
+        normalisation and its `max_seq_length` (`kbert.convert.read_sentence_transformers_settings`),
+        unless asked otherwise.
 
         Example:
         >>> import tempfile
@@ -94,10 +90,12 @@ class BertSentenceEncoder(BertTask):
         >>> again.pooling, again.normalize
         ('max', False)
         """
+        from kbert.convert import read_sentence_transformers_settings
         from kbert.saving import model_source
 
         source = model_source(preset)
-        settings = sentence_transformers_settings(source.path) if source.kind in ("pretrained", "hugging_face") else {}
+        settings = (read_sentence_transformers_settings(source.path) if source.kind in ("pretrained", "hugging_face")
+                    else {})
         folder_length = settings.pop("sequence_length", None)
         return super().from_preset(source, preprocessor, sequence_length or folder_length, compile,
                                    **{**settings, **kwargs})
@@ -130,30 +128,17 @@ class BertSentenceEncoder(BertTask):
         `BertSentenceEncoder.from_preset(path)` reads it back, pooling and normalisation included.
 
         Example:
-        >>> import tempfile
+        >>> import os, tempfile
         >>> folder = tempfile.mkdtemp()
         >>> BertSentenceEncoder.from_preset("bert_tiny", pooling="cls").export_to_transformers(folder)
-        >>> sorted(path.name for path in pathlib.Path(folder).iterdir())[:4]
+        >>> sorted(os.listdir(folder))[:4]
         ['1_Pooling', '2_Normalize', 'config.json', 'model.safetensors']
         """
-        from kbert.convert import save_hf
+        from kbert.convert import save_hf, write_sentence_transformers_modules
 
-        folder = pathlib.Path(path)
-        save_hf(self.backbone, folder, tokenizer=getattr(self.preprocessor, "tokenizer", None))
-        modules = [("", "Transformer"), ("1_Pooling", "Pooling")] + [("2_Normalize", "Normalize")] * self.normalize
-        (folder / "modules.json").write_text(json.dumps(
-            [{"idx": i, "name": str(i), "path": where, "type": f"sentence_transformers.models.{kind}"}
-             for i, (where, kind) in enumerate(modules)], indent=2))
-        (folder / "1_Pooling").mkdir(exist_ok=True)
-        (folder / "1_Pooling" / "config.json").write_text(json.dumps({
-            "word_embedding_dimension": self.backbone.hidden_dim,
-            **{key: self.pooling == name for name, key in POOLING_KEYS.items()},
-            "pooling_mode_mean_sqrt_len_tokens": False}, indent=2))
-        if self.normalize:
-            (folder / "2_Normalize").mkdir(exist_ok=True)
+        save_hf(self.backbone, path, tokenizer=getattr(self.preprocessor, "tokenizer", None))
         length = self.preprocessor.sequence_length if self.preprocessor else self.backbone.max_sequence_length
-        (folder / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": length,
-                                                                      "do_lower_case": False}))
+        write_sentence_transformers_modules(path, self.pooling, self.normalize, self.backbone.hidden_dim, length)
 
     def predict(self, x, batch_size=None, verbose="auto", **kwargs):
         if isinstance(x, tuple):
@@ -226,40 +211,3 @@ def pool(sequence, padding_mask, pooling, normalize):
     else:  # padding at -1e9, as sentence-transformers' max pooling
         pooled = ops.max(ops.where(ops.expand_dims(padding_mask, -1) > 0, sequence, -1e9), axis=1)
     return l2_normalize(pooled) if normalize else pooled
-
-
-def sentence_transformers_settings(folder):
-    """`{"pooling", "normalize", "sequence_length"}` of the sentence-transformers folder `folder` (its
-    `modules.json`, the Pooling module's config.json, `sentence_bert_config.json`), {} for a plain Hugging
-    Face folder. Modules kbert does not compute (a Dense layer, sqrt-length pooling, ...) are refused,
-    naming the file: the embeddings would differ from sentence-transformers' without a word.
-
-    Example:
-    >>> from kbert.paths import minilm_dir
-    >>> sentence_transformers_settings(minilm_dir())
-    {'pooling': 'mean', 'normalize': True, 'sequence_length': 256}
-    """
-    folder = pathlib.Path(folder)
-    modules_file = folder / "modules.json"
-    if not modules_file.is_file():
-        return {}
-    modules = {module["type"].rsplit(".", 1)[-1]: folder / module["path"] for module in json.loads(
-        modules_file.read_text("utf-8"))}
-    unknown = sorted(set(modules) - {"Transformer", "Pooling", "Normalize"})
-    if unknown or "Pooling" not in modules:
-        raise ValueError(f"{modules_file}: modules {unknown or ['no Pooling']} are not kbert's; BertSentenceEncoder "
-                         "computes a Transformer, a Pooling (mean, cls or max) and an optional Normalize.")
-    pooling_file = modules["Pooling"] / "config.json"
-    pooling = json.loads(pooling_file.read_text("utf-8"))
-    modes = [name for name, key in POOLING_KEYS.items() if pooling.get(key)]
-    others = sorted(key for key, value in pooling.items()
-                    if key.startswith("pooling_mode_") and value and key not in POOLING_KEYS.values())
-    if len(modes) != 1 or others:
-        raise ValueError(f"{pooling_file}: pooling modes {modes + others} are not one of {list(POOLINGS)}.")
-    settings = {"pooling": modes[0], "normalize": "Normalize" in modules}
-    config_file = folder / "sentence_bert_config.json"
-    if config_file.is_file():
-        length = json.loads(config_file.read_text("utf-8")).get("max_seq_length")
-        if length:
-            settings["sequence_length"] = int(length)
-    return settings

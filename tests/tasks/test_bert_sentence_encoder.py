@@ -133,10 +133,10 @@ def test_written_back_it_encodes_in_sentence_transformers_as_here(tmp_path, pool
 def test_a_sentence_transformers_folder_kbert_cannot_compute_is_refused_naming_the_file(tmp_path):
     import json
 
-    from kbert.tasks.bert_sentence_encoder import sentence_transformers_settings
+    from kbert.convert import read_sentence_transformers_settings
 
     _model(pooling="cls").export_to_transformers(tmp_path)
-    assert sentence_transformers_settings(tmp_path)["pooling"] == "cls"
+    assert read_sentence_transformers_settings(tmp_path)["pooling"] == "cls"
     pooling_file = tmp_path / "1_Pooling" / "config.json"
     config = json.loads(pooling_file.read_text())
     pooling_file.write_text(json.dumps({**config, "pooling_mode_cls_token": False,
