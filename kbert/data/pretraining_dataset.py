@@ -131,6 +131,29 @@ def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=DEFAULT_SEQ
     return data.map(lambda batch: _fit_layout(batch, objective)).prefetch(tf.data.AUTOTUNE)
 
 
+def held_out_then_training(paths, held_out_options=None, **training_options):
+    """The held-out batches as one list (when `held_out_options` are given), then the training stream: the two
+    `pretraining_dataset`s a pretraining run reads (`kbert.recipes.pretrain`), as numpy, from one pipeline, so
+    that `process_batches` starts one process, and TensorFlow once, rather than twice.
+
+    Example:
+    >>> import pathlib, tempfile
+    >>> from kbert.text import BertTokenizer
+    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"])
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "corpus.txt"
+    >>> _ = path.write_text("".join(" ".join("ab"[int(bit)] for bit in f"{i:06b}") + ". a b.\\n\\n" for i in range(40)))
+    >>> options = dict(tokenizer=tokenizer, batch_size=2, max_seq_length=8, holdout=0.25, seed=0,
+    ...                shuffle_buffer=0)
+    >>> stream = held_out_then_training([path], dict(held_out=True, repeat=False, **options), **options)
+    >>> held_out, first = next(stream), next(stream)
+    >>> isinstance(held_out, list), first[0]["token_ids"].shape
+    (True, (2, 8))
+    """
+    if held_out_options is not None:
+        yield list(pretraining_dataset(paths, **held_out_options).as_numpy_iterator())
+    yield from pretraining_dataset(paths, **training_options).as_numpy_iterator()
+
+
 def _fit_layout(batch, objective):
     x = {key: batch[key] for key in ("token_ids", "segment_ids", "padding_mask", "mask_positions")}
     y, weights = {"mlm": batch["mask_ids"]}, {"mlm": batch["mask_weights"]}

@@ -19,7 +19,7 @@ import tempfile
 import keras
 
 from kbert.config import PRESETS, BertConfig
-from kbert.data.pretraining_dataset import pretraining_dataset
+from kbert.data.pretraining_dataset import held_out_then_training
 from kbert.data.process_batches import process_batches
 from kbert.distribution import chief_first, is_chief, process_share, torch_data_parallel, writing_alone
 from kbert.distribution.data_shares import shares
@@ -183,18 +183,19 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
     masking = dict(masking="static", duplication_factor=duplication_factor) if duplication_factor else {}
     # The tf.data pipeline runs in a child process (see process_batches: in this one it would slow torch's steps about
     # 2x). A resumed run reads the stream of the run it resumes (same seed) past the batches trained already: the same
-    # pairs, order and masks as if it had never stopped. The held-out batches are made once and kept. The child loads
-    # TensorFlow: its start-up lines are dropped too, unless kbert shows them (`KBERT_VERBOSE`).
+    # pairs, order and masks as if it had never stopped. The same child makes the held-out batches first, once, and
+    # they are kept. The child loads TensorFlow: its start-up lines are dropped too, unless kbert shows them
+    # (`KBERT_VERBOSE`).
     quiet = None if start_up_verbose() else lambda line: not START_UP_LINE.match(line)
     trained_batches = backed_up_step(folder) * gradient_accumulation
     if trained_batches:
         print(f"Resuming after {trained_batches} batches: reading the data stream past them (same order and "
               "masks as an uninterrupted run).", flush=True)
-    data = process_batches(pretraining_dataset, files, seed=seed, skip_batches=trained_batches,
-                           stderr_filter=quiet, **data_options, **masking)
-    held_out = holdout_fraction and _kept_batches(list(process_batches(
-        pretraining_dataset, files, held_out=True, masking="static", duplication_factor=1, repeat=False,
-        shuffle_buffer=0, seed=1, stderr_filter=quiet, **data_options)))
+    held_out_options = holdout_fraction and dict(held_out=True, masking="static", duplication_factor=1, repeat=False,
+                                                 shuffle_buffer=0, seed=1, **data_options)
+    data = process_batches(held_out_then_training, files, held_out_options or None, seed=seed,
+                           skip_batches=trained_batches, stderr_filter=quiet, **data_options, **masking)
+    held_out = holdout_fraction and _kept_batches(next(data))
 
     def evaluate(when):  # every process (across JAX processes a collective step, each on its share of each batch)
         scores = model.evaluate(process_share(held_out), return_dict=True, verbose=0)

@@ -7,6 +7,7 @@ import json
 import keras
 import pytest
 
+from kbert.data.process_batches import process_batches
 from kbert.recipes import pretrain as recipe
 from kbert.saving import SettingsChangedError
 from tests.recipes.conftest import RUN_FIELDS
@@ -18,13 +19,17 @@ pytestmark = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="
 CONFIG = dict(num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32, max_sequence_length=32, dropout=0.0)
 
 
-def test_a_run_writes_every_runs_fields_keeps_its_backup_and_trains_further(tmp_path, capsys):
+def test_a_run_writes_every_runs_fields_keeps_its_backup_and_trains_further(tmp_path, capsys, monkeypatch):
     corpus, out = tmp_path / "corpus.txt", tmp_path / "run"
     write_corpus(corpus)
     options = dict(config=CONFIG, vocabulary_sample=corpus.read_text().splitlines(), vocabulary_size=80,
                    checkpoint_every=1, batch_size=4, sequence_length=32, holdout_fraction=0.25, verbose=0)
     settings = {"corpus": str(corpus), "seq_len": 32, "steps": 2}
+    started = []
+    monkeypatch.setattr(recipe, "process_batches", lambda *args, **kwargs: started.append(args[0]) or
+                        process_batches(*args, **kwargs))
     metrics = recipe.train([corpus], out, settings, steps=2, **options)
+    assert len(started) == 1  # one pipeline process (TensorFlow starts once) for the held-out and training batches
     assert RUN_FIELDS <= set(metrics) and {"start", "end", "settings"} <= set(metrics)
     assert (metrics["task"], metrics["steps"], metrics["resumed_at_step"], metrics["best_epoch"]) == ("pretrain", 2, 0, 2)
     assert metrics["validation"] == metrics["end"] and metrics["settings"] == settings
@@ -57,3 +62,4 @@ def test_a_run_of_steps_not_a_multiple_of_its_interval_is_refused(tmp_path):
     with pytest.raises(ValueError, match="steps 3 is not a multiple of checkpoint_every 2"):
         recipe.train([], tmp_path / "run", {}, steps=3, checkpoint_every=2)
     assert list(tmp_path.iterdir()) == []
+
