@@ -76,7 +76,7 @@ def test_help_and_usage_errors_answer_without_tensorflow():
     train_help = helps[("sentiment", "train", "--help")][1]
     assert "(default: 3)" in train_help and "(default: all_minilm_l6_v2)" in train_help
     assert "(default: 0)" in train_help  # --seed: a default of 0 is shown too
-    assert "(default: 256)" in helps[("embed", "--help")][1]
+    assert "(default: float32)" in helps[("embed", "--help")][1]  # an app without commands too
 
 
 def test_the_command_lines_of_the_sentence_apps_match_their_tasks():
