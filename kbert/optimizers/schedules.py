@@ -54,8 +54,8 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         """The rate at `step`; `plan`: a float tensor `[start_step, warmup_steps, total_steps]`
         to read instead of the attributes (the optimizer's `fit_plan` variable)."""
         # Python numbers enter only through operators on tensors, never as arguments of `ops`:
-        # under torch on a GPU, `ops.maximum(x, 1.0)` copies 1.0 to the GPU and waits for it to
-        # finish its queue, so that the optimizer's step could not be queued during the backward.
+        # under torch on a GPU, `ops.maximum(x, 1.0)` copies 1.0 to the GPU and waits until the
+        # GPU has run its queue, so the optimizer's step could not be queued during the backward.
         step = ops.cast(step, "float32")
         one = ops.ones_like(step)
         if plan is None:
