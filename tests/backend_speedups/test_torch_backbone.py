@@ -60,6 +60,21 @@ def test_the_lora_updated_kernels_are_read(monkeypatch):
     np.testing.assert_allclose(fast["pooled_output"], graph["pooled_output"], atol=2e-6)
 
 
+@pytest.mark.parametrize("training", [False, True])
+def test_the_pass_never_waits_for_the_gpu(training):
+    """On tensors already on the device, the pass (and in training its backward) makes no tensor from host data
+    and reads nothing back: on a GPU either would wait for everything queued (tests/host_transfers.py)."""
+    from tests.host_transfers import HostTransfers
+
+    backbone = BertBackbone(**TINY)
+    batch = {key: ops.convert_to_tensor(value) for key, value in tiny_batch().items()}
+    with HostTransfers() as seen:
+        out = backbone(batch, training=training)
+        if training:
+            out["pooled_output"].sum().backward()
+    assert seen.transfers() == []
+
+
 @pytest.fixture
 def forward_calls(monkeypatch):
     """How many times `BertBackbone.call` handed its work to `backbone_forward`."""
