@@ -1,3 +1,4 @@
+import gc
 import importlib.util
 import json
 import os
@@ -8,6 +9,18 @@ import sys
 import keras
 import numpy as np
 import pytest
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _older_objects_frozen():
+    """Before each test file: collect what the files before left, then move every object still alive out of the
+    garbage collector's sight (`gc.freeze`). A worker accumulates millions of objects (Keras's and TensorFlow's
+    own, kept alive); each full collection scanned them all, and a test allocating a lot (keras-hub's import and
+    model) spent 49 of its 50 s in 146 collections of 2.6 million objects. This collection scans only what the
+    last file made."""
+    gc.collect()
+    gc.freeze()
+
 
 TESTS = pathlib.Path(__file__).resolve().parent
 APPS = TESTS.parent / "apps"
