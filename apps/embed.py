@@ -161,7 +161,8 @@ def main(argv=None):
         embeddings /= np.maximum(np.linalg.norm(embeddings, axis=-1, keepdims=True), 1e-12)
     else:
         name = "all-MiniLM-L6-v2"
-        encoder = kbert.SentenceEncoder.from_preset("all_minilm_l6_v2", max_length=args.max_length or 256)
+        encoder = kbert.SentenceEncoder.from_preset("all_minilm_l6_v2",
+                                                    **({"max_length": args.max_length} if args.max_length else {}))
         loaded = time.perf_counter()
         embeddings = encoder.encode(sentences, dtype=args.dtype)
     done = time.perf_counter()

@@ -191,9 +191,9 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
     if trained_batches:
         print(f"Resuming after {trained_batches} batches: reading the data stream past them (same order and "
               "masks as an uninterrupted run).", flush=True)
-    held_out_options = holdout_fraction and dict(held_out=True, masking="static", duplication_factor=1, repeat=False,
-                                                 shuffle_buffer=0, seed=1, **data_options)
-    data = process_batches(held_out_then_training, files, held_out_options or None, seed=seed,
+    held_out_options = dict(held_out=True, masking="static", duplication_factor=1, repeat=False, shuffle_buffer=0,
+                            seed=1, **data_options) if holdout_fraction else None
+    data = process_batches(held_out_then_training, files, held_out_options, seed=seed,
                            skip_batches=trained_batches, stderr_filter=quiet, **data_options, **masking)
     held_out = holdout_fraction and _kept_batches(next(data))
 
