@@ -9,9 +9,11 @@ import keras
 import numpy as np
 import pytest
 
+import kbert.tasks.bert_task
 import kbert.training.run_results
 from kbert import BertBackbone
 from kbert.data import TsvFormatError
+from kbert.models.compute_dtype import with_compute_dtype
 from kbert.saving import BACKBONE_FILE
 from kbert.tasks import BertClassifier
 from kbert.recipes import NLI, SENTIMENT, SIMILARITY, sentence
@@ -112,7 +114,7 @@ def test_failed_run_writes_nothing(tiny_init, tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == [".run.backup", "t.tsv"]  # kept: a rerun resumes
 
 
-def test_nli_app_pairs(tiny_init, tmp_path, capsys):
+def test_nli_app_pairs(tiny_init, tmp_path, capsys, monkeypatch):
     data = write_nli_tsv(tmp_path / "nli.tsv")
     main("nli", ["train", "--data", str(data), "--valid", str(data), "--init", str(tiny_init),
                  "--out", str(tmp_path / "run"), "--epochs", "1", "--batch-size", "8", "--progress", "0"])
@@ -123,10 +125,18 @@ def test_nli_app_pairs(tiny_init, tmp_path, capsys):
     first, second = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert first["pair"] == "nobody plays" and first["label"] in NLI.label_names
     assert set(first["probabilities"]) == set(NLI.label_names) and second["label"] is None
+    computed_in = []  # the tiny model's bfloat16 answer may round (6 decimals) to its float32 one
+
+    def recording(model, dtype):
+        copy = with_compute_dtype(model, dtype)
+        computed_in.append(copy.backbone.get_layer("transformer_layer_0").compute_dtype)
+        return copy
+
+    monkeypatch.setattr(kbert.tasks.bert_task, "with_compute_dtype", recording)
     main("nli", ["predict", "--model", str(tmp_path / "run"), "--json", "--dtype", "bfloat16",
                  "--premise", "a man plays", "--hypothesis", "nobody plays"])
     bfloat16 = json.loads(capsys.readouterr().out)["probabilities"]
-    assert bfloat16 != first["probabilities"]
+    assert computed_in == ["bfloat16"]
     assert max(abs(bfloat16[name] - p) for name, p in first["probabilities"].items()) < 0.02
 
 
