@@ -128,13 +128,14 @@ class BertBackbone(keras.Model):
         are what is recomputed) and unseeded dropout (a seed is the graph's Dropout layers')."""
         from kbert.backend_speedups import active
 
-        layers = list(self._flatten_layers())
-        return (active("torch_backbone")
-                and not keras.backend.is_keras_tensor(inputs["token_ids"])
-                and keras.distribution.distribution() is None
-                and not any(layer.quantization_mode for layer in layers)
-                and not (training and any(getattr(layer, "_remat_mode", None) is not None
-                                          or getattr(layer, "seed", None) is not None for layer in layers)))
+        if (not active("torch_backbone") or keras.backend.is_keras_tensor(inputs["token_ids"])
+                or keras.distribution.distribution() is not None):
+            return False
+        layers = list(self._flatten_layers())  # read at every call: quantize() and a dropout's seed can change
+        return not (any(layer.quantization_mode for layer in layers)
+                    or training and any(layer._remat_mode is not None
+                                        or isinstance(layer, keras.layers.Dropout) and layer.seed is not None
+                                        for layer in layers))
 
     def check_inputs(self, inputs):
         """Refuses inputs that would silently give garbage (JAX clamps bad ids in a gather).

@@ -123,6 +123,18 @@ def test_where_it_would_change_something_keras_runs_the_graph(case, forward_call
     assert forward_calls == []
 
 
+@pytest.mark.parametrize("case", ["int8", "seeded dropout"])
+def test_a_setting_changed_after_a_plain_torch_call_still_counts(case, forward_calls):
+    backbone = BertBackbone(**TINY)
+    backbone(tiny_batch(), training=True)
+    if case == "int8":
+        backbone.quantize("int8")
+    else:
+        backbone.get_layer("embeddings_dropout").seed = 7
+    backbone(tiny_batch(), training=True)
+    assert forward_calls == [True]
+
+
 def gradients(backbone, batch, plain_torch, monkeypatch, seed=0):
     """The training outputs (numpy float32) and the gradient of every trainable weight of a fixed random
     function of them (real tokens only), by `backbone_forward` or by Keras's graph."""
