@@ -36,18 +36,29 @@ def load_interpreter(path, text_model, num_threads=None):
     return interpreter
 
 
+REGISTRAR_MODULE = "tensorflow_text.core.pybinds.tflite_registrar"
+
+
 def _tf_text_registrars():
-    """tensorflow-text's TFLite op registrars, loaded from its native library alone."""
-    text_spec, tf_spec = importlib.util.find_spec("tensorflow_text"), importlib.util.find_spec("tensorflow")
-    if text_spec is None or tf_spec is None:
-        raise RuntimeError("text.tflite needs tensorflow-text's TFLite kernels (pip install tensorflow-text), "
-                           "or use token_ids.tflite, which runs on LiteRT alone.")
-    ctypes.CDLL(str(pathlib.Path(tf_spec.origin).parent / "libtensorflow_framework.so.2"), mode=ctypes.RTLD_GLOBAL)
-    library = pathlib.Path(text_spec.origin).parent / "core" / "pybinds" / "tflite_registrar.so"
-    loader = importlib.machinery.ExtensionFileLoader("tflite_registrar", str(library))
-    module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(
-        "tflite_registrar", str(library), loader=loader))
-    loader.exec_module(module)
+    """tensorflow-text's TFLite op registrars, loaded from its native library alone (without importing
+    TensorFlow's Python), under the module name tensorflow-text gives it, so that a process loads it once
+    whichever comes first (initialized twice, it aborted the process at exit: "free(): invalid pointer").
+    TensorFlow's library, which it links to, is loaded without exporting its symbols: exported, a later
+    `import tensorflow` segfaulted."""
+    module = sys.modules.get(REGISTRAR_MODULE)
+    if module is None:
+        text_spec, tf_spec = importlib.util.find_spec("tensorflow_text"), importlib.util.find_spec("tensorflow")
+        if text_spec is None or tf_spec is None:
+            raise RuntimeError("text.tflite needs tensorflow-text's TFLite kernels (pip install tensorflow-text), "
+                               "or use token_ids.tflite, which runs on LiteRT alone.")
+        ctypes.CDLL(str(pathlib.Path(tf_spec.origin).parent / "libtensorflow_framework.so.2"),
+                    mode=ctypes.RTLD_LOCAL)
+        library = pathlib.Path(text_spec.origin).parent / "core" / "pybinds" / "tflite_registrar.so"
+        loader = importlib.machinery.ExtensionFileLoader(REGISTRAR_MODULE, str(library))
+        module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(
+            REGISTRAR_MODULE, str(library), loader=loader))
+        loader.exec_module(module)
+        sys.modules[REGISTRAR_MODULE] = module
     return [module.AddFastBertNormalize, module.AddFastWordpieceTokenize, module.AddByteSplit]
 
 

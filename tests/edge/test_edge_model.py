@@ -3,12 +3,16 @@ string-in exports give them, with a stand-in interpreter (numpy rules over token
 
 import importlib
 import json
+import os
+import subprocess
+import sys
 
 import keras
 import numpy as np
 import pytest
 
 from kbert_edge import MAX_WINDOWS, EdgeModel
+from tests.conftest import TESTS
 
 pytestmark = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")
 edge_model = importlib.import_module("kbert_edge.edge_model")
@@ -157,3 +161,17 @@ def test_a_classifier_gives_an_empty_text_no_label_as_the_apps_do(tmp_path, monk
     assert interpreter.calls == 1  # the two texts in one batch
     assert [r["label"] for r in model.predict(["a", "b"], pairs=["Paris.", " "])] == ["positive", None]
     assert [r["label"] for r in model.predict([" "])] == [None] and interpreter.calls == 2  # nothing to run
+
+
+@pytest.mark.parametrize("first", ["tensorflow_text", "kbert_edge"])
+def test_text_kernels_load_once_beside_tensorflow_text(first):
+    """text.tflite's kernels (tensorflow-text's registrar) beside `import tensorflow_text`, in either order: the
+    process exits cleanly (loaded twice, it aborted at exit with "free(): invalid pointer"; TensorFlow imported
+    after the kernels segfaulted)."""
+    pytest.importorskip("tensorflow_text", reason="tensorflow-text is not installed")
+    load = "from kbert_edge.edge_model import _tf_text_registrars; _tf_text_registrars()"
+    steps = ["import tensorflow_text", load]
+    script = "; ".join(steps if first == "tensorflow_text" else steps[::-1]) + "; print('done')"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=TESTS.parent,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert (result.returncode, result.stdout) == (0, "done\n"), result.stderr[-2000:]
