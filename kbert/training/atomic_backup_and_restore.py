@@ -10,6 +10,7 @@ import numpy as np
 from kbert.distribution import is_chief, writing_alone
 from kbert.saving import SettingsChangedError, changed_settings, read_json, write_json_atomic
 from kbert.training.non_finite_loss import NonFiniteLossError, non_finite_weights, stop_message
+from kbert.training.random_state import random_state, restore_random_state
 from kbert.training.training_logs import LOG_NAMES
 
 METADATA_FILE = "training_metadata.json"
@@ -25,7 +26,8 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
     new names (`step-N.weights.h5`, and `step-N.arrays.npz` for the callbacks' arrays), then
     `training_metadata.json`, which names them, is replaced by a rename (atomic on one file
     system): it always names a complete backup. A backup holds the weights and the
-    optimizer state (the learning-rate schedule resumes at the same step), the epoch logs
+    optimizer state (the learning-rate schedule resumes at the same step), the random state
+    dropout draws from (`kbert.training.random_state`: a resumed run draws the same masks), the epoch logs
     so far (restored into `fit`'s `History`) and the state of `callbacks` (early stopping's
     best score, patience count and best weights), so that a resumed `fit` goes on as the
     killed one would have, and a run that early stopping had ended ends. A backup is made
@@ -80,6 +82,7 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
         self.resumed_step = 0  # the step a resumed fit started at
         self._batch_in_epoch = 0  # batches of the current epoch done
         self._resuming_epoch = None  # (batch, metric values) of a backup made within the epoch a fit resumes
+        self._resuming_random_state = None  # dropout's random state, set before the first batch the fit resumes
         self._since_backup = None  # (steps, time.monotonic()) since the last backup, or the fit's start
 
     def resume_position(self):
@@ -164,6 +167,16 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
             history.history.update({key: list(values) for key, values in metadata.get("history", {}).items()})
         if metadata.get("batch"):
             self._resuming_epoch = (metadata["batch"], _decode(metadata["metrics"], arrays))
+        if "random_state" in metadata:
+            # Set where the run never killed stood after this backup. Keras makes the data iterator of an epoch
+            # (on torch a DataLoader, which draws its seed from the global generator) at each epoch's start
+            # without `steps_per_epoch`, once for the fit with it; the resumed fit makes one before its first
+            # batch. So: before that draw after an epoch's end without steps_per_epoch, else after it.
+            state = _decode(metadata["random_state"], arrays)
+            if metadata.get("batch") or self.steps_per_epoch:
+                self._resuming_random_state = state
+            else:
+                restore_random_state(self.model, state)
         self.model._initial_epoch = self.params["epochs"] if metadata.get("stopped") else epoch
         if not continuing:
             self.resumed_step = step
@@ -180,6 +193,11 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
             self._resuming_epoch = None
             for variable, value in zip(self.model.metrics_variables, values):
                 variable.assign(value)
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if self._resuming_random_state is not None:
+            restore_random_state(self.model, self._resuming_random_state)
+            self._resuming_random_state = None
 
     def on_train_batch_end(self, batch, logs=None):
         self._batch_in_epoch += 1
@@ -223,6 +241,7 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
                     "stopped": bool(self.model.stop_training), "history": history,
                     "callbacks": [_encode({name: getattr(callback, name) for name in _state_names(callback)},
                                           arrays) for callback in self.callbacks],
+                    "random_state": _encode(random_state(self.model), arrays),
                     "settings": self.settings}
         if within_epoch:
             metadata["batch"] = self._batch_in_epoch

@@ -7,8 +7,8 @@ def resumable_fit(model, x, y=None, backup=None, epochs=1, **kwargs):
     needs the rest of that epoch's batches, in the order the uninterrupted run had them:
     this fit trains them first (`BertTask.fit`'s `initial_batch`: the order of an epoch is a
     function of `shuffle_seed` and the epoch alone), which ends with an epoch's backup, then
-    fits the later epochs from it. With dropout off, the run ends with the weights of the
-    run never killed (tests/training/test_resumable_fit.py); dropout draws its masks anew.
+    fits the later epochs from it. The run ends with the weights of the run never killed,
+    dropout's masks included (the backup holds their random state; tests/training/test_resumable_fit.py).
 
     Args:
         model: a `kbert.tasks.BertTask` (raw inputs, batched by kbert).
