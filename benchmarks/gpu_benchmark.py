@@ -19,7 +19,7 @@ sequences/s and peak memory (GPU, or the process's resident memory on a CPU), th
 
     python benchmarks/gpu_benchmark.py                                     # on a GPU machine
     python benchmarks/gpu_benchmark.py --proxy --engines kbert_torch kbert_torch_graph hf_eager
-    python benchmarks/gpu_benchmark.py --engines kbert_torch_compiled --profile  # where a torch step's time goes
+    python benchmarks/gpu_benchmark.py --engines hf_eager kbert_torch --profile  # where steps and predict spend time
 """
 
 import argparse
@@ -114,13 +114,16 @@ def run_keras(args, engine):
     inference_seconds = (time.perf_counter() - start) / args.inference_repeats
     if args.profile:
         step_inputs = {key: value[:batch] for key, value in inputs.items()}
-        profile_steps(lambda: float(model.train_on_batch(step_inputs, labels, return_dict=True)["loss"]))
+        profile_steps("training step",
+                      lambda: float(model.train_on_batch(step_inputs, labels, return_dict=True)["loss"]))
+        profile_steps("predict", lambda: np.asarray(keras.ops.convert_to_numpy(model.predict_on_batch(x))))
     return times, inference_seconds, inference_batch
 
 
-def profile_steps(step, steps=5):
-    """Prints where a torch training step spends its time (torch.profiler, after 2 untimed steps): CPU and GPU
-    milliseconds and kernel launches a step, and the ops with the most CPU time of their own, to stderr."""
+def profile_steps(what, step, steps=5):
+    """Prints where `step` (a torch training step, or a predict call) spends its time (torch.profiler, after 2
+    untimed calls): CPU and GPU milliseconds and kernel launches a call, and the ops with the most CPU time of their
+    own, to stderr."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -134,7 +137,7 @@ def profile_steps(step, steps=5):
     launches = sum(event.count for event in events if event.key in ("cudaLaunchKernel", "cuLaunchKernelEx"))
     cpu = sum(event.self_cpu_time_total for event in events) / steps / 1000
     gpu = sum(getattr(event, "self_device_time_total", 0) for event in events) / steps / 1000
-    print(f"profile: {cpu:.1f} ms CPU, {gpu:.1f} ms GPU, {launches / steps:.0f} kernel launches a step",
+    print(f"profile ({what}): {cpu:.1f} ms CPU, {gpu:.1f} ms GPU, {launches / steps:.0f} kernel launches a call",
           file=sys.stderr)
     print(events.table(sort_by="self_cpu_time_total", row_limit=20, max_name_column_width=50), file=sys.stderr)
 
@@ -180,7 +183,13 @@ def run_hf(args, engine):
         start = time.perf_counter()
         for _ in range(args.inference_repeats):
             runner(**x).logits.float().cpu()
-    return times, (time.perf_counter() - start) / args.inference_repeats, inference_batch
+        inference_seconds = (time.perf_counter() - start) / args.inference_repeats
+        if args.profile:
+            profile_steps("predict", lambda: runner(**x).logits.float().cpu())
+    if args.profile:
+        model.train()
+        profile_steps("training step", lambda: trainer.step(**inputs))
+    return times, inference_seconds, inference_batch
 
 
 def worker(args):
@@ -209,7 +218,8 @@ def main():
     parser.add_argument("--warmup", type=int, default=5, help="untimed steps first (compilation)")
     parser.add_argument("--inference-repeats", type=int, default=10, help="timed predict calls")
     parser.add_argument("--profile", action="store_true",
-                        help="kbert's torch engines: also print torch.profiler's view of a few training steps")
+                        help="the torch engines (kbert's and Hugging Face's): also print torch.profiler's view of "
+                             "a few training steps and predict calls")
     parser.add_argument("--worker", choices=ENGINES, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -226,13 +236,13 @@ def main():
         command = [sys.executable, __file__, "--worker", engine, *(["--proxy"] if args.proxy else []),
                    f"--precision={args.precision}", f"--steps={args.steps}", f"--warmup={args.warmup}",
                    f"--inference-repeats={args.inference_repeats}",
-                   *(["--profile"] if args.profile and engine.startswith("kbert_torch") else [])]
+                   *(["--profile"] if args.profile and engine.startswith(("kbert_torch", "hf")) else [])]
         done = subprocess.run(command, env=env, capture_output=True, text=True)
         if done.returncode:
             print(f"{engine}: failed\n{done.stderr[-2000:]}", flush=True)
             continue
-        if args.profile and "profile:" in done.stderr:
-            print(done.stderr[done.stderr.index("profile:"):], flush=True)
+        if args.profile and "profile (" in done.stderr:
+            print(done.stderr[done.stderr.index("profile ("):], flush=True)
         r = json.loads(done.stdout.strip().splitlines()[-1])
         results.append(r)
         print(f"{engine:18} step {r['median_step_s'] * 1000:8.1f} ms ({1 / r['median_step_s']:6.2f} steps/s), first "
