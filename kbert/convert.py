@@ -46,8 +46,13 @@ _IGNORED_KEYS = {
     "attention_probs_dropout_prob", "classifier_dropout", "id2label", "label2id",
     "output_attentions", "output_hidden_states", "return_dict", "is_decoder",
     "add_cross_attention", "chunk_size_feed_forward", "tie_word_embeddings",
-    "problem_type", "finetuning_task", "tokenizer_class", "prefix", "task_specific_params",
+    "problem_type", "finetuning_task", "tokenizer_class", "prefix", "task_specific_params", "kbert",
 }
+# config.json's entry for a kbert task's settings that Hugging Face has no key for (`_kbert_settings`).
+KBERT_SETTINGS_KEY = "kbert"
+# Config keys that are not such settings: Keras's own, the parts, and what Hugging Face's keys hold.
+_NOT_KBERT_SETTINGS = {"name", "trainable", "dtype", "compile", "backbone", "preprocessor", "tokenizer",
+                       "num_classes", "label_names", "multi_label", "dropout", "next_sentence"}
 # Weights a BERT checkpoint may carry that the backbone has no use for.
 _UNUSED_WEIGHTS = ("embeddings.position_ids", "cls.")
 # sentence-transformers' Pooling config key of each of `BertSentenceEncoder`'s poolings.
@@ -224,6 +229,23 @@ def hf_task_arguments(path):
     return task, {}
 
 
+def hf_kbert_settings(path):
+    """`(task settings, preprocessor settings)`: what kbert wrote under "kbert" in a task's config.json
+    (`save_hf`) that Hugging Face has no key for, such as a multi-label threshold or the windows a classifier
+    reads long texts through; two empty dicts for other checkpoints.
+
+    Example:
+    >>> import tempfile, kbert
+    >>> folder = tempfile.mkdtemp()
+    >>> model = kbert.BertClassifier.from_preset("bert_tiny", num_classes=3, multi_label=True, threshold=0.4)
+    >>> save_hf(model, folder)
+    >>> hf_kbert_settings(folder)[0]["threshold"], hf_kbert_settings(folder)[1]["sequence_length"]
+    (0.4, 128)
+    """
+    settings = _checkpoint(path).config.get(KBERT_SETTINGS_KEY) or {}
+    return dict(settings.get("task", {})), dict(settings.get("preprocessor", {}))
+
+
 def _encoder_weights(num_layers, pooler=True):
     """`(Hugging Face name, kbert path, kind)` of each part of the encoder, for both directions.
 
@@ -394,6 +416,8 @@ def save_hf(model, path, tokenizer=None):
     save_file({name: np.ascontiguousarray(value, "float32") for name, value in weights.items()},
               str(folder / "model.safetensors"), metadata={"format": "pt"})
     config = {"architectures": [architecture], **_hf_config(backbone), **_hf_head_config(model)}
+    if architecture != "BertModel":
+        config[KBERT_SETTINGS_KEY] = _kbert_settings(model)
     (folder / "config.json").write_text(json.dumps(config, indent=2), "utf-8")
     tokenizer = tokenizer or getattr(getattr(model, "preprocessor", None), "tokenizer", None)
     if tokenizer is not None:
@@ -434,6 +458,21 @@ def _hf_head_config(model):
     return {**problem, "id2label": {str(i): name for i, name in enumerate(label_names)},
             "label2id": {name: i for i, name in enumerate(label_names)},
             "classifier_dropout": model.dropout}
+
+
+def _kbert_settings(model):
+    """A task model's settings that Hugging Face's keys do not hold: the task's (a threshold, how a classifier
+    pools its windows, QA's answer limits) and its preprocessor's (sequence length, windows), for the "kbert"
+    entry of config.json (`hf_kbert_settings` reads them back; `transformers` keeps them as an attribute)."""
+    settings = {"task": _settings_of(model)}
+    preprocessor = getattr(model, "preprocessor", None)
+    if type(preprocessor) is model.preprocessor_class:  # another class may not take the same settings
+        settings["preprocessor"] = _settings_of(preprocessor)
+    return settings
+
+
+def _settings_of(layer):
+    return {key: value for key, value in layer.get_config().items() if key not in _NOT_KBERT_SETTINGS}
 
 
 def _hf_names(num_layers):

@@ -162,6 +162,32 @@ def test_the_real_checkpoint_round_trips_exactly(tmp_path, minilm_dir):
     assert max(float(np.abs(exported[key] - original[key]).max()) for key in original) == 0.0
 
 
+@pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="settings only: runs once")
+def test_what_hugging_face_has_no_key_for_comes_back_from_its_folder(tmp_path):
+    """A multi-label threshold, the windows a classifier reads long texts through and QA's limits go to
+    config.json under "kbert" and come back with `from_preset`, so that the model answers as before (they
+    were lost: a long text was cut, the threshold 0.5); arguments given to `from_preset` still win."""
+    classifier = kbert.BertClassifier.from_preset("bert_tiny", num_classes=3, label_names=list("xyz"),
+                                                  multi_label=True, threshold=0.3, window_pooling="max")
+    classifier.preprocessor = kbert.BertTextClassifierPreprocessor(classifier.preprocessor.tokenizer,
+                                                                   sequence_length=8, doc_stride=3,
+                                                                   train_windows="all")
+    classifier.export_to_transformers(tmp_path / "classifier")
+    back = kbert.BertClassifier.from_preset(tmp_path / "classifier")
+    assert (back.threshold, back.window_pooling, back.multi_label) == (0.3, "max", True)
+    assert (back.preprocessor.sequence_length, back.preprocessor.doc_stride,
+            back.preprocessor.train_windows) == (8, 3, "all")
+    text = ["the film " * 20]
+    np.testing.assert_allclose(back.predict(text, verbose=0), classifier.predict(text, verbose=0), atol=1e-6)
+    assert kbert.BertClassifier.from_preset(tmp_path / "classifier", threshold=0.6,
+                                            sequence_length=16).threshold == 0.6
+    qa = kbert.BertQuestionAnswerer.from_preset("bert_tiny", sequence_length=64, max_answer_length=7)
+    qa.export_to_transformers(tmp_path / "qa")
+    back = kbert.BertQuestionAnswerer.from_preset(tmp_path / "qa")
+    assert (back.max_answer_length, back.preprocessor.sequence_length) == (7, 64)  # not 30 and 384
+    assert kbert.BertClassifier.from_preset(tmp_path / "qa", num_classes=2).preprocessor.sequence_length == 128
+
+
 # --- bad checkpoints: a clear error naming the file and the weight, never a partial load ---------
 
 @pytest.fixture
