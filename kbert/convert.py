@@ -39,6 +39,11 @@ _REQUIRED_VALUES = {
     "hidden_act": "gelu",
     "position_embedding_type": "absolute",
 }
+# config.json's entry for a kbert task's settings that Hugging Face has no key for (`_kbert_settings`).
+KBERT_SETTINGS_KEY = "kbert"
+# Config keys that are not such settings: Keras's own, the parts, and what Hugging Face's keys hold.
+_NOT_KBERT_SETTINGS = {"name", "trainable", "dtype", "compile", "backbone", "preprocessor", "tokenizer",
+                       "num_classes", "label_names", "multi_label", "dropout", "next_sentence"}
 # Bookkeeping and generation keys that do not change the encoder's function.
 _IGNORED_KEYS = {
     "_name_or_path", "architectures", "transformers_version", "torch_dtype", "dtype",
@@ -46,13 +51,8 @@ _IGNORED_KEYS = {
     "attention_probs_dropout_prob", "classifier_dropout", "id2label", "label2id",
     "output_attentions", "output_hidden_states", "return_dict", "is_decoder",
     "add_cross_attention", "chunk_size_feed_forward", "tie_word_embeddings",
-    "problem_type", "finetuning_task", "tokenizer_class", "prefix", "task_specific_params", "kbert",
+    "problem_type", "finetuning_task", "tokenizer_class", "prefix", "task_specific_params", KBERT_SETTINGS_KEY,
 }
-# config.json's entry for a kbert task's settings that Hugging Face has no key for (`_kbert_settings`).
-KBERT_SETTINGS_KEY = "kbert"
-# Config keys that are not such settings: Keras's own, the parts, and what Hugging Face's keys hold.
-_NOT_KBERT_SETTINGS = {"name", "trainable", "dtype", "compile", "backbone", "preprocessor", "tokenizer",
-                       "num_classes", "label_names", "multi_label", "dropout", "next_sentence"}
 # Weights a BERT checkpoint may carry that the backbone has no use for.
 _UNUSED_WEIGHTS = ("embeddings.position_ids", "cls.")
 # sentence-transformers' Pooling config key of each of `BertSentenceEncoder`'s poolings.

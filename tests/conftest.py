@@ -10,18 +10,6 @@ import keras
 import numpy as np
 import pytest
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _older_objects_frozen():
-    """Before each test file: collect what the files before left, then move every object still alive out of the
-    garbage collector's sight (`gc.freeze`). A worker accumulates millions of objects (Keras's and TensorFlow's
-    own, kept alive); each full collection scanned them all, and a test allocating a lot (keras-hub's import and
-    model) spent 49 of its 50 s in 146 collections of 2.6 million objects. This collection scans only what the
-    last file made."""
-    gc.collect()
-    gc.freeze()
-
-
 TESTS = pathlib.Path(__file__).resolve().parent
 APPS = TESTS.parent / "apps"
 BACKENDS = ("tensorflow", "jax", "torch")
@@ -35,6 +23,17 @@ TINY = dict(
     intermediate_dim=12,
     max_sequence_length=12,
 )
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _older_objects_frozen():
+    """Before each test file: collect what the files before left, then move every object still alive out of the
+    garbage collector's sight (`gc.freeze`). A worker accumulates millions of objects (Keras's and TensorFlow's
+    own, kept alive); each full collection scanned them all, and a test allocating a lot (keras-hub's import and
+    model) spent 49 of its 50 s in 146 collections of 2.6 million objects. This collection scans only what the
+    last file made."""
+    gc.collect()
+    gc.freeze()
 
 
 def tiny_batch(batch=3, length=7, vocabulary_size=50, seed=0):

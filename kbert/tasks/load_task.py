@@ -31,11 +31,11 @@ def load_task(cls, preset, preprocessor=None, sequence_length=None, compile=True
         return saved
     backbone, tokenizer = load_backbone(source)
     head = hf_head_arguments(cls, source, kwargs)
-    preprocessing = {}
-    if head is not None:  # the head's checkpoint: its preprocessing too, where kbert wrote it (`save_hf`)
+    settings, preprocessing = {}, {}
+    if head is not None:  # the head's checkpoint: the task's and preprocessing's settings kbert wrote beside it
         from kbert.convert import hf_kbert_settings
 
-        preprocessing = hf_kbert_settings(source.checkpoint)[1]
+        settings, preprocessing = hf_kbert_settings(source.checkpoint)
     saved_length = preprocessing.pop("sequence_length", None)
     length = min(sequence_length or saved_length or cls.default_sequence_length, backbone.max_sequence_length)
     preprocessor = preprocessor or cls.preprocessor_class(tokenizer, sequence_length=length, **preprocessing)
@@ -43,14 +43,13 @@ def load_task(cls, preset, preprocessor=None, sequence_length=None, compile=True
         return cls(backbone, preprocessor=preprocessor, compile=compile, **kwargs)
     from kbert.convert import load_hf_head
 
-    model = cls(backbone, preprocessor=preprocessor, compile=compile, **{**head, **kwargs})
+    model = cls(backbone, preprocessor=preprocessor, compile=compile, **{**settings, **head, **kwargs})
     load_hf_head(model, source.checkpoint)
     return model
 
 
 def hf_head_arguments(cls, source, kwargs):
-    """The head arguments of a Hugging Face checkpoint of task `cls` that `kwargs` keep (else None), with the
-    task's settings kbert wrote beside Hugging Face's keys (`kbert.convert.hf_kbert_settings`).
+    """The head arguments of a Hugging Face checkpoint of task `cls` that `kwargs` keep (else None).
 
     Args:
         cls: the task model's class.
@@ -65,11 +64,11 @@ def hf_head_arguments(cls, source, kwargs):
     """
     if source.kind != "hugging_face":
         return None
-    from kbert.convert import hf_kbert_settings, hf_task_arguments
+    from kbert.convert import hf_task_arguments
 
     task, head = hf_task_arguments(source.checkpoint)
     changed = [key for key in ("num_classes", "label_names", "multi_label", "next_sentence")
                if key in kwargs and key in head and kwargs[key] != head[key]]
     if task != cls.__name__ or changed:
         return None  # another task, or another head: the backbone alone
-    return {**hf_kbert_settings(source.checkpoint)[0], **head}
+    return head
