@@ -29,8 +29,8 @@ import time
 
 from app_cli import add_dtype_option, app_parser, emit, for_people, parse_args
 from cli_errors import run
-from task_cli import (add_evaluate_command, add_train_command, run_command, sequence_length, task_parser,
-                      texts_or_stdin, train_options)
+from task_cli import (add_evaluate_command, add_layout_options, add_train_command, layout, run_command, sequence_length,
+                      task_parser, texts_or_stdin, train_options)
 
 TRAINING_COMMANDS = ("train", "evaluate")
 
@@ -63,8 +63,8 @@ def training_parser():
     """The argparse parser of `train` and `evaluate`."""
     parser, commands = task_parser(__doc__)
     train = add_train_command(commands, "TSV of pairs (cosine: sentence1<TAB>sentence2<TAB>score; ranking: "
-                              "sentence1<TAB>sentence2[<TAB>label]), header row", unit="pairs", epochs=1,
-                              learning_rate=2e-5)
+                              "sentence1<TAB>sentence2[<TAB>label]), header row; or a table with named columns",
+                              unit="pairs", epochs=1, learning_rate=2e-5)
     train.add_argument("--objective", choices=("cosine", "ranking"), default="cosine",
                        help="cosine: scored pairs, cosine similarity toward the score; ranking: (anchor, positive) "
                             "pairs, each anchor's positive above the batch's other positives (needs --valid)")
@@ -76,8 +76,11 @@ def training_parser():
                        help="how tokens become one vector (default: the --init's own, as a sentence-transformers "
                             "folder says; else mean)")
     train.set_defaults(batch_size=16)
-    add_evaluate_command(commands, "Spearman and Pearson correlations of cosine similarity with gold scores",
-                         "TSV of scored pairs (sentence1<TAB>sentence2<TAB>score)")
+    add_layout_options(train, ("text", "pair", "label"))
+    evaluate = add_evaluate_command(commands, "Spearman and Pearson correlations of cosine similarity with gold "
+                                    "scores", "TSV of scored pairs (sentence1<TAB>sentence2<TAB>score), or a table "
+                                    "with named columns")
+    add_layout_options(evaluate, ("text", "pair", "label"))
     return parser
 
 
@@ -90,8 +93,9 @@ def train_or_evaluate(argv):
         args, "embedding", "BertSentenceEncoder",
         train=lambda: embedding.train(args.data, args.init, args.out, objective=args.objective,
                                       score_range=args.score_range, positive_label=args.positive_label,
-                                      pooling=args.pooling, **train_options(args)),
-        evaluate=lambda: embedding.evaluate(args.model, args.data, out=args.out, batch_size=args.batch_size),
+                                      pooling=args.pooling, layout=layout(args), **train_options(args)),
+        evaluate=lambda: embedding.evaluate(args.model, args.data, out=args.out, batch_size=args.batch_size,
+                                            layout=layout(args)),
         predict=None, describe=None)
 
 

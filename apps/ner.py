@@ -10,12 +10,19 @@ Tags may be BIO or IOB1 (converted to BIO on reading). Sentences longer than --m
 tokens are cut into windows at word boundaries, which do not overlap, so every word gets a
 prediction. Scores are entity-level precision / recall / F1 as conlleval counts them (micro
 and per type).
+
+A table (Hugging Face's conll2003 saved as JSON Lines or Parquet) holds a sentence a row: its
+tokens and ner_tags lists; --tag-names names the tag ids (a Parquet file written by `datasets`
+names them itself):
+
+    python apps/ner.py train --data conll2003-train.jsonl --out saved_models/conll \\
+        --tag-names O,B-PER,I-PER,B-ORG,I-ORG,B-LOC,I-LOC,B-MISC,I-MISC
 """
 
 from app_cli import parse_args
 from cli_errors import run
-from task_cli import (add_evaluate_command, add_predict_command, add_train_command, run_command, task_parser,
-                      texts_or_stdin, train_options)
+from task_cli import (add_evaluate_command, add_layout_options, add_predict_command, add_train_command, layout,
+                      run_command, task_parser, texts_or_stdin, train_options)
 
 
 def main(argv=None):
@@ -25,9 +32,9 @@ def main(argv=None):
 
     run_command(
         args, "ner", "BertTokenClassifier",
-        train=lambda: recipe.train(args.data, args.init, args.out, **train_options(args)),
+        train=lambda: recipe.train(args.data, args.init, args.out, layout=layout(args), **train_options(args)),
         evaluate=lambda: recipe.evaluate(args.model, args.data, out=args.out, batch_size=args.batch_size,
-                                         verbose=0 if args.quiet else "auto"),
+                                         layout=layout(args), verbose=0 if args.quiet else "auto"),
         predict=lambda: recipe.predict(args.model, texts_or_stdin(args.texts), batch_size=args.batch_size,
                                        dtype=args.dtype),
         describe=_describe)
@@ -36,8 +43,13 @@ def main(argv=None):
 def parser():
     """The argparse parser of this app."""
     parser, commands = task_parser(__doc__)
-    add_train_command(commands, "CoNLL file (token TAG per line)", "sentences", learning_rate=5e-5)
-    add_evaluate_command(commands, "entity P/R/F1 of a run folder on a CoNLL file", "CoNLL file")
+    formats = ("conll", "csv", "tsv", "jsonl", "json", "parquet")
+    data = ("CoNLL file (token TAG per line), or JSON Lines, JSON, Parquet or CSV with a sentence a row "
+            "(conll2003's tokens and ner_tags)")
+    train = add_train_command(commands, data, "sentences", learning_rate=5e-5)
+    add_layout_options(train, ("tokens", "tags"), formats, class_names="tag-names")
+    evaluate = add_evaluate_command(commands, "entity P/R/F1 of a run folder on a tagged file", data)
+    add_layout_options(evaluate, ("tokens", "tags"), formats, class_names="tag-names")
     add_predict_command(commands, "entities of raw texts")
     return parser
 

@@ -1,4 +1,5 @@
-"""Extractive question answering (SQuAD v1.1 JSON) with BertQuestionAnswerer, any backend.
+"""Extractive question answering (SQuAD v1.1 JSON, or Hugging Face's squad as JSON Lines or Parquet) with
+BertQuestionAnswerer, any backend.
 
     python apps/qa.py train --data ../shared/data/squad/train-v1.1.json --out saved_models/squad
     python apps/qa.py evaluate --model saved_models/squad --data dev-v1.1.json
@@ -20,8 +21,8 @@ import sys
 
 from app_cli import parse_args
 from cli_errors import run
-from task_cli import (add_evaluate_command, add_predict_command, add_train_command, positive_int, run_command,
-                      task_parser, texts_or_stdin, train_options)
+from task_cli import (add_evaluate_command, add_layout_options, add_predict_command, add_train_command, layout,
+                      positive_int, run_command, task_parser, texts_or_stdin, train_options)
 
 def main(argv=None):
     """Runs the command in `argv` (default sys.argv)."""
@@ -32,9 +33,10 @@ def main(argv=None):
         args, "qa", "BertQuestionAnswerer",
         train=lambda: recipe.train(
             args.data, args.init, args.out, doc_stride=args.doc_stride, max_question_length=args.max_question_length,
-            validation_articles=args.validation_articles, articles=args.articles, **train_options(args)),
+            validation_articles=args.validation_articles, articles=args.articles, layout=layout(args),
+            **train_options(args)),
         evaluate=lambda: recipe.evaluate(args.model, args.data, out=args.out, batch_size=args.batch_size,
-                                         verbose=0 if args.quiet else "auto"),
+                                         layout=layout(args), verbose=0 if args.quiet else "auto"),
         predict=lambda: recipe.predict(args.model, *predict_inputs(args), args.n_best, args.max_answer_length,
                                        batch_size=args.batch_size, dtype=args.dtype),
         describe=_describe)
@@ -43,14 +45,19 @@ def main(argv=None):
 def parser():
     """The argparse parser of this app."""
     parser, commands = task_parser(__doc__)
-    train = add_train_command(commands, "SQuAD v1.1 JSON file", "questions", epochs=2, learning_rate=5e-5,
-                              max_length=384, held_out=False)
+    data = ("SQuAD v1.1 JSON file, or JSON Lines, JSON or Parquet with a question a row (Hugging Face's squad: "
+            "id, title, context, question, answers)")
+    formats, uses = ("squad", "jsonl", "json", "parquet", "csv"), ("id", "title", "context", "question", "answers")
+    train = add_train_command(commands, data, "questions", epochs=2, learning_rate=5e-5, max_length=384,
+                              held_out=False)
+    add_layout_options(train, uses, formats)
     train.add_argument("--doc-stride", type=positive_int, default=128, help="tokens between window starts")
     train.add_argument("--max-question-length", type=positive_int, default=64)
     train.add_argument("--validation-articles", type=positive_int, default=10,
                        help="articles held out for validation")
     train.add_argument("--articles", type=positive_int, help="read only the first N articles")
-    add_evaluate_command(commands, "exact match and F1 of a run folder on SQuAD JSON", "SQuAD v1.1 JSON file")
+    evaluate = add_evaluate_command(commands, "exact match and F1 of a run folder on SQuAD questions", data)
+    add_layout_options(evaluate, uses, formats)
     predict = add_predict_command(commands, "answer questions about a context", texts=False)
     predict.add_argument("--context",
                          help="a UTF-8 text file, or the text itself; a one-word value that looks like a file "

@@ -9,8 +9,8 @@ import argparse
 import sys
 
 from app_cli import parse_args
-from task_cli import (add_evaluate_command, add_predict_command, add_train_command, positive_int, run_command,
-                      task_parser, texts_or_stdin, train_options)
+from task_cli import (add_evaluate_command, add_layout_options, add_predict_command, add_train_command, layout,
+                      positive_int, run_command, task_parser, texts_or_stdin, train_options)
 
 # problem name -> (texts per example, regression, multi-label): what the command line of each sentence problem takes
 COMMAND_LINES = {"sentiment": (1, False, False), "nli": (2, False, False), "similarity": (2, True, False),
@@ -33,9 +33,11 @@ def main(problem_name, argv=None, description=None):
         args, problem.name, "BertClassifier", regression=problem.regression,
         train=lambda: sentence.train(
             problem, args.data, args.init, args.out, lora_rank=args.lora_rank, labels=args.labels,
-            skip_bad_rows=args.skip_bad_rows, **_window_options(problem, args), **train_options(args)),
+            skip_bad_rows=args.skip_bad_rows, layout=layout(args), **_window_options(problem, args),
+            **train_options(args)),
         evaluate=lambda: sentence.evaluate(problem, args.model, args.data, out=args.out, batch_size=args.batch_size,
-                                           skip_bad_rows=args.skip_bad_rows, verbose=0 if args.quiet else "auto"),
+                                           skip_bad_rows=args.skip_bad_rows, layout=layout(args),
+                                           verbose=0 if args.quiet else "auto"),
         predict=lambda: sentence.predict(args.model, *_predict_inputs(problem, args), batch_size=args.batch_size,
                                          dtype=args.dtype),
         describe=_describe)
@@ -47,8 +49,11 @@ def parser(problem_name, description=None):
     parser, commands = task_parser(description)
     columns = ("sentence<TAB>label1,label2 (or an empty cell)" if multi_label else "sentence<TAB>label"
                if num_texts == 1 else "sentence1<TAB>sentence2<TAB>label")
+    uses = ("text", "label") if num_texts == 1 else ("text", "pair", "label")
 
-    train = add_train_command(commands, f"TSV ({columns}, header row)")
+    train = add_train_command(commands, f"TSV ({columns}; a header row optional), or CSV, JSON Lines, JSON or "
+                                        "Parquet with named columns")
+    add_layout_options(train, uses)
     train.add_argument("--lora-rank", type=positive_int, help="train LoRA factors of this rank (and the head) only")
     if not regression:
         default = "the sorted names the training file uses" if multi_label else (
@@ -67,12 +72,17 @@ def parser(problem_name, description=None):
                            help="with --doc-stride: combine a text's windows by the mean or the max of their logits")
     train.set_defaults(labels=None)
 
-    evaluate = add_evaluate_command(commands, "score a run folder on a labeled TSV", f"TSV ({columns})")
+    evaluate = add_evaluate_command(commands, "score a run folder on a labeled file",
+                                    f"TSV ({columns}), or a table with named columns")
     evaluate.add_argument("--skip-bad-rows", action="store_true", help="skip unreadable rows instead of failing")
+    add_layout_options(evaluate, uses)
 
     predict = add_predict_command(commands, "label (or score) new texts"
                                   + (": the classes at or above the model's threshold" if multi_label else ""),
                                   texts=num_texts == 1)
+    predict.add_argument("--data", help="a file of the texts to label, laid out as train's (its labels, if any, "
+                                        "unread)")
+    add_layout_options(predict, uses[:-1])
     if num_texts == 2:
         predict.add_argument("--premise", action="append",
                              help="first sentence (repeatable; default: premise<TAB>hypothesis lines on stdin)")
@@ -88,7 +98,14 @@ def _window_options(problem, args):
 
 
 def _predict_inputs(problem, args):
-    """(texts, pairs) from the arguments, else from stdin (pairs: one tab per line)."""
+    """(texts, pairs) from --data, else the arguments, else stdin (pairs: one tab per line)."""
+    if args.data:
+        if problem.num_texts == 1 and args.texts:
+            sys.exit("Give texts as arguments or --data, not both.")
+        from kbert.data.sentence_table import read_sentences
+
+        examples = read_sentences(args.data, problem.num_texts, labeled=False, layout=layout(args))
+        return examples.texts, examples.pairs
     if problem.num_texts == 1:
         return texts_or_stdin(args.texts), None
     if args.premise or args.hypothesis:

@@ -175,6 +175,66 @@ def apply_distribution(args, config=None):
     return distribution
 
 
+# what a file's columns hold -> the help of its flag (--text-column, ...); each task app names the uses it reads
+COLUMN_HELP = {
+    "text": "the texts (default: the first of sentence, text; pairs: sentence1, premise, question1, question, text)",
+    "pair": "the second texts (default: the first of sentence2, hypothesis, question2, sentence, text_pair)",
+    "label": "the labels: names, ids or scores; multi-label: lists or comma-separated (default: the first of "
+             "label, labels, score, gold_label)",
+    "tokens": "each sentence's words, a list (CSV: a JSON list or words separated by spaces; default: tokens, "
+              "words)",
+    "tags": "each sentence's tags, a list of BIO names or of ids of --tag-names (default: ner_tags, tags, labels)",
+    "id": "the question ids (default: id)", "title": "the article titles (default: title)",
+    "context": "the contexts (default: context)", "question": "the questions (default: question)",
+    "answers": "the answers, {text: [...], answer_start: [...]} (default: answers)",
+}
+
+
+def add_layout_options(command, uses, formats=("csv", "tsv", "jsonl", "json", "parquet"), class_names=None):
+    """Adds --format, --delimiter and a --USE-column flag for each of `uses` (keys of `COLUMN_HELP`): how the
+    command's data files are laid out (`layout(args)` reads them); with `class_names` (the flag's name, e.g.
+    "tag-names"), a flag naming the class ids a column holds, as comma-separated names or a file of a name a line.
+
+    Example:
+    >>> parser = add_layout_options(argparse.ArgumentParser(), ("text", "label"))
+    >>> layout(parser.parse_args(["--format", "csv", "--text-column", "review"]))
+    Layout(data_format='csv', delimiter=None, columns={'text': 'review'}, class_names=None)
+    """
+    group = command.add_argument_group("data layout", "columns by name: Hugging Face's layouts by default")
+    group.add_argument("--format", choices=formats, help="the data files' format (default: by their suffix)")
+    group.add_argument("--delimiter", help="CSV's field delimiter (default: a comma)")
+    for use in uses:
+        group.add_argument(f"--{use}-column", metavar="NAME", help=f"the column of {COLUMN_HELP[use]}")
+    if class_names:
+        group.add_argument(f"--{class_names}", type=_class_names, metavar="NAMES|FILE",
+                           help="the names of the ids the file holds, in id order: comma-separated, or a file "
+                                "of one name a line")
+    return command
+
+
+def layout(args):
+    """The `kbert.data.tables.Layout` of the options of `add_layout_options`."""
+    from kbert.data.tables import Layout
+
+    columns = {key[: -len("_column")]: value for key, value in vars(args).items()
+               if key.endswith("_column") and value}
+    names = getattr(args, "tag_names", None)
+    return Layout(args.format, args.delimiter, columns or None, tuple(names) if names else None)
+
+
+def _class_names(text):
+    """argparse type of --tag-names: comma-separated names, or the lines of a file."""
+    path = pathlib.Path(text)
+    if "," not in text and path.is_file():
+        names = [line.strip() for line in path.read_text("utf-8").splitlines() if line.strip()]
+    else:
+        names = [name.strip() for name in text.split(",")]
+    if len(names) < 2 or "" in names or len(set(names)) < len(names):
+        raise argparse.ArgumentTypeError(f"expected two or more distinct names, comma-separated or a line each "
+                                         f"in a file, got {text!r}")
+    return names
+
+
 def validation_limit(args):
     """The validation examples to keep: --validation-limit, else --limit (a quick run validates quickly too)."""
     return args.validation_limit or args.limit

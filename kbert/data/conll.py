@@ -52,7 +52,7 @@ def read_conll(path, label_names=None, labeled=True):
             if not fields:
                 if words:
                     sentences.append(words)
-                    tags.append(_to_iob2(sentence_tags))
+                    tags.append(to_iob2(sentence_tags))
                     lines.append(first_line)
                 words, sentence_tags = [], []
                 continue
@@ -61,26 +61,42 @@ def read_conll(path, label_names=None, labeled=True):
                     raise ConllFormatError(f"{path}:{number}: expected 'token TAG', found "
                                            f"one column {line.strip()!r}")
                 tag = fields[-1]
-                if tag != "O" and (tag[:2] not in ("B-", "I-") or len(tag) < 3):
-                    raise ConllFormatError(f"{path}:{number}: tag {tag!r} is not O, B-TYPE "
-                                           "or I-TYPE (BIO or IOB1)")
-                if allowed is not None and tag not in allowed:
-                    raise ConllFormatError(f"{path}:{number}: tag {tag!r} is not among the "
-                                           f"model's labels {sorted(allowed)}")
+                problem = tag_problem(tag, allowed)
+                if problem:
+                    raise ConllFormatError(f"{path}:{number}: {problem}")
                 sentence_tags.append(tag)
             first_line = first_line if words else number
             words.append(fields[0])
     if words:
         sentences.append(words)
-        tags.append(_to_iob2(sentence_tags))
+        tags.append(to_iob2(sentence_tags))
         lines.append(first_line)
     if not sentences:
         raise ConllFormatError(f"{path}: no sentences.")
     return TaggedSentences(sentences, tags if labeled else None, lines, str(path))
 
 
-def _to_iob2(tags):
-    """IOB1 (or sloppy BIO) to BIO: an `I-X` not following `B-X` or `I-X` becomes `B-X`."""
+def tag_problem(tag, allowed=None):
+    """None, or why `tag` cannot be read: not O, B-TYPE or I-TYPE, or not among `allowed` (a set, or None).
+
+    Example:
+    >>> tag_problem("B-PER"), tag_problem("PER")
+    (None, "tag 'PER' is not O, B-TYPE or I-TYPE (BIO or IOB1)")
+    """
+    if tag != "O" and (tag[:2] not in ("B-", "I-") or len(tag) < 3):
+        return f"tag {tag!r} is not O, B-TYPE or I-TYPE (BIO or IOB1)"
+    if allowed is not None and tag not in allowed:
+        return f"tag {tag!r} is not among the model's labels {sorted(allowed)}"
+    return None
+
+
+def to_iob2(tags):
+    """IOB1 (or sloppy BIO) to BIO: an `I-X` not following `B-X` or `I-X` becomes `B-X`.
+
+    Example:
+    >>> to_iob2(["I-ORG", "I-ORG", "O", "I-PER"])
+    ['B-ORG', 'I-ORG', 'O', 'B-PER']
+    """
     converted = []
     for i, tag in enumerate(tags):
         if tag.startswith("I-") and (i == 0 or tags[i - 1] == "O" or tags[i - 1][2:] != tag[2:]):

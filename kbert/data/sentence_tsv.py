@@ -1,6 +1,7 @@
 """Reads the sentence TSV formats: `sentence<TAB>label` and `sentence1<TAB>sentence2<TAB>label` (multi-label:
 `sentence<TAB>label1,label2`)."""
 
+import collections
 import pathlib
 
 import numpy as np
@@ -8,7 +9,10 @@ import numpy as np
 from kbert.data.sentence_examples import SentenceExamples
 from kbert.data.text_file import DataFormatError, open_text, utf8_error
 
-HEADER_LABELS = ("label", "score", "gold_label", "similarity")
+# A first row is the header when a cell names its column: a label column's name, or a text column's.
+HEADER_LABELS = ("label", "labels", "score", "gold_label", "similarity", "sentiment", "category", "class", "target")
+HEADER_TEXTS = ("sentence", "sentence1", "sentence2", "text", "text_pair", "premise", "hypothesis", "question",
+                "question1", "question2", "review", "document")
 LARGEST_SCORE = 1e18  # the squared errors of a batch of scores stay finite in float32 (up to 3.4e38)
 
 
@@ -20,8 +24,11 @@ def read_sentence_tsv(path, num_texts=1, label_names=None, regression=False, lab
                       skip_bad_rows=False, multi_label=False, score_range=None):
     """Reads a UTF-8 TSV file of sentences (or pairs) and labels into `SentenceExamples`.
 
-    A first row whose label column reads `label` (or `score`, `gold_label`) is a header
-    and is skipped. A BOM and CRLF line ends are accepted. Labels may be class names or
+    The first row is the header, and is skipped, when a cell names its column (the label cell reads
+    one of `HEADER_LABELS`, or a text cell one of `HEADER_TEXTS`), or when its label does not read as
+    the other rows' do (a word above scores or class ids, a name that is not among `label_names`, or
+    class names that no other row uses above classes each used twice or more): the latter is printed,
+    naming the line, so that a lost first example is seen. A BOM and CRLF line ends are accepted. Labels may be class names or
     integer ids: with `label_names` given, a label must be one of them or an id below
     their count; without, ids 0..K-1 (all integers) or sorted names (words) define the
     classes. A bad row (bytes that are not UTF-8, a wrong number of columns, an empty text,
@@ -55,7 +62,7 @@ def read_sentence_tsv(path, num_texts=1, label_names=None, regression=False, lab
         for number, line in enumerate(lines, start=1):
             line = line.rstrip("\n")
             fields = line.split("\t")
-            if number == 1 and fields[-1].strip().lower() in HEADER_LABELS:
+            if number == 1 and _names_columns(fields, num_texts, labeled):
                 continue
             try:
                 if not line.strip():
@@ -68,9 +75,15 @@ def read_sentence_tsv(path, num_texts=1, label_names=None, regression=False, lab
                 if not skip_bad_rows:
                     raise TsvFormatError(f"{path}:{number}: {error}") from None
                 skipped.append((number, str(error)))
+    if labeled and raw_labels and raw_labels[0][0] == 1 and _is_header(
+            raw_labels, label_names, regression, multi_label):
+        print(f"{path}: read line 1 as the header: its label {raw_labels[0][1]!r} does not read as the other "
+              "rows' do.")
+        rows, raw_labels = rows[1:], raw_labels[1:]
     if not rows:
         raise TsvFormatError(f"{path}: no examples.")
-    read_labels = _multi_labels if multi_label else lambda raw, names: _labels(raw, names, regression, score_range)
+    read_labels = multi_labels if multi_label else lambda raw, names: class_labels(
+        raw, names, regression, score_range, where=lambda number: f"{path}:{number}")
     labels, label_names, bad = read_labels(raw_labels, label_names) if labeled else (None, None, {})
     if bad:
         if not skip_bad_rows:
@@ -103,8 +116,38 @@ def _texts(fields, num_texts, labeled, empty_label=False):
 MAX_LEARNED_CLASSES = 1000  # integer labels read as class ids when no class names are given: ids below this
 
 
-def _labels(raw, label_names, regression, score_range=None):
-    """Label array, label names, and {line: reason} for labels that cannot be read."""
+def _names_columns(fields, num_texts, labeled):
+    """Whether a first row's cells name its columns (a header)."""
+    cells = [field.strip().lower() for field in fields]
+    return (labeled and len(cells) > num_texts and cells[num_texts] in HEADER_LABELS) or any(
+        cell in HEADER_TEXTS for cell in cells[:num_texts])
+
+
+def _is_header(raw, label_names, regression, multi_label):
+    """Whether the label of the first row (`raw[0]`, a (line, cell) pair) does not read as the others' do."""
+    (_, cell), others = raw[0], [field for _, field in raw[1:]]
+    if not others:
+        return False
+    if regression:
+        return _score(cell)[1] is not None and any(_score(field)[1] is None for field in others)
+    if label_names is not None:
+        names = [str(name) for name in label_names]
+        known = lambda field: field in names or (field.isdecimal() and int(field) < len(names))  # noqa: E731
+        return not known(cell) and any(known(field) for field in others)
+    if all(field.isdecimal() for field in others):
+        return not cell.isdecimal()
+    split = (lambda field: {name.strip() for name in field.split(",") if name.strip()}) if multi_label else (
+        lambda field: {field})
+    counts = collections.Counter(name for field in others for name in split(field))
+    # a name of its own above classes each used at least twice (a lone class of a small file is no header)
+    return bool(split(cell)) and not split(cell) & set(counts) and min(counts.values(), default=0) >= 2
+
+
+def class_labels(raw, label_names, regression, score_range=None, where=str):
+    """Label array, label names, and {line: reason} for labels that cannot be read, from `raw`, a list of
+    (line, label cell) pairs: scores for `regression`, else class names or ids (of `label_names`, or
+    learned from the cells: ids 0..K-1 when every cell is an id, else the sorted names; cells that mix
+    ids and names without `label_names` raise `DataFormatError` naming one of each by `where(line)`)."""
     bad = {}
     if regression:
         values = []
@@ -117,6 +160,13 @@ def _labels(raw, label_names, regression, score_range=None):
     fields = [field for _, field in raw]
     learned = label_names is None
     if learned:
+        ids = [number for number, field in raw if field.isdecimal()]
+        names = [number for number, field in raw if not field.isdecimal()]
+        if ids and names:
+            cells = dict(raw)
+            raise DataFormatError(f"mixed label types: {where(ids[0])} has a class id ({cells[ids[0]]}), "
+                                  f"{where(names[0])} a class name ({cells[names[0]]!r}); use one kind, or give the "
+                                  "class names in id order.")
         if all(field.isdecimal() for field in fields):  # ids 0..K-1; an id past MAX_LEARNED_CLASSES is refused
             label_names = [str(i) for i in range(max((int(f) for f in fields if int(f) < MAX_LEARNED_CLASSES),
                                                      default=-1) + 1)]
@@ -140,7 +190,7 @@ def _labels(raw, label_names, regression, score_range=None):
     return np.array(values, "int32"), label_names, bad
 
 
-def _multi_labels(raw, label_names):
+def multi_labels(raw, label_names):
     """0/1 label matrix, label names, and {line: reason} for cells naming an unknown class."""
     cells = [(number, [name.strip() for name in field.split(",") if name.strip()]) for number, field in raw]
     if label_names is None:

@@ -17,7 +17,9 @@ import keras
 import numpy as np
 
 from kbert.config import DEFAULT_SEQUENCE_LENGTH
-from kbert.data import TsvFormatError, read_sentence_tsv
+from kbert.data import TsvFormatError
+from kbert.data.sentence_table import LABEL_COLUMNS, read_sentences
+from kbert.data.tables import read_table, table_format
 from kbert.data.seeded_split import training_and_validation
 from kbert.metrics import pearson, spearman
 from kbert.optimizers import bert_adamw, bfloat16_compute
@@ -34,7 +36,8 @@ NLI_CLASSES = ("entailment", "neutral", "contradiction")
 def train(data, init, out, objective="cosine", valid=None, score_range=(0.0, 5.0), positive_label="entailment",
           pooling=None, epochs=1, batch_size=16, learning_rate=2e-5, max_length=DEFAULT_SEQUENCE_LENGTH,
           mixed_precision=False, validation_fraction=0.1, limit=None, validation_limit=None, patience=1, seed=0,
-          gradient_accumulation=1, remat=False, backup_steps=None, backup_minutes=5.0, restart=False, verbose="auto"):
+          gradient_accumulation=1, remat=False, backup_steps=None, backup_minutes=5.0, restart=False, layout=None,
+          verbose="auto"):
     """Trains a `BertSentenceEncoder` from `init` and writes the run folder `out`.
 
     `BertSentenceEncoder.from_preset(init, pooling=..., objective=...)`, compiled with
@@ -58,15 +61,18 @@ def train(data, init, out, objective="cosine", valid=None, score_range=(0.0, 5.0
         mixed_precision, gradient_accumulation, remat: as for the other recipes.
         validation_fraction, limit, validation_limit, patience, seed: as for the other recipes.
         backup_steps, backup_minutes, restart, verbose: as `fine_tuning_run`'s.
+        layout: `kbert.data.tables.Layout` or None. How `data` and `valid` are laid out (a TSV of columns in
+            order, or any table with named columns: `kbert.data.sentence_table.read_sentences`).
 
     Returns: the metrics dict written to `metrics.json`.
     """
     keras.utils.set_random_seed(seed)
     if objective == "ranking" and valid is None:
         raise ValueError("The ranking objective validates on scored pairs: give valid (e.g. STS-B's TSV).")
-    train_pairs = _read_pairs(data, objective, positive_label, score_range)
-    train_pairs, valid_pairs = training_and_validation(train_pairs, _read_pairs(valid, "cosine") if valid else None,
-                                                       validation_fraction, seed, limit, validation_limit)
+    train_pairs = _read_pairs(data, objective, positive_label, score_range, layout)
+    train_pairs, valid_pairs = training_and_validation(
+        train_pairs, _read_pairs(valid, "cosine", layout=layout) if valid else None, validation_fraction, seed, limit,
+        validation_limit)
     with bfloat16_compute(mixed_precision), rematerialized(remat):
         model = BertSentenceEncoder.from_preset(init, **({} if pooling is None else {"pooling": pooling}),
                                                 objective=objective, score_range=score_range,
@@ -102,11 +108,12 @@ def train(data, init, out, objective="cosine", valid=None, score_range=(0.0, 5.0
     return metrics
 
 
-def evaluate(model_dir, data, out=None, batch_size=64):
-    """Scores the run folder `model_dir` on the scored pairs of the TSV `data` (`evaluate_pairs`); prints the
-    scores and writes them as JSON to `out` (default `MODEL_DIR/eval_<data name>.json`)."""
+def evaluate(model_dir, data, out=None, batch_size=64, layout=None):
+    """Scores the run folder `model_dir` on the scored pairs of the file `data` (laid out as `layout` says)
+    (`evaluate_pairs`); prints the scores and writes them as JSON to `out` (default `MODEL_DIR/eval_<data
+    name>.json`)."""
     model = load_run(model_dir)[0]
-    pairs = _read_pairs(data, "cosine")
+    pairs = _read_pairs(data, "cosine", layout=layout)
     scores = evaluate_pairs(model, pairs, batch_size)
     return write_evaluation(model_dir, data, scores, out, format_scores(scores, f"{data} ({len(pairs)} pairs)"))[0]
 
@@ -127,17 +134,26 @@ def format_scores(scores, title, before=None):
     return "\n".join(lines)
 
 
-def _read_pairs(path, objective, positive_label=None, score_range=None):
-    """The pairs of the TSV `path`: scored (in `score_range`, if given), or, for "ranking", the rows labelled
+def _read_pairs(path, objective, positive_label=None, score_range=None, layout=None):
+    """The pairs of the file `path`: scored (in `score_range`, if given), or, for "ranking", the rows labelled
     `positive_label` (every row of a file without labels)."""
     if objective == "cosine":
-        return read_sentence_tsv(path, 2, regression=True, score_range=score_range)
-    with open(path, encoding="utf-8", errors="replace") as file:
-        labelled = len(file.readline().rstrip("\r\n").split("\t")) > 2
-    if not labelled:
-        return read_sentence_tsv(path, 2, labeled=False)
+        return read_sentences(path, 2, regression=True, score_range=score_range, layout=layout)
+    if not _has_labels(path, layout):
+        return read_sentences(path, 2, labeled=False, layout=layout)
     names = list(NLI_CLASSES) if positive_label in NLI_CLASSES else None
-    pairs = read_sentence_tsv(path, 2, label_names=names)
+    pairs = read_sentences(path, 2, label_names=names, layout=layout)
     if positive_label not in pairs.label_names:
         raise TsvFormatError(f"{path}: no pair is labelled {positive_label!r} (its labels: {pairs.label_names}).")
     return pairs.take(np.flatnonzero(pairs.labels == pairs.label_names.index(positive_label)))
+
+
+def _has_labels(path, layout):
+    """Whether the pairs of `path` have labels: a TSV of columns in order, a third column; a table, a label column."""
+    if layout and layout.column("label"):
+        return True
+    data_format = table_format(path, layout and layout.data_format)
+    if data_format == "tsv" and not (layout and layout.columns):
+        with open(path, encoding="utf-8", errors="replace") as file:
+            return len(file.readline().rstrip("\r\n").split("\t")) > 2
+    return read_table(path, data_format, layout and layout.delimiter).first_of(LABEL_COLUMNS) is not None

@@ -11,7 +11,7 @@ computed by `evaluate_sentences` on what `BertTokenClassifier.predict` returns (
 import keras
 
 from kbert.config import DEFAULT_SEQUENCE_LENGTH
-from kbert.data.conll import read_conll
+from kbert.data.tagged_table import read_tagged_sentences
 from kbert.data.seeded_split import training_and_validation
 from kbert.metrics.entity_f1 import entity_scores, format_entity_scores
 from kbert.optimizers import bert_adamw, bfloat16_compute
@@ -26,7 +26,7 @@ from kbert.training.validation_scores import ValidationScores
 def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e-5,
           max_length=DEFAULT_SEQUENCE_LENGTH, mixed_precision=False, validation_fraction=0.1, limit=None,
           validation_limit=None, patience=1, seed=0, gradient_accumulation=1, remat=False,
-          backup_steps=None, backup_minutes=5.0, restart=False, verbose="auto"):
+          backup_steps=None, backup_minutes=5.0, restart=False, layout=None, verbose="auto"):
     """Fine-tunes a `BertTokenClassifier` and writes the run folder `out`.
 
     The task API's recipe (`BertTokenClassifier.from_preset`, `compile(learning_rate=...)`:
@@ -42,11 +42,14 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
     good backup.
 
     Args:
-        data: path of the training CoNLL file (`token TAG` per line; BIO or IOB1 tags).
+        data: path of the training file: CoNLL (`token TAG` per line; BIO or IOB1 tags), or a table of
+            word and tag lists (`kbert.data.tagged_table.read_tagged_sentences`).
         init: str. The preset of `BertTokenClassifier.from_preset`: a preset name,
             "all_minilm_l6_v2" or a folder (of a run folder, the backbone, with a new head).
         out: path of the run folder to write.
-        valid: path of a validation CoNLL file, or None to carve one out of `data`.
+        valid: path of a validation file (laid out as `data`), or None to carve one out of `data`.
+        layout: `kbert.data.tables.Layout` or None. How `data` and `valid` are laid out: format, columns, the
+            names of tag ids (default: CoNLL text, or a table by its suffix with conll2003's columns).
         epochs, batch_size, learning_rate: the fine-tuning hyperparameters.
         max_length: int. Tokens per window, special tokens included (at most the backbone's positions).
         mixed_precision: bool. Compute in bfloat16 ("mixed_bfloat16"), keep float32 weights.
@@ -64,11 +67,11 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
     Returns: the metrics dict written to `metrics.json`.
     """
     keras.utils.set_random_seed(seed)
-    train_sentences = read_conll(data)
+    train_sentences = read_tagged_sentences(data, layout=layout)
     label_names = train_sentences.label_names()
     train_sentences, valid_sentences = training_and_validation(
-        train_sentences, read_conll(valid, label_names=label_names) if valid else None, validation_fraction, seed,
-        limit, validation_limit)
+        train_sentences, read_tagged_sentences(valid, label_names, layout=layout) if valid else None,
+        validation_fraction, seed, limit, validation_limit)
     with bfloat16_compute(mixed_precision), rematerialized(remat):
         model = BertTokenClassifier.from_preset(init, label_names=label_names, sequence_length=max_length)
     model.compile(optimizer=bert_adamw(learning_rate, total_steps=None,
@@ -82,7 +85,8 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
     run = {"task": "ner", "init": str(init), "data": str(data),
            "valid": str(valid) if valid else f"{validation_fraction:.0%} of data (seed {seed})",
            "train_sentences": len(train_sentences), "validation_sentences": len(valid_sentences),
-           "label_names": label_names, "max_length": max_length}
+           "label_names": label_names, "max_length": max_length,
+           **(layout.settings(names_key="tag_names") if layout else {})}
     hyperparameters = {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
                        "mixed_precision": mixed_precision, "gradient_accumulation": gradient_accumulation,
                        "remat": remat, "patience": patience, "seed": seed, "limit": limit,
@@ -120,16 +124,16 @@ class EntityF1Callback(ValidationScores):
         return evaluate_sentences(model, self.sentences, self.batch_size)
 
 
-def evaluate(model_dir, data, out=None, batch_size=64, verbose="auto"):
-    """Scores the run folder `model_dir` on the CoNLL file `data`; prints and writes JSON.
-    `verbose`: the progress of the pass (`PaddedBatches.predict`).
+def evaluate(model_dir, data, out=None, batch_size=64, layout=None, verbose="auto"):
+    """Scores the run folder `model_dir` on the file `data` (CoNLL, or a table laid out as `layout` says, as
+    `train`'s); prints and writes JSON. `verbose`: the progress of the pass (`PaddedBatches.predict`).
 
-    Tags outside the model's labels raise `kbert.data.conll.ConllFormatError`.
+    Tags outside the model's labels raise `kbert.data.text_file.DataFormatError` naming the line.
 
     Returns: dict of metrics, also written to `out` (default `MODEL_DIR/eval_<data name>.json`).
     """
     model = load_run(model_dir)[0]
-    sentences = read_conll(data, label_names=model.label_names)
+    sentences = read_tagged_sentences(data, label_names=model.label_names, layout=layout)
     scores = evaluate_sentences(model, sentences, batch_size, verbose=verbose)
     summary = format_entity_scores(scores, f"{data} ({len(sentences)} sentences)")
     return write_evaluation(model_dir, data, scores, out, summary)[0]

@@ -16,6 +16,7 @@ import keras
 import numpy as np
 
 from kbert.data.squad import read_squad
+from kbert.data.tables import Layout
 from kbert.data.squad_example import SquadExample
 from kbert.data.squad_windows import SquadWindows
 from kbert.metrics.squad import squad_scores
@@ -32,7 +33,7 @@ from kbert.training.run_results import write_evaluation
 def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_length=384,
           doc_stride=128, max_question_length=64, mixed_precision=False, validation_articles=10,
           articles=None, limit=None, validation_limit=None, seed=0, gradient_accumulation=1, remat=False,
-          backup_steps=None, backup_minutes=5.0, restart=False, verbose="auto"):
+          backup_steps=None, backup_minutes=5.0, restart=False, layout=None, verbose="auto"):
     """Fine-tunes a `BertQuestionAnswerer` and writes the run folder `out`.
 
     The task API's recipe (`BertQuestionAnswerer.from_preset` with a
@@ -51,7 +52,9 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
     good backup.
 
     Args:
-        data: path of a SQuAD v1.1 JSON file.
+        data: path of a SQuAD v1.1 JSON file, or a table of a question a row (`kbert.data.squad.read_squad`).
+        layout: `kbert.data.tables.Layout` or None. How `data` is laid out: format and columns (default: SQuAD
+            JSON, or a table by its suffix with Hugging Face's squad columns).
         init: str. The preset of `BertQuestionAnswerer.from_preset`: a preset name,
             "all_minilm_l6_v2" or a folder (a QA run folder comes back with its head).
         out: path of the run folder to write.
@@ -73,7 +76,7 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
     Returns: the metrics dict written to `metrics.json`.
     """
     keras.utils.set_random_seed(seed)
-    examples = read_squad(data, articles=slice(0, articles) if articles else None)
+    examples = read_squad(data, articles=slice(0, articles) if articles else None, layout=layout)
     report = dict(read_squad.last_report)
     train_examples, valid_examples, held_out = split_articles(examples, validation_articles, seed, limit,
                                                               validation_limit, source=data)
@@ -96,7 +99,7 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
     run = {"task": "qa", "init": str(init), "data": str(data), "valid": _held_out_description(held_out, seed),
            "train_questions": len(train_examples), "train_windows": train_windows,
            "train_skipped": skipped, "validation_questions": len(valid_examples),
-           "reader": report, **windowing}
+           "reader": report, **windowing, **(layout.settings() if layout else {})}
     hyperparameters = {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
                        "mixed_precision": mixed_precision, "gradient_accumulation": gradient_accumulation,
                        "remat": remat, "seed": seed, "articles": articles,
@@ -178,7 +181,7 @@ def run_split(model_dir, data=None):
     settings = metrics["hyperparameters"]
     data = data or metrics["data"]
     articles = settings.get("articles")
-    examples = read_squad(data, articles=slice(0, articles) if articles else None)
+    examples = read_squad(data, articles=slice(0, articles) if articles else None, layout=Layout.from_settings(metrics))
     train_examples, valid_examples, held_out = split_articles(
         examples, settings["validation_articles"], settings["seed"], settings.get("limit"),
         metrics["validation_questions"], source=data)
@@ -189,9 +192,9 @@ def run_split(model_dir, data=None):
     return train_examples, valid_examples
 
 
-def evaluate(model_dir, data, out=None, batch_size=64, verbose="auto"):
-    """Exact match and F1 of the run folder `model_dir` on the SQuAD file `data`.
-    `verbose`: the progress of the pass (`PaddedBatches.predict`).
+def evaluate(model_dir, data, out=None, batch_size=64, layout=None, verbose="auto"):
+    """Exact match and F1 of the run folder `model_dir` on the SQuAD file `data` (or a table laid out as
+    `layout` says, as `train`'s). `verbose`: the progress of the pass (`PaddedBatches.predict`).
 
     Writes the metrics to `out` (default `MODEL_DIR/eval_<data name>.json`) and the
     predictions ({id: answer}, the official format) beside it, as `predictions_<name>`.
@@ -199,7 +202,7 @@ def evaluate(model_dir, data, out=None, batch_size=64, verbose="auto"):
     Returns: dict of metrics.
     """
     model = load_run(model_dir)[0]
-    examples = read_squad(data)
+    examples = read_squad(data, layout=layout)
     scores, predictions = evaluate_examples(model, examples, batch_size, verbose=verbose)
     summary = f"{data} ({len(examples)} questions): exact match {scores['exact_match']:.2f}, F1 {scores['f1']:.2f}"
     metrics, out = write_evaluation(model_dir, data, scores, out, summary, reader=read_squad.last_report)

@@ -7,7 +7,8 @@ import keras
 import numpy as np
 
 from kbert.config import DEFAULT_SEQUENCE_LENGTH
-from kbert.data import TsvFormatError, read_sentence_tsv
+from kbert.data import TsvFormatError
+from kbert.data.sentence_table import read_sentences
 from kbert.data.seeded_split import training_and_validation
 from kbert.metrics import accuracy, confusion_matrix, macro_f1, multi_label_scores, pearson, spearman
 from kbert.optimizers import bert_adamw, bfloat16_compute, enable_lora
@@ -55,7 +56,7 @@ def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learnin
           max_length=DEFAULT_SEQUENCE_LENGTH, lora_rank=None, mixed_precision=False, validation_fraction=0.1,
           limit=None, validation_limit=None, patience=1, seed=0, labels=None, skip_bad_rows=False,
           doc_stride=None, train_windows="first", window_pooling="mean", gradient_accumulation=1, remat=False,
-          backup_steps=None, backup_minutes=5.0, restart=False, verbose="auto"):
+          backup_steps=None, backup_minutes=5.0, restart=False, layout=None, verbose="auto"):
     """Fine-tunes a `BertClassifier` with BERT's recipe and writes the run folder `out`.
 
     A thin layer over the task API: `BertClassifier.from_preset(init, ...)` builds the
@@ -77,10 +78,12 @@ def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learnin
 
     Args:
         problem: `SentenceProblem`.
-        data: path of the training TSV file.
+        data: path of the training file: a TSV, or any file `kbert.data.sentence_table.read_sentences` reads.
         init: str. What `BertClassifier.from_preset` starts from: a preset, "all_minilm_l6_v2" or a folder.
         out: path of the run folder to write.
-        valid: path of a validation TSV file, or None to carve one out of `data`.
+        valid: path of a validation file (laid out as `data`), or None to carve one out of `data`.
+        layout: `kbert.data.tables.Layout` or None. How `data` and `valid` are laid out: format and columns
+            (default: by the suffix; a TSV's columns in order, a table's by Hugging Face's names).
         epochs, batch_size, learning_rate, max_length: the fine-tuning hyperparameters.
         lora_rank: int or None. Train LoRA factors of rank `lora_rank` (and the head) only.
         mixed_precision: bool. Compute in bfloat16 ("mixed_bfloat16"), keep float32 weights.
@@ -106,10 +109,10 @@ def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learnin
     keras.utils.set_random_seed(seed)
     label_names = None if problem.regression else (labels or problem.label_names)
     read = dict(num_texts=problem.num_texts, label_names=label_names, regression=problem.regression,
-                skip_bad_rows=skip_bad_rows, multi_label=problem.multi_label)
-    train_examples = read_sentence_tsv(data, **read)
+                skip_bad_rows=skip_bad_rows, multi_label=problem.multi_label, layout=layout)
+    train_examples = read_sentences(data, **read)
     read["label_names"] = train_examples.label_names
-    valid_examples = read_sentence_tsv(valid, **read) if valid else None
+    valid_examples = read_sentences(valid, **read) if valid else None
 
     with bfloat16_compute(mixed_precision), rematerialized(remat):
         model = BertClassifier.from_preset(
@@ -146,7 +149,7 @@ def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learnin
            "valid": str(valid) if valid else f"{validation_fraction:.0%} of data (seed {seed})",
            "train_examples": len(train_examples), "validation_examples": len(valid_examples),
            "label_names": model.label_names, "max_length": max_length, "doc_stride": doc_stride,
-           "train_windows": train_windows, "window_pooling": window_pooling}
+           "train_windows": train_windows, "window_pooling": window_pooling, **(layout.settings() if layout else {})}
     hyperparameters = {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
                        "lora_rank": lora_rank, "mixed_precision": mixed_precision,
                        "gradient_accumulation": gradient_accumulation, "remat": remat,
@@ -160,17 +163,16 @@ def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learnin
     return metrics
 
 
-def evaluate(problem, model_dir, data, out=None, batch_size=64, skip_bad_rows=False, verbose="auto"):
-    """Scores the model of `model_dir` on the TSV file `data`; prints and writes the metrics.
-    `verbose`: the progress of the pass (`PaddedBatches.predict`).
+def evaluate(problem, model_dir, data, out=None, batch_size=64, skip_bad_rows=False, layout=None, verbose="auto"):
+    """Scores the model of `model_dir` on the file `data` (laid out as `layout` says, as `train`'s);
+    prints and writes the metrics. `verbose`: the progress of the pass (`PaddedBatches.predict`).
 
     Returns: dict of metrics, also written as JSON to `out` (default
     `MODEL_DIR/eval_<data file name>.json`).
     """
     model, _, _ = load_run(model_dir)
-    examples = read_sentence_tsv(data, problem.num_texts, label_names=model.label_names,
-                                 regression=model.regression, skip_bad_rows=skip_bad_rows,
-                                 multi_label=model.multi_label)
+    examples = read_sentences(data, problem.num_texts, label_names=model.label_names, regression=model.regression,
+                              skip_bad_rows=skip_bad_rows, multi_label=model.multi_label, layout=layout)
     _check_labels(model, examples)
     scores = evaluate_examples(model, examples, batch_size, verbose=verbose)
     summary = format_metrics(scores, f"{data} ({len(examples)} examples)")

@@ -17,6 +17,7 @@ import keras
 import numpy as np
 import pytest
 
+from kbert.data.tables import Layout
 from kbert.recipes import MULTI_LABEL, NLI, SENTIMENT, SIMILARITY
 from kbert_edge.start_up import START_UP_LINE
 from tests.apps.test_app_errors import PRETRAIN, call, train, workspace  # noqa: F401 (a fixture)
@@ -111,18 +112,25 @@ HELD_OUT = ["--valid", "v.txt", "--validation-fraction", "0.2", "--patience", "3
 HELD_OUT_KEYWORDS = dict(valid="v.txt", validation_fraction=0.2, patience=3)
 # (app, the recipe module, its other options, what they become, the positional arguments before data, init, out)
 TRAIN_RUNS = [
-    ("ner", "ner", HELD_OUT, HELD_OUT_KEYWORDS, 0),
+    ("ner", "ner", [*HELD_OUT, "--format", "jsonl", "--tokens-column", "w", "--tags-column", "t", "--tag-names",
+                    "O,B-X"],
+     dict(HELD_OUT_KEYWORDS, layout=Layout("jsonl", None, {"tokens": "w", "tags": "t"}, ("O", "B-X"))), 0),
     ("qa", "qa", ["--doc-stride", "8", "--max-question-length", "6", "--validation-articles", "2", "--articles",
-                  "9", "--validation-limit", "7"],
-     dict(doc_stride=8, max_question_length=6, validation_articles=2, articles=9, validation_limit=7), 0),
-    ("nli", "sentence", [*HELD_OUT, "--lora-rank", "2", "--labels", "a,b,c", "--skip-bad-rows"],
-     dict(HELD_OUT_KEYWORDS, lora_rank=2, labels=["a", "b", "c"], skip_bad_rows=True), 1),
-    ("sentiment", "sentence", [*HELD_OUT, "--doc-stride", "32", "--train-windows", "all", "--window-pooling", "max"],
+                  "9", "--validation-limit", "7", "--format", "parquet", "--question-column", "q"],
+     dict(doc_stride=8, max_question_length=6, validation_articles=2, articles=9, validation_limit=7,
+          layout=Layout("parquet", columns={"question": "q"})), 0),
+    ("nli", "sentence", [*HELD_OUT, "--lora-rank", "2", "--labels", "a,b,c", "--skip-bad-rows", "--format", "csv",
+                         "--delimiter", ";", "--pair-column", "h"],
+     dict(HELD_OUT_KEYWORDS, lora_rank=2, labels=["a", "b", "c"], skip_bad_rows=True,
+          layout=Layout("csv", ";", {"pair": "h"})), 1),
+    ("sentiment", "sentence", [*HELD_OUT, "--doc-stride", "32", "--train-windows", "all", "--window-pooling", "max",
+                               "--text-column", "review"],
      dict(HELD_OUT_KEYWORDS, lora_rank=None, labels=None, skip_bad_rows=False, doc_stride=32, train_windows="all",
-          window_pooling="max"), 1),
+          window_pooling="max", layout=Layout(columns={"text": "review"})), 1),
     ("embed", "embedding", [*HELD_OUT, "--objective", "ranking", "--score-range", "1,4", "--positive-label", "yes",
-                            "--pooling", "cls"],
-     dict(HELD_OUT_KEYWORDS, objective="ranking", score_range=(1.0, 4.0), positive_label="yes", pooling="cls"), 0),
+                            "--pooling", "cls", "--label-column", "s"],
+     dict(HELD_OUT_KEYWORDS, objective="ranking", score_range=(1.0, 4.0), positive_label="yes", pooling="cls",
+          layout=Layout(columns={"label": "s"})), 0),
 ]
 
 

@@ -104,3 +104,32 @@ def test_unlabeled_and_empty_files(tmp_path):
     assert read_sentence_tsv(write(tmp_path, "a b\nc\n"), labeled=False).texts == ["a b", "c"]
     with pytest.raises(TsvFormatError, match="no examples"):
         read_sentence_tsv(write(tmp_path, "sentence\tlabel\n"))
+
+
+@pytest.mark.parametrize("header, rows, read", [
+    ("text\tlabels", ["a\tsports", "b\tsports,politics", "c\tpolitics"], dict(multi_label=True)),  # by its names
+    ("comment\ttopics", ["a\tsports", "b\tsports,politics", "c\tpolitics"], dict(multi_label=True)),  # its own name
+    ("pair a\tpair b\trating", ["a\tb\t4.2", "c\td\t1"], dict(num_texts=2, regression=True)),  # a word above scores
+    ("comment\tverdict", ["a\t1", "b\t0", "c\t1"], {}),  # a word above class ids
+    ("comment\tverdict", ["a\tpositive", "b\tnegative"], dict(label_names=["negative", "positive"])),
+])
+def test_a_header_is_read_by_what_it_is(tmp_path, capsys, header, rows, read):
+    """Issue 55: a multi-label TSV whose header said `labels` (or any name outside a short list) was read as a data
+    row, and `labels` became a class."""
+    data = read_sentence_tsv(write(tmp_path, "\n".join([header, *rows]) + "\n"), **read)
+    assert len(data) == len(rows) and "labels" not in (data.label_names or [])
+    said = capsys.readouterr().out
+    assert ("read line 1 as the header" in said) == (header.split("\t")[-1] not in ("labels",)), said
+
+
+def test_a_first_row_like_the_others_is_data(tmp_path, capsys):
+    assert len(read_sentence_tsv(write(tmp_path, "a\tpos\nb\tneg\n"))) == 2  # each class once: no header to see
+    assert len(read_sentence_tsv(write(tmp_path, "a\tb\t4.2\nc\td\t1\n"), num_texts=2, regression=True)) == 2
+    assert capsys.readouterr().out == ""
+
+
+def test_ids_and_names_mixed_without_names_are_refused(tmp_path):
+    path = write(tmp_path, "sentence\tlabel\na\t1\nb\tpos\nc\t0\n")
+    with pytest.raises(ValueError, match=re.escape(f"mixed label types: {path}:2 has a class id (1), {path}:3 a "
+                                                   "class name ('pos')")):
+        read_sentence_tsv(path)

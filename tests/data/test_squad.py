@@ -5,6 +5,8 @@ import keras
 import pytest
 
 from kbert.data.squad import SquadFormatError, read_squad
+from kbert.data.tables import Layout
+from kbert.data.text_file import DataFormatError
 
 
 def write(tmp_path, paragraphs):
@@ -78,3 +80,46 @@ def test_a_question_id_used_twice_is_refused_and_missing_ids_are_places(tmp_path
     no_ids = [{"question": "Which city?", "answers": []}, {"question": "What?", "answers": []}]
     path = write(tmp_path, [{"context": context, "qas": no_ids}, {"context": context, "qas": no_ids[:1]}])
     assert [e.id for e in read_squad(path)] == ["#0.0.0", "#0.0.1", "#0.1.0"]
+
+
+def squad_rows(document):
+    """SQuAD JSON as Hugging Face's squad lays it out: a question a row, its answers {text: [...], answer_start: [...]}."""
+    return [{"id": qa["id"], "title": article["title"], "context": paragraph["context"], "question": qa["question"],
+             "answers": {"text": [a["text"] for a in qa["answers"]],
+                         "answer_start": [a["answer_start"] for a in qa["answers"]]}}
+            for article in document["data"] for paragraph in article["paragraphs"] for qa in paragraph["qas"]]
+
+
+def test_hugging_face_squad_tables_read_as_the_squad_json(tmp_path, data_dir):
+    """The shared SQuAD's first three articles as JSON Lines, a JSON list and Parquet (written by pandas): the same
+    questions, answers, located spans and articles as the SQuAD JSON; `articles` counts titles."""
+    import pandas as pd
+
+    document = json.loads((data_dir / "squad" / "train-v1.1.json").read_text("utf-8"))
+    document = {"version": "1.1", "data": document["data"][:3]}
+    (tmp_path / "squad.json").write_text(json.dumps(document))
+    expected = read_squad(tmp_path / "squad.json", verbose=False)
+    frame = pd.DataFrame(squad_rows(document))
+    frame.to_json(tmp_path / "squad.jsonl", orient="records", lines=True)
+    frame.to_json(tmp_path / "records.json", orient="records")
+    frame.to_parquet(tmp_path / "squad.parquet")
+    for name in ("squad.jsonl", "records.json", "squad.parquet"):
+        assert read_squad(tmp_path / name, verbose=False) == expected, name
+    assert read_squad(tmp_path / "squad.jsonl", articles=slice(0, 2), verbose=False) == read_squad(
+        tmp_path / "squad.json", articles=slice(0, 2), verbose=False)
+    renamed = frame.rename(columns={"context": "passage"})
+    renamed.to_json(tmp_path / "renamed.jsonl", orient="records", lines=True)
+    assert read_squad(tmp_path / "renamed.jsonl", layout=Layout(columns={"context": "passage"}),
+                      verbose=False) == expected
+    with pytest.raises(DataFormatError, match=re.escape("renamed.jsonl: no column 'context' (the context column); "
+                                                        "its columns are ['id', 'title', 'passage', 'question', "
+                                                        "'answers']")):
+        read_squad(tmp_path / "renamed.jsonl")
+
+
+def test_bad_answers_in_a_table_name_the_row(tmp_path):
+    row = {"id": "q", "title": "T", "context": "In Paris.", "question": "Where?",
+           "answers": {"text": ["Paris", "it"], "answer_start": [3]}}
+    (tmp_path / "q.jsonl").write_text(json.dumps(row) + "\n")
+    with pytest.raises(DataFormatError, match=re.escape("q.jsonl:1: 2 answer texts but 1 answer_starts")):
+        read_squad(tmp_path / "q.jsonl")

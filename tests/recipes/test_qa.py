@@ -105,8 +105,10 @@ def test_command_line_flags():
     common, expected = train_flags()
     qa = qa_app.parser().parse_args(["train", *common, "--doc-stride", "32", "--max-question-length", "16",
                                      "--validation-articles", "2", "--articles", "9", "--validation-limit", "7"])
+    layout = {"format": None, "delimiter": None,
+              **{f"{use}_column": None for use in ("id", "title", "context", "question", "answers")}}
     assert vars(qa) == {**expected, "doc_stride": 32, "max_question_length": 16, "validation_articles": 2,
-                        "articles": 9, "validation_limit": 7}
+                        "articles": 9, "validation_limit": 7, **layout}
     assert default_flags(qa_app.parser()) == (2, 5e-5, 384, False, "auto")
 
 

@@ -12,7 +12,7 @@ import pytest
 import kbert.tasks.bert_task
 import kbert.training.run_results
 from kbert import BertBackbone
-from kbert.data import TsvFormatError
+from kbert.data import TsvFormatError, read_sentence_tsv
 from kbert.models.compute_dtype import with_compute_dtype
 from kbert.saving import BACKBONE_FILE
 from kbert.tasks import BertClassifier
@@ -55,7 +55,7 @@ def test_the_validation_scores_are_those_keras_computes(sentiment_run):
     """The loss and accuracy the run logs each epoch (one pass of `evaluate_examples`) are `model.evaluate`'s."""
     run, data, _ = sentiment_run
     model, _, _ = sentence.load_run(run)
-    examples = sentence.read_sentence_tsv(data, label_names=model.label_names)
+    examples = read_sentence_tsv(data, label_names=model.label_names)
     model.compile(learning_rate=1e-5)
     expected = model.evaluate(examples.texts, np.array(examples.labels), batch_size=8, return_dict=True, verbose=0)
     scores = sentence.evaluate_examples(model, examples, batch_size=8)

@@ -1,0 +1,138 @@
+"""Reads sentences (or pairs) and their labels from a file of any format kbert reads (`kbert.data.tables`), its
+columns picked by name: Hugging Face's layouts of GLUE read without naming any."""
+
+import numpy as np
+
+from kbert.data.sentence_examples import SentenceExamples
+from kbert.data.sentence_tsv import class_labels, multi_labels, read_sentence_tsv
+from kbert.data.tables import Layout, read_table, table_format
+from kbert.data.text_file import DataFormatError
+
+# The columns read when none is named: the first of each tuple that the table has (GLUE's, IMDB's and SNLI's).
+TEXT_COLUMNS = ("sentence", "text")
+PAIR_TEXT_COLUMNS = ("sentence1", "premise", "question1", "question", "text")
+PAIR_COLUMNS = ("sentence2", "hypothesis", "question2", "sentence", "text_pair")
+LABEL_COLUMNS = ("label", "labels", "score", "gold_label")
+
+
+def read_sentences(path, num_texts=1, label_names=None, regression=False, labeled=True, skip_bad_rows=False,
+                   multi_label=False, score_range=None, layout=None):
+    """Reads texts (or pairs) and labels from the file `path` into `SentenceExamples`, by its format.
+
+    A TSV file whose layout names no column is read as `read_sentence_tsv` reads it (columns in
+    order: text, pair, label; the header optional). Any other file (CSV, JSON Lines, JSON, Parquet:
+    see `kbert.data.tables.read_table`), or a TSV whose layout names columns, is read by column
+    names: the text column is the first of `TEXT_COLUMNS` (pairs: `PAIR_TEXT_COLUMNS` and
+    `PAIR_COLUMNS`) and the label column the first of `LABEL_COLUMNS` that the file has, unless the
+    layout names them. Labels
+    may be class names, ids (ints, or their text), scores, or for multi-label a list of names or ids
+    (or a comma-separated cell); where a Parquet file written by `datasets` records the label
+    column's class names, they are the classes when `label_names` is None. A row that cannot be read
+    raises `DataFormatError` naming the file and line (or row), or with `skip_bad_rows` is skipped.
+
+    Args:
+        path: str or path. The file.
+        num_texts, label_names, regression, labeled, skip_bad_rows, multi_label, score_range: as
+            `read_sentence_tsv`'s.
+        layout: `kbert.data.tables.Layout` or None. The file's format (None: by its suffix), and the
+            columns of the uses "text", "pair" and "label" by name (any of them; the others by default).
+
+    Example:
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "reviews.csv"
+    >>> _ = path.write_text('review,sentiment\\n"Long, slow; fun",pos\\ndull,neg\\n')
+    >>> data = read_sentences(path, layout=Layout(columns={"text": "review", "label": "sentiment"}))
+    >>> data.texts, data.labels.tolist(), data.label_names
+    (['Long, slow; fun', 'dull'], [1, 0], ['neg', 'pos'])
+    """
+    layout = layout or Layout()
+    columns = {key: value for key, value in (layout.columns or {}).items() if value}
+    unknown = set(columns) - {"text", "pair", "label"}
+    if unknown:
+        raise ValueError(f"A sentence file's columns are text, pair and label, not {sorted(unknown)}.")
+    data_format = table_format(path, layout.data_format)
+    read = dict(num_texts=num_texts, label_names=label_names or layout.class_names, regression=regression,
+                labeled=labeled, skip_bad_rows=skip_bad_rows, multi_label=multi_label, score_range=score_range)
+    if data_format == "tsv" and not columns:
+        return read_sentence_tsv(path, **read)
+    return sentences_of_table(read_table(path, data_format, layout.delimiter), columns=columns, **read)
+
+
+def sentences_of_table(table, num_texts=1, label_names=None, regression=False, labeled=True, skip_bad_rows=False,
+                       multi_label=False, score_range=None, columns=None):
+    """`SentenceExamples` of the columns of a `kbert.data.tables.Table` (see `read_sentences`)."""
+    columns = columns or {}
+    names = [_column(table, columns.get("text"), PAIR_TEXT_COLUMNS if num_texts == 2 else TEXT_COLUMNS, "text")]
+    if num_texts == 2:
+        names.append(_column(table, columns.get("pair"), PAIR_COLUMNS, "pair", exclude=names[0]))
+    label_column = _column(table, columns.get("label"), LABEL_COLUMNS, "label") if labeled else None
+    rows, raw_labels, skipped = [], [], []
+    for index, row in enumerate(table.rows):
+        try:
+            texts = [_text(row.get(name), name) for name in names]
+            label = _label_cell(row.get(label_column), multi_label) if labeled else None
+        except DataFormatError as error:
+            if not skip_bad_rows:
+                raise DataFormatError(f"{table.where(index)}: {error}") from None
+            skipped.append((index, str(error)))
+            continue
+        rows.append(texts)
+        raw_labels.append((index, label))
+    if not rows:
+        raise DataFormatError(f"{table.source}: no examples.")
+    labels = None
+    if labeled:
+        label_names = label_names or table.class_names.get(label_column)
+        if multi_label:
+            labels, label_names, bad = multi_labels(raw_labels, label_names)
+        else:
+            labels, label_names, bad = class_labels(raw_labels, label_names, regression, score_range,
+                                                    where=table.where)
+        if bad and not skip_bad_rows:
+            index, reason = min(bad.items())
+            raise DataFormatError(f"{table.where(index)}: {reason}")
+        keep = [i for i, (index, _) in enumerate(raw_labels) if index not in bad]
+        rows, labels = [rows[i] for i in keep], labels[keep]
+        skipped += sorted(bad.items())
+    if skipped:
+        index, reason = min(skipped)
+        print(f"{table.source}: skipped {len(skipped)} bad row(s); the first, {table.where(index)}: {reason}")
+    if not rows:
+        raise DataFormatError(f"{table.source}: no examples.")
+    pairs = [row[1] for row in rows] if num_texts == 2 else None
+    return SentenceExamples([row[0] for row in rows], pairs, labels, label_names, table.source)
+
+
+def _column(table, given, defaults, use, exclude=None):
+    """The column `given`, else the first of `defaults` the table has (other than `exclude`)."""
+    if given:
+        table.column(given, f"the {use} column")  # raises naming the columns there are
+        return given
+    found = table.first_of([name for name in defaults if name != exclude])
+    if found is None:
+        raise DataFormatError(f"{table.source}: no {use} column: none of {list(defaults)} is a column; its columns "
+                              f"are {table.columns}. Name the {use} column.")
+    return found
+
+
+def _text(value, column):
+    if not isinstance(value, str):
+        raise DataFormatError(f"column {column!r} is {'missing' if value is None else 'not a text: ' + repr(value)}")
+    if not value.strip():
+        raise DataFormatError(f"column {column!r} (a text) is empty")
+    return value.strip()
+
+
+def _label_cell(value, multi_label):
+    """A label as the cell of a TSV would hold it: a name, an id, a score (multi-label: names joined by commas)."""
+    if multi_label and isinstance(value, (list, tuple, np.ndarray)):
+        return ",".join(_label_cell(item, False) for item in value)
+    if value is None or isinstance(value, (bool, list, tuple, dict)):
+        problem = "missing" if value is None else f"not a name, id or score: {value!r}"
+        raise DataFormatError(f"the label is {problem}")
+    if isinstance(value, float) and value.is_integer():  # an id a table of floats holds (pandas, with gaps)
+        return str(int(value))
+    text = str(value).strip()
+    if not text and not multi_label:
+        raise DataFormatError("the label is empty")
+    return text
