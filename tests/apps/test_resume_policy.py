@@ -24,6 +24,7 @@ CHANGES = [
     ("qa", ["--max-length", "12", "--doc-stride", "3", "--max-question-length", "4"], ["--epochs", "3"],
      "--epochs 2, not 3"),
     ("embed", [*SHORT, "--validation-fraction", "0.3"], ["--pooling", "cls"], "--pooling 'mean', not 'cls'"),
+    ("nli", SHORT, ["--text-column", "sentence1"], "--text-column None, not 'sentence1'"),  # the same rows, by name
 ]
 
 
