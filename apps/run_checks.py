@@ -11,7 +11,7 @@ import pathlib
 import tempfile
 import zipfile
 
-from kbert.saving import (BACKBONE_FILE, METRICS_FILE, MODEL_FILE, SETTINGS_FILE, RunFolderError,
+from kbert.saving import (BACKBONE_FILE, METRICS_FILE, MODEL_FILE, SETTINGS_FILE, DamagedBackupError, RunFolderError,
                           SettingsChangedError, changed_settings, read_json, write_json_atomic)
 
 
@@ -113,11 +113,21 @@ def in_flags(error, args=None, options=None):
 @contextlib.contextmanager
 def refusing_in_flags(args, options=None):
     """Within the block, a `SettingsChangedError` (a training resumed with other settings) is raised again in the
-    apps' words (`in_flags`)."""
+    apps' words (`in_flags`), and a `DamagedBackupError` (no intact backup to resume from) with `--restart`.
+
+    Example:
+    >>> with refusing_in_flags(None):
+    ...     raise DamagedBackupError("runs/.sst2.backup/step-40.weights.h5", "truncated file")
+    Traceback (most recent call last):
+    kbert.saving.run_folder.DamagedBackupError: runs/.sst2.backup/step-40.weights.h5: ... start the run over with
+    --restart, which discards what it trained.
+    """
     try:
         yield
     except SettingsChangedError as error:
         raise in_flags(error, args, options) from None
+    except DamagedBackupError as error:
+        raise DamagedBackupError(error.file, error.reason, restart="--restart") from None
 
 
 def check_resumable(folder, settings, may_change=(), renamed=None):

@@ -41,6 +41,16 @@ _REQUIRED_VALUES = {
 }
 # config.json's entry for a kbert task's settings that Hugging Face has no key for (`_kbert_settings`).
 KBERT_SETTINGS_KEY = "kbert"
+# Each setting `_kbert_settings` writes under "kbert": (the types `hf_kbert_settings` accepts, as said to people).
+_KBERT_SETTING_TYPES = {
+    "threshold": ((int, float), "a number"), "mask_rate": ((int, float), "a number"),
+    "window_pooling": ((str,), "a string"), "train_windows": ((str,), "a string"),
+    "sequence_length": ((int,), "an integer"), "n_best": ((int,), "an integer"),
+    "max_answer_length": ((int,), "an integer"), "max_question_length": ((int,), "an integer"),
+    "doc_stride": ((int, type(None)), "an integer or null"),
+    "max_predictions": ((int, type(None)), "an integer or null"),
+    "whole_word": ((bool,), "true or false"),
+}
 # Config keys that are not such settings: Keras's own, the parts, and what Hugging Face's keys hold.
 _NOT_KBERT_SETTINGS = {"name", "trainable", "dtype", "compile", "backbone", "preprocessor", "tokenizer",
                        "num_classes", "label_names", "multi_label", "dropout", "next_sentence"}
@@ -242,8 +252,37 @@ def hf_kbert_settings(path):
     >>> hf_kbert_settings(folder)[0]["threshold"], hf_kbert_settings(folder)[1]["sequence_length"]
     (0.4, 128)
     """
-    settings = _checkpoint(path).config.get(KBERT_SETTINGS_KEY) or {}
-    return dict(settings.get("task", {})), dict(settings.get("preprocessor", {}))
+    checkpoint = _checkpoint(path)
+    settings = checkpoint.config.get(KBERT_SETTINGS_KEY) or {}
+    where = f"{checkpoint.config_file}: {KBERT_SETTINGS_KEY}"
+    _check_setting(where, settings, (dict,), 'an object {"task": {...}, "preprocessor": {...}}')
+    parts = []
+    for part in ("task", "preprocessor"):
+        values = settings.get(part, {})
+        _check_setting(f"{where}.{part}", values, (dict,), "an object of settings")
+        for name, value in values.items():
+            if name not in _KBERT_SETTING_TYPES:
+                raise ValueError(f"{where}.{part}.{name} is not a setting kbert writes; expected one of "
+                                 f"{', '.join(sorted(_KBERT_SETTING_TYPES))}.")
+            _check_setting(f"{where}.{part}.{name}", value, *_KBERT_SETTING_TYPES[name])
+        parts.append(dict(values))
+    return tuple(parts)
+
+
+def _check_setting(where, value, types, expected):
+    """Raises a ValueError naming `where` (the file and the field) unless `value` is of one of `types` (bool is no
+    number here, though Python makes it an int).
+
+    Example:
+    >>> _check_setting("config.json: kbert.task.threshold", "0.4", (int, float), "a number")
+    Traceback (most recent call last):
+    ValueError: config.json: kbert.task.threshold is '0.4' (a string); expected a number.
+    """
+    if isinstance(value, types) and not (isinstance(value, bool) and bool not in types):
+        return
+    kinds = {str: "a string", bool: "a boolean", int: "an integer", float: "a number", list: "a list",
+             dict: "an object", type(None): "null"}
+    raise ValueError(f"{where} is {value!r} ({kinds.get(type(value), type(value).__name__)}); expected {expected}.")
 
 
 def _encoder_weights(num_layers, pooler=True):

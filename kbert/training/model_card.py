@@ -8,6 +8,8 @@ import subprocess
 
 import keras
 
+from kbert.saving import sha256
+
 MODEL_CARD_FILE = "README.md"
 LIBRARIES = ("keras", "tensorflow", "tensorflow-text", "jax", "torch", "numpy")
 
@@ -55,15 +57,6 @@ def write_model_card(folder, title, data, hyperparameters, metrics):
     lines += ["", "## Software", "", f"Python {platform.python_version()} on {platform.platform()}.", ""]
     lines += [f"- {name} {version}" for name, version in library_versions().items()]
     (pathlib.Path(folder) / MODEL_CARD_FILE).write_text("\n".join(lines) + "\n", "utf-8")
-
-
-def sha256(path, chunk=1 << 20):
-    """The SHA-256 of the file `path`, in hex, read a MiB at a time."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        while block := file.read(chunk):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def git_commit():

@@ -2,9 +2,8 @@ import pathlib
 import shutil
 
 from kbert.distribution import is_chief
-from kbert.saving import hidden_beside, read_json, remove_leftovers
+from kbert.saving import hidden_beside, read_json, remove_leftovers, sha256
 from kbert.training.atomic_backup_and_restore import METADATA_FILE, AtomicBackupAndRestore
-from kbert.training.model_card import sha256
 
 
 def run_backup(out, settings, callbacks=(), every_steps=None, every_minutes=None, inputs=(), steps_per_epoch=None,

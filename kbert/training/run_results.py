@@ -10,7 +10,7 @@ import numpy as np
 
 from kbert.distribution import describe as describe_distribution
 from kbert.distribution import is_chief, writing_alone
-from kbert.saving import METRICS_FILE, MODEL_FILE, atomic_output_folder, write_json_atomic
+from kbert.saving import METRICS_FILE, MODEL_FILE, atomic_output_folder, record_checksums, write_json_atomic
 from kbert.training.curves import plot_history
 from kbert.training.model_card import write_model_card
 from kbert.training.training_logs import LOG_NAMES
@@ -19,7 +19,8 @@ from kbert_edge.cpu import describe_cpu
 
 def write_run_folder(out, model, tokenizer, metrics, history, title="", extra_json=None, data=None, logs=None):
     """Writes a finished run: `model.keras`, the tokenizer, `metrics.json`, `curves.png`, the
-    model card `README.md`, and the fit's `history.csv` and TensorBoard `logs/`.
+    model card `README.md`, the fit's `history.csv` and TensorBoard `logs/`, and `SHA256SUMS`, the
+    SHA-256 of each of them, which loading checks (`kbert.saving.checksums`).
 
     All of it appears at once, or nothing does (`atomic_output_folder`). `model.keras`
     holds the architecture, the weights and the preprocessor (tokenizer and lengths), not
@@ -54,6 +55,7 @@ def write_run_folder(out, model, tokenizer, metrics, history, title="", extra_js
         for name in LOG_NAMES if logs else ():
             if (pathlib.Path(logs) / name).exists():
                 os.replace(pathlib.Path(logs) / name, folder / name)
+        record_checksums(folder)
 
 
 def parameter_counts(model):

@@ -8,6 +8,7 @@ in `transformers` and give kbert's outputs.
 
 import importlib.util
 import json
+import re
 
 import keras
 import numpy as np
@@ -238,3 +239,51 @@ def test_unsupported_checkpoints_are_refused_by_name(classifier_checkpoint, chan
     edit_config(classifier_checkpoint, **changes)
     with pytest.raises(ValueError, match=rf"config\.json.*{message}"):
         kbert.BertClassifier.from_preset(classifier_checkpoint)
+
+
+@pytest.fixture(scope="module")
+def kbert_classifier_folder(tmp_path_factory):
+    """A classifier kbert wrote as a Hugging Face folder, with its settings under "kbert" in config.json."""
+    folder = tmp_path_factory.mktemp("kbert_classifier") / "classifier"
+    kbert.BertClassifier.from_preset("bert_tiny", num_classes=2, multi_label=True).export_to_transformers(folder)
+    return folder
+
+
+@pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="settings only: runs once")
+@pytest.mark.parametrize("settings, message", [
+    ({"task": {"threshold": "high"}}, "kbert.task.threshold is 'high' (a string); expected a number"),
+    ({"task": {"threshold": True}}, "kbert.task.threshold is True (a boolean); expected a number"),
+    ({"preprocessor": {"sequence_length": "128"}}, "kbert.preprocessor.sequence_length is '128' (a string); "
+                                                   "expected an integer"),
+    ({"preprocessor": {"doc_stride": 6.5}}, "kbert.preprocessor.doc_stride is 6.5 (a number); expected an integer "
+                                            "or null"),
+    ({"preprocessor": ["sequence_length", 128]}, "kbert.preprocessor is ['sequence_length', 128] (a list); "
+                                                   "expected an object of settings"),
+    ({"task": {"treshold": 0.4}}, "kbert.task.treshold is not a setting kbert writes; expected one of"),
+    ("0.4", "kbert is '0.4' (a string); expected an object"),
+])
+def test_kbert_settings_of_the_wrong_type_are_named_with_the_file(kbert_classifier_folder, tmp_path, settings,
+                                                                   message):
+    """A "kbert" entry of config.json edited by hand (a string for a number, a list for an object) ended in a bare
+    TypeError deep in the model: one line names the file, the field and what it must be."""
+    folder = tmp_path / "classifier"
+    folder.mkdir()
+    for path in kbert_classifier_folder.iterdir():
+        (folder / path.name).write_bytes(path.read_bytes())
+    edit_config(folder, kbert=settings)
+    with pytest.raises(ValueError, match="^" + re.escape(f"{folder / 'config.json'}: {message}")):
+        kbert.BertClassifier.from_preset(folder)
+
+
+@pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="settings only: runs once")
+def test_every_setting_kbert_writes_has_a_type_to_check(tmp_path):
+    """What `save_hf` writes under "kbert" for every task reads back through the check (none unknown to it)."""
+    from kbert.convert import hf_kbert_settings
+
+    models = [kbert.BertClassifier.from_preset("bert_tiny", num_classes=2),
+              kbert.BertTokenClassifier.from_preset("bert_tiny", label_names=["O", "B-X"]),
+              kbert.BertQuestionAnswerer.from_preset("bert_tiny"), kbert.BertPretrainer.from_preset("bert_tiny")]
+    for i, model in enumerate(models):
+        model.export_to_transformers(tmp_path / str(i))
+        written = json.loads((tmp_path / str(i) / "config.json").read_text())["kbert"]
+        assert hf_kbert_settings(tmp_path / str(i)) == (written["task"], written["preprocessor"])

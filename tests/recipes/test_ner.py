@@ -38,8 +38,8 @@ def test_ner_mixed_precision(tiny_init, tmp_path, monkeypatch):
 def test_ner_run_folder(ner_run):
     run, _, metrics = ner_run
     assert sorted(p.name for p in run.iterdir()) == [
-        "README.md", "curves.png", "history.csv", "logs", "metrics.json", "model.keras", "tokenizer_config.json",
-        "vocab.txt"]
+        "README.md", "SHA256SUMS", "curves.png", "history.csv", "logs", "metrics.json", "model.keras",
+        "tokenizer_config.json", "vocab.txt"]
     model, _, max_length = load_run(run)
     assert isinstance(model, BertTokenClassifier) and max_length == 12
     assert model.label_names == ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"] == metrics["label_names"]

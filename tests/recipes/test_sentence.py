@@ -39,8 +39,8 @@ def sentiment_run(tiny_init, tmp_path_factory):
 def test_run_folder(sentiment_run):
     run, _, metrics = sentiment_run
     assert sorted(p.name for p in run.iterdir()) == [
-        "README.md", "curves.png", "history.csv", "logs", "metrics.json", "model.keras", "tokenizer_config.json",
-        "vocab.txt"]
+        "README.md", "SHA256SUMS", "curves.png", "history.csv", "logs", "metrics.json", "model.keras",
+        "tokenizer_config.json", "vocab.txt"]
     assert json.loads((run / "metrics.json").read_text()) == metrics
     assert metrics["train_examples"] == 43 and metrics["validation_examples"] == 5
     assert metrics["max_length"] == 12  # capped at the tiny model's positions

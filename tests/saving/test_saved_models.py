@@ -1,7 +1,10 @@
 """What a run starts from and what kbert folders hold: presets, saved models, tokenizers, old run folders."""
 
 import json
+import re
+import zipfile
 
+import keras
 import numpy as np
 import pytest
 
@@ -79,3 +82,35 @@ def test_load_run_of_a_keras_file_and_of_nothing(tmp_path):
     assert isinstance(model, BertBackbone) and max_length == 128 and tokenizer.vocabulary_size == 50
     with pytest.raises(FileNotFoundError, match="model.keras does not exist: give a run folder written by training"):
         load_run(tmp_path / "empty")
+
+
+def with_config(source, out, edit):
+    """Copies the `.keras` file `source` to `out`, its config.json changed by `edit(config)`."""
+    with zipfile.ZipFile(source) as archive, zipfile.ZipFile(out, "w") as copy:
+        for item in archive.infolist():
+            data = archive.read(item.filename)
+            if item.filename == "config.json":
+                config = json.loads(data)
+                edit(config)
+                data = json.dumps(config)
+            copy.writestr(item, data)
+
+
+@pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="configs only: runs once")
+@pytest.mark.parametrize("edit, name, field", [
+    (lambda c: c.update(class_name="BertClassifer", registered_name="kbert>BertClassifer"), "BertClassifer",
+     "class_name"),
+    (lambda c: c["config"]["backbone"].update(class_name="RobertaBackbone", registered_name="kbert>RobertaBackbone"),
+     "RobertaBackbone", "config.backbone.class_name"),
+])
+def test_a_keras_file_naming_an_unknown_class_is_refused_naming_it(tmp_path, edit, name, field):
+    """Issue 55: a .keras file whose config names a class kbert does not define (another program's, a newer kbert's,
+    an edit) ended in Keras's internal TypeError; one line names the file, the class and where the config has it."""
+    from kbert.tasks import BertClassifier
+
+    BertClassifier(BertBackbone(**TINY), 2).save(tmp_path / "saved.keras")
+    with_config(tmp_path / "saved.keras", tmp_path / "model.keras", edit)
+    with pytest.raises(ValueError, match="^" + re.escape(
+            f"{tmp_path / 'model.keras'}: its config.json names the class {name!r} (field {field}), which neither "
+            f"kbert nor Keras defines")):
+        load_run(tmp_path / "model.keras")

@@ -72,7 +72,7 @@ def test_killed_within_an_epoch_the_run_resumes_there_and_ends_as_if_never_kille
            f"step {6 * killed_in_epoch + 4})." in printed
     assert printed.count("Resuming") == 1  # not again when the resumed epoch's own backup carries on
     assert (metrics["resumed_at_step"], metrics["steps"]) == (6 * killed_in_epoch + 4, 12)
-    for key in ("loss", "val_loss", "val_accuracy"):  # the resumed epoch's mean loss too: its metrics were kept
+    for key in ("loss", "accuracy", "val_loss", "val_accuracy"):  # the resumed epoch's mean loss and accuracy too
         np.testing.assert_allclose(metrics["history"][key], expected["history"][key], atol=1e-5, err_msg=key)
     model = load_run(out)[0]
     for weight, expected_weight in zip(model.weights, expected_model.weights):

@@ -3,7 +3,7 @@ import importlib
 import numpy as np
 import pytest
 
-from kbert.saving import SettingsChangedError
+from kbert.saving import DamagedBackupError, SettingsChangedError
 from kbert.training import run_backup
 from tests.conftest import Kill
 from tests.training.conftest import dense_model
@@ -88,3 +88,35 @@ def test_only_the_chief_process_removes_anything(tmp_path, monkeypatch):
     monkeypatch.setattr(run_backup_module, "is_chief", lambda: False)
     run_backup(tmp_path / "run", {})
     assert sorted(p.name for p in tmp_path.iterdir()) == [".run.backup", ".run.partial-1"]
+
+
+def test_a_damaged_last_backup_is_named_with_restart_and_restart_starts_over(tmp_path):
+    """Issue 55: a truncated backup ended in h5py's message, which named neither the file nor how to go on."""
+    killed_run(tmp_path / "run", {"epochs": 3}, kill_at=1)
+    weights = tmp_path / ".run.backup" / "step-2.weights.h5"
+    weights.write_bytes(weights.read_bytes()[:1000])  # cut short
+    backup = run_backup(tmp_path / "run", {"epochs": 3})
+    with pytest.raises(DamagedBackupError, match=rf"^{weights}: this backup cannot be read \(.+\), and no intact "
+                                                 r"backup is left to resume from: start the run over with "
+                                                 r"restart=True"):
+        dense_model(0.1).fit(X, Y, epochs=3, callbacks=[backup], verbose=0)
+    backup = run_backup(tmp_path / "run", {"epochs": 3}, restart=True)
+    assert dense_model(0.1).fit(X, Y, epochs=3, callbacks=[backup], verbose=0).epoch == [0, 1, 2]
+    metadata = tmp_path / ".run.backup" / "training_metadata.json"
+    metadata.write_text('{"epoch": 3, "st')
+    with pytest.raises(DamagedBackupError, match=rf"^{metadata}: this backup cannot be read \(not a JSON file\)"):
+        run_backup(tmp_path / "run", {"epochs": 3})
+
+
+def test_a_backup_cut_short_beside_the_last_complete_one_is_skipped_saying_so(tmp_path, capsys):
+    """A kill during a backup's write leaves its weights file, unrecorded, beside the last complete backup: the run
+    resumes from that one, and says which file it skipped and why (it did so silently)."""
+    killed_run(tmp_path / "run", {"epochs": 3}, kill_at=0)
+    folder = tmp_path / ".run.backup"
+    (folder / "step-2.weights.h5").write_bytes((folder / "step-1.weights.h5").read_bytes()[:1000])
+    backup = run_backup(tmp_path / "run", {"epochs": 3})
+    assert dense_model(0.1).fit(X, Y, epochs=3, callbacks=[backup], verbose=0).epoch == [1, 2]
+    printed = capsys.readouterr().out
+    assert f"Skipped the backup {folder / 'step-2.weights.h5'}: its write was cut short (a kill or a crash) " \
+           "before training_metadata.json recorded it; resuming from the last complete one." in printed
+    assert printed.index("Skipped") < printed.index("Resuming from the backup")
