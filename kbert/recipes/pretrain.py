@@ -26,8 +26,8 @@ from kbert.distribution.data_shares import shares
 from kbert.models.bert_backbone import BertBackbone
 from kbert.models.load_backbone import load_backbone
 from kbert.optimizers import bert_adamw
-from kbert.saving import (BACKBONE_FILE, METRICS_FILE, SETTINGS_FILE, delete_folder, read_json, save_backbone,
-                          write_json_atomic)
+from kbert.saving import (BACKBONE_FILE, CHECKSUMS_FILE, METRICS_FILE, SETTINGS_FILE, delete_folder, read_json,
+                          record_checksums, save_backbone, write_json_atomic)
 from kbert.tasks.bert_pretrainer import BertPretrainer
 from kbert.text import BertTokenizer, train_wordpiece_vocabulary
 from kbert.training.curves import plot_history
@@ -228,6 +228,7 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
         metrics.update(held_out_scores, settings=settings)  # pretraining's own fields, beside every run's
         if not is_chief():  # process 0 saves and reports the weights every process holds
             return
+        (folder / CHECKSUMS_FILE).unlink(missing_ok=True)  # a kill before the new record leaves none: nothing checked
         if history.history:
             plot_history(history.history, folder / "curves.png",
                          title=f"{folder.name}: one epoch = {checkpoint_every} steps of {batch_size}")
@@ -238,6 +239,7 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
         write_model_card(folder, f"{folder.name}: BERT pretrained from scratch", {"corpus": files, "vocab": vocabulary},
                          {k: v for k, v in settings.items() if k != "corpus"},
                          {k: v for k, v in metrics.items() if k not in ("settings", "hyperparameters", "history")})
+        record_checksums(folder)  # loading checks the backbone and vocabulary against it (`kbert.saving.checksums`)
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> (20 if sys.platform == "darwin" else 10)  # MB
         print(f"Saved {folder / BACKBONE_FILE}; peak memory of this process: {peak} MB", flush=True)
 

@@ -9,7 +9,7 @@ import pytest
 
 from kbert.data.process_batches import process_batches
 from kbert.recipes import pretrain as recipe
-from kbert.saving import SettingsChangedError
+from kbert.saving import ChangedFileError, SettingsChangedError, model_source, recorded_checksums, sha256
 from tests.recipes.conftest import RUN_FIELDS
 from tests.tasks.test_pretrain_app import write_corpus
 
@@ -34,8 +34,9 @@ def test_a_run_writes_every_runs_fields_keeps_its_backup_and_trains_further(tmp_
     assert (metrics["task"], metrics["steps"], metrics["resumed_at_step"], metrics["best_epoch"]) == ("pretrain", 2, 0, 2)
     assert metrics["validation"] == metrics["end"] and metrics["settings"] == settings
     assert json.loads((out / "metrics.json").read_text()) == metrics
-    assert {"backbone.keras", "settings.json", "vocab.txt", "history.csv", "curves.png", "README.md"} <= {
+    assert {"backbone.keras", "settings.json", "vocab.txt", "history.csv", "curves.png", "README.md", "SHA256SUMS"} <= {
         path.name for path in out.iterdir()}
+    assert recorded_checksums(out)["backbone.keras"] == sha256(out / "backbone.keras")  # what loading checks
     assert (tmp_path / ".run.backup" / "training_metadata.json").is_file()  # beside the run folder, and kept
 
     written = {path: path.read_bytes() for path in out.rglob("*") if path.is_file()}
@@ -48,6 +49,13 @@ def test_a_run_writes_every_runs_fields_keeps_its_backup_and_trains_further(tmp_
     assert (more["resumed_at_step"], more["steps"], len(more["history"]["loss"])) == (2, 4, 4)
     assert more["start"] == metrics["start"] and "held-out before" not in capsys.readouterr().out
     assert json.loads((out / "settings.json").read_text())["steps"] == 4
+    assert recorded_checksums(out)["backbone.keras"] == sha256(out / "backbone.keras")  # recorded anew
+
+    damaged = bytearray((out / "backbone.keras").read_bytes())
+    damaged[len(damaged) // 2] ^= 0xFF  # one byte flipped
+    (out / "backbone.keras").write_bytes(bytes(damaged))
+    with pytest.raises(ChangedFileError, match=r"backbone\.keras: its SHA-256 is not the one recorded"):
+        model_source(out).saved_model
 
 
 def test_an_older_runs_backup_inside_its_folder_is_moved_beside_it(tmp_path):
