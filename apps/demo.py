@@ -9,15 +9,18 @@
 The default recipe is the one that gave the best validation accuracy within about 10 minutes on
 a 2-core CPU (docs/results.md, "The demo's recipe"): torch (it fine-tunes MiniLM fastest on a CPU),
 bfloat16 compute where the CPU has bfloat16 units (AVX-512 BF16 or AMX; elsewhere float32), and
-one pass over as many of SST-2's training sentences as fit the budget (--minutes) on this machine:
-before fine-tuning, the demo times a few training steps of its own model, prints its plan
-("N sentences, about M minutes on this machine"), and at the end the time it took beside the
-budget. --limit sets the sentences instead. $KERAS_BACKEND, when set, chooses the backend.
+as many steps over SST-2's training sentences as fit the budget (--minutes) on this machine, up to
+--epochs passes: before fine-tuning, the demo times a few training steps of its own model and prints
+its plan ("N steps: S sentences, about M minutes on this machine"); while fine-tuning, it times its
+steps each minute and re-plans the steps left (`kbert.training.time_budget.TimeBudget`), so that the
+demo ends within its budget however far the first timing was off; at the end it prints the time it
+took beside the budget. --limit sets the sentences instead (and --epochs the passes, all of them).
+$KERAS_BACKEND, when set, chooses the backend.
 
-1. Fine-tune `BertClassifier` from --init (default: the real all-MiniLM-L6-v2 checkpoint) on a
-   seeded subset of SST-2 sized to the budget (`../shared/data/sst2/train.tsv`, or $KBERT_DATA_DIR/sst2), or, when that
-   is absent, on kbert/data/samples/sentiment_sample.tsv (200 hand-written sentences). A seeded
-   split of the data is held out for validation (kbert.recipes.sentence.train).
+1. Fine-tune `BertClassifier` from --init (default: the real all-MiniLM-L6-v2 checkpoint), for the steps
+   the budget allows, on SST-2's training sentences in a seeded order (`../shared/data/sst2/train.tsv`, or
+   $KBERT_DATA_DIR/sst2), or, when that is absent, on kbert/data/samples/sentiment_sample.tsv (200
+   hand-written sentences). A seeded split of the data is held out for validation (kbert.recipes.sentence.train).
 2. Evaluate the Keras model: validation accuracy, file size, latency of one raw sentence.
 3. Export string-in TFLite models (tokenizer in the graph), float32 and dynamic-int8 (kbert.export).
    Export needs the TensorFlow backend: on it, this process exports; on JAX or torch, the saved
@@ -44,7 +47,6 @@ import statistics
 import subprocess
 import sys
 import time
-import warnings
 
 import numpy as np  # this module imports neither Keras nor TensorFlow at the top: the edge worker runs it
 
@@ -58,9 +60,11 @@ VALIDATION_FILE = "validation.tsv"
 EXPORTS = {"TFLite fp32": ("tflite_fp32", "none"), "TFLite dynamic-int8": ("tflite_int8", "dynamic-int8")}
 BACKENDS = ("tensorflow", "jax", "torch")
 # What the steps after fine-tuning take, for the plan: loading, evaluating, two TFLite exports in a TensorFlow
-# process and the edge runner (47 s on the 2-core AMD EPYC of docs/results.md, whatever the precision).
-SECONDS_AFTER_FINE_TUNING = 90
+# process and the edge runner (47 s on the 2-core AMD EPYC of docs/results.md, whatever the precision; 109 s there
+# while others' tests ran), and the fit's last validation and run folder.
+SECONDS_AFTER_FINE_TUNING = 60
 PROBE_BATCHES = 6  # training steps the plan times (after as many untimed ones, which compile)
+BUDGET_EPOCHS = 3  # the passes over the training sentences the budget may reach (--epochs' default with it)
 BACKUP_MINUTES = 2.0
 EXAMPLES = [
     "An utterly charming film with a wonderful cast.",
@@ -90,11 +94,15 @@ def parser():
                         "units (XLA runs bfloat16 no faster than float32 on CPU), else float32. This machine: "
                         f"{cpu_summary()}")
     parser.add_argument("--minutes", type=positive_float, default=10.0,
-                        help="the demo's budget, set-up excluded: it times a few training steps on this machine "
-                        "and fine-tunes on as many sentences as fit (all of SST-2's 66,849 at most)")
+                        help="the demo's budget, set-up excluded: it times a few training steps on this machine, "
+                        "fine-tunes for as many steps as fit (SST-2 has 66,849 training sentences) and re-plans "
+                        "them each minute from its own steps")
     parser.add_argument("--limit", type=positive_int,
-                        help="training sentences, a seeded subset (default: as many as --minutes allows)")
-    parser.add_argument("--epochs", type=positive_int, default=1, help="passes over the training sentences")
+                        help="training sentences, a seeded subset, and no budget (default: the steps --minutes "
+                        "allows)")
+    parser.add_argument("--epochs", type=positive_int,
+                        help=f"passes over the training sentences: at most (default {BUDGET_EPOCHS}), the budget "
+                        "ending the last where it falls; with --limit, all of them (default 1)")
     parser.add_argument("--valid-size", type=positive_int, default=500,
                         help="sentences held out for validation, at most a fifth of the data")
     parser.add_argument("--max-length", type=sequence_length, default=64,
@@ -161,8 +169,11 @@ def demo(args, out, sentences):
     print(f"\n{len(sentences)} raw sentences (label and probability):")
     print(format_predictions(sentences, predictions))
     print(trust_line(keras_row["accuracy"], metrics["validation_examples"]))
-    print(f"\nSentiment from {metrics['init']}, {metrics['train_examples']} training sentences, "
-          f"{metrics['hyperparameters']['epochs']} epoch(s), "
+    plan = metrics.get("planned")
+    trained = (f"{plan['sentences_trained']:,} of {metrics['train_examples']:,} training sentences, "
+               f"{plan['steps_trained']:,} steps" if plan else
+               f"{metrics['train_examples']:,} training sentences, {metrics['hyperparameters']['epochs']} epoch(s)")
+    print(f"\nSentiment from {metrics['init']}, {trained}, "
           f"{'bfloat16' if metrics['hyperparameters']['mixed_precision'] else 'float32'} on {metrics['backend']}, "
           f"on {metrics['data']}")
     print(f"accuracy on {metrics['validation_examples']} held-out sentences; latency: one raw sentence to "
@@ -171,7 +182,7 @@ def demo(args, out, sentences):
     print(f"(model.keras holds the weights, {keras_row['weights'] / 1e6:.1f} MB, the architecture and the tokenizer; "
           f"not the optimizer's state)")
     total = time.perf_counter() - start
-    budget = f"; budget {args.minutes:g} min" if metrics.get("planned") else ""
+    budget = f"; budget {args.minutes:g} min" if plan else ""
     print(f"\nWall time {total / 60:.1f} min{budget} (" + ", ".join(f"{k} {v:.0f} s" for k, v in seconds.items()) +
           f"); validation accuracy {keras_row['accuracy']:.1%}")
     print(f"On a device: python apps/edge_predict.py {out / EXPORTS['TFLite dynamic-int8'][0] / 'text.tflite'} "
@@ -217,11 +228,12 @@ def bfloat16_compute(precision, backend, cpu_flags=None):
 
 def fine_tune(args, out, started):
     """Step 1: trains (or, with --reuse, finds) the run folder; writes OUT/validation.tsv. Returns its metrics,
-    with the plan (`plan_sentences`) as "planned" (None with --limit or --reuse). `started`: the demo's start
-    (time.perf_counter()), which the budget counts from."""
+    with the plan (`plan_steps`, and the re-plans of the fit's `TimeBudget`) as "planned" (None with --limit or
+    --reuse). `started`: the demo's start (time.perf_counter()), which the budget counts from."""
     from kbert.data import read_sentence_tsv
     from kbert.saving import SettingsChangedError, atomic_file
     from kbert.recipes import SENTIMENT, sentence
+    from kbert.training.time_budget import TimeBudget
 
     metrics_file = out / "metrics.json"
     if args.reuse and (out / "model.keras").is_file() and metrics_file.is_file():
@@ -236,22 +248,30 @@ def fine_tune(args, out, started):
         mixed_precision = bfloat16_compute(args.precision, args.backend)
         print(f"{'bfloat16' if mixed_precision else 'float32'} on {args.backend} ({describe_precision(args)}); "
               f"this machine: {cpu_summary()}.", flush=True)
-        plan = None
+        epochs = args.epochs or (1 if args.limit else BUDGET_EPOCHS)
+        plan, budget = None, []
         if args.limit is None:
             train_examples, _ = examples.split(valid_size / len(examples), seed)
-            plan = plan_sentences(args, train_examples, mixed_precision, time.perf_counter() - started)
+            plan = plan_steps(args, epochs, train_examples, valid_size, mixed_precision, started)
+            budget = [TimeBudget(started + 60 * args.minutes - SECONDS_AFTER_FINE_TUNING, plan["steps"],
+                                 plan["epoch_end_seconds"])]
         train = functools.partial(
-            sentence.train, SENTIMENT, data, args.init, out, epochs=args.epochs, batch_size=args.batch_size,
-            learning_rate=args.learning_rate, max_length=args.max_length,
-            limit=args.limit or (plan and plan["sentences"]), mixed_precision=mixed_precision,
-            validation_fraction=valid_size / len(examples), seed=seed, backup_minutes=BACKUP_MINUTES,
-            verbose=0 if args.quiet else "auto")
+            sentence.train, SENTIMENT, data, args.init, out, epochs=epochs, batch_size=args.batch_size,
+            learning_rate=args.learning_rate, max_length=args.max_length, limit=args.limit,
+            mixed_precision=mixed_precision, validation_fraction=valid_size / len(examples), seed=seed,
+            backup_minutes=BACKUP_MINUTES, callbacks=budget, verbose=0 if args.quiet else "auto")
         try:
             metrics = train()
-        except SettingsChangedError as error:  # the plan follows the time left: the demo's own policy is to start over
+        except SettingsChangedError as error:  # other settings than the backup's: the demo starts over
             names = ", ".join(name for name, _, _ in error.changes)
             print(f"The backup of an interrupted demo run has other settings ({names}): fine-tuning starts over.")
             metrics = train(restart=True)
+        if budget:
+            plan = {**plan, "replans": budget[0].plans[1:], "steps_trained": budget[0].steps,
+                    "sentences_trained": min(budget[0].steps * args.batch_size, metrics["train_examples"])}
+            print(f"Fine-tuned {budget[0].steps:,} steps (first plan {plan['steps']:,}; re-planned from the steps' "
+                  f"own time {len(plan['replans'])} time(s)): {plan['sentences_trained']:,} of "
+                  f"{metrics['train_examples']:,} training sentences.", flush=True)
         metrics["planned"] = plan
     # The same seeded split as `train` held out, for the edge runner to score the exports on.
     _, valid = examples.split(valid_size / len(examples), seed)
@@ -278,51 +298,58 @@ def describe_precision(args):
             "--precision auto: the CPU has no bfloat16 units, where bfloat16 is emulated and slower")
 
 
-def plan_sentences(args, train_examples, mixed_precision, elapsed):
-    """How many training sentences fit the budget: times `PROBE_BATCHES` training steps of the demo's model
-    (a copy, thrown away) on a seeded sample of `train_examples`, after as many untimed ones (they compile,
-    on JAX and TensorFlow), and gives the fine-tuning what is left of --minutes after `elapsed` seconds, the
-    probe, a validation pass an epoch and `SECONDS_AFTER_FINE_TUNING`. Prints the plan; returns it as a dict
-    (sentences, seconds_per_step, minutes of fine-tuning)."""
+def plan_steps(args, epochs, train_examples, valid_size, mixed_precision, started):
+    """The first plan of the steps that fit the budget: times `PROBE_BATCHES` training steps of the demo's
+    model (a copy, thrown away) on a seeded sample of `train_examples`, after as many untimed ones (they
+    compile, on JAX and TensorFlow), and gives the fine-tuning what is left of --minutes since `started`
+    (time.perf_counter()) less `SECONDS_AFTER_FINE_TUNING`, at most `epochs` passes (`steps_for_budget`).
+    The fit's `TimeBudget` re-plans from its own steps. Prints the plan; returns it as a dict (steps,
+    sentences, seconds_per_step, epoch_end_seconds, fine_tune_minutes)."""
+    import keras
+
     from kbert.optimizers import bfloat16_compute as in_bfloat16
     from kbert.progress import duration
     from kbert.tasks import BertClassifier
 
-    probe_start = time.perf_counter()
-    sample = train_examples.shuffled(args.seed + 1, min(len(train_examples), PROBE_BATCHES * args.batch_size))
+    sample = train_examples.shuffled(args.seed + 1, min(len(train_examples), 2 * PROBE_BATCHES * args.batch_size))
     with in_bfloat16(mixed_precision):
         model = BertClassifier.from_preset(args.init, num_classes=2, sequence_length=args.max_length)
-    fit = dict(batch_size=args.batch_size, epochs=1, verbose=0, shuffle_seed=args.seed)
-    model.fit(sample.texts, sample.labels, **fit)  # untimed: compiles each batch shape
-    start = time.perf_counter()
-    model.fit(sample.texts, sample.labels, **fit)
-    seconds_each = (time.perf_counter() - start) / len(sample)
-    steps_each = seconds_each * args.batch_size
-    sentences = sentences_for_budget(60 * args.minutes - elapsed - (time.perf_counter() - probe_start), seconds_each,
-                                     len(train_examples), args)
-    minutes = sentences * seconds_each * args.epochs / 60
-    print(f"Plan: {sentences:,} of {len(train_examples):,} training sentences, {args.epochs} epoch(s), about "
-          f"{duration(60 * minutes)} of fine-tuning on this machine ({steps_each:.2f} s a step of {args.batch_size}, "
-          f"timed over {PROBE_BATCHES} steps), {args.minutes:g} min in all (--minutes; --limit sets the sentences).",
+    ends = [time.perf_counter()]  # then each step's end: the steps' own time, not the fit's start and end
+    timer = keras.callbacks.LambdaCallback(on_train_batch_end=lambda batch, logs: ends.append(time.perf_counter()))
+    model.fit(sample.texts, sample.labels, batch_size=args.batch_size, epochs=1, verbose=0, shuffle_seed=args.seed,
+              callbacks=[timer])
+    timed = ends[min(len(ends) // 2, len(ends) - 2):]  # the second half (a sample of one batch: the fit)
+    seconds_per_step = (timed[-1] - timed[0]) / (len(timed) - 1)
+    seconds_left = 60 * args.minutes - (time.perf_counter() - started) - SECONDS_AFTER_FINE_TUNING
+    steps_per_epoch = -(-len(train_examples) // args.batch_size)
+    epoch_end_seconds = valid_size / args.batch_size * seconds_per_step / 3  # a validation pass: forward passes
+    steps = steps_for_budget(seconds_left, seconds_per_step, epoch_end_seconds, steps_per_epoch, epochs)
+    sentences = min(len(train_examples), steps * args.batch_size)
+    minutes = steps * seconds_per_step / 60
+    print(f"Plan: {steps:,} steps of {args.batch_size} ({sentences:,} of {len(train_examples):,} training sentences, "
+          f"{steps / steps_per_epoch:.1f} of at most {epochs} pass(es)), about {duration(60 * minutes)} of fine-tuning "
+          f"on this machine ({seconds_per_step:.2f} s a step, timed over {len(timed) - 1} steps; re-planned each "
+          f"minute from the steps' own time), {args.minutes:g} min in all (--minutes; --limit sets the sentences).",
           flush=True)
-    return {"sentences": sentences, "seconds_per_step": round(steps_each, 3), "fine_tune_minutes": round(minutes, 1)}
+    return {"steps": steps, "sentences": sentences, "seconds_per_step": round(seconds_per_step, 3),
+            "epoch_end_seconds": round(epoch_end_seconds, 1), "fine_tune_minutes": round(minutes, 1)}
 
 
-def sentences_for_budget(seconds_left, seconds_each, available, args):
-    """The training sentences that fit `seconds_left`, at `seconds_each` a sentence a pass: what is left after
-    the steps that follow fine-tuning (`SECONDS_AFTER_FINE_TUNING`) and a validation pass an epoch (a forward
-    pass, about a third of a training step), over --epochs; at least a batch, at most `available`.
+def steps_for_budget(seconds_left, seconds_per_step, epoch_end_seconds, steps_per_epoch, epochs):
+    """The training steps that fit `seconds_left` at `seconds_per_step`, with `epoch_end_seconds` (a
+    validation pass) at each epoch's end (`kbert.training.time_budget.steps_that_fit`); at least one, at most
+    `epochs` passes of `steps_per_epoch`.
 
-    >>> import argparse
-    >>> args = argparse.Namespace(epochs=1, batch_size=32, valid_size=500)
-    >>> sentences_for_budget(600, 0.01, 66849, args), sentences_for_budget(600, 0.1, 66849, args)
-    (50833, 4933)
-    >>> sentences_for_budget(60, 0.1, 66849, args), sentences_for_budget(6000, 0.01, 66849, args)
-    (32, 66849)
+    >>> steps_for_budget(510, 0.40, 2.0, 2074, 3), steps_for_budget(510, 0.17, 2.0, 2074, 3)
+    (1270, 2976)
+    >>> steps_for_budget(5000, 0.17, 2.0, 2074, 3), steps_for_budget(-30, 0.17, 2.0, 2074, 3)
+    (6222, 1)
     """
-    validation = args.valid_size * seconds_each / 3 * args.epochs
-    left = seconds_left - validation - SECONDS_AFTER_FINE_TUNING
-    return max(args.batch_size, min(available, int(left / (seconds_each * args.epochs))))
+    from kbert.training.time_budget import steps_that_fit
+
+    steps = steps_that_fit(seconds_left, seconds_per_step, 0, epoch_end_seconds, steps_per_epoch,
+                           steps_per_epoch * epochs)
+    return max(steps, 1)
 
 
 def keras_results(out, metrics, sentences, repeats):
@@ -361,8 +388,6 @@ def export_tflite_models(out, json_lines=False):
 
     if keras.config.backend() == "tensorflow":
         from kbert.export import export_tflite, load_exportable
-
-        warnings.filterwarnings("ignore", message=r"(?s).*tf.lite.Interpreter is deprecated")  # the export's check
 
         model, tokenizer, spec = load_exportable(out)
         for name, (folder, quantize) in EXPORTS.items():

@@ -29,12 +29,16 @@ def test_demo_runs_on_the_shipped_sample(tmp_path):
     rows, predictions = summary["rows"], summary["predictions"]
     assert list(rows) == ROWS
     assert summary["run"]["validation_examples"] == 40  # a fifth of the 200 sentences
-    # The plan: training steps timed first, the sentences sized to the budget (issue 40), said before and after.
+    # The plan: training steps timed first, the steps sized to the budget (issue 40), said before and after; the
+    # fit's TimeBudget re-plans as it runs (issue 55; tests/training/test_time_budget.py): here all 5 steps fit.
     plan = summary["plan"]
-    assert summary["run"]["train_examples"] == plan["sentences"] and 32 <= plan["sentences"] <= 160
+    assert summary["run"]["train_examples"] == plan["sentences"] == plan["sentences_trained"] == 160
+    assert plan["steps"] == plan["steps_trained"] == 5 and plan["replans"] == [[5, plan["replans"][0][1], 5]]
     assert plan["seconds_per_step"] > 0 and summary["budget_minutes"] == 2
-    assert f"Plan: {plan['sentences']:,} of 160 training sentences, 1 epoch(s)" in result.stderr
+    assert "Plan: 5 steps of 32 (160 of 160 training sentences, 1.0 of at most 1 pass(es))" in result.stderr
+    assert "Fine-tuned 5 steps (first plan 5; re-planned from the steps' own time 1 time(s))" in result.stderr
     assert f"; budget 2 min (" in result.stderr
+    assert "deprecated" not in result.stderr  # tf.lite.Interpreter's warning: the export checks with LiteRT (issue 55)
     assert summary["machine"]["cores"] >= 1 and summary["precision"] == "float32"  # auto: float32 off torch
     assert "(--precision auto: float32 on tensorflow" in result.stderr
     for name in ROWS:
@@ -71,3 +75,4 @@ def test_the_demo_trains_on_torch_in_bfloat16_unless_told_otherwise(monkeypatch)
     assert demo.parser().parse_args([]).backend == "jax"  # the user's choice wins
     assert demo.parser().parse_args(["--backend", "tensorflow"]).backend == "tensorflow"
     assert demo.parser().parse_args([]).limit is None  # all of the training sentences
+    assert demo.parser().parse_args([]).epochs is None  # up to BUDGET_EPOCHS passes, as the budget allows

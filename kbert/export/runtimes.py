@@ -30,6 +30,7 @@ import tensorflow as tf
 
 from kbert.export.serving import class_probabilities, embeddings
 from kbert.models.bert_backbone import INPUT_KEYS
+from kbert_edge.edge_model import load_interpreter
 
 FILE = "token_ids_metadata.tflite"
 SIGNATURE = "runtime"
@@ -109,7 +110,7 @@ def write_metadata(model_path, out, folder, spec):
     `folder` holds `vocab.txt` (and receives `labels.txt` for a classifier, packed into the
     file and then removed). Raises a RuntimeError with the writer's message if it fails.
     """
-    interpreter = tf.lite.Interpreter(model_path=str(model_path))
+    interpreter = load_interpreter(model_path, text_model=False)
     runner = interpreter.get_signature_runner(SIGNATURE)
     inputs = {ROLES[key]: details["name"] for key, details in runner.get_input_details().items()}
     outputs = {details["name"]: key for key, details in runner.get_output_details().items()}
@@ -132,7 +133,8 @@ def write_metadata(model_path, out, folder, spec):
 
 
 def check_runtime_file(path, tokenizer, spec):
-    """Runs `path`'s `runtime` signature on one input; returns its outputs."""
+    """Runs `path`'s `runtime` signature on one input in LiteRT's interpreter (as the runtimes do); returns its
+    outputs."""
     batch = tokenizer(["A short text."], max_length=spec.max_length)
-    runner = tf.lite.Interpreter(model_path=str(path)).get_signature_runner(SIGNATURE)
+    runner = load_interpreter(path, text_model=False).get_signature_runner(SIGNATURE)
     return runner(**{key: np.asarray(batch[key], np.int32) for key in INPUT_KEYS})

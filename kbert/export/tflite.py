@@ -29,6 +29,7 @@ from kbert.export.saved_model import write_export_json, write_saved_model
 from kbert.export.serving import serving_functions, text_input_names
 from kbert.progress import ProgressLines
 from kbert.text.tokenizer import CUSTOM_OPS
+from kbert_edge.edge_model import load_interpreter
 
 QUANTIZATIONS = ("none", "float16", "dynamic-int8")
 TEXT_FILE, IDS_FILE = "text.tflite", "token_ids.tflite"
@@ -129,19 +130,16 @@ def _configure(converter, quantize, text):
         converter.target_spec.supported_types = [tf.float16]
 
 
-def interpreter(path, **kwargs):
-    """A TFLite interpreter for `path` with tensorflow-text's ops registered (this process has TF).
+def interpreter(path, num_threads=None):
+    """LiteRT's interpreter (ai_edge_litert, what a device runs; tf.lite.Interpreter is deprecated) for `path`,
+    with tensorflow-text's ops registered: `kbert_edge.edge_model.load_interpreter`, the edge runner's.
 
     Example (not run here)::
 
         runner = interpreter("exports/sst2_tflite/text.tflite").get_signature_runner()
         runner(texts=np.array(["a gripping film"], dtype=object))["label"]
     """
-    import tensorflow_text as tf_text
-    from tensorflow.lite.python import interpreter as tflite_interpreter
-
-    return tflite_interpreter.InterpreterWithCustomOps(
-        model_path=str(path), custom_op_registerers=tf_text.tflite_registrar.SELECT_TFTEXT_OPS, **kwargs)
+    return load_interpreter(path, text_model=True, num_threads=num_threads)
 
 
 def check_tflite(path, tokenizer, spec, text):

@@ -56,7 +56,7 @@ def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learnin
           max_length=DEFAULT_SEQUENCE_LENGTH, lora_rank=None, mixed_precision=False, validation_fraction=0.1,
           limit=None, validation_limit=None, patience=1, seed=0, labels=None, skip_bad_rows=False,
           doc_stride=None, train_windows="first", window_pooling="mean", gradient_accumulation=1, remat=False,
-          backup_steps=None, backup_minutes=5.0, restart=False, layout=None, verbose="auto"):
+          backup_steps=None, backup_minutes=5.0, restart=False, layout=None, callbacks=(), verbose="auto"):
     """Fine-tunes a `BertClassifier` with BERT's recipe and writes the run folder `out`.
 
     A thin layer over the task API: `BertClassifier.from_preset(init, ...)` builds the
@@ -84,6 +84,7 @@ def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learnin
         valid: path of a validation file (laid out as `data`), or None to carve one out of `data`.
         layout: `kbert.data.tables.Layout` or None. How `data` and `valid` are laid out: format and columns
             (default: by the suffix; a TSV's columns in order, a table's by Hugging Face's names).
+        callbacks: more Keras callbacks for the fit (not backed up: e.g. `kbert.training.time_budget.TimeBudget`).
         epochs, batch_size, learning_rate, max_length: the fine-tuning hyperparameters.
         lora_rank: int or None. Train LoRA factors of rank `lora_rank` (and the head) only.
         mixed_precision: bool. Compute in bfloat16 ("mixed_bfloat16"), keep float32 weights.
@@ -158,7 +159,7 @@ def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learnin
         model, _inputs(train_examples), train_examples.labels, out, problem.name, run, hyperparameters,
         inputs=(data, valid), title=f"{problem.name} from {init}", data={"train": data, "validation": valid},
         scorer=scorer, stopping=stopping, backup_steps=backup_steps, backup_minutes=backup_minutes, restart=restart,
-        verbose=verbose)
+        callbacks=callbacks, verbose=verbose)
     print(format_metrics(validation, f"validation ({len(valid_examples)} examples)"))
     return metrics
 

@@ -65,7 +65,7 @@ def training_run(model, task, run, hyperparameters, backup, fit, scores, write, 
 
 def fine_tuning_run(model, x, y, out, task, run, hyperparameters, inputs, title, data, scorer=None, stopping=None,
                     final_scores=None, curves=None, backup_steps=None, backup_minutes=5.0, restart=False,
-                    measured=None, verbose="auto"):
+                    measured=None, callbacks=(), verbose="auto"):
     """Fits `model` on `(x, y)` and writes the run folder `out`; returns `(metrics, validation scores)`.
 
     `training_run` for a task model trained on raw inputs. The run is backed up beside `out` at
@@ -96,11 +96,12 @@ def fine_tuning_run(model, x, y, out, task, run, hyperparameters, inputs, title,
             `every_minutes`).
         restart: bool. Start over: delete the backup of an earlier run first.
         measured: dict or None. More fields of `metrics.json` that are measured, not settings (never compared).
+        callbacks: more callbacks for the fit, whose state no backup keeps (the demo's time budget).
         verbose: 0 silent, 1 Keras's progress bar, 2 a line per epoch, "lines" a line every 30 s with the time
             left, "auto" a bar on a terminal, else lines (`kbert.training.fit_progress`).
     """
-    callbacks = [callback for callback in (scorer, stopping) if callback is not None]
-    backup = run_backup(out, {**run, **hyperparameters}, callbacks, every_steps=backup_steps,
+    backed_up = [callback for callback in (scorer, stopping) if callback is not None]
+    backup = run_backup(out, {**run, **hyperparameters}, backed_up, every_steps=backup_steps,
                         every_minutes=backup_minutes, inputs=inputs, restart=restart)
     files = {}
 
@@ -121,5 +122,5 @@ def fine_tuning_run(model, x, y, out, task, run, hyperparameters, inputs, title,
                          title=title, extra_json=files, data=data, logs=backup.backup_dir)
 
     metrics = training_run(model, task, {**run, **(measured or {})}, hyperparameters, backup, fit, scores, write,
-                           callbacks, verbose=verbose)
+                           [*backed_up, *callbacks], verbose=verbose)
     return metrics, metrics["validation"]

@@ -7,6 +7,7 @@ import zipfile
 
 import pytest
 import tensorflow as tf
+from ai_edge_litert.interpreter import Interpreter
 
 from kbert.export import runtimes
 from tests.export.conftest import TENSORFLOW_ONLY
@@ -40,7 +41,7 @@ def tiny_tflite(path, outputs):
     module.runtime = tf.function(model, input_signature=signature)
     tf.saved_model.save(module, str(path.with_suffix("")), signatures={"runtime": module.runtime})
     path.write_bytes(tf.lite.TFLiteConverter.from_saved_model(str(path.with_suffix(""))).convert())
-    interpreter = tf.lite.Interpreter(model_path=str(path))
+    interpreter = Interpreter(model_path=str(path))
     runner = interpreter.get_signature_runner()  # the converter's own map of names to tensors
     by_tensor = {d["name"]: key for key, d in runner.get_input_details().items()}
     output_names = {d["name"]: key for key, d in runner.get_output_details().items()}

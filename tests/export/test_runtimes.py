@@ -5,6 +5,7 @@ The runtimes themselves (the TFLite Task Library, MediaPipe) run the files in te
 
 import sys
 import types
+import warnings
 
 import keras
 import numpy as np
@@ -13,6 +14,7 @@ import tensorflow as tf
 
 from kbert.export import ExportError, ExportSpec, export_tflite
 from kbert.export import runtimes
+from kbert.export.saved_model import write_saved_model
 from kbert.tasks import BertClassifier, BertQuestionAnswerer, BertTokenClassifier
 from tests.export.conftest import TENSORFLOW_ONLY, numpy_mean_pool, small_backbone, tiny_backbone
 
@@ -102,3 +104,17 @@ def test_the_runtime_signature_gives_what_each_runtime_reads(tokenizer):
     assert sorted(out) == ["end_logits", "start_logits"]
     for key in out:
         np.testing.assert_allclose(out[key], expected[key], atol=1e-5)
+
+
+def test_the_runtime_file_is_checked_by_litert_without_deprecation_warnings(tokenizer, tmp_path):
+    """`check_runtime_file` runs the `runtime` signature in LiteRT's interpreter (ai_edge_litert): the Keras
+    probabilities, and no warning (tf.lite.Interpreter warns that it is deprecated; issue 55)."""
+    classifier, spec = BertClassifier(small_backbone(), 3), ExportSpec("classifier", 12)
+    write_saved_model({runtimes.SIGNATURE: runtimes.runtime_function(classifier, spec)}, tmp_path / "saved")
+    path = tmp_path / runtimes.FILE
+    path.write_bytes(tf.lite.TFLiteConverter.from_saved_model(str(tmp_path / "saved")).convert())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = runtimes.check_runtime_file(path, tokenizer, spec)
+    logits = keras.ops.convert_to_numpy(classifier(tokenizer(["A short text."], max_length=12)))
+    np.testing.assert_allclose(out["probability"], np.exp(logits) / np.exp(logits).sum(-1, keepdims=True), atol=1e-5)

@@ -5,6 +5,7 @@ test_classifier_export.py and test_token_tasks_export.py.
 """
 
 import json
+import warnings
 
 import keras
 import numpy as np
@@ -71,3 +72,20 @@ def test_the_token_id_model_alone(small_classifier, tokenizer, tmp_path):
     expected = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
     got = interpreter(out / "token_ids.tflite").get_signature_runner("token_ids")(**batch)
     np.testing.assert_allclose(got["probabilities"], expected, atol=1e-5)
+
+
+def test_the_export_check_runs_litert_without_tensorflow_deprecation_warnings(small_classifier, tokenizer, tmp_path):
+    """The check of each file and `interpreter` use LiteRT's interpreter (ai_edge_litert), not tf.lite.Interpreter,
+    which warns that it is deprecated (the demo's output showed the warning, issue 55); same probabilities."""
+    from ai_edge_litert import interpreter as litert
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        export_tflite(small_classifier, tokenizer, SPEC, tmp_path / "out")
+        lite = interpreter(tmp_path / "out" / "text.tflite")
+    assert isinstance(lite, litert.Interpreter)
+    texts = np.array(["the film", "a bad film"], dtype=object)
+    batch = tokenizer(list(texts), max_length=8)
+    logits = keras.ops.convert_to_numpy(small_classifier(batch))
+    np.testing.assert_allclose(lite.get_signature_runner()(texts=texts)["probabilities"],
+                               np.exp(logits) / np.exp(logits).sum(-1, keepdims=True), atol=1e-5)
