@@ -1,9 +1,14 @@
 import keras
 import numpy as np
 
+from kbert.config import DEFAULT_BATCH_SIZE
+from kbert.data.padded_batches import PaddedBatches
+from kbert.tasks import task_data
 from kbert.tasks.bert_preprocessor import text_pairs
 from kbert.tasks.bert_task import BertTask
 from kbert.tasks.bert_text_classifier_preprocessor import BertTextClassifierPreprocessor
+from kbert.tasks.raw_datasets import is_dataset
+from kbert.tasks.table_inputs import raw_inputs
 from kbert_edge.edge_model import class_probabilities, is_blank
 from kbert_edge.windows import combine_windows
 
@@ -14,9 +19,11 @@ WINDOW_POOLINGS = ("mean", "max")
 class BertClassifier(BertTask):
     """Sentence (or sentence-pair) classifier: backbone, dropout, a Dense head on `pooled_output`.
 
-    On raw inputs, `fit` takes a list of texts, or `(premises, hypotheses)` for pairs (NLI),
-    with labels as class ids or as `label_names`; `predict` returns class probabilities
-    (batch, num_classes). On token ids (`[CLS] A [SEP] B [SEP]`, segment ids 0/1) the model
+    On raw inputs, `fit` takes a list of texts, or `(premises, hypotheses)` for pairs (NLI)
+    (or a DataFrame of one or two text columns: see `BertTask`), with labels as class ids or as
+    `label_names`; a model built without `label_names` and fit on names takes their sorted distinct
+    values as its classes (kept in the saved model) where they are `num_classes`, and `predict`
+    returns class probabilities (batch, num_classes). On token ids (`[CLS] A [SEP] B [SEP]`, segment ids 0/1) the model
     returns logits. With `num_classes=1` it is a regressor (STS-B scores), trained with mean
     squared error, and `predict` returns the scores (batch,). With `multi_label=True` a text may
     have any number of the classes (a sigmoid per class, binary cross-entropy): labels are a list
@@ -35,8 +42,8 @@ class BertClassifier(BertTask):
             gives a class (and the "accuracy" metric counts it predicted).
         window_pooling: "mean" or "max". How `predict` combines the logits of a long text's windows
             (a preprocessor with `doc_stride`): their mean (the default), or each class's largest.
-            `evaluate` scores the rows `fit` trains on (`train_windows`: each text's first window, or
-            every window with its text's label); to score whole texts, score what `predict` returns.
+            `evaluate` scores each text once, on its windows combined so (as `predict`), whichever
+            windows `fit` trains on (`train_windows`).
 
     Example:
     >>> model = BertClassifier.from_preset("bert_tiny", num_classes=2, label_names=["neg", "pos"])
@@ -95,6 +102,47 @@ class BertClassifier(BertTask):
             if is_blank(text, None if pairs is None else pairs[i], lowercase):
                 raise ValueError(f"BertClassifier.fit: text {i} is empty (no tokens: blank, or only characters BERT "
                                  "drops); there is nothing to learn its label from: drop it.")
+
+    def take_label_names(self, y):
+        """A model without `label_names` fit on class names takes their sorted distinct values as its classes
+        (kept in `get_config`), where they are `num_classes`; a ValueError says to pass `label_names` if not."""
+        if y is None or self.regression or self.label_names is not None:
+            return
+        names = names_of(labelled_values(y, self.multi_label))
+        if names is None:  # class ids
+            return
+        if len(names) != self.num_classes:
+            raise ValueError(f"BertClassifier.fit got labels as class names, {len(names)} of them ({names[:10]}), "
+                             f"for num_classes={self.num_classes} and no label_names: pass "
+                             f"label_names=[...] to from_preset, in class id order.")
+        self.label_names = self._arguments["label_names"] = names
+
+    def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
+        """`BertTask.evaluate`; a preprocessor reading long texts through windows (`doc_stride`) scores each text
+        once, on its windows' logits combined by `window_pooling` as `predict` combines them, not each window.
+
+        Example:
+        >>> model = BertClassifier.from_preset("bert_tiny", num_classes=2, sequence_length=8, doc_stride=4)
+        >>> len(model.evaluate(["a film " * 20, "dull"], [1, 0], verbose=0))  # loss and accuracy of 2 texts
+        2
+        """
+        if getattr(self.preprocessor, "doc_stride", None) is None or task_data.takes_as_is(self, x) or is_dataset(x):
+            return super().evaluate(x, y, batch_size, sample_weight, **kwargs)
+        unknown = sorted(set(kwargs) - {"verbose", "return_dict"})
+        if unknown:
+            raise TypeError(f"evaluate on texts read through windows takes batch_size, sample_weight, verbose and "
+                            f"return_dict, not {unknown}.")
+        if not self.compiled:
+            self.compile()
+        x, y, sample_weight = raw_inputs(self, x, y, sample_weight, "evaluate")
+        task_data.check_examples(self, x, y, "evaluate")
+        prepared = self.preprocessor.prepare(x)  # every window of every text
+        batches = PaddedBatches(prepared.inputs, batch_size=batch_size or DEFAULT_BATCH_SIZE)
+        outputs = batches.predict(self, kwargs.get("verbose", "auto"), token_outputs=False)
+        logits = self.combined_logits(outputs, prepared)
+        weights = None if sample_weight is None else np.asarray(sample_weight, "float32")
+        return task_data.evaluate_outputs(self, logits, self.check_labels(y), weights,
+                                          kwargs.get("return_dict", False))
 
     def default_compile_arguments(self):
         if self.multi_label:  # the metric reads logits: a probability of `threshold` is a logit of log(t / (1 - t))
@@ -157,10 +205,16 @@ class BertClassifier(BertTask):
         with tf.control_dependencies(checks):
             return tf.identity(y)
 
-    def decode(self, outputs, prepared):
+    def combined_logits(self, outputs, prepared):
+        """The model's `outputs` (numpy) on the rows of `prepared`, one row per text: a long text's windows
+        combined by `window_pooling`."""
         outputs = np.asarray(outputs, "float32")
-        if prepared is not None and prepared.windows is not None:  # a text's windows: one prediction
+        if prepared is not None and prepared.windows is not None:
             outputs = combine_windows(outputs, prepared.windows, self.window_pooling)
+        return outputs
+
+    def decode(self, outputs, prepared):
+        outputs = self.combined_logits(outputs, prepared)
         if self.regression:
             return outputs[:, 0]
         return class_probabilities(outputs, self.multi_label)
@@ -180,6 +234,48 @@ class BertClassifier(BertTask):
         if self.multi_label:
             return [[names[i] for i in np.flatnonzero(row >= self.threshold)] for row in probabilities]
         return [names[i] for i in probabilities.argmax(-1)]
+
+
+def labelled_values(labels, multi_label=False):
+    """`(place, label)` for each label of `labels` (multi-label: each of a row's), its place "label i" (or
+    "label row i"), for `names_of`; numbers in a numeric array give none (they are ids).
+
+    Example:
+    >>> labelled_values([["a"], ["b", "c"]], multi_label=True)
+    [('label row 0', 'a'), ('label row 1', 'b'), ('label row 1', 'c')]
+    """
+    if isinstance(labels, np.ndarray) and labels.dtype.kind in "biuf":
+        return []
+    values = []
+    for i, row in enumerate(labels):
+        row = row.tolist() if isinstance(row, np.ndarray) else row
+        if multi_label and isinstance(row, (list, tuple, set, frozenset)):
+            values += [(f"label row {i}", value) for value in row]
+        else:
+            values.append((f"label {i}", row))
+    return values
+
+
+def names_of(values):
+    """The sorted distinct class names of `values` (`labelled_values`) when all are names (str or UTF-8
+    bytes), None when none is; a ValueError when names and ids mix.
+
+    Example:
+    >>> names_of([("label 0", "pos"), ("label 1", "neg"), ("label 2", "pos")])
+    ['neg', 'pos']
+    >>> names_of([("label 0", "pos"), ("label 1", 0)])
+    Traceback (most recent call last):
+    ...
+    ValueError: Labels mix class names and ids: label 0 is 'pos' but label 1 is 0; give all as names or all as ids.
+    """
+    is_name = [isinstance(value, (str, bytes)) for _, value in values]
+    if not any(is_name):
+        return None
+    if not all(is_name):
+        (first, a), (then, b) = (values[i] for i in sorted((is_name.index(True), is_name.index(False))))
+        raise ValueError(f"Labels mix class names and ids: {first} is {a!r} but {then} is {b!r}; give all as names "
+                         "or all as ids.")
+    return sorted({name.decode("utf-8") if isinstance(name, bytes) else name for _, name in values})
 
 
 def label_matrix(labels, num_classes, label_names=None):
@@ -222,6 +318,7 @@ def label_matrix(labels, num_classes, label_names=None):
                 raise ValueError(f"Label row {i} holds {label!r}, outside the {num_classes} classes "
                                  f"(ids 0 to {num_classes - 1}).")
             matrix[i, int(label)] = 1
+    names_of(labelled_values(labels, multi_label=True))  # names and ids do not mix
     return matrix
 
 
@@ -236,8 +333,9 @@ def class_ids(labels, num_classes, label_names=None):
     ...
     ValueError: Label 1 is 3, outside the 2 classes (ids 0 to 1).
     """
+    labels = labels.tolist() if isinstance(labels, np.ndarray) else list(labels)
     ids = []
-    for i, label in enumerate(np.asarray(labels).tolist()):
+    for i, label in enumerate(labels):
         if isinstance(label, bytes):
             label = label.decode("utf-8")
         if isinstance(label, str):
@@ -248,4 +346,5 @@ def class_ids(labels, num_classes, label_names=None):
             raise ValueError(f"Label {i} is {label}, outside the {num_classes} classes "
                              f"(ids 0 to {num_classes - 1}).")
         ids.append(int(label))
+    names_of(labelled_values(labels))  # names and ids do not mix
     return np.array(ids, "int32")

@@ -10,7 +10,8 @@ class BertQuestionAnswerer(BertTask):
     """Extractive QA (SQuAD): a Dense(2) head on `sequence_output` gives start and end logits.
 
     On raw inputs, `fit` takes `(questions, contexts)` and the answers (each a string found
-    in its context, or SQuAD's `{"text", "answer_start"}`); `predict` takes
+    in its context, or SQuAD's `{"text", "answer_start"}`, whose values may be lists as a
+    `datasets` SQuAD holds them: the first answer is trained on); `predict` takes
     `(questions, contexts)` and returns per question `{"text", "start", "end", "score",
     "probability", "alternatives"}`, the best span over all windows of its context (text ""
     and start -1 when no span fits) and the texts of the next four. On token ids
@@ -37,6 +38,7 @@ class BertQuestionAnswerer(BertTask):
     preprocessor_class = BertQuestionAnswererPreprocessor
     token_outputs = True
     default_sequence_length = 384
+    input_names = ("questions", "contexts")
 
     def __init__(self, backbone, preprocessor=None, dropout=0.0, n_best=20, max_answer_length=30, **kwargs):
         inputs = backbone.input

@@ -1,4 +1,5 @@
 import keras
+import numpy as np
 
 from kbert.data.squad_example import SquadExample
 from kbert.data.squad_windows import SquadWindows
@@ -46,6 +47,7 @@ class BertQuestionAnswererPreprocessor(BertPreprocessor):
         examples = [SquadExample(str(i), question, context)
                     for i, (question, context) in enumerate(zip(questions, contexts))]
         for example, answer in zip(examples, [] if y is None else y):
+            answer = first_answer(example, answer)
             example.answers, example.answer_start = [answer_text(answer)], answer_start(example, answer)
         windows = SquadWindows(self.tokenizer, examples, self.sequence_length, self.doc_stride,
                                self.max_question_length, training=y is not None)
@@ -86,6 +88,23 @@ class BertQuestionAnswererPreprocessor(BertPreprocessor):
     def get_config(self):
         return {**super().get_config(), "doc_stride": self.doc_stride,
                 "max_question_length": self.max_question_length}
+
+
+def first_answer(example, answer):
+    """`answer` as one answer: of SQuAD's `{"text": [...], "answer_start": [...]}` (a `datasets` SQuAD's), the
+    first; a ValueError names the example if it has none.
+
+    Example:
+    >>> first_answer(SquadExample("0", "Who?", "Ann sings."), {"text": ["Ann", "Ann"], "answer_start": [0, 0]})
+    {'text': 'Ann', 'answer_start': 0}
+    """
+    if not isinstance(answer, dict) or not isinstance(answer.get("text"), (list, tuple, np.ndarray)):
+        return answer
+    texts, starts = list(answer["text"]), list(answer.get("answer_start", [None] * len(answer["text"])))
+    if not texts:
+        raise ValueError(f"Example {example.id} has no answer (an unanswerable question): extractive QA trains "
+                         "on answers found in their contexts; drop it.")
+    return {"text": texts[0], "answer_start": None if starts[0] is None else int(starts[0])}
 
 
 def answer_text(answer):

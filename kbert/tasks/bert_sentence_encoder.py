@@ -10,6 +10,8 @@ from kbert.tasks.bert_sentence_encoder_preprocessor import BertSentenceEncoderPr
 from kbert.tasks.bert_task import BertTask
 from kbert.tasks.bi_encoder_losses import CosineSimilarityLoss, MultipleNegativesRankingLoss
 from kbert.tasks.raw_datasets import is_dataset
+from kbert.tasks.table_inputs import raw_inputs
+from kbert.tasks.task_data import takes_as_is
 
 POOLINGS = ("mean", "cls", "max")
 OBJECTIVES = ("cosine", "ranking")
@@ -58,6 +60,7 @@ class BertSentenceEncoder(BertTask):
 
     preprocessor_class = BertSentenceEncoderPreprocessor
     default_learning_rate = 2e-5  # sentence-transformers'
+    input_names = ("texts", "pairs", "negatives")
 
     def __init__(self, backbone, preprocessor=None, pooling="mean", normalize=True, objective="cosine",
                  score_range=(0.0, 1.0), scale=20.0, **kwargs):
@@ -141,6 +144,8 @@ class BertSentenceEncoder(BertTask):
         write_sentence_transformers_modules(path, self.pooling, self.normalize, self.backbone.hidden_dim, length)
 
     def predict(self, x, batch_size=None, verbose="auto", **kwargs):
+        if self.preprocessor is not None and not takes_as_is(self, x) and not is_dataset(x):
+            x = raw_inputs(self, x, call="predict")[0]  # a tuple of texts: a list
         if isinstance(x, tuple):
             raise ValueError("BertSentenceEncoder.predict encodes texts, one embedding each; for pairs of texts "
                              "call similarity(texts, others).")

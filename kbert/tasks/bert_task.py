@@ -15,6 +15,7 @@ from kbert.optimizers.mixed_precision import loss_scaled
 from kbert.saving import check_vocabulary
 from kbert.tasks import task_data
 from kbert.tasks.load_task import load_task
+from kbert.tasks.table_inputs import raw_inputs
 from kbert.tasks.unread_pooler import UnreadPooler
 
 
@@ -28,6 +29,12 @@ class BertTask(UnreadPooler, keras.Model):
     in batches of similar length, each padded to its longest row (`kbert.tasks.task_data`); `predict`
     returns what the task is for (probabilities, entities, answers). Dicts of token ids pass straight
     through, as to any Keras model.
+
+    What a notebook holds is taken too (`kbert.tasks.table_inputs`): a pandas Series or a `datasets`
+    column is a list; a tuple of strings is a list of texts; a DataFrame or a `datasets.Dataset` gives
+    its columns, in order, as the task's inputs (`input_names`: the classifier's texts, or texts and
+    pairs; select columns to choose them, `df[["premise", "hypothesis"]]`), and `y` may name its label
+    column: `model.fit(df, "label")` trains on the other columns.
 
     A task compiles itself on construction with BERT's recipe (`compile()`): `BertAdamW`
     with warmup over the first 10% of each `fit`'s steps and linear decay to 0, the task's
@@ -50,6 +57,7 @@ class BertTask(UnreadPooler, keras.Model):
     token_outputs = False  # outputs have a token axis (batch, length, ...)
     needs_labels = True  # fit on raw inputs takes a label per example
     example_rank = 0  # the rank of one raw example (a string; NER's: 1, its words)
+    input_names = ("texts", "pairs")  # the columns of a table it reads, in order (`kbert.tasks.table_inputs`)
     default_learning_rate = 5e-5
     default_sequence_length = DEFAULT_SEQUENCE_LENGTH
 
@@ -82,13 +90,17 @@ class BertTask(UnreadPooler, keras.Model):
             sequence_length: int or None. Tokens per input of the default preprocessor
                 (None: `default_sequence_length`, at most the backbone's positions).
             compile: bool. Compile with the defaults.
-            **kwargs: the task's constructor arguments (e.g. `num_classes`).
+            **kwargs: the task's constructor arguments (e.g. `num_classes`), and its default
+                preprocessor's settings (e.g. the classifier's `doc_stride` and `train_windows`,
+                QA's `doc_stride`), which also change a saved model's preprocessor.
 
         Example:
         >>> from kbert import BertClassifier
         >>> model = BertClassifier.from_preset("bert_tiny", num_classes=2)
         >>> model.predict(["a gripping film"], verbose=0).shape
         (1, 2)
+        >>> BertClassifier.from_preset("bert_tiny", num_classes=2, doc_stride=64).preprocessor.doc_stride
+        64
         """
         return load_task(cls, preset, preprocessor, sequence_length, compile, **kwargs)
 
@@ -233,11 +245,16 @@ class BertTask(UnreadPooler, keras.Model):
         >>> bool((model.predict_with(model, ["a film"]) == model.predict(["a film"], verbose=0)).all())
         True
         """
+        x = raw_inputs(self, x, call="predict")[0]
         return task_data.predict_prepared(self, runner, self.preprocessor.prepare(x), batch_size, verbose)
 
     def decode(self, outputs, prepared):
         """What `predict` returns on raw inputs, from the model's outputs (numpy) on `prepared`."""
         return outputs
+
+    def take_label_names(self, y):
+        """In `fit`, before `check_labels`: a model that names its classes but was given no names takes them
+        from the labels `y` where it can (`BertClassifier`); here, nothing."""
 
     def check_labels(self, y):
         """`y` as the model's targets (e.g. class names to ids); a ValueError before training if not."""

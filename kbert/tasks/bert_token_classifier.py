@@ -37,6 +37,7 @@ class BertTokenClassifier(BertTask):
     preprocessor_class = BertTokenClassifierPreprocessor
     token_outputs = True
     example_rank = 1  # a sentence's words
+    input_names = ("sentences",)  # lists of words, or texts
 
     def __init__(self, backbone, label_names, preprocessor=None, dropout=0.1, **kwargs):
         label_names = [str(name) for name in label_names]

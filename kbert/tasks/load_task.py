@@ -1,5 +1,7 @@
 """A task model from a preset, a kbert folder or a Hugging Face checkpoint: what `BertTask.from_preset` loads."""
 
+import inspect
+
 from kbert.keywords import check_keywords
 from kbert.saving import check_vocabulary
 
@@ -17,15 +19,22 @@ def load_task(cls, preset, preprocessor=None, sequence_length=None, compile=True
     from kbert.models.load_backbone import load_backbone
     from kbert.saving import model_source
 
-    check_keywords(cls, kwargs, also=("preprocessor", "sequence_length", "compile"))  # before anything is read
+    settable = preprocessor_settings(cls)
+    asked = {key: value for key, value in kwargs.items() if key in settable}
+    check_keywords(cls, kwargs, also=("preprocessor", "sequence_length", "compile", *settable))  # before any read
+    kwargs = {key: value for key, value in kwargs.items() if key not in asked}
+    if preprocessor is not None and asked:
+        raise ValueError(f"{cls.__name__}.from_preset got a preprocessor and preprocessor settings "
+                         f"{sorted(asked)}: give the settings to the preprocessor, or give no preprocessor.")
     source = model_source(preset)  # each of its files read once, whichever way it is taken
     saved = source.saved_model  # a task model comes with its preprocessor
     if isinstance(saved, cls) and not kwargs:
         if preprocessor is not None:
             check_vocabulary(saved.backbone, preprocessor.tokenizer, "the preprocessor's tokenizer")
             saved.preprocessor = preprocessor
-        elif sequence_length:
-            saved.preprocessor.sequence_length = min(sequence_length, saved.backbone.max_sequence_length)
+        elif sequence_length or asked:
+            saved.preprocessor = with_settings(saved.preprocessor, asked, sequence_length and min(
+                sequence_length, saved.backbone.max_sequence_length))
         if compile:
             saved.compile()
         return saved
@@ -38,7 +47,8 @@ def load_task(cls, preset, preprocessor=None, sequence_length=None, compile=True
         settings, preprocessing = hf_kbert_settings(source.checkpoint)
     saved_length = preprocessing.pop("sequence_length", None)
     length = min(sequence_length or saved_length or cls.default_sequence_length, backbone.max_sequence_length)
-    preprocessor = preprocessor or cls.preprocessor_class(tokenizer, sequence_length=length, **preprocessing)
+    preprocessor = preprocessor or cls.preprocessor_class(tokenizer, sequence_length=length,
+                                                          **{**preprocessing, **asked})
     if head is None:
         return cls(backbone, preprocessor=preprocessor, compile=compile, **kwargs)
     from kbert.convert import load_hf_head
@@ -46,6 +56,36 @@ def load_task(cls, preset, preprocessor=None, sequence_length=None, compile=True
     model = cls(backbone, preprocessor=preprocessor, compile=compile, **{**settings, **head, **kwargs})
     load_hf_head(model, source.checkpoint)
     return model
+
+
+def preprocessor_settings(cls):
+    """The names of the settings of `cls`'s preprocessor: `cls.preprocessor_class`'s arguments besides its
+    tokenizer and sequence length, which `from_preset` takes.
+
+    Example:
+    >>> from kbert import BertClassifier
+    >>> preprocessor_settings(BertClassifier)
+    ('doc_stride', 'train_windows')
+    """
+    parameters = inspect.signature(cls.preprocessor_class.__init__).parameters.values()
+    return tuple(p.name for p in parameters if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+                 and p.name not in ("self", "tokenizer", "sequence_length"))
+
+
+def with_settings(preprocessor, settings, sequence_length=None):
+    """A copy of `preprocessor` (on the same tokenizer) with `settings` (a dict) and `sequence_length` (if given).
+
+    Example:
+    >>> from kbert import BertClassifier
+    >>> preprocessor = BertClassifier.from_preset("bert_tiny", num_classes=2).preprocessor
+    >>> again = with_settings(preprocessor, {"doc_stride": 32}, 64)
+    >>> again.doc_stride, again.sequence_length, again.tokenizer is preprocessor.tokenizer
+    (32, 64, True)
+    """
+    config = {key: value for key, value in preprocessor.get_config().items() if key != "tokenizer"}
+    if sequence_length:
+        config["sequence_length"] = sequence_length
+    return type(preprocessor)(preprocessor.tokenizer, **{**config, **settings})
 
 
 def hf_head_arguments(cls, source, kwargs):

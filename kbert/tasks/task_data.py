@@ -1,5 +1,7 @@
 """How a task's `fit`, `evaluate` and `predict` take their inputs: token ids as they are, raw inputs (lists or
-arrays of strings, a `tf.data.Dataset` of them) as batches of token ids that the task's preprocessor makes."""
+arrays of strings, what a notebook holds: a pandas Series or DataFrame, a `datasets.Dataset`, read by
+`kbert.tasks.table_inputs`; a `tf.data.Dataset` of strings) as batches of token ids that the task's preprocessor
+makes."""
 
 import keras
 import numpy as np
@@ -9,6 +11,7 @@ from kbert.data.padded_batches import PaddedBatches
 from kbert.distribution import data_dimension, torch_data_parallel
 from kbert.distribution.data_shares import Shard
 from kbert.tasks.raw_datasets import checked_dataset, is_dataset
+from kbert.tasks.table_inputs import raw_inputs
 
 
 def fit_arguments(task, arguments, seed=None, initial_batch=0):
@@ -32,7 +35,9 @@ def fit_arguments(task, arguments, seed=None, initial_batch=0):
     if is_dataset(x):
         x = checked_dataset(task, x)
     else:
+        x, y, sample_weight = raw_inputs(task, x, y, sample_weight, "fit")
         task._check_examples(x, y)
+        task.take_label_names(y)
     data, batches = task._batches(x, y, sample_weight, batch_size, shuffle=arguments["shuffle"], shard=True,
                                   seed=seed, start=(initial_epoch, initial_batch))
     if arguments["shuffle"] and batches is not None:
@@ -43,6 +48,8 @@ def fit_arguments(task, arguments, seed=None, initial_batch=0):
     validation_data = arguments["validation_data"]
     if validation_data is not None and not takes_as_is(task, validation_data):
         valid_x, valid_y, valid_weight = keras.utils.unpack_x_y_sample_weight(validation_data)
+        if not is_dataset(valid_x):
+            valid_x, valid_y, valid_weight = raw_inputs(task, valid_x, valid_y, valid_weight, "fit")
         arguments["validation_data"], _ = task._batches(valid_x, valid_y, valid_weight,
                                                         arguments.pop("validation_batch_size", None))
     # the batches shuffle themselves
@@ -53,7 +60,10 @@ def evaluate_arguments(task, x, y, sample_weight, batch_size):
     """Keras `evaluate`'s x, y, sample_weight and batch_size for `task` (a dict): raw inputs as its batches."""
     if takes_as_is(task, x):
         return dict(x=x, y=as_array(y), batch_size=batch_size, sample_weight=sample_weight)
-    x = checked_dataset(task, x) if is_dataset(x) else x
+    if is_dataset(x):
+        x = checked_dataset(task, x)
+    else:
+        x, y, sample_weight = raw_inputs(task, x, y, sample_weight, "evaluate")
     return dict(x=task._batches(x, y, sample_weight, batch_size, shuffle=False)[0])
 
 
@@ -66,6 +76,7 @@ def predict_raw(task, predict, x, batch_size, verbose, **kwargs):
                              "of raw inputs; for a tf.data.Dataset, map the preprocessor and "
                              "predict on the token ids.")
         return task.decode(predict(task._batches(x, None, None, None)[0], verbose=verbose, **kwargs), None)
+    x = raw_inputs(task, x, call="predict")[0]
     prepared = task.preprocessor.prepare(x)
     if not isinstance(prepared.inputs, dict):  # tokenized per batch, in the tf.data pipeline
         return predict(task._batches(x, None, None, batch_size)[0], verbose=verbose, **kwargs)
@@ -82,16 +93,40 @@ def predict_prepared(task, runner, prepared, batch_size, verbose):
     return task.decode(batches.predict(runner, verbose=verbose, token_outputs=task.token_outputs), prepared)
 
 
-def check_examples(task, x, y):
-    """A ValueError, before any step, for raw inputs `fit` cannot train on: none, or not one label each."""
-    name = type(task).__name__
+def check_examples(task, x, y, call="fit"):
+    """A ValueError, before any step, for raw inputs `fit` (or `evaluate`: `call`) cannot train on (score): none,
+    or not one label each."""
+    name = f"{type(task).__name__}.{call}"
     count = len(x[0]) if isinstance(x, tuple) else len(x)
     if not count:
-        raise ValueError(f"{name}.fit got no examples: nothing to train on.")
+        raise ValueError(f"{name} got no examples: nothing to {'train on' if call == 'fit' else 'score'}.")
     if y is None and task.needs_labels:
-        raise ValueError(f"{name}.fit needs a label for each of its {count} examples (y); got None.")
+        raise ValueError(f"{name} needs a label for each of its {count} examples (y); got None.")
     if y is not None and not isinstance(y, dict) and len(y) != count:
-        raise ValueError(f"{name}.fit got {count} examples but {len(y)} labels: give one label per example.")
+        raise ValueError(f"{name} got {count} examples but {len(y)} labels: give one label per example.")
+
+
+def evaluate_outputs(task, outputs, y, sample_weight=None, return_dict=False):
+    """What Keras's `evaluate` returns for `task` (its compiled loss and metrics, as a list, or a dict with
+    `return_dict`) on `outputs` computed already, one row per example (numpy), against the targets `y`.
+
+    Example:
+    >>> from kbert import BertClassifier
+    >>> model = BertClassifier.from_preset("bert_tiny", num_classes=2)
+    >>> scores = evaluate_outputs(model, np.array([[2.0, 0.0], [0.0, 2.0]]), np.array([0, 0]), return_dict=True)
+    >>> {key: round(value, 4) for key, value in scores.items()}
+    {'loss': 1.1269, 'accuracy': 0.5}
+    """
+    from keras import ops
+
+    task.reset_metrics()
+    y_pred = ops.convert_to_tensor(outputs)
+    y, sample_weight = (None if part is None else ops.convert_to_tensor(part) for part in (y, sample_weight))
+    loss = task._compute_loss(y=y, y_pred=y_pred, sample_weight=sample_weight, training=False)
+    task._loss_tracker.update_state(loss, sample_weight=len(outputs))  # as Keras's test_step weighs a batch
+    logs = task.compute_metrics(None, y, y_pred, sample_weight)
+    logs = {key: float(ops.convert_to_numpy(value)) for key, value in logs.items()}
+    return logs if return_dict else task._flatten_metrics_in_order(logs)
 
 
 def takes_as_is(task, x):

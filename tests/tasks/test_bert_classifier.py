@@ -126,7 +126,7 @@ def test_multi_label_fits_names_ids_and_matrices_alike_and_keeps_its_threshold(t
 
 @pytest.mark.parametrize("labels, message", [
     ([["a", "d"], ["b"]], "Label row 0 names 'd', not one of the label names ['a', 'b', 'c']"),
-    ([["a"], [3]], "Label row 1 holds 3, outside the 3 classes (ids 0 to 2)"),
+    ([[0], [3]], "Label row 1 holds 3, outside the 3 classes (ids 0 to 2)"),
     ([["a"], 1], "Label row 1 is 1: a multi-label row is a list of class names or ids"),
     (np.array([[1, 0, 2], [0, 0, 1]]), "Label row 0 is [1.0, 0.0, 2.0]: a 0/1 matrix holds 0 or 1 only"),
     (np.array([[1, 0], [0, 1]]), "must have shape (texts, 3), not (2, 2)"),
@@ -207,3 +207,54 @@ def test_training_reads_the_first_or_every_window_of_a_long_text(train_windows, 
     np.testing.assert_allclose(loaded.predict([LONG], verbose=0), model.predict([LONG], verbose=0), atol=1e-6)
     with pytest.raises(ValueError, match="window_pooling must be one of"):
         _windowed_classifier("median")
+
+
+@pytest.mark.parametrize("window_pooling, train_windows", [("mean", "first"), ("max", "all")])
+def test_evaluate_scores_each_long_text_once_as_predict_combines_its_windows(window_pooling, train_windows):
+    """Issue 55: evaluate scored window rows (each text's first window, or all of them), not the texts `predict`
+    answers for. The reference: cross-entropy and accuracy worked in numpy from `predict`'s probabilities."""
+    model = _windowed_classifier(window_pooling, train_windows)
+    texts, labels, weights = [LONG, "bad", "a man plays very good film"], np.array([2, 0, 1]), np.array([1.0, 0.5, 2.0])
+    probabilities = model.predict(texts, verbose=0).astype("float64")
+    picked = probabilities[np.arange(3), labels]
+    scores = model.evaluate(texts, labels, verbose=0, return_dict=True)
+    assert scores["loss"] == pytest.approx(-np.log(picked).mean(), rel=1e-5)
+    assert scores["accuracy"] == pytest.approx(np.mean(probabilities.argmax(-1) == labels))
+    weighted = model.evaluate(texts, labels, sample_weight=weights, verbose=0)
+    assert weighted[0] == pytest.approx(-(weights * np.log(picked)).sum() / 3, rel=1e-5)
+    with pytest.raises(ValueError, match=r"BertClassifier.evaluate got 3 examples but 2 labels"):
+        model.evaluate(texts, labels[:2], verbose=0)
+
+
+def test_fit_on_class_names_without_label_names_takes_them_sorted_and_keeps_them(tmp_path):
+    """Issue 55: "Label 0 is 'pos', not one of the label names None"."""
+    model = BertClassifier.from_preset("bert_tiny", num_classes=2, sequence_length=16)
+    model.fit(["a gripping film", "dull", "great fun"], ["pos", "neg", "pos"], verbose=0)
+    assert model.label_names == ["neg", "pos"] and model.labels_of([[0.1, 0.9]]) == ["pos"]
+    model.save(tmp_path / "model.keras")
+    assert keras.saving.load_model(tmp_path / "model.keras").label_names == ["neg", "pos"]
+    model.fit(["fine"], ["neg"], verbose=0)  # names now the model's: one class in a fit is fine
+    tagger = BertClassifier.from_preset("bert_tiny", num_classes=3, multi_label=True, sequence_length=16)
+    tagger.fit(["a", "b"], [["sports", "arts"], ["politics"]], verbose=0)
+    assert tagger.label_names == ["arts", "politics", "sports"]
+
+
+@pytest.mark.parametrize("num_classes, labels, message", [
+    (3, ["pos", "neg", "pos"], "BertClassifier.fit got labels as class names, 2 of them (['neg', 'pos']), for "
+                               "num_classes=3 and no label_names: pass label_names=[...] to from_preset"),
+    (2, [1, "pos", 0], "Labels mix class names and ids: label 0 is 1 but label 1 is 'pos'; give all as names or "
+                       "all as ids."),
+    (2, np.array(["pos", 1], dtype=object), "Labels mix class names and ids: label 0 is 'pos' but label 1 is 1"),
+])
+def test_class_names_that_cannot_be_the_classes_are_refused_before_any_step(num_classes, labels, message):
+    import re
+
+    model = BertClassifier.from_preset("bert_tiny", num_classes=num_classes, sequence_length=16)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        model.fit(["a", "b", "c"][: len(labels)], labels, verbose=0)
+    assert model.label_names is None and int(keras.ops.convert_to_numpy(model.optimizer.iterations)) == 0
+    named = BertClassifier.from_preset("bert_tiny", num_classes=2, label_names=["neg", "pos"], sequence_length=16)
+    with pytest.raises(ValueError, match="Labels mix class names and ids: label 0 is 0 but label 1 is 'pos'"):
+        named.fit(["a", "b"], [0, "pos"], verbose=0)  # was taken: "pos" as 1 beside the id 0
+    with pytest.raises(ValueError, match="Labels mix class names and ids: label row 0 is 'a' but label row 1 is 1"):
+        multi_label_model().fit(["a", "b"], [["a"], [1]], verbose=0)
