@@ -58,6 +58,11 @@ def workspace(tiny_init, tmp_path_factory):  # noqa: F811 (the imported fixture)
     (ws / "heads_text.json").write_text('{"num_heads": "2"}')
     (ws / "heads_zero.json").write_text('{"num_heads": 0}')
     (ws / "huge_class.tsv").write_text("sentence\tlabel\na fine film\t1\na dull film\t99999999999\n")
+    (ws / "broken.csv").write_text('sentence,label\na fine film,1\n"a dull, film,0\nfun,1\n')
+    (ws / "reviews.csv").write_text("review,sentiment\na fine film,1\na dull film,0\n")
+    (ws / "premises.jsonl").write_text('{"premise": "a man plays", "label": "neutral"}\n')
+    (ws / "tag_ids.jsonl").write_text('{"tokens": ["a", "man"], "ner_tags": [0, 1]}\n')
+    (ws / "reviews.xlsx").write_bytes(b"PK not read")
     squad = json.loads(write_squad(ws / "squad_twice.json").read_text())
     squad["data"][1]["paragraphs"][0]["qas"][0]["id"] = "0-0"  # an id of article 0 again
     (ws / "squad_twice.json").write_text(json.dumps(squad))
@@ -170,6 +175,15 @@ ERRORS = [
     ("ner", replace(train("ner"), "--data", "bad_utf8.conll"), "bad_utf8.conll:2: invalid UTF-8"),
     ("ner", replace(train("ner"), "--data", "missing.txt"), "missing.txt"),
     ("qa", replace(train("qa"), "--data", "config.json"), "config.json"),
+    # data files by format
+    ("sentiment", replace(train("sentiment"), "--data", "broken.csv"), "broken.csv:3: cannot read this row"),
+    ("sentiment", replace(train("sentiment"), "--data", "reviews.csv"),
+     "reviews.csv: no text column: none of ['sentence', 'text'] is a column; its columns are ['review', 'sentiment']"),
+    ("sentiment", [*replace(train("sentiment"), "--data", "reviews.csv"), "--text-column", "body"],
+     "reviews.csv: no column 'body' (the text column); its columns are ['review', 'sentiment']"),
+    ("nli", replace(train("nli"), "--data", "premises.jsonl"), "premises.jsonl: no pair column"),
+    ("sentiment", replace(train("sentiment"), "--data", "reviews.xlsx"), "reviews.xlsx: unknown format '.xlsx'"),
+    ("ner", replace(train("ner"), "--data", "tag_ids.jsonl"), "tag_ids.jsonl:1: column 'ner_tags' holds tag ids (0)"),
     # run folders given to evaluate and predict
     ("nli", ["predict", "--model", "sentiment_run", "--premise", "a", "--hypothesis", "b"],
      "sentiment_run is a run folder of sentiment, not of nli"),

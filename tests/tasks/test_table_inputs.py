@@ -3,6 +3,7 @@ and kbert without pandas or `datasets`. Through the tasks' fit, evaluate and pre
 
 import types
 
+import keras
 import numpy as np
 import pytest
 
@@ -71,6 +72,7 @@ def test_bad_tables_are_refused_naming_what_is_there(x, y, message):
         raw_inputs(task, x, y)
 
 
+@pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="what kbert imports: one backend")
 def test_kbert_imports_and_trains_without_pandas_or_datasets(tmp_path):
     script = tmp_path / "without.py"
     script.write_text(
