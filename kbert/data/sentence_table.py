@@ -3,8 +3,7 @@ columns picked by name: Hugging Face's layouts of GLUE read without naming any."
 
 import numpy as np
 
-from kbert.data.sentence_examples import SentenceExamples
-from kbert.data.sentence_tsv import class_labels, multi_labels, read_sentence_tsv
+from kbert.data.sentence_tsv import labelled_examples, read_sentence_tsv
 from kbert.data.tables import Layout, read_table, table_format
 from kbert.data.text_file import DataFormatError
 
@@ -78,29 +77,9 @@ def sentences_of_table(table, num_texts=1, label_names=None, regression=False, l
             continue
         rows.append(texts)
         raw_labels.append((index, label))
-    if not rows:
-        raise DataFormatError(f"{table.source}: no examples.")
-    labels = None
-    if labeled:
-        label_names = label_names or table.class_names.get(label_column)
-        if multi_label:
-            labels, label_names, bad = multi_labels(raw_labels, label_names)
-        else:
-            labels, label_names, bad = class_labels(raw_labels, label_names, regression, score_range,
-                                                    where=table.where)
-        if bad and not skip_bad_rows:
-            index, reason = min(bad.items())
-            raise DataFormatError(f"{table.where(index)}: {reason}")
-        keep = [i for i, (index, _) in enumerate(raw_labels) if index not in bad]
-        rows, labels = [rows[i] for i in keep], labels[keep]
-        skipped += sorted(bad.items())
-    if skipped:
-        index, reason = min(skipped)
-        print(f"{table.source}: skipped {len(skipped)} bad row(s); the first, {table.where(index)}: {reason}")
-    if not rows:
-        raise DataFormatError(f"{table.source}: no examples.")
-    pairs = [row[1] for row in rows] if num_texts == 2 else None
-    return SentenceExamples([row[0] for row in rows], pairs, labels, label_names, table.source)
+    return labelled_examples(rows, raw_labels if labeled else None, skipped, table.source, table.places.__getitem__,
+                             label_names or table.class_names.get(label_column), regression, multi_label, score_range,
+                             skip_bad_rows)
 
 
 def _column(table, given, defaults, use, exclude=None):

@@ -7,6 +7,7 @@ import pathlib
 import numpy as np
 
 from kbert.data.sentence_examples import SentenceExamples
+from kbert.data.tables import located
 from kbert.data.text_file import DataFormatError, open_text, utf8_error
 
 # A first row is the header when a cell names its column: a label column's name, or a text column's.
@@ -80,24 +81,39 @@ def read_sentence_tsv(path, num_texts=1, label_names=None, regression=False, lab
         print(f"{path}: read line 1 as the header: its label {raw_labels[0][1]!r} does not read as the other "
               "rows' do.")
         rows, raw_labels = rows[1:], raw_labels[1:]
+    return labelled_examples(rows, raw_labels if labeled else None, skipped, str(path), lambda number: f"line {number}",
+                             label_names, regression, multi_label, score_range, skip_bad_rows, TsvFormatError)
+
+
+def labelled_examples(rows, raw_labels, skipped, source, place_of, label_names=None, regression=False,
+                      multi_label=False, score_range=None, skip_bad_rows=False, error=DataFormatError):
+    """`SentenceExamples` of the text `rows` (a list of texts each) read from `source`, with their labels read from
+    `raw_labels` (a (key, label cell) pair each; None: unlabeled): scores, classes (`class_labels`) or multi-label
+    rows (`multi_labels`). A label that cannot be read raises `error` naming its place (`place_of(key)`: "line 3",
+    "row 3"), or with `skip_bad_rows` is skipped with the rows in `skipped` ((key, reason) pairs), and the count is
+    printed."""
+    where = lambda key: located(source, place_of(key))  # noqa: E731
     if not rows:
-        raise TsvFormatError(f"{path}: no examples.")
-    read_labels = multi_labels if multi_label else lambda raw, names: class_labels(
-        raw, names, regression, score_range, where=lambda number: f"{path}:{number}")
-    labels, label_names, bad = read_labels(raw_labels, label_names) if labeled else (None, None, {})
-    if bad:
-        if not skip_bad_rows:
-            number, reason = min(bad.items())
-            raise TsvFormatError(f"{path}:{number}: {reason}")
-        keep = [i for i, (number, _) in enumerate(raw_labels) if number not in bad]
+        raise error(f"{source}: no examples.")
+    labels = None
+    if raw_labels is not None:
+        if multi_label:
+            labels, label_names, bad = multi_labels(raw_labels, label_names)
+        else:
+            labels, label_names, bad = class_labels(raw_labels, label_names, regression, score_range, where=where)
+        if bad and not skip_bad_rows:
+            place, reason = min(bad.items())
+            raise error(f"{where(place)}: {reason}")
+        keep = [i for i, (place, _) in enumerate(raw_labels) if place not in bad]
         rows, labels = [rows[i] for i in keep], labels[keep]
-        skipped += sorted(bad.items())
+        skipped = skipped + sorted(bad.items())
     if skipped:
-        number, reason = min(skipped)
-        print(f"{path}: skipped {len(skipped)} bad row(s); the first, line {number}: {reason}")
-    texts = [row[0] for row in rows]
-    pairs = [row[1] for row in rows] if num_texts == 2 else None
-    return SentenceExamples(texts, pairs, labels, label_names, str(path))
+        place, reason = min(skipped)
+        print(f"{source}: skipped {len(skipped)} bad row(s); the first, {place_of(place)}: {reason}")
+    if not rows:
+        raise error(f"{source}: no examples.")
+    pairs = [row[1] for row in rows] if len(rows[0]) == 2 else None
+    return SentenceExamples([row[0] for row in rows], pairs, labels, label_names, source)
 
 
 def _texts(fields, num_texts, labeled, empty_label=False):

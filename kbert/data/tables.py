@@ -104,8 +104,17 @@ class Table:
 
     def where(self, index):
         """`source:line` (or `source, row N`) of the row at `index`, for messages."""
-        place = self.places[index]
-        return f"{self.source}:{place[len('line '):]}" if place.startswith("line ") else f"{self.source}, {place}"
+        return located(self.source, self.places[index])
+
+
+def located(source, place):
+    """A place in `source` for messages: `source:3` for "line 3", else `source, row 3`.
+
+    Example:
+    >>> located("a.csv", "line 3"), located("a.parquet", "row 3")
+    ('a.csv:3', 'a.parquet, row 3')
+    """
+    return f"{source}:{place[len('line '):]}" if place.startswith("line ") else f"{source}, {place}"
 
 
 def table_format(path, data_format=None):
@@ -219,8 +228,7 @@ def _records(records, path):
     columns = {}
     for place, record in records:
         if not isinstance(record, dict):
-            where = f"{path}:{place[len('line '):]}" if place.startswith("line ") else f"{path}, {place}"
-            raise DataFormatError(f"{where}: expected an object of named fields, found {type(record).__name__}.")
+            raise DataFormatError(f"{located(path, place)}: expected an object of named fields, found {type(record).__name__}.")
         columns.update(dict.fromkeys(record))
     return Table(list(columns), [record for _, record in records], [place for place, _ in records], path)
 

@@ -11,7 +11,7 @@ import pytest
 from kbert.data.conll import read_conll
 from tests.apps.test_app_errors import APPS, call
 from tests.data.test_squad import squad_rows
-from tests.data.test_tagged_table import CONLL2003_TAGS
+from tests.data.test_tagged_table import CONLL2003_TAGS, conll2003_dataset
 from tests.recipes.conftest import write_conll, write_squad
 from tests.tasks.conftest import tiny_init, write_nli_tsv, write_sentiment_tsv  # noqa: F401 (a fixture)
 
@@ -70,14 +70,10 @@ def test_sentence_apps(app, num_texts, tiny_init, tmp_path, monkeypatch, capsys)
 
 def test_ner_app(tiny_init, tmp_path, monkeypatch, capsys):  # noqa: F811
     """conll2003's layout: tokens and ner_tags ids, named by --tag-names (JSON Lines) or the file itself (Parquet)."""
-    datasets = pytest.importorskip("datasets")
     conll = tmp_path / "conll.txt"
     write_conll(conll, sentences=12)
     sentences = read_conll(conll)
-    ids = [[CONLL2003_TAGS.index(tag) for tag in tags] for tags in sentences.tags]
-    features = datasets.Features({"tokens": datasets.Sequence(datasets.Value("string")),
-                                  "ner_tags": datasets.Sequence(datasets.ClassLabel(names=list(CONLL2003_TAGS)))})
-    dataset = datasets.Dataset.from_dict({"tokens": sentences.words, "ner_tags": ids}, features=features)
+    dataset = conll2003_dataset(sentences)
     dataset.to_json(tmp_path / "conll.jsonl")
     dataset.to_parquet(tmp_path / "conll.parquet")
     tag_names = ["--tag-names", ",".join(CONLL2003_TAGS)]

@@ -17,6 +17,16 @@ pytestmark = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="
 CONLL2003_TAGS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC")
 
 
+def conll2003_dataset(sentences):
+    """`sentences` (TaggedSentences) as Hugging Face's conll2003 holds them: tokens, and ner_tags ids of ClassLabel
+    names."""
+    datasets = pytest.importorskip("datasets")
+    features = datasets.Features({"tokens": datasets.Sequence(datasets.Value("string")),
+                                  "ner_tags": datasets.Sequence(datasets.ClassLabel(names=list(CONLL2003_TAGS)))})
+    ids = [[CONLL2003_TAGS.index(tag) for tag in tags] for tags in sentences.tags]
+    return datasets.Dataset.from_dict({"tokens": sentences.words, "ner_tags": ids}, features=features)
+
+
 @pytest.fixture(scope="module")
 def conll(data_dir, tmp_path_factory):
     """The first 40 sentences or so of the shared CoNLL-2003 training file (IOB1, as the original), and the file."""
@@ -30,12 +40,8 @@ def conll(data_dir, tmp_path_factory):
 def test_hugging_face_conll2003_layouts_read_as_the_conll_file(conll, tmp_path):
     """conll2003 as `datasets` saves it (tokens and ner_tags ids; its ClassLabel names in the Parquet file) and
     as JSON Lines with the names given: the same words and BIO tags as the CoNLL text."""
-    datasets = pytest.importorskip("datasets")
     sentences, _ = conll
-    ids = [[CONLL2003_TAGS.index(tag) for tag in tags] for tags in sentences.tags]
-    features = datasets.Features({"tokens": datasets.Sequence(datasets.Value("string")),
-                                  "ner_tags": datasets.Sequence(datasets.ClassLabel(names=list(CONLL2003_TAGS)))})
-    dataset = datasets.Dataset.from_dict({"tokens": sentences.words, "ner_tags": ids}, features=features)
+    dataset = conll2003_dataset(sentences)
     dataset.to_parquet(tmp_path / "conll.parquet")
     dataset.to_json(tmp_path / "conll.jsonl")
     for path, layout in [(tmp_path / "conll.parquet", None),
