@@ -45,10 +45,8 @@ def read_sentences(path, num_texts=1, label_names=None, regression=False, labele
     (['Long, slow; fun', 'dull'], [1, 0], ['neg', 'pos'])
     """
     layout = layout or Layout()
+    layout.check_uses(("text", "pair", "label"), "sentence")
     columns = {key: value for key, value in (layout.columns or {}).items() if value}
-    unknown = set(columns) - {"text", "pair", "label"}
-    if unknown:
-        raise ValueError(f"A sentence file's columns are text, pair and label, not {sorted(unknown)}.")
     data_format = table_format(path, layout.data_format)
     read = dict(num_texts=num_texts, label_names=label_names or layout.class_names, regression=regression,
                 labeled=labeled, skip_bad_rows=skip_bad_rows, multi_label=multi_label, score_range=score_range)
@@ -61,10 +59,10 @@ def sentences_of_table(table, num_texts=1, label_names=None, regression=False, l
                        multi_label=False, score_range=None, columns=None):
     """`SentenceExamples` of the columns of a `kbert.data.tables.Table` (see `read_sentences`)."""
     columns = columns or {}
-    names = [_column(table, columns.get("text"), PAIR_TEXT_COLUMNS if num_texts == 2 else TEXT_COLUMNS, "text")]
+    names = [table.column_for("text", columns.get("text"), PAIR_TEXT_COLUMNS if num_texts == 2 else TEXT_COLUMNS)]
     if num_texts == 2:
-        names.append(_column(table, columns.get("pair"), PAIR_COLUMNS, "pair", exclude=names[0]))
-    label_column = _column(table, columns.get("label"), LABEL_COLUMNS, "label") if labeled else None
+        names.append(table.column_for("pair", columns.get("pair"), PAIR_COLUMNS, exclude=names[0]))
+    label_column = table.column_for("label", columns.get("label"), LABEL_COLUMNS) if labeled else None
     rows, raw_labels, skipped = [], [], []
     for index, row in enumerate(table.rows):
         try:
@@ -80,18 +78,6 @@ def sentences_of_table(table, num_texts=1, label_names=None, regression=False, l
     return labelled_examples(rows, raw_labels if labeled else None, skipped, table.source, table.places.__getitem__,
                              label_names or table.class_names.get(label_column), regression, multi_label, score_range,
                              skip_bad_rows)
-
-
-def _column(table, given, defaults, use, exclude=None):
-    """The column `given`, else the first of `defaults` the table has (other than `exclude`)."""
-    if given:
-        table.column(given, f"the {use} column")  # raises naming the columns there are
-        return given
-    found = table.first_of([name for name in defaults if name != exclude])
-    if found is None:
-        raise DataFormatError(f"{table.source}: no {use} column: none of {list(defaults)} is a column; its columns "
-                              f"are {table.columns}. Name the {use} column.")
-    return found
 
 
 def _text(value, column):

@@ -29,8 +29,8 @@ def read_sentence_tsv(path, num_texts=1, label_names=None, regression=False, lab
     one of `HEADER_LABELS`, or a text cell one of `HEADER_TEXTS`), or when its label does not read as
     the other rows' do (a word above scores or class ids, a name that is not among `label_names`, or
     class names that no other row uses above classes each used twice or more): the latter is printed,
-    naming the line, so that a lost first example is seen. A BOM and CRLF line ends are accepted. Labels may be class names or
-    integer ids: with `label_names` given, a label must be one of them or an id below
+    naming the line, so that a lost first example is seen. A BOM and CRLF line ends are accepted.
+    Labels may be class names or integer ids: with `label_names` given, a label must be one of them or an id below
     their count; without, ids 0..K-1 (all integers) or sorted names (words) define the
     classes. A bad row (bytes that are not UTF-8, a wrong number of columns, an empty text,
     an unknown label, a score that is not a finite number of at most `LARGEST_SCORE`, or outside `score_range`)

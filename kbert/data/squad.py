@@ -128,13 +128,11 @@ class _Located:
 def _read_table(path, articles, verbose, layout):
     """SQuAD's questions from a table with a question per row, as Hugging Face's squad lays them out: id,
     title, context, question, and answers as {"text": [...], "answer_start": [...]} (in CSV, its JSON)."""
+    layout.check_uses(TABLE_COLUMNS, "question")
     table = read_table(path, layout.data_format, layout.delimiter)
     column = {use: layout.column(use) or use for use in TABLE_COLUMNS}
     for use in ("context", "question"):
         table.column(column[use], f"the {use} column")  # raises naming the columns there are
-    unknown = set(layout.columns or {}) - set(TABLE_COLUMNS)
-    if unknown:
-        raise ValueError(f"A question file's columns are {', '.join(TABLE_COLUMNS)}, not {sorted(unknown)}.")
     titles = list(dict.fromkeys(row.get(column["title"]) or "" for row in table.rows))
     kept = set(titles[articles] if articles is not None else titles)
     located = _Located()

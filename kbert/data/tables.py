@@ -54,6 +54,19 @@ class Layout:
         """The column named for `use`, or None (the reader's default)."""
         return (self.columns or {}).get(use)
 
+    def check_uses(self, uses, kind):
+        """Raises ValueError when the layout names a column for a use that a `kind` file does not have.
+
+        Example:
+        >>> Layout(columns={"txt": "review"}).check_uses(("text", "label"), "sentence")
+        Traceback (most recent call last):
+        ...
+        ValueError: A sentence file's columns are for text, label, not ['txt'].
+        """
+        unknown = set(self.columns or {}) - set(uses)
+        if unknown:
+            raise ValueError(f"A {kind} file's columns are for {', '.join(uses)}, not {sorted(unknown)}.")
+
     def settings(self, names_key="class_names"):
         """What was given, as a run's settings record it (named as the apps' flags are: `text_column`, ...;
         the class names under `names_key`)."""
@@ -101,6 +114,18 @@ class Table:
     def first_of(self, names):
         """The first of `names` that is a column, or None."""
         return next((name for name in names if name in self.columns), None)
+
+    def column_for(self, use, given, defaults, exclude=None):
+        """The column a reader reads for `use`: `given` (which must be a column), else the first of `defaults` the
+        table has (other than `exclude`); a DataFormatError names the columns there are when there is none."""
+        if given:
+            self.column(given, f"the {use} column")  # raises naming the columns there are
+            return given
+        found = self.first_of([name for name in defaults if name != exclude])
+        if found is None:
+            raise DataFormatError(f"{self.source}: no {use} column: none of {list(defaults)} is a column; its columns "
+                                  f"are {self.columns}. Name the {use} column.")
+        return found
 
     def where(self, index):
         """`source:line` (or `source, row N`) of the row at `index`, for messages."""
@@ -228,7 +253,8 @@ def _records(records, path):
     columns = {}
     for place, record in records:
         if not isinstance(record, dict):
-            raise DataFormatError(f"{located(path, place)}: expected an object of named fields, found {type(record).__name__}.")
+            raise DataFormatError(f"{located(path, place)}: expected an object of named fields, found "
+                                  f"{type(record).__name__}.")
         columns.update(dict.fromkeys(record))
     return Table(list(columns), [record for _, record in records], [place for place, _ in records], path)
 

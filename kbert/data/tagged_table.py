@@ -43,16 +43,14 @@ def read_tagged_sentences(path, label_names=None, labeled=True, layout=None):
     ([['EU', 'rejects', 'German']], [['B-ORG', 'O', 'B-MISC']])
     """
     layout = layout or Layout()
-    unknown = set(layout.columns or {}) - {"tokens", "tags"}
-    if unknown:
-        raise ValueError(f"An NER file's columns are tokens and tags, not {sorted(unknown)}.")
+    layout.check_uses(("tokens", "tags"), "NER")
     data_format = layout.data_format
     if data_format == "conll" or (data_format is None and pathlib.Path(path).suffix.lower() not in (
             set(SUFFIX_FORMATS) - {".txt"})):
         return read_conll(path, label_names=label_names, labeled=labeled)
     table = read_table(path, data_format, layout.delimiter)
-    tokens_column = _column(table, layout.column("tokens"), TOKENS_COLUMNS, "tokens")
-    tags_column = _column(table, layout.column("tags"), TAGS_COLUMNS, "tags") if labeled else None
+    tokens_column = table.column_for("tokens", layout.column("tokens"), TOKENS_COLUMNS)
+    tags_column = table.column_for("tags", layout.column("tags"), TAGS_COLUMNS) if labeled else None
     names = list(layout.class_names or table.class_names.get(tags_column) or []) or None
     allowed = None if label_names is None else set(label_names)
     sentences, tags, places = [], [], []
@@ -76,17 +74,6 @@ def read_tagged_sentences(path, label_names=None, labeled=True, layout=None):
     if not sentences:
         raise DataFormatError(f"{table.source}: no sentences.")
     return TaggedSentences(sentences, tags if labeled else None, places, table.source)
-
-
-def _column(table, given, defaults, use):
-    if given:
-        table.column(given, f"the {use} column")  # raises naming the columns there are
-        return given
-    found = table.first_of(defaults)
-    if found is None:
-        raise DataFormatError(f"{table.source}: no {use} column: none of {list(defaults)} is a column; its columns "
-                              f"are {table.columns}. Name the {use} column.")
-    return found
 
 
 def _strings(value, column, where, ids=False):
