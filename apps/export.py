@@ -5,6 +5,7 @@
     python apps/export.py --model all_minilm_l6_v2 --format tflite --out exports/minilm   # embeddings
     python apps/export.py --model sst2.keras --format tflite --out exports/sst2_tflite        # model.save(...)
     python apps/export.py --model saved_models/sst2 --format tflite --metadata --out exports/sst2_tflite
+    python apps/export.py --model saved_models/sst2 --format onnx --quantize dynamic-int8 --out exports/sst2_onnx
 
 --model takes a .keras file saved by a task model of the Python API (its preprocessor gives the
 tokenizer and lengths), a run folder of apps/sentiment.py, nli.py, similarity.py, ner.py or
@@ -14,6 +15,8 @@ trained under any backend. Export runs under TensorFlow: the .keras file is relo
 written whole or not at all; an existing --out is replaced only when it is an export folder kbert
 wrote (it holds export.json), or with --overwrite, and never when it is, holds or lies in --model's
 folder (other than an export folder there). See kbert/export/serving.py for each task's inputs and outputs.
+--format onnx writes token_ids.onnx (token ids in, int64, batch and length axes dynamic; kbert/export/onnx.py)
+with vocab.txt beside it: onnxruntime-extensions' tokenizer gives other ids than BERT's, so no string-in model.
 --metadata also writes token_ids_metadata.tflite, which the TFLite Task Library (BertNLClassifier,
 BertQuestionAnswerer) and MediaPipe Tasks (TextClassifier, TextEmbedder) load unchanged
 (kbert/export/runtimes.py); it needs tools/edge_clients_venv.sh run once.
@@ -34,13 +37,14 @@ def parser():
     """The argparse parser of this app."""
     parser = app_parser(__doc__)
     parser.add_argument("--model", required=True, help="task .keras file, run folder, backbone folder or preset")
-    parser.add_argument("--format", required=True, choices=("saved_model", "tflite"), help="what to write")
+    parser.add_argument("--format", required=True, choices=("saved_model", "tflite", "onnx"), help="what to write")
     parser.add_argument("--out", required=True, help="folder to write (an existing one: only an earlier export)")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace --out even when it is not an export folder (never --model's own folder)")
     parser.add_argument("--quantize", default="none", choices=("none", "float16", "dynamic-int8", "int8"),
-                        help="TFLite only: float32, float16 weights, or int8 weights with activations "
-                        "quantized on the fly; full-integer int8 is refused (it breaks attention)")
+                        help="TFLite: float32, float16 weights, or int8 weights with activations "
+                        "quantized on the fly; full-integer int8 is refused (it breaks attention); "
+                        "ONNX: none or dynamic-int8")
     parser.add_argument("--max-length", type=int, help="tokens per input (default: the run's)")
     parser.add_argument("--padding", default="max_length", choices=("max_length", "longest"),
                         help="pad to --max-length (static shapes) or to the longest input of a batch")
@@ -70,22 +74,28 @@ def main(argv=None):
             os.execve(sys.executable, [sys.executable, script, *(sys.argv[1:] if argv is None else argv)],
                       {**os.environ, "KERAS_BACKEND": "tensorflow"})
     from kbert.export import ExportError, export_saved_model, export_tflite, load_exportable
+    from kbert.export.onnx import export_onnx
 
     if args.format == "saved_model" and args.quantize != "none":
-        sys.exit("--quantize applies to --format tflite only: a SavedModel keeps float32 weights.")
-    if args.format == "saved_model" and args.metadata:
+        sys.exit("--quantize applies to --format tflite and onnx only: a SavedModel keeps float32 weights.")
+    if args.format == "onnx" and args.quantize not in ("none", "dynamic-int8"):
+        sys.exit(f"--quantize {args.quantize} is not offered for --format onnx: use none or dynamic-int8.")
+    if args.format != "tflite" and args.metadata:
         sys.exit("--metadata applies to --format tflite only: it is TFLite metadata.")
     check_out(args)  # before the model is loaded: nothing of the user's is replaced
     with for_people(args):
         try:
+            padding = "longest" if args.format == "onnx" else args.padding  # ONNX: the length axis is dynamic
             model, tokenizer, spec = load_exportable(args.model, max_length=args.max_length,
-                                                     padding=args.padding, num_texts=2 if args.pairs else None)
+                                                     padding=padding, num_texts=2 if args.pairs else None)
             if args.max_windows is not None:
                 spec = dataclasses.replace(spec, max_windows=args.max_windows)
             print(f"{args.model}: {spec.model_kind}, {spec.num_texts} text(s) per input, max_length "
                   f"{spec.max_length}, padding {spec.padding}")
             if args.format == "saved_model":
                 export_saved_model(model, tokenizer, spec, args.out)
+            elif args.format == "onnx":
+                export_onnx(model, tokenizer, spec, args.out, args.quantize)
             else:
                 export_tflite(model, tokenizer, spec, args.out, args.quantize, text_model=not args.no_text_model,
                               metadata=args.metadata)
@@ -99,7 +109,7 @@ def main(argv=None):
                "files": files, "bytes": total}
 
     def describe(summary):
-        shown = [name for name in files if name.endswith((".tflite", ".pb")) or "variables.data" in name]
+        shown = [name for name in files if name.endswith((".tflite", ".pb", ".onnx")) or "variables.data" in name]
         return "\n".join([*(f"  {name}  {files[name] / 1e6:.2f} MB" for name in shown),
                           f"Wrote {args.out} ({total / 1e6:.2f} MB)"])
 

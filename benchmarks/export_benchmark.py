@@ -8,8 +8,9 @@ Engines: Keras `predict_on_batch` on each backend in --backends; the SavedModel 
 TFLite float32, float16 and dynamic-int8 (`ai-edge-litert`); onnxruntime on Keras's
 `model.export(format="onnx")`. The exports are written first, to --work (default: a temporary
 folder): SavedModel and TFLite by kbert.export in a TensorFlow-backend process; ONNX in a
-torch-backend process (Keras's TensorFlow and JAX ONNX paths need tf2onnx, not installed; its
-torch exporter needs static shapes, so there is one .onnx file per batch size).
+torch-backend process (Keras's TensorFlow ONNX path stops at TensorFlow's Erfc, which
+kbert/export/onnx.py rewrites: benchmarks/onnx_benchmark.py times that export; Keras's torch
+exporter needs static shapes, so there is one .onnx file per batch size).
 
 All engines take the same token ids (the `token_ids` signatures; tokenization is not timed):
 batch 1 (latency) and batch 32 (throughput) of real sentences padded to --length tokens. Each

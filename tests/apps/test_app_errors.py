@@ -278,7 +278,7 @@ ERRORS = [
     ("demo", ["--out", "demo", "--data", "missing.tsv", "--init", "bert_tiny"], "missing.tsv"),
     ("export", ["--model", "missing_run", "--format", "tflite", "--out", "exported"], "missing_run"),
     ("export", ["--model", "sentiment_run", "--format", "saved_model", "--quantize", "float16", "--out", "exported"],
-     "--quantize applies to --format tflite only"),
+     "--quantize applies to --format tflite and onnx only"),
     # outputs that would replace what the user owns (issue 43: export replaced them all, exit 0)
     *[("export", ["--model", "sentiment_run", "--format", "tflite", "--out", out], message) for out, message in [
         ("not_a_run", "--out not_a_run: it exists and is not an export folder that kbert wrote: not replaced "
