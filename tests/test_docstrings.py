@@ -1,4 +1,4 @@
-"""Every example in the docstrings of kbert and kbert_edge runs and prints what it claims, on this backend."""
+"""Every example in the docstrings of kbert, kbert_edge and kbert_serving runs and prints what it claims, on this backend."""
 
 import doctest
 import importlib
@@ -11,7 +11,7 @@ import kbert
 ROOT = pathlib.Path(kbert.__file__).parent.parent
 MODULES = sorted(
     ".".join(path.relative_to(ROOT).with_suffix("").parts)
-    for package in ("kbert", "kbert_edge") for path in (ROOT / package).rglob("*.py")
+    for package in ("kbert", "kbert_edge", "kbert_serving") for path in (ROOT / package).rglob("*.py")
     if path.name != "__init__.py"
 )
 

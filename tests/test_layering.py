@@ -1,6 +1,6 @@
 """No import runs up a layer: text/data/layers (and the other modules at the bottom) -> models -> tasks ->
-training -> recipes -> export -> apps; kbert_edge imports nothing of kbert. Reads the imports with `ast`, every one,
-also those inside functions."""
+training -> recipes -> export -> kbert_serving -> apps; kbert_edge imports nothing of kbert. Reads the imports with
+`ast`, every one, also those inside functions."""
 
 import ast
 import pathlib
@@ -16,7 +16,7 @@ BOTTOM = ("config", "paths", "malloc_settings", "start_up", "progress", "keyword
           "text", "data", "layers", "metrics", "optimizers", "backend_speedups")
 # The level of each part: a module may import its own level and those below it.
 LEVELS = {"kbert_edge": -1, **{f"kbert.{name}": 0 for name in BOTTOM}, "kbert.models": 1, "kbert.tasks": 2,
-          "kbert.training": 3, "kbert.recipes": 4, "kbert.export": 5, "apps": 6}
+          "kbert.training": 3, "kbert.recipes": 4, "kbert.export": 5, "kbert_serving": 6, "apps": 7}
 # export builds on the models and tasks alone (issue 22)
 NEVER = {"kbert.export": ("kbert.training", "kbert.recipes")}
 
@@ -24,7 +24,7 @@ NEVER = {"kbert.export": ("kbert.training", "kbert.recipes")}
 def part_of(module):
     """The part ("kbert.models", "apps", ...) of a module's dotted name; None outside kbert."""
     parts = module.split(".")
-    if parts[0] in ("kbert_edge", "apps"):
+    if parts[0] in ("kbert_edge", "kbert_serving", "apps"):
         return parts[0]
     if parts[0] != "kbert":
         return None
@@ -70,7 +70,7 @@ def upward_imports(files, facade_level):
 def library_files():
     """{dotted module name: source} of kbert (but its `__init__`), kbert_edge and apps."""
     files = {}
-    for package in ("kbert", "kbert_edge", "apps"):
+    for package in ("kbert", "kbert_edge", "kbert_serving", "apps"):
         for path in sorted((ROOT / package).rglob("*.py")):
             name = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
             files[name] = path.read_text("utf-8")

@@ -1,6 +1,6 @@
 """The tests mirror the library: kbert/<part>/<module>.py is tested in tests/<part>/test_<module>.py,
-kbert_edge/<module>.py in tests/edge/test_<module>.py, and a module at kbert's top in a test_<module>.py
-of any folder (tests/models/test_config.py)."""
+kbert_edge/<module>.py in tests/edge/test_<module>.py, kbert_serving/<module>.py in tests/serving/, and a module at
+kbert's top in a test_<module>.py of any folder (tests/models/test_config.py)."""
 
 import pathlib
 
@@ -16,7 +16,7 @@ def missing_test_files(root):
     """The library modules under `root` (a checkout) whose mirrored test file does not exist."""
     tests = root / "tests"
     missing = []
-    for package, mirror in (("kbert", None), ("kbert_edge", "edge")):
+    for package, mirror in (("kbert", None), ("kbert_edge", "edge"), ("kbert_serving", "serving")):
         for module in sorted((root / package).rglob("*.py")):
             if module.name == "__init__.py":
                 continue

@@ -153,6 +153,10 @@ def predict(model_dir, texts, batch_size=32, dtype="float32"):
     spaces and punctuation), so "Paris." gives the entity "Paris". Returns: list of dicts
     `{"text", "entities": [...]}`.
     """
-    model = load_run(model_dir)[0]
+    return answers(load_run(model_dir)[0], texts, batch_size, dtype)
+
+
+def answers(model, texts, batch_size=32, dtype="float32"):
+    """The entities of each raw text, from a loaded `BertTokenClassifier`: `[{"text", "entities"}]`."""
     results = model.predict(list(texts), batch_size=batch_size, verbose=0, dtype=dtype)
     return [{"text": result["text"], "entities": result["entities"]} for result in results]

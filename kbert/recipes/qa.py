@@ -241,7 +241,13 @@ def predict(model_dir, context, questions, n_best=20, max_answer_length=30, batc
             raise ValueError(f"Question {i + 1} is empty.")
     model = load_run(model_dir)[0]
     model.n_best, model.max_answer_length = n_best, max_answer_length  # this call's, on a model loaded for it
-    answers = model.predict_with(with_compute_dtype(model, dtype), (list(questions), contexts), batch_size)
+    return answers(model, questions, contexts, batch_size, dtype)
+
+
+def answers(model, questions, contexts, batch_size=32, dtype="float32"):
+    """The best answer to each question about its context, from a loaded `BertQuestionAnswerer`: `predict`'s dicts
+    with the question, or `{"question", "text": "", "note", "alternatives"}` where no span fits."""
+    found = model.predict_with(with_compute_dtype(model, dtype), (list(questions), list(contexts)), batch_size)
     return [{"question": q, **(answer if answer["start"] >= 0 else
                                {"text": "", "note": "no answer span found", "alternatives": answer["alternatives"]})}
-            for q, answer in zip(questions, answers)]
+            for q, answer in zip(questions, found)]

@@ -213,7 +213,13 @@ def evaluate_examples(model, examples, batch_size=64, verbose=0):
 
 
 def predict(model_dir, texts, pairs=None, batch_size=32, dtype="float32"):
-    """Label and probability (or score) for each text (or text pair).
+    """Label and probability (or score) for each text (or text pair) of the run in `model_dir`:
+    `answers` of its model."""
+    return answers(*load_run(model_dir), texts, pairs, batch_size=batch_size, dtype=dtype)
+
+
+def answers(model, tokenizer, max_length, texts, pairs=None, batch_size=32, dtype="float32"):
+    """Label and probability (or score) for each text (or text pair), from a loaded classifier.
 
     An empty text gets no prediction but a note; a text longer than the model's
     `max_length` is cut, and its answer says so. `dtype` as for `BertTask.predict`.
@@ -222,7 +228,6 @@ def predict(model_dir, texts, pairs=None, batch_size=32, dtype="float32"):
     `probabilities` for classes (multi-label: `labels`, those at or above the model's threshold,
     and `probabilities`), or `score` for regression, and `note` when relevant.
     """
-    model, tokenizer, max_length = load_run(model_dir)
     pairs = None if pairs is None else list(pairs)
     results = [{"text": text} if pairs is None else {"text": text, "pair": pair}
                for text, pair in zip(texts, pairs or [None] * len(texts))]

@@ -1,0 +1,327 @@
+"""What a server serves: a model from any source, a request's inputs as items, and each item's answer.
+
+`load_served_model(source)` takes what the apps' `--model` and `from_preset` take - a run folder, a task
+`.keras` file, a Hugging Face folder (a task checkpoint with its head, else its sentence embeddings), a
+backbone folder or preset - or an export folder of apps/export.py (its `token_ids.tflite`, else
+`text.tflite`), or a `.tflite` file: those run on LiteRT through `kbert_edge`, with no Keras model in memory.
+
+| kind | an item | its answer (as the apps' `predict`) |
+|---|---|---|
+| `classifier` | `(text,)` or `(text, pair)` | `label`, `probability`, `probabilities` (multi-label: `labels`; a regressor: `score`) |
+| `token_classifier` | `(text,)` | `entities`: `type`, `text`, `start`, `end` (characters), `score` |
+| `question_answerer` | `(question, context)` | `text`, `start`, `end` (characters in the context), `score`, `probability` |
+| `sentence_encoder` | `(text,)` | `embedding` (a unit vector where the model normalises) |
+"""
+
+import dataclasses
+import json
+import pathlib
+
+import numpy as np
+
+KINDS = ("classifier", "token_classifier", "question_answerer", "sentence_encoder")
+# the input names of a request, by kind: (first, second); the second is optional for classifiers
+INPUT_NAMES = {"classifier": ("texts", "pairs"), "token_classifier": ("texts", None),
+               "question_answerer": ("questions", "contexts"), "sentence_encoder": ("texts", None)}
+TFLITE_FILES = ("token_ids.tflite", "text.tflite")  # an export folder's model, first found
+
+
+class RequestError(ValueError):
+    """A request the server refuses: its HTTP status and one line saying why."""
+
+    def __init__(self, message, status=400):
+        super().__init__(message)
+        self.status = status
+
+
+@dataclasses.dataclass(frozen=True)
+class InputLimits:
+    """What one request may hold.
+
+    Args:
+        max_items: int. Texts (or pairs, or questions) in one request.
+        max_text_chars: int. Characters in one text.
+    """
+
+    max_items: int = 256
+    max_text_chars: int = 100_000
+
+
+class ServedModel:
+    """A model behind the server: `kind`, `answer(items)` and `metadata`; `load_served_model` makes one."""
+
+    kind = None
+    runtime = None
+
+    def __init__(self, name, source, label_names, max_length):
+        self.name, self.source, self.label_names, self.max_length = name, str(source), label_names, max_length
+
+    @property
+    def metadata(self):
+        """The model's facts, as `GET /v1/model` gives them."""
+        first, second = INPUT_NAMES[self.kind]
+        return {"name": self.name, "kind": self.kind, "source": self.source, "runtime": self.runtime,
+                "label_names": self.label_names, "max_length": self.max_length,
+                "inputs": [name for name in (first, second) if name]}
+
+    def items(self, inputs, limits):
+        """The items of a request's named inputs (`{"texts": [...], "pairs": [...]}`, `{"questions": [...],
+        "contexts": [...]}`: lists of strings, a context may be one string for every question); `RequestError`
+        naming what is wrong.
+
+        Example:
+        >>> model = ServedModel("m", "m", None, 128)
+        >>> model.kind = "question_answerer"
+        >>> model.items({"questions": ["Who?", "Where?"], "contexts": "Ann sings in Rome."}, InputLimits())
+        [('Who?', 'Ann sings in Rome.'), ('Where?', 'Ann sings in Rome.')]
+        """
+        if not isinstance(inputs, dict):
+            raise RequestError(f"The inputs must be a JSON object with {self._names()}, not {_json_type(inputs)}.")
+        first, second = INPUT_NAMES[self.kind]
+        unknown = sorted(set(inputs) - {first, second})
+        if unknown:
+            raise RequestError(f"Unknown input {unknown[0]!r}: this {self.kind} takes {self._names()}.")
+        if first not in inputs:
+            raise RequestError(f"The request has no {first!r}: this {self.kind} takes {self._names()}.")
+        columns = [strings(inputs[first], first, limits)]
+        if self.kind == "question_answerer" or inputs.get(second) is not None:
+            given = inputs.get(second)
+            if isinstance(given, str) and self.kind == "question_answerer":
+                given = [given] * len(columns[0])
+            columns.append(strings(given, second, limits))
+            if len(columns[1]) != len(columns[0]):
+                raise RequestError(f"{len(columns[0])} {first} but {len(columns[1])} {second}: give one each.")
+        if self.kind == "question_answerer":  # as the QA recipe's predict: nothing to answer from or about
+            for i, item in enumerate(zip(*columns)):
+                _check_not_blank(item, [f"{first}[{i}]", f"{second}[{i}]"])
+        return list(zip(*columns))
+
+    def item_of(self, instance, index, limits):
+        """The item of one instance of TF Serving's row format: a string, or an object of the kind's singular
+        input names (`{"text", "pair"}`, `{"question", "context"}`).
+
+        Example:
+        >>> model = ServedModel("m", "m", None, 128)
+        >>> model.kind = "classifier"
+        >>> model.item_of("a film", 0, InputLimits()), model.item_of({"text": "a", "pair": "b"}, 1, InputLimits())
+        (('a film',), ('a', 'b'))
+        """
+        first, second = (name and name[:-1] for name in INPUT_NAMES[self.kind])
+        if isinstance(instance, str):
+            instance = {first: instance}
+        if not isinstance(instance, dict):
+            raise RequestError(f"instances[{index}] is {_json_type(instance)}: give a string or an object.")
+        unknown = sorted(set(instance) - {first, second})
+        if unknown:
+            raise RequestError(f"instances[{index}] has {unknown[0]!r}: this {self.kind}'s instances take "
+                               f"{' and '.join(repr(name) for name in (first, second) if name)}.")
+        names = [first] + ([second] if self.kind == "question_answerer" or instance.get(second) is not None else [])
+        for name in names:
+            if instance.get(name) is None:
+                raise RequestError(f"instances[{index}] has no {name!r}.")
+        item = tuple(text(instance[name], f"instances[{index}].{name}", limits) for name in names)
+        if self.kind == "question_answerer":
+            _check_not_blank(item, names, f"instances[{index}].")
+        return item
+
+    def answer(self, items):
+        """The answers to a batch of items of one shape (all singles or all pairs), in order."""
+        raise NotImplementedError
+
+    def token_counts(self, texts):
+        """Tokens the model reads of each text (at most `max_length`), for the OpenAI route's `usage`."""
+        raise NotImplementedError
+
+    def _names(self):
+        first, second = INPUT_NAMES[self.kind]
+        if second is None:
+            return f"{first!r} (a list of strings)"
+        optional = " (optional)" if self.kind == "classifier" else ""
+        return f"{first!r} and {second!r}{optional} (lists of strings of one length)"
+
+
+def _json_type(value):
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null",
+            int: "a number", float: "a number"}.get(type(value), type(value).__name__)
+
+
+def strings(values, name, limits):
+    """`values` if it is a non-empty list of strings within `limits`; else a `RequestError` naming the first fault."""
+    if isinstance(values, str):
+        values = [values]
+    if not isinstance(values, list):
+        raise RequestError(f"{name!r} must be a list of strings, not {_json_type(values)}.")
+    if not values:
+        raise RequestError(f"{name!r} is empty: give at least one string.")
+    if len(values) > limits.max_items:
+        raise RequestError(f"{name!r} holds {len(values):,} strings; this server takes at most "
+                           f"{limits.max_items:,} a request: send them in several requests.", 413)
+    return [text(value, f"{name}[{i}]", limits) for i, value in enumerate(values)]
+
+
+def text(value, where, limits):
+    """`value` if it is a string within `limits`; else a `RequestError` saying what it is `where` it is.
+
+    Example:
+    >>> text(5, "texts[2]", InputLimits())
+    Traceback (most recent call last):
+    ...
+    kbert_serving.served_model.RequestError: texts[2] is a number, not a string.
+    """
+    if not isinstance(value, str):
+        raise RequestError(f"{where} is {_json_type(value)}, not a string.")
+    if len(value) > limits.max_text_chars:
+        raise RequestError(f"{where} is {len(value):,} characters long; this server takes at most "
+                           f"{limits.max_text_chars:,}.", 413)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:  # a lone surrogate: JSON's \u escapes let one through
+        raise RequestError(f"{where} holds a lone surrogate at character {error.start}: not text.") from None
+    return value
+
+
+def _check_not_blank(item, names, prefix=""):
+    """A question and its context need text, as the QA recipe's `predict` says."""
+    for name, value in zip(names, item):
+        if not value.strip():
+            raise RequestError(f"{prefix}{name} is empty: a question and its context need text.")
+
+
+class KerasServedModel(ServedModel):
+    """A kbert task model (or a backbone, as a sentence encoder), answering through the recipes' `answers`."""
+
+    def __init__(self, model, tokenizer, max_length, name, source, dtype="float32", batch_size=32):
+        import keras
+
+        from kbert.tasks import BertClassifier, BertQuestionAnswerer, BertSentenceEncoder, BertTokenClassifier
+
+        kinds = {BertClassifier: "classifier", BertTokenClassifier: "token_classifier",
+                 BertQuestionAnswerer: "question_answerer", BertSentenceEncoder: "sentence_encoder"}
+        self.kind = next((kind for cls, kind in kinds.items() if isinstance(model, cls)), None)
+        if self.kind is None:
+            raise ValueError(f"{source} holds a {type(model).__name__}; the server serves "
+                             f"{', '.join(cls.__name__ for cls in kinds)} and backbones.")
+        super().__init__(name, source, getattr(model, "label_names", None), max_length)
+        self.model, self.tokenizer, self.dtype, self.batch_size = model, tokenizer, dtype, batch_size
+        self.runtime = f"keras ({keras.config.backend()})"
+
+    def answer(self, items):
+        from kbert.recipes import ner, qa, sentence
+
+        columns = [list(column) for column in zip(*items)]
+        if self.kind == "classifier":
+            return sentence.answers(self.model, self.tokenizer, self.max_length, columns[0],
+                                    columns[1] if len(columns) > 1 else None, self.batch_size, self.dtype)
+        if self.kind == "token_classifier":
+            return ner.answers(self.model, columns[0], self.batch_size, self.dtype)
+        if self.kind == "question_answerer":
+            return qa.answers(self.model, columns[0], columns[1], self.batch_size, self.dtype)
+        embeddings = self.model.predict(columns[0], batch_size=self.batch_size, verbose=0, dtype=self.dtype)
+        return [{"text": text, "embedding": row.tolist()} for text, row in zip(columns[0], embeddings)]
+
+    def token_counts(self, texts):
+        mask = self.tokenizer(list(texts), max_length=self.max_length, padding="longest")["padding_mask"]
+        return np.asarray(mask).sum(axis=1).tolist()
+
+
+class EdgeServedModel(ServedModel):
+    """An exported `.tflite` model run by LiteRT through `kbert_edge.EdgeModel`: no Keras model in memory."""
+
+    runtime = "litert"
+
+    def __init__(self, path, name, num_threads=None):
+        from kbert_edge import EdgeModel
+
+        self.edge = EdgeModel(path, num_threads=num_threads)
+        self.kind = {"backbone": "sentence_encoder"}.get(self.edge.model_kind, self.edge.model_kind)
+        super().__init__(name, path, self.edge.label_names, self.edge.max_length)
+
+    def answer(self, items):
+        columns = [list(column) for column in zip(*items)]
+        if self.kind == "question_answerer":
+            return [{"question": question, **self.edge.answer_question(question, context)}
+                    for question, context in items]
+        return self.edge.predict(columns[0], columns[1] if len(columns) > 1 else None)
+
+    def token_counts(self, texts):
+        return [min(len(self.edge.tokenizer.tokenize(text)[0]) + 2, self.max_length) for text in texts]
+
+
+def tflite_file(source):
+    """The `.tflite` model a source names (a `.tflite` file, or an export folder's first of `TFLITE_FILES`),
+    or None for any other source.
+
+    Example:
+    >>> tflite_file("exports/sst2/token_ids.tflite").name, tflite_file("saved_models/sst2")
+    ('token_ids.tflite', None)
+    """
+    path = pathlib.Path(source)
+    if path.suffix == ".tflite":
+        return path
+    if (path / "export.json").is_file():
+        found = [path / name for name in TFLITE_FILES if (path / name).is_file()]
+        if not found:
+            raise FileNotFoundError(f"{path} holds export.json but no {' or '.join(TFLITE_FILES)}: the server "
+                                    "runs an export's TFLite model (apps/export.py --format tflite).")
+        return found[0]
+    return None
+
+
+def load_served_model(source, name=None, dtype="float32", batch_size=32, num_threads=None, verify=True):
+    """The `ServedModel` of `source` (see the module's docstring), named `name` (default: the source's name).
+
+    Example:
+    >>> model = load_served_model("bert_tiny")
+    >>> model.kind, model.answer([("a film",)])[0]["text"]
+    ('sentence_encoder', 'a film')
+    """
+    name = name or pathlib.Path(str(source)).name.removesuffix(".keras").removesuffix(".tflite")
+    path = tflite_file(source)
+    if path is not None:
+        if not path.is_file():
+            raise FileNotFoundError(f"{path} does not exist.")
+        return EdgeServedModel(path, name, num_threads)
+    model, tokenizer, max_length = _keras_model(source, verify)
+    return KerasServedModel(model, tokenizer, max_length, name, source, dtype, batch_size)
+
+
+def _keras_model(source, verify):
+    """`(task model, tokenizer, max_length)` of a Keras source: backbones as `BertSentenceEncoder`s."""
+    import kbert
+    from kbert.convert import ARCHITECTURES, read_hf_architecture
+    from kbert.saving import load_run
+    from kbert.saving.model_source import model_source
+
+    found = model_source(source, verify)
+    if found.kind in ("run_folder", "keras_file"):
+        model, tokenizer, max_length = load_run(source, verify)
+        if isinstance(model, kbert.BertBackbone):
+            model = kbert.BertSentenceEncoder(model, kbert.BertSentenceEncoderPreprocessor(tokenizer, max_length))
+        return model, tokenizer, max_length
+    task = "BertBackbone"
+    if found.kind == "hugging_face":
+        task = ARCHITECTURES[read_hf_architecture(found.path)].task
+    if task == "BertPretrainer":
+        raise ValueError(f"{source} is a pretraining checkpoint ({read_hf_architecture(found.path)}); the server "
+                         "serves its encoder as sentence embeddings from a folder of BertModel, or a task model.")
+    cls = kbert.BertSentenceEncoder if task == "BertBackbone" else getattr(kbert, task)
+    model = cls.from_preset(source)
+    return model, model.preprocessor.tokenizer, model.preprocessor.sequence_length
+
+
+def json_line(value):
+    """`value` as compact JSON (numpy numbers as numbers), for responses.
+
+    Example:
+    >>> json_line({"score": np.float32(0.5), "ids": np.arange(2)})
+    '{"score":0.5,"ids":[0,1]}'
+    """
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=_plain)
+
+
+def _plain(value):
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} is not JSON")
