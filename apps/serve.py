@@ -16,9 +16,9 @@ Routes: GET / (the page), /health, /metrics (Prometheus), /v1/model; POST /v1/pr
 /v1/models/NAME:predict ({"instances": [...]} or {"inputs": ...}) and GET /v1/models/NAME[/metadata]; OpenAI's
 POST /v1/embeddings for sentence encoders. Answers are the apps' predict answers as JSON.
 
-Concurrent requests are joined into batches of similar length (up to --max-batch-size items, waiting at most
---max-wait-ms for others while the model is free); past --max-queue waiting items a request gets 503 with
-Retry-After. The server listens on 127.0.0.1 unless --host says otherwise; with --token (or KBERT_SERVE_TOKEN)
+Concurrent requests are joined into model calls of up to --max-batch-size items (a model just freed waits up to
+--max-wait-ms for more while they keep arriving), which a Keras model's predict cuts into batches of
+--predict-batch-size texts of similar length; past --max-queue waiting items a request gets 503 with Retry-After. The server listens on 127.0.0.1 unless --host says otherwise; with --token (or KBERT_SERVE_TOKEN)
 every route but / and /health needs 'Authorization: Bearer TOKEN'. Keras models run under KERAS_BACKEND.
 """
 
@@ -38,9 +38,12 @@ def parser():
     parser.add_argument("--port", type=int, default=8000, help="port to listen on (0: any free port)")
     parser.add_argument("--token", default=os.environ.get("KBERT_SERVE_TOKEN"),
                         help="bearer token required on every route but / and /health (default: $KBERT_SERVE_TOKEN)")
-    parser.add_argument("--max-batch-size", type=int, default=32, help="most items (texts, pairs) a model call takes")
-    parser.add_argument("--max-wait-ms", type=float, default=2.0,
-                        help="longest an item waits for others to join its batch while the model is free")
+    parser.add_argument("--max-batch-size", type=int, default=64,
+                        help="most items (texts, pairs, questions) joined into one model call (1: no batching)")
+    parser.add_argument("--max-wait-ms", type=float, default=10.0,
+                        help="longest a model just freed waits for more items while they keep arriving")
+    parser.add_argument("--predict-batch-size", type=int, default=16,
+                        help="Keras models: rows of each batch predict cuts a call into, texts of similar length")
     parser.add_argument("--max-queue", type=int, default=1024, help="most items waiting; past it: 503, Retry-After")
     parser.add_argument("--max-items", type=int, default=256, help="most texts (or pairs, questions) in one request")
     parser.add_argument("--max-text-chars", type=int, default=100_000, help="most characters in one text")
@@ -64,8 +67,8 @@ def main(argv=None):
     from kbert_serving.served_model import tflite_file
     from kbert_edge.start_up import start_up_lines_held
 
-    for flag, low in (("max_batch_size", 1), ("max_wait_ms", 0), ("max_queue", 1), ("max_items", 1),
-                      ("max_text_chars", 1), ("max_body_mb", 0.001), ("timeout", 0.001)):
+    for flag, low in (("max_batch_size", 1), ("max_wait_ms", 0), ("predict_batch_size", 1), ("max_queue", 1),
+                      ("max_items", 1), ("max_text_chars", 1), ("max_body_mb", 0.001), ("timeout", 0.001)):
         if getattr(args, flag) < low:
             sys.exit(f"--{flag.replace('_', '-')} must be at least {low:g}, got {getattr(args, flag):g}.")
     batching = BatchSettings(args.max_batch_size, args.max_wait_ms, args.max_queue)
@@ -73,7 +76,7 @@ def main(argv=None):
     if tflite_file(args.model) is None and not args.verbose:
         start_quietly()  # Keras and TensorFlow without their start-up lines
     with start_up_lines_held():  # what LiteRT and TensorFlow print as they load (--verbose: shown)
-        model = load_served_model(args.model, args.name, args.dtype, args.max_batch_size, args.threads,
+        model = load_served_model(args.model, args.name, args.dtype, args.predict_batch_size, args.threads,
                                   verify=not args.no_verify)
     settings = ServerSettings(args.token, int(args.max_body_mb * 1024 * 1024), args.timeout, limits)
 

@@ -1,11 +1,14 @@
-"""Dynamic batching: the items of concurrent requests joined into batches of similar length, run off the event loop.
+"""Dynamic batching: the items of concurrent requests joined into model calls, longest first, off the event loop.
 
 A request hands its items (texts, text pairs, questions with contexts) to `DynamicBatcher.submit` and awaits
-their answers. One worker thread runs the model on one batch at a time; while it runs, the items that arrive
-wait in a bounded queue, grouped by shape (single texts, pairs) and by length bucket (characters, in powers of
-two). A batch leaves when `max_batch_size` items of one group are waiting, or when the oldest item has waited
-`max_wait_ms`; it takes the oldest item's group first, then the nearest lengths. Past `max_queue` waiting
-items a request is refused at once (`QueueFull`), so a flood of clients costs a 503, not memory.
+their answers. One worker thread runs the model, one call at a time; while it runs, the items that arrive wait in a
+bounded queue, by shape (single texts, pairs). When the model is free, a call takes up to `max_batch_size` items of
+the oldest item's shape, longest first (the model's `predict` then cuts them into batches of similar length). A
+model just freed waits up to `max_wait_ms` for as many items as were in flight as it finished (those it answered,
+whose clients are likely to send again, and those waiting), so that clients answered together are served together
+rather than in cohorts that take turns; a lone client, or a request that finds the model idle longer, goes at
+once. Past `max_queue` waiting items a request is refused at once (`QueueFull`): a flood of clients costs a 503,
+not memory.
 """
 
 import asyncio
@@ -24,13 +27,14 @@ class BatchSettings:
     """How requests are batched.
 
     Args:
-        max_batch_size: int. Most items a model call takes.
-        max_wait_ms: float. Longest an item waits for others to join its batch while the model is free.
+        max_batch_size: int. Most items one model call takes (1: no batching).
+        max_wait_ms: float. Longest a model just freed waits for the items in flight as it finished; 0: a call
+            takes what waits.
         max_queue: int. Most items waiting; a request that would pass it is refused.
     """
 
-    max_batch_size: int = 32
-    max_wait_ms: float = 2.0
+    max_batch_size: int = 64
+    max_wait_ms: float = 10.0
     max_queue: int = 1024
 
     def __post_init__(self):
@@ -39,14 +43,14 @@ class BatchSettings:
                 raise ValueError(f"{name} must be at least {low}, got {getattr(self, name)}.")
 
 
-def length_bucket(item):
-    """The length bucket of an item (a tuple of strings): its characters' power of two.
+def length(item):
+    """An item's length in characters (its texts together): calls serve their items longest first.
 
     Example:
-    >>> length_bucket(("a short text",)), length_bucket(("a question?", "a much longer context " * 10))
-    (4, 8)
+    >>> length(("a question?", "a context."))
+    21
     """
-    return sum(len(part) for part in item).bit_length()
+    return sum(len(part) for part in item)
 
 
 @dataclasses.dataclass
@@ -57,13 +61,13 @@ class _Waiting:
 
 
 class DynamicBatcher:
-    """Joins the items of concurrent `submit` calls into batches for `run`.
+    """Joins the items of concurrent `submit` calls into calls of `run`.
 
     Args:
-        run: callable. A list of items (tuples of strings of one length) -> a list of answers, one per item,
-            in order; called in the batcher's one worker thread.
+        run: callable. A list of items (tuples of one number of strings), longest first -> a list of answers, one
+            per item, in order; called in the batcher's one worker thread.
         settings: `BatchSettings`.
-        on_batch: callable or None. Called with each batch's size and the items still waiting (for metrics).
+        on_batch: callable or None. Called with each call's number of items and the items still waiting (metrics).
 
     Example:
     >>> async def main():
@@ -77,17 +81,19 @@ class DynamicBatcher:
 
     def __init__(self, run, settings, on_batch=None):
         self.run, self.settings, self.on_batch = run, settings, on_batch
-        self.groups = collections.defaultdict(collections.deque)  # (shape, length bucket) -> waiting items
+        self.groups = collections.defaultdict(collections.deque)  # shape (texts an item) -> waiting items
         self.waiting = 0
         self.worker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="kbert-batch")
         self.arrived = None  # an asyncio.Event, made on the running loop
+        self.free_since = 0.0
+        self.in_flight = 1  # items answered by the last call and waiting as it ended: what a call waits for
         self.task = None
 
     async def submit(self, items):
-        """The answers to `items` (a list of tuples of strings), once their batches have run.
+        """The answers to `items` (a list of tuples of strings), once their calls have run.
 
         Raises `QueueFull` (at once) when they would pass `max_queue` waiting items, ValueError when they are
-        more than `max_queue` items, and whatever `run` raised on a batch that held one of them."""
+        more than `max_queue` items, and whatever `run` raised on a call that held one of them."""
         if len(items) > self.settings.max_queue:
             raise ValueError(f"{len(items):,} items are more than this server ever queues "
                              f"({self.settings.max_queue:,}): send them in several requests.")
@@ -98,7 +104,7 @@ class DynamicBatcher:
         loop, now = asyncio.get_running_loop(), time.monotonic()
         waiting = [_Waiting(item, loop.create_future(), now) for item in items]
         for entry in waiting:
-            self.groups[(len(entry.item), length_bucket(entry.item))].append(entry)
+            self.groups[len(entry.item)].append(entry)
         self.waiting += len(waiting)
         self.arrived.set()
         return list(await asyncio.gather(*(entry.future for entry in waiting)))
@@ -111,7 +117,7 @@ class DynamicBatcher:
         for group in self.groups.values():
             for entry in group:
                 entry.future.cancel()
-        self.worker.shutdown(wait=False)  # a batch running now ends in its thread; the loop does not wait for it
+        self.worker.shutdown(wait=False)  # a call running now ends in its thread; the loop does not wait for it
 
     async def _dispatch(self):
         loop = asyncio.get_running_loop()
@@ -120,36 +126,37 @@ class DynamicBatcher:
                 self.arrived.clear()
                 await self.arrived.wait()
                 continue
-            batch = self._ready(time.monotonic())
-            if batch == []:  # only cancelled items were waiting
+            call = self._ready(time.monotonic())
+            if call == []:  # only cancelled items were waiting
                 continue
-            if batch is None:  # wait for more items, or for the oldest one's max_wait_ms
+            if call is None:  # wait for the items in flight, up to max_wait_ms of a free model
                 self.arrived.clear()
-                oldest = min(group[0].since for group in self.groups.values() if group)
-                timeout = max(oldest + self.settings.max_wait_ms / 1000 - time.monotonic(), 0)
+                timeout = max(self.free_since + self.settings.max_wait_ms / 1000 - time.monotonic(), 0)
                 try:
                     await asyncio.wait_for(self.arrived.wait(), timeout)
                 except asyncio.TimeoutError:
                     pass
                 continue
-            self.waiting -= len(batch)
+            self.waiting -= len(call)
             if self.on_batch is not None:
-                self.on_batch(len(batch), self.waiting)
+                self.on_batch(len(call), self.waiting)
             try:
-                answers = await loop.run_in_executor(self.worker, self.run, [entry.item for entry in batch])
-                if len(answers) != len(batch):
-                    raise RuntimeError(f"The model gave {len(answers)} answers to a batch of {len(batch)} items.")
-            except Exception as error:  # the requests whose items were in this batch get the error
-                for entry in batch:
+                answers = await loop.run_in_executor(self.worker, self.run, [entry.item for entry in call])
+                if len(answers) != len(call):
+                    raise RuntimeError(f"The model gave {len(answers)} answers to a call of {len(call)} items.")
+            except Exception as error:  # the requests whose items were in this call get the error
+                for entry in call:
                     if not entry.future.done():
                         entry.future.set_exception(error)
+                self.free_since, self.in_flight = time.monotonic(), len(call) + self.waiting
                 continue
-            for entry, answer in zip(batch, answers, strict=True):
+            for entry, answer in zip(call, answers, strict=True):
                 if not entry.future.done():  # a cancelled request (its client went away) takes nothing
                     entry.future.set_result(answer)
+            self.free_since, self.in_flight = time.monotonic(), len(call) + self.waiting
 
     def _ready(self, now):
-        """The next batch, or None while no group is full and the oldest item may wait longer."""
+        """The next call's items, longest first; None while the oldest may wait longer; [] when none are left."""
         groups = {}
         for key, group in self.groups.items():  # the items of requests whose clients went away leave
             kept = collections.deque(entry for entry in group if not entry.future.cancelled())
@@ -159,18 +166,9 @@ class DynamicBatcher:
         self.groups = collections.defaultdict(collections.deque, groups)
         if not groups:
             return []
-        size = self.settings.max_batch_size
-        full = [key for key, group in groups.items() if len(group) >= size]
-        oldest = min(groups, key=lambda key: groups[key][0].since)
-        if full:
-            key = min(full, key=lambda key: groups[key][0].since)
-        elif now - groups[oldest][0].since >= self.settings.max_wait_ms / 1000:
-            key = oldest
-        else:
+        shape = min(groups, key=lambda key: groups[key][0].since)
+        group, size = groups[shape], self.settings.max_batch_size
+        if len(group) < min(size, self.in_flight) and now - self.free_since < self.settings.max_wait_ms / 1000:
             return None
-        shape, bucket = key
-        batch = []
-        for other in sorted((k for k in groups if k[0] == shape), key=lambda k: abs(k[1] - bucket)):
-            while groups[other] and len(batch) < size:
-                batch.append(groups[other].popleft())
-        return batch
+        call = [group.popleft() for _ in range(min(len(group), size))]
+        return sorted(call, key=lambda entry: -length(entry.item))

@@ -19,7 +19,8 @@ class RequestMetrics:
     """A server's counters, in a registry of their own (two servers in one process count apart).
 
     Args:
-        max_batch_size: int. The batcher's largest batch: the batch-size histogram's last bucket.
+        max_batch_size: int. The most items the batcher joins into one model call: the batch-size histogram's
+            last bucket.
     """
 
     def __init__(self, max_batch_size):
@@ -31,7 +32,8 @@ class RequestMetrics:
         self.latency = prometheus_client.Histogram("kbert_request_seconds", "Time from a request to its response.",
                                                    ["route"], buckets=LATENCY_BUCKETS, registry=self.registry)
         sizes = [2 ** k for k in range(max_batch_size.bit_length()) if 2 ** k < max_batch_size] + [max_batch_size]
-        self.batch_size = prometheus_client.Histogram("kbert_batch_size", "Items in each batch the model ran.",
+        self.batch_size = prometheus_client.Histogram("kbert_batch_size", "Items in each model call, joined from "
+                                                      "concurrent requests.",
                                                       buckets=sizes, registry=self.registry)
         self.queue_depth = prometheus_client.Gauge("kbert_queue_depth", "Items waiting for a batch.",
                                                    registry=self.registry)
@@ -46,7 +48,7 @@ class RequestMetrics:
         self.latency.labels(route).observe(seconds)
 
     def observe_batch(self, size, waiting):
-        """Counts one batch of `size` items, with `waiting` items left in the queue."""
+        """Counts one model call of `size` items, with `waiting` items left in the queue."""
         self.batch_size.observe(size)
         self.items.inc(size)
         self.queue_depth.set(waiting)

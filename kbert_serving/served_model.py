@@ -190,7 +190,7 @@ def _check_not_blank(item, names, prefix=""):
 class KerasServedModel(ServedModel):
     """A kbert task model (or a backbone, as a sentence encoder), answering through the recipes' `answers`."""
 
-    def __init__(self, model, tokenizer, max_length, name, source, dtype="float32", batch_size=32):
+    def __init__(self, model, tokenizer, max_length, name, source, dtype="float32", batch_size=16):
         import keras
 
         from kbert.tasks import BertClassifier, BertQuestionAnswerer, BertSentenceEncoder, BertTokenClassifier
@@ -267,8 +267,10 @@ def tflite_file(source):
     return None
 
 
-def load_served_model(source, name=None, dtype="float32", batch_size=32, num_threads=None, verify=True):
+def load_served_model(source, name=None, dtype="float32", batch_size=16, num_threads=None, verify=True):
     """The `ServedModel` of `source` (see the module's docstring), named `name` (default: the source's name).
+    A Keras model's `predict` cuts the items of each call into batches of `batch_size` of similar length (fewer
+    than the server joins into a call, so that they pad little); `dtype` as `BertTask.predict`'s.
 
     Example:
     >>> model = load_served_model("bert_tiny")

@@ -353,14 +353,18 @@ def serve(model, host="127.0.0.1", port=8000, batching=BatchSettings(), settings
 
 
 def _header_timeout_protocol(seconds):
-    """uvicorn's h11 protocol, closing with 408 a connection whose request headers are not in within `seconds`."""
-    from uvicorn.protocols.http.h11_impl import H11Protocol
+    """uvicorn's HTTP protocol (httptools' parser where it is installed, else h11's), closing with 408 a connection
+    whose request headers are not in within `seconds`."""
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as Protocol
+    except ImportError:
+        from uvicorn.protocols.http.h11_impl import H11Protocol as Protocol
 
     body = json_line({"error": f"The request's headers took over {seconds:g} s to arrive."}).encode()
     response = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\nconnection: close\r\n"
                 b"content-length: %d\r\n\r\n%s" % (len(body), body))
 
-    class HeaderTimeoutProtocol(H11Protocol):
+    class HeaderTimeoutProtocol(Protocol):
         def connection_made(self, transport):
             super().connection_made(transport)
             self._await_headers()

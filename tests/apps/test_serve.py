@@ -112,7 +112,8 @@ def test_help():
     result = serve("--help", env=server_env(KBERT_SERVE_TOKEN=TOKEN))
     assert result.returncode == 0 and result.stdout.startswith("usage: serve.py"), result.stderr
     text = " ".join(result.stdout.split())  # lines as argparse wrapped them, joined
-    for words in ("--max-batch-size MAX_BATCH_SIZE most items (texts, pairs) a model call takes (default: 32)",
+    for words in ("--max-batch-size MAX_BATCH_SIZE most items (texts, pairs, questions) joined into one model call "
+                  "(1: no batching) (default: 64)",
                   "(default: $KBERT_SERVE_TOKEN)", "TFLite export folder"):
         assert words in text
     assert "--ready-file" not in result.stdout and TOKEN not in result.stdout  # the token's default is not shown
@@ -121,6 +122,7 @@ def test_help():
 @pytest.mark.parametrize("flags, message", [
     (["--max-batch-size", "0"], "--max-batch-size must be at least 1, got 0."),
     (["--max-wait-ms", "-1"], "--max-wait-ms must be at least 0, got -1."),
+    (["--predict-batch-size", "0"], "--predict-batch-size must be at least 1, got 0."),
     (["--max-queue", "0"], "--max-queue must be at least 1, got 0."),
     (["--max-items", "0"], "--max-items must be at least 1, got 0."),
     (["--max-text-chars", "0"], "--max-text-chars must be at least 1, got 0."),

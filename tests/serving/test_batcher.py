@@ -1,5 +1,6 @@
-"""DynamicBatcher on fake models that record their batches: concurrent submits joined up to `max_batch_size`, singles
-and pairs apart, lengths bucketed, `max_wait_ms`, answers routed back, the bounded queue, errors, cancellation."""
+"""DynamicBatcher on fake models that record their calls: concurrent submits joined up to `max_batch_size`, singles
+and pairs apart, longest first, `max_wait_ms` for the items in flight, answers routed back, the bounded queue, errors,
+cancellation."""
 
 import asyncio
 import threading
@@ -8,7 +9,7 @@ import time
 import keras
 import pytest
 
-from kbert_serving.batcher import BatchSettings, DynamicBatcher, QueueFull, length_bucket
+from kbert_serving.batcher import BatchSettings, DynamicBatcher, QueueFull, length
 
 pytestmark = pytest.mark.skipif(keras.config.backend() != "torch", reason="no Keras in the batcher: runs once")
 
@@ -98,15 +99,15 @@ def test_singles_and_pairs_are_never_in_one_batch():
     assert shapes == [{1}, {2}] or shapes == [{2}, {1}], model.batches  # each shape in one batch of its own
 
 
-def test_lengths_are_bucketed_short_with_short():
+def test_a_call_serves_its_items_longest_first():
     model = Recorder()
     short, long = "s" * 5, "l" * 300
-    assert length_bucket((short,)) != length_bucket((long,))
+    assert length((short,)) < length((long,))
 
     async def main():
-        batcher = DynamicBatcher(model, BatchSettings(max_batch_size=4, max_wait_ms=20))
+        batcher = DynamicBatcher(model, BatchSettings(max_batch_size=8, max_wait_ms=20))
         hold = await held(batcher, model)
-        arriving = [short, long] * 4  # interleaved: batches in arrival order would mix them
+        arriving = [short, long] * 4  # interleaved: a call in arrival order would mix them
         waiting = [asyncio.create_task(batcher.submit([(f"{text}{i}",)])) for i, text in enumerate(arriving)]
         await asyncio.sleep(0.05)
         model.release.set()
@@ -114,15 +115,16 @@ def test_lengths_are_bucketed_short_with_short():
         await batcher.close()
 
     run(main())
-    lengths = [sorted({len(item[0]) for item in batch}) for batch in model.batches[1:]]
-    assert lengths == [[6], [301]], model.batches
+    lengths = [len(item[0]) for item in model.batches[1]]
+    assert lengths == sorted(lengths, reverse=True) and lengths[0] == 301, model.batches
 
 
-def test_a_batch_that_is_not_full_leaves_after_max_wait_ms():
+def test_a_model_just_freed_waits_for_the_items_in_flight_up_to_max_wait_ms():
     model = Recorder()
 
     async def main():
         batcher = DynamicBatcher(model, BatchSettings(max_batch_size=64, max_wait_ms=300))
+        await batcher.submit([("a",), ("b",), ("c",)])  # a call of 3: the model then waits for 3 items
         start = time.monotonic()
         answer = await batcher.submit([("alone",)])
         waited = time.monotonic() - start
@@ -130,8 +132,20 @@ def test_a_batch_that_is_not_full_leaves_after_max_wait_ms():
         return answer, waited
 
     answer, waited = run(main())
-    assert answer == ["ALONE"] and model.batches == [[("alone",)]]
-    assert 0.29 <= waited < 20  # it waited for others, but not for ever
+    assert answer == ["ALONE"] and model.batches[-1] == [("alone",)]
+    assert 0.25 <= waited < 20  # it waited for the others, but not for ever
+
+
+def test_a_lone_client_does_not_wait():
+    model = Recorder()
+
+    async def main():
+        batcher = DynamicBatcher(model, BatchSettings(max_batch_size=64, max_wait_ms=60_000))
+        answers = [await batcher.submit([(f"t{i}",)]) for i in range(3)]  # one item in flight, each time
+        await batcher.close()
+        return answers
+
+    assert run(main()) == [["T0"], ["T1"], ["T2"]]  # within `run`'s 30 s: no call waited its minute
 
 
 def test_a_full_batch_does_not_wait_for_max_wait_ms():
@@ -253,14 +267,17 @@ def test_close_cancels_the_waiting_items():
 
     async def main():
         batcher = DynamicBatcher(model, BatchSettings(max_batch_size=64, max_wait_ms=60_000))
+        hold = await held(batcher, model)  # the model is busy: what comes next waits in the queue
         waiting = asyncio.create_task(batcher.submit([("a",), ("b",)]))
         await asyncio.sleep(0.05)
         await batcher.close()
+        model.release.set()
         await asyncio.wait([waiting], timeout=10)
+        hold.cancel()
         return waiting.cancelled()  # here: asyncio.run cancels what is left when `main` returns
 
     assert run(main())
-    assert model.batches == []
+    assert model.batches == [[("hold",)]]
 
 
 @pytest.mark.parametrize("field, value", [("max_batch_size", 0), ("max_wait_ms", -1), ("max_queue", 0)])

@@ -1,0 +1,503 @@
+"""apps/serve.py under load on this machine, over loopback, against the same model's offline throughput.
+
+    python benchmarks/serve_benchmark.py                                  # the issue's aims (~6 min on 2 cores)
+    python benchmarks/serve_benchmark.py --client wrk --json serve.json   # Debian's wrk as the load (apt install wrk)
+    python benchmarks/serve_benchmark.py --model bert_tiny --seconds 2 --warmup 1 --offline-seconds 1 --texts 200
+
+The model: a sentiment classifier on all-MiniLM-L6-v2 with a seeded random head (`BertClassifier.from_preset`),
+saved once as a .keras file (or --model: any source apps/serve.py takes). The texts: a seeded sample of SST-2's
+training sentences ($KBERT_DATA_DIR/sst2/train.tsv; without it the 200 shipped sample sentences, and it says so).
+
+1. The ceiling, in a process of its own before any server runs: the model's offline `predict` on all the texts at
+   each batch size of --offline-batch-sizes (rows longest first, as `predict` batches them), and the served
+   model's `answer` (what the server calls on each batch: `predict` plus the answers' dicts); one untimed pass,
+   then passes for --offline-seconds. Then one offline call of a single sentence, each: its median latency.
+2. The server: apps/serve.py in a process of its own (`--port 0 --ready-file`), same backend and dtype, under
+   closed-loop load from this process: each of --clients connections (HTTP/1.1 keep-alive) posts one sentence to
+   /v1/predict, waits for the answer, posts the next. --warmup seconds, then --seconds measured: throughput
+   (answers per second, one sentence each), latency p50/p99 (from writing the request to reading the whole
+   answer), errors, the mean batch the server ran (its /metrics), and the CPU used (in cores: the server, the
+   load client, and the rest of the machine, from /proc) over the measured seconds. Settings: the server's
+   defaults; no batching (--max-batch-size 1); the offline best batch size as --predict-batch-size where it is not
+   the default (at the most clients); each of --max-wait-sweep. Beside the ceiling, `answer` on random draws of as
+   many texts as the most clients have in flight: the most a server fed by them computes at.
+
+The load client costs CPU on the same cores: `asyncio` (default) is raw HTTP/1.1 over asyncio streams with the
+requests encoded before the run and the answers' JSON not parsed; `wrk` is Debian's C load generator with a Lua
+script posting the same bodies (one thread). Both report their CPU share.
+
+Aims (issue 53): at the most clients, throughput >= 80% of the ceiling (the best offline `predict`); at 1 client,
+p50 latency within 1.2x of one offline `predict` of a single sentence.
+"""
+
+import argparse
+import asyncio
+import csv
+import http.client
+import json
+import os
+import pathlib
+import random
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from kbert_edge.cpu import cpu_summary, describe_cpu
+from kbert_serving.batcher import BatchSettings
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SERVE = ROOT / "apps" / "serve.py"
+DATA_DIR = pathlib.Path(os.environ.get("KBERT_DATA_DIR", ROOT.parent / "shared" / "data"))
+SAMPLE = ROOT / "kbert" / "data" / "samples" / "sentiment_sample.tsv"
+DEFAULT_MODEL = "all_minilm_l6_v2 sentiment classifier (random head)"
+CONTENT_LENGTH = re.compile(rb"(?i)\r\ncontent-length: *(\d+)")
+TICKS = os.sysconf("SC_CLK_TCK")
+SUBPROCESS_ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+
+
+# ---------------------------------------------------------------- texts
+
+def read_texts(count, seed=0):
+    """`count` single sentences (a seeded sample of SST-2's training set) and where they came from; the shipped
+    sample of 200 sentences when SST-2 is not there."""
+    path = DATA_DIR / "sst2" / "train.tsv"
+    source = f"SST-2 ({path}), a seeded sample"
+    if not path.is_file():
+        path, source = SAMPLE, f"the 200 shipped sample sentences ({SAMPLE.name}): SST-2 not found at {path}"
+    with open(path, encoding="utf-8", newline="") as file:
+        texts = [row[0] for row in list(csv.reader(file, delimiter="\t", quoting=csv.QUOTE_NONE))[1:] if row[0]]
+    return random.Random(seed).sample(texts, min(count, len(texts))), source
+
+
+# ---------------------------------------------------------------- workers (each in a process of its own)
+
+def build_classifier(path):
+    """The default model: a 2-class `BertClassifier` on all-MiniLM-L6-v2, head seeded, saved to `path`."""
+    import keras
+
+    from kbert import BertClassifier
+
+    keras.utils.set_random_seed(0)
+    model = BertClassifier.from_preset("all_minilm_l6_v2", num_classes=2, label_names=["negative", "positive"])
+    model.save(path)
+    return {}
+
+
+def offline(args):
+    """The served model's offline throughput at each batch size and one call's latency (see the docstring)."""
+    from kbert_serving import load_served_model
+
+    texts = json.loads(pathlib.Path(args.texts_file).read_text())
+    served = load_served_model(args.model, dtype=args.dtype)
+    if served.kind == "question_answerer":
+        sys.exit(f"serve_benchmark sends single sentences; {args.model} is a question answerer.")
+    items = [(text,) for text in texts]
+    passes = {"answer": lambda size: offline_answers(served, items, size)}
+    singles = {"answer": lambda text: served.answer([(text,)])}
+    if hasattr(served, "model"):  # a Keras model (a TFLite export has no `predict` of its own)
+        passes["predict"] = lambda size: served.model.predict(texts, batch_size=size, verbose=0, dtype=args.dtype)
+        singles["predict"] = lambda text: served.model.predict([text], batch_size=1, verbose=0, dtype=args.dtype)
+    throughput = {}
+    for size in args.offline_batch_sizes:
+        for name, run in passes.items():
+            run(size)  # traces and compiles
+            count, start = 0, time.perf_counter()
+            while not count or time.perf_counter() - start < args.offline_seconds:
+                run(size)
+                count += 1
+            throughput.setdefault(str(size), {})[name] = len(texts) * count / (time.perf_counter() - start)
+    single_ms = {}
+    for name, call in singles.items():
+        for text in texts[:50]:
+            call(text)
+        times, start = [], time.perf_counter()
+        while time.perf_counter() - start < args.offline_seconds:
+            begun = time.perf_counter()
+            call(texts[len(times) % len(texts)])
+            times.append(time.perf_counter() - begun)
+        single_ms[name] = 1000 * statistics.median(times)
+    pools = {}
+    if hasattr(served, "model"):  # what a server can reach with one text from each of N clients in flight
+        clients, rng = max(args.clients), np.random.default_rng(0)
+        served.batch_size = default_predict_batch_size()
+        draws = [[(texts[i],) for i in rng.choice(len(texts), clients, replace=False)] for _ in range(12)]
+        served.answer(draws[0])
+        start = time.perf_counter()
+        for draw in draws[1:]:
+            served.answer(draw)
+        pools = {"clients": clients, "predict_batch_size": served.batch_size,
+                 "texts_per_s": clients * (len(draws) - 1) / (time.perf_counter() - start)}
+    return {"kind": served.kind, "runtime": served.runtime, "throughput": throughput, "single_ms": single_ms,
+            "pools": pools, "mean_tokens": float(np.mean(served.token_counts(texts)))}
+
+
+def default_predict_batch_size():
+    """apps/serve.py's default --predict-batch-size: the rows each of a call's batches holds."""
+    import inspect
+
+    from kbert_serving.served_model import load_served_model
+
+    return inspect.signature(load_served_model).parameters["batch_size"].default
+
+
+def offline_answers(served, items, batch_size):
+    """The served model's answers to `items` offline: a Keras model's `answer` on all of them at once, which its
+    `predict` batches (longest first); a TFLite model's on chunks of `batch_size` (it runs a call as one batch)."""
+    if hasattr(served, "model"):
+        served.batch_size = batch_size
+        return served.answer(items)
+    return [answer for start in range(0, len(items), batch_size)
+            for answer in served.answer(items[start : start + batch_size])]
+
+
+def run_worker(name, args, folder):
+    command = [sys.executable, __file__, "--worker", name, "--model", args.model, "--dtype", args.dtype,
+               "--texts-file", str(folder / "texts.json"), "--offline-seconds", str(args.offline_seconds),
+               "--offline-batch-sizes", *map(str, args.offline_batch_sizes), "--clients", *map(str, args.clients)]
+    result = subprocess.run(command, env=SUBPROCESS_ENV, capture_output=True, text=True)
+    if result.returncode:
+        sys.exit(f"serve_benchmark: the {name} worker failed:\n{result.stderr[-3000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+# ---------------------------------------------------------------- the server
+
+class Server:
+    """apps/serve.py in a process of its own, with `flags`, until `stop`."""
+
+    def __init__(self, model, dtype, flags, folder, start_timeout=600):
+        ready, self.log_path = folder / "port", folder / "server.log"
+        ready.unlink(missing_ok=True)
+        self.log = open(self.log_path, "w")
+        command = [sys.executable, str(SERVE), model, "--port", "0", "--ready-file", str(ready), "--dtype", dtype,
+                   *flags]
+        self.process = subprocess.Popen(command, env=SUBPROCESS_ENV, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + start_timeout
+        while not (ready.is_file() and ready.read_text().strip()):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                sys.exit(f"serve_benchmark: the server did not start:\n{self.log_tail()}")
+            time.sleep(0.1)
+        self.port = int(ready.read_text())
+
+    def get(self, path):
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        try:
+            connection.request("GET", path)
+            return connection.getresponse().read().decode()
+        finally:
+            connection.close()
+
+    def check(self, request):
+        """Posts one request as the load does: a clear exit unless it gets its predictions."""
+        head, _, body = request.partition(b"\r\n\r\n")
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=600)
+        try:
+            connection.request("POST", "/v1/predict", body, {"Content-Type": "application/json"})
+            response = connection.getresponse()
+            answer = response.read().decode()
+        finally:
+            connection.close()
+        if response.status != 200 or "predictions" not in json.loads(answer):
+            self.stop()
+            sys.exit(f"serve_benchmark: the server answered {response.status}: {answer[:500]}")
+
+    def batches(self):
+        """(items, batches) the server has run so far, from its /metrics."""
+        found = dict(re.findall(r"(?m)^kbert_batch_size_(sum|count) (\S+)$", self.get("/metrics")))
+        return float(found["sum"]), float(found["count"])
+
+    def cpu_seconds(self):
+        fields = pathlib.Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
+
+    def log_tail(self):
+        self.log.flush()
+        return self.log_path.read_text()[-3000:]
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+
+
+def request_bytes(text):
+    """One load request: POST /v1/predict of one sentence, encoded once."""
+    body = json.dumps({"texts": [text]}).encode()
+    return (b"POST /v1/predict HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+
+
+# ---------------------------------------------------------------- load clients
+
+def counters(server):
+    """CPU seconds so far: the machine's busy time, the server's, this process's and its waited children's."""
+    cpu = [int(value) for value in pathlib.Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    busy = sum(cpu) - cpu[3] - cpu[4]  # all but idle and iowait
+    own = sum(getattr(resource.getrusage(who), field) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+              for field in ("ru_utime", "ru_stime"))
+    return {"time": time.perf_counter(), "machine": busy / TICKS, "server": server.cpu_seconds(), "client": own,
+            "batches": server.batches()}
+
+
+def window(before, after):
+    """Cores used over a measured window (server, client, the rest of the machine) and the server's mean batch."""
+    seconds = after["time"] - before["time"]
+    used = {name: (after[name] - before[name]) / seconds for name in ("machine", "server", "client")}
+    items, batches = (a - b for a, b in zip(after["batches"], before["batches"]))
+    return {"server_cores": used["server"], "client_cores": used["client"],
+            "other_cores": max(used["machine"] - used["server"] - used["client"], 0.0),
+            "mean_batch": items / batches if batches else 0.0}
+
+
+async def asyncio_load(server, requests, clients, warmup, seconds):
+    """Closed-loop load from this process: `clients` keep-alive connections, each posting the next request once
+    its answer is read. Returns (completion time, latency, status) of every answer, and the measured window."""
+    start = time.perf_counter()
+    measured_from, stop = start + warmup, start + warmup + seconds
+    answers, snapshots = [], []
+
+    async def client(offset):
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        index = offset
+        try:
+            while (sent := time.perf_counter()) < stop:
+                writer.write(requests[index % len(requests)])
+                index += 1
+                head = await reader.readuntil(b"\r\n\r\n")
+                await reader.readexactly(int(CONTENT_LENGTH.search(head)[1]))
+                done = time.perf_counter()
+                answers.append((done, done - sent, int(head[9:12])))
+        finally:
+            writer.close()
+
+    async def snapshot(at):
+        await asyncio.sleep(at - time.perf_counter())
+        snapshots.append(await asyncio.to_thread(counters, server))
+
+    await asyncio.gather(*(client(k * len(requests) // clients) for k in range(clients)),
+                         snapshot(measured_from), snapshot(stop))
+    return answers, snapshots, measured_from, stop
+
+
+def asyncio_point(server, requests, clients, warmup, seconds):
+    answers, (before, after), measured_from, stop = asyncio.run(
+        asyncio_load(server, requests, clients, warmup, seconds))
+    kept = [(latency, status) for done, latency, status in answers if measured_from <= done < stop]
+    latencies = [latency for latency, _ in kept] or [float("nan")]  # none: nan, not a made-up figure
+    return {"throughput": len(kept) / seconds, "p50_ms": 1000 * float(np.percentile(latencies, 50)),
+            "p99_ms": 1000 * float(np.percentile(latencies, 99)), "answers": len(kept),
+            "errors": sum(status != 200 for _, status in kept), **window(before, after)}
+
+
+WRK_SCRIPT = """
+local requests = {}
+function init(args)
+  for body in io.lines(args[1]) do
+    requests[#requests + 1] = wrk.format("POST", "/v1/predict", {["Content-Type"] = "application/json"}, body)
+  end
+end
+local index = 0
+function request()
+  index = index % #requests + 1
+  return requests[index]
+end
+function done(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format('{"requests": %d, "duration_us": %d, "p50_us": %.0f, "p99_us": %.0f, "errors": %d}\\n',
+    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
+    e.connect + e.read + e.write + e.status + e.timeout))
+end
+"""
+
+
+def wrk_point(server, bodies_file, clients, warmup, seconds):
+    """The same load from Debian's wrk (one thread): a warm-up run, then a measured one."""
+    script = bodies_file.with_name("load.lua")
+    script.write_text(WRK_SCRIPT)
+
+    def wrk(duration):
+        command = ["wrk", "-t1", f"-c{clients}", f"-d{duration}s", "--timeout", "60s", "-s", str(script),
+                   f"http://127.0.0.1:{server.port}/v1/predict", "--", str(bodies_file)]
+        output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+        return json.loads([line for line in output.splitlines() if line.startswith("{")][-1])
+
+    if warmup:
+        wrk(warmup)
+    before = counters(server)
+    found = wrk(seconds)
+    after = counters(server)
+    answered = found["requests"] > 0  # wrk's percentiles of no answers read 0: nan instead
+    return {"throughput": found["requests"] / (found["duration_us"] / 1e6),
+            "p50_ms": found["p50_us"] / 1000 if answered else float("nan"),
+            "p99_ms": found["p99_us"] / 1000 if answered else float("nan"),
+            "answers": found["requests"], "errors": found["errors"],
+            **window(before, after)}
+
+
+# ---------------------------------------------------------------- driver
+
+def server_settings(args, best_batch_size):
+    """(label, apps/serve.py flags, client counts) of each server run: defaults, no batching, the offline best
+    batch size as --predict-batch-size where it is not the default (at the most clients), each --max-wait-sweep
+    value."""
+    default = BatchSettings()
+    most = [max(args.clients)]
+    runs = [(f"batching, defaults (max batch {default.max_batch_size}, wait {default.max_wait_ms:g} ms)", [],
+             args.clients),
+            ("no batching (--max-batch-size 1)", ["--max-batch-size", "1"], args.clients)]
+    if best_batch_size != default_predict_batch_size():
+        runs.append((f"batching, --predict-batch-size {best_batch_size}",
+                     ["--predict-batch-size", str(best_batch_size)], most))
+    runs += [(f"batching, --max-wait-ms {wait:g}", ["--max-wait-ms", f"{wait:g}"], args.clients)
+             for wait in args.max_wait_sweep]
+    return runs
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", help=f"any source apps/serve.py takes (default: the {DEFAULT_MODEL}, "
+                        "written to a temporary folder)")
+    parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"),
+                        help="Keras models' compute dtype, offline and served (default: %(default)s)")
+    parser.add_argument("--texts", type=int, default=1000, help="sentences sampled (default: %(default)s)")
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 64],
+                        help="concurrent clients of each point (default: %(default)s)")
+    parser.add_argument("--seconds", type=int, default=20, help="measured seconds a point (default: %(default)s)")
+    parser.add_argument("--warmup", type=int, default=5,
+                        help="seconds of load before each point (default: %(default)s)")
+    parser.add_argument("--offline-seconds", type=float, default=10.0,
+                        help="timed seconds of each offline measurement (default: %(default)s)")
+    parser.add_argument("--offline-batch-sizes", type=int, nargs="+", default=[8, 16, 32, 64],
+                        help="offline batch sizes tried for the ceiling (default: %(default)s)")
+    parser.add_argument("--max-wait-sweep", type=float, nargs="*", default=[],
+                        help="also serve with each of these --max-wait-ms (default: none)")
+    parser.add_argument("--client", choices=("asyncio", "wrk"), default="asyncio",
+                        help="the load generator (default: %(default)s; wrk: Debian's, apt install wrk)")
+    parser.add_argument("--json", help="write the figures to this file")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--texts-file", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    for name in ("texts", "seconds", "offline_seconds"):
+        if getattr(args, name) <= 0:
+            parser.error(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}.")
+    if min(args.clients + args.offline_batch_sizes) < 1 or args.warmup < 0:
+        parser.error("--clients and --offline-batch-sizes must be at least 1, --warmup at least 0.")
+    if args.client == "wrk" and shutil.which("wrk") is None:
+        parser.error("--client wrk needs wrk on the PATH (apt-get install wrk).")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.worker:
+        result = build_classifier(args.model) if args.worker == "build" else offline(args)
+        print(json.dumps(result))
+        return
+    with tempfile.TemporaryDirectory(prefix="serve_benchmark-") as folder:
+        folder = pathlib.Path(folder)
+        report = run(args, folder)
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
+        print(f"\nFigures written to {args.json}")
+
+
+def run(args, folder):
+    texts, texts_source = read_texts(args.texts)
+    (folder / "texts.json").write_text(json.dumps(texts))
+    (folder / "bodies.jsonl").write_text("".join(json.dumps({"texts": [text]}) + "\n" for text in texts))
+    requests = [request_bytes(text) for text in texts]
+    model_name = args.model or DEFAULT_MODEL
+    if args.model is None:
+        args.model = str(folder / "sentiment_minilm.keras")
+        print(f"Building the {DEFAULT_MODEL} ...", flush=True)
+        run_worker("build", args, folder)
+    machine = describe_cpu()
+    print(f"Offline (a process of its own, no server): {len(texts)} texts, each batch size's passes for "
+          f"{args.offline_seconds:g} s after one untimed pass ...", flush=True)
+    ceiling = run_worker("offline", args, folder)
+    reference = "predict" if "predict" in ceiling["single_ms"] else "answer"
+    best_size, best = max(((int(size), row[reference]) for size, row in ceiling["throughput"].items()),
+                          key=lambda pair: pair[1])
+    single_ms = ceiling["single_ms"][reference]
+    print(f"\nserve_benchmark: {model_name}: {ceiling['kind']}, {ceiling['runtime']}, {args.dtype}")
+    print(f"machine: {cpu_summary(machine)}; load client: {args.client}, on the same cores")
+    print(f"texts: {len(texts)} single sentences from {texts_source}; mean "
+          f"{np.mean([len(text.split()) for text in texts]):.1f} words, {ceiling['mean_tokens']:.1f} tokens")
+    print("\nOffline, texts/s (the ceiling: the best `predict`; `answer` is what the server calls on a batch):")
+    names = [name for name in ("predict", "answer") if name in ceiling["single_ms"]]
+    print(f"  {'batch':>5}" + "".join(f" {name:>10}" for name in names))
+    for size, row in ceiling["throughput"].items():
+        mark = "  <- ceiling" if int(size) == best_size else ""
+        print(f"  {size:>5}" + "".join(f" {row[name]:10.1f}" for name in names) + mark)
+    print("  one sentence, median: " + ", ".join(f"{name} {ceiling['single_ms'][name]:.2f} ms" for name in names))
+    pools = ceiling["pools"]
+    if pools:
+        print(f"  random draws of {pools['clients']} texts (one from each of {pools['clients']} clients), `answer` at "
+              f"predict batch {pools['predict_batch_size']}: {pools['texts_per_s']:.1f} texts/s = "
+              f"{pools['texts_per_s'] / best:.0%} of the ceiling: the most a server with {pools['clients']} texts in "
+              "flight computes at")
+
+    print(f"\nServer (apps/serve.py, one sentence a request to /v1/predict; {args.warmup} s warm-up, {args.seconds} s "
+          "measured; cores: CPU used over the measured seconds):")
+    print(f"  {'setting':50} {'clients':>7} {'texts/s':>8} {'vs ceiling':>10} {'p50 ms':>8} {'p99 ms':>8} "
+          f"{'p50 vs 1 call':>13} {'errors':>6} {'batch':>6} {'server':>6} {'client':>6} {'other':>6}")
+    points = []
+    for label, flags, client_counts in server_settings(args, best_size):
+        server = Server(args.model, args.dtype, flags, folder)
+        try:
+            server.check(requests[0])
+            for clients in client_counts:
+                if args.client == "wrk":
+                    point = wrk_point(server, folder / "bodies.jsonl", clients, args.warmup, args.seconds)
+                else:
+                    point = asyncio_point(server, requests, clients, args.warmup, args.seconds)
+                point.update(setting=label, flags=flags, clients=clients, vs_ceiling=point["throughput"] / best,
+                             p50_vs_single_call=point["p50_ms"] / single_ms)
+                points.append(point)
+                print(f"  {label:50} {clients:7} {point['throughput']:8.1f} {point['vs_ceiling']:10.0%} "
+                      f"{point['p50_ms']:8.2f} {point['p99_ms']:8.2f} {point['p50_vs_single_call']:12.2f}x "
+                      f"{point['errors']:6} {point['mean_batch']:6.1f} {point['server_cores']:6.2f} "
+                      f"{point['client_cores']:6.2f} {point['other_cores']:6.2f}", flush=True)
+        except Exception:
+            print(f"The server's log:\n{server.log_tail()}", file=sys.stderr)
+            raise
+        finally:
+            server.stop()
+
+    defaults = [point for point in points if not point["flags"]]
+    latency = next(point for point in defaults if point["clients"] == min(args.clients))
+    load = next(point for point in defaults if point["clients"] == max(args.clients))
+    aims = {"throughput_vs_ceiling": load["vs_ceiling"], "throughput_aim_met": load["vs_ceiling"] >= 0.8,
+            "p50_vs_single_call": latency["p50_vs_single_call"],
+            "latency_aim_met": latency["p50_vs_single_call"] <= 1.2}
+    print(f"\nAims, server defaults: at {load['clients']} clients {load['vs_ceiling']:.0%} of the ceiling "
+          f"({best:.1f} texts/s, offline {reference} at batch {best_size}; aim >= 80%: "
+          f"{'met' if aims['throughput_aim_met'] else 'not met'}), p99 {load['p99_ms']:.1f} ms; at "
+          f"{latency['clients']} client p50 {latency['p50_ms']:.2f} ms = {latency['p50_vs_single_call']:.2f}x one "
+          f"offline {reference} of a sentence ({single_ms:.2f} ms; aim <= 1.2x: "
+          f"{'met' if aims['latency_aim_met'] else 'not met'})")
+    return {"model": model_name, "kind": ceiling["kind"], "runtime": ceiling["runtime"], "dtype": args.dtype,
+            "machine": machine, "client": args.client, "texts": len(texts), "texts_source": texts_source,
+            "mean_tokens": ceiling["mean_tokens"], "seconds": args.seconds, "warmup": args.warmup,
+            "offline_seconds": args.offline_seconds, "offline": ceiling, "ceiling": {
+                "engine": reference, "batch_size": best_size, "texts_per_s": best, "single_call_ms": single_ms},
+            "server_defaults": {"max_batch_size": BatchSettings().max_batch_size,
+                                "max_wait_ms": BatchSettings().max_wait_ms},
+            "points": points, "aims": aims}
+
+
+if __name__ == "__main__":
+    main()
