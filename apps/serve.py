@@ -17,8 +17,9 @@ Routes: GET / (the page), /health, /metrics (Prometheus), /v1/model; POST /v1/pr
 POST /v1/embeddings for sentence encoders. Answers are the apps' predict answers as JSON.
 
 Concurrent requests are joined into model calls of up to --max-batch-size items (a model just freed waits up to
---max-wait-ms for more while they keep arriving), which a Keras model's predict cuts into batches of
---predict-batch-size texts of similar length; past --max-queue waiting items a request gets 503 with Retry-After. The server listens on 127.0.0.1 unless --host says otherwise; with --token (or KBERT_SERVE_TOKEN)
+--max-wait-ms for the texts in flight as it finished), which a Keras model's predict cuts into batches of
+--predict-batch-size texts of similar length; past --max-queue waiting items a request gets 503 with Retry-After.
+The server listens on 127.0.0.1 unless --host says otherwise; with --token (or KBERT_SERVE_TOKEN)
 every route but / and /health needs 'Authorization: Bearer TOKEN'. Keras models run under KERAS_BACKEND.
 """
 
@@ -41,7 +42,7 @@ def parser():
     parser.add_argument("--max-batch-size", type=int, default=64,
                         help="most items (texts, pairs, questions) joined into one model call (1: no batching)")
     parser.add_argument("--max-wait-ms", type=float, default=10.0,
-                        help="longest a model just freed waits for more items while they keep arriving")
+                        help="longest a model just freed waits for the texts in flight as it finished")
     parser.add_argument("--predict-batch-size", type=int, default=16,
                         help="Keras models: rows of each batch predict cuts a call into, texts of similar length")
     parser.add_argument("--max-queue", type=int, default=1024, help="most items waiting; past it: 503, Retry-After")

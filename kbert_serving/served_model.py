@@ -7,9 +7,9 @@ backbone folder or preset - or an export folder of apps/export.py (its `token_id
 
 | kind | an item | its answer (as the apps' `predict`) |
 |---|---|---|
-| `classifier` | `(text,)` or `(text, pair)` | `label`, `probability`, `probabilities` (multi-label: `labels`; a regressor: `score`) |
+| `classifier` | `(text,)`, `(text, pair)` | `label`, `probability`, `probabilities` (multi-label `labels`, regressor `score`) |
 | `token_classifier` | `(text,)` | `entities`: `type`, `text`, `start`, `end` (characters), `score` |
-| `question_answerer` | `(question, context)` | `text`, `start`, `end` (characters in the context), `score`, `probability` |
+| `question_answerer` | `(question, context)` | `text`, `start`, `end` (in the context), `score`, `probability` |
 | `sentence_encoder` | `(text,)` | `embedding` (a unit vector where the model normalises) |
 """
 

@@ -10,7 +10,7 @@ unless told another host. Every request's items go through one `DynamicBatcher`.
 | `GET /metrics` | Prometheus's text format (`RequestMetrics`) |
 | `GET /v1/model` | the model's kind, labels, inputs, runtime, batching |
 | `POST /v1/predict` | `{"texts": [...]}` (`"pairs"`; QA `"questions"`, `"contexts"`) -> `{"predictions": [...]}` |
-| `POST /v1/models/NAME:predict` | TF Serving: `{"instances": [...]}` -> `{"predictions"}`, `{"inputs": {...}}` -> `{"outputs"}` |
+| `POST /v1/models/NAME:predict` | TF Serving: `{"instances"}` -> `{"predictions"}`, `{"inputs"}` -> `{"outputs"}` |
 | `GET /v1/models/NAME`, `.../metadata` | TF Serving's model status and metadata |
 | `POST /v1/embeddings` | OpenAI's shape, sentence encoders: `{"input": str or [str]}` -> `{"data": [{"embedding"}]}` |
 
