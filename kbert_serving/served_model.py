@@ -7,7 +7,7 @@ backbone folder or preset - or an export folder of apps/export.py (its `token_id
 
 | kind | an item | its answer (as the apps' `predict`) |
 |---|---|---|
-| `classifier` | `(text,)`, `(text, pair)` | `label`, `probability`, `probabilities` (multi-label `labels`, regressor `score`) |
+| `classifier` | `(text,)`, `(text, pair)` | `label`, `probability`, `probabilities` (or `labels`; regressor: `score`) |
 | `token_classifier` | `(text,)` | `entities`: `type`, `text`, `start`, `end` (characters), `score` |
 | `question_answerer` | `(question, context)` | `text`, `start`, `end` (in the context), `score`, `probability` |
 | `sentence_encoder` | `(text,)` | `embedding` (a unit vector where the model normalises) |
