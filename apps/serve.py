@@ -31,7 +31,11 @@ from app_cli import app_parser, start_quietly
 
 
 def parser():
-    """The argparse parser of this app."""
+    """The argparse parser of this app; its defaults are kbert_serving's."""
+    from kbert_serving import BatchSettings, InputLimits, ServerSettings
+    from kbert_serving.served_model import PREDICT_BATCH_SIZE
+
+    batching, limits, server = BatchSettings(), InputLimits(), ServerSettings()
     parser = app_parser(__doc__)
     parser.add_argument("model", help="run folder, .keras file, Hugging Face folder, preset, or TFLite export folder")
     parser.add_argument("--name", help="the model's name in routes and answers (default: the folder's name)")
@@ -39,17 +43,21 @@ def parser():
     parser.add_argument("--port", type=int, default=8000, help="port to listen on (0: any free port)")
     parser.add_argument("--token", default=os.environ.get("KBERT_SERVE_TOKEN"),
                         help="bearer token required on every route but / and /health (default: $KBERT_SERVE_TOKEN)")
-    parser.add_argument("--max-batch-size", type=int, default=64,
+    parser.add_argument("--max-batch-size", type=int, default=batching.max_batch_size,
                         help="most items (texts, pairs, questions) joined into one model call (1: no batching)")
-    parser.add_argument("--max-wait-ms", type=float, default=10.0,
+    parser.add_argument("--max-wait-ms", type=float, default=batching.max_wait_ms,
                         help="longest a model just freed waits for the texts in flight as it finished")
-    parser.add_argument("--predict-batch-size", type=int, default=16,
+    parser.add_argument("--predict-batch-size", type=int, default=PREDICT_BATCH_SIZE,
                         help="Keras models: rows of each batch predict cuts a call into, texts of similar length")
-    parser.add_argument("--max-queue", type=int, default=1024, help="most items waiting; past it: 503, Retry-After")
-    parser.add_argument("--max-items", type=int, default=256, help="most texts (or pairs, questions) in one request")
-    parser.add_argument("--max-text-chars", type=int, default=100_000, help="most characters in one text")
-    parser.add_argument("--max-body-mb", type=float, default=4.0, help="largest request body, in MB")
-    parser.add_argument("--timeout", type=float, default=10.0,
+    parser.add_argument("--max-queue", type=int, default=batching.max_queue,
+                        help="most items waiting; past it: 503, Retry-After")
+    parser.add_argument("--max-items", type=int, default=limits.max_items,
+                        help="most texts (or pairs, questions) in one request")
+    parser.add_argument("--max-text-chars", type=int, default=limits.max_text_chars,
+                        help="most characters in one text")
+    parser.add_argument("--max-body-mb", type=float, default=server.max_body_bytes / 2 ** 20,
+                        help="largest request body, in MB")
+    parser.add_argument("--timeout", type=float, default=server.body_timeout,
                         help="seconds a client has to send a request's headers, and then its body")
     parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"),
                         help="Keras models: compute in bfloat16 on CPUs with bfloat16 units")
@@ -79,7 +87,7 @@ def main(argv=None):
     with start_up_lines_held():  # what LiteRT and TensorFlow print as they load (--verbose: shown)
         model = load_served_model(args.model, args.name, args.dtype, args.predict_batch_size, args.threads,
                                   verify=not args.no_verify)
-    settings = ServerSettings(args.token, int(args.max_body_mb * 1024 * 1024), args.timeout, limits)
+    settings = ServerSettings(args.token, int(args.max_body_mb * 2 ** 20), args.timeout, limits)
 
     def ready(port):
         where = f"http://{args.host}:{port}/"

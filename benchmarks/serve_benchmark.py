@@ -51,6 +51,7 @@ import numpy as np
 
 from kbert_edge.cpu import cpu_summary, describe_cpu
 from kbert_serving.batcher import BatchSettings
+from kbert_serving.served_model import PREDICT_BATCH_SIZE
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SERVE = ROOT / "apps" / "serve.py"
@@ -126,7 +127,7 @@ def offline(args):
     pools = {}
     if hasattr(served, "model"):  # what a server can reach with one text from each of N clients in flight
         clients, rng = max(args.clients), np.random.default_rng(0)
-        served.batch_size = default_predict_batch_size()
+        served.batch_size = PREDICT_BATCH_SIZE
         draws = [[(texts[i],) for i in rng.choice(len(texts), clients, replace=False)] for _ in range(12)]
         served.answer(draws[0])
         start = time.perf_counter()
@@ -136,15 +137,6 @@ def offline(args):
                  "texts_per_s": clients * (len(draws) - 1) / (time.perf_counter() - start)}
     return {"kind": served.kind, "runtime": served.runtime, "throughput": throughput, "single_ms": single_ms,
             "pools": pools, "mean_tokens": float(np.mean(served.token_counts(texts)))}
-
-
-def default_predict_batch_size():
-    """apps/serve.py's default --predict-batch-size: the rows each of a call's batches holds."""
-    import inspect
-
-    from kbert_serving.served_model import load_served_model
-
-    return inspect.signature(load_served_model).parameters["batch_size"].default
 
 
 def offline_answers(served, items, batch_size):
@@ -358,7 +350,7 @@ def server_settings(args, best_batch_size):
     runs = [(f"batching, defaults (max batch {default.max_batch_size}, wait {default.max_wait_ms:g} ms)", [],
              args.clients),
             ("no batching (--max-batch-size 1)", ["--max-batch-size", "1"], args.clients)]
-    if best_batch_size != default_predict_batch_size():
+    if best_batch_size != PREDICT_BATCH_SIZE:
         runs.append((f"batching, --predict-batch-size {best_batch_size}",
                      ["--predict-batch-size", str(best_batch_size)], most))
     runs += [(f"batching, --max-wait-ms {wait:g}", ["--max-wait-ms", f"{wait:g}"], args.clients)

@@ -24,6 +24,8 @@ KINDS = ("classifier", "token_classifier", "question_answerer", "sentence_encode
 INPUT_NAMES = {"classifier": ("texts", "pairs"), "token_classifier": ("texts", None),
                "question_answerer": ("questions", "contexts"), "sentence_encoder": ("texts", None)}
 TFLITE_FILES = ("token_ids.tflite", "text.tflite")  # an export folder's model, first found
+# rows of each batch a Keras model's predict cuts a call into: fewer than a call holds, so that they pad little
+PREDICT_BATCH_SIZE = 16
 
 
 class RequestError(ValueError):
@@ -190,7 +192,8 @@ def _check_not_blank(item, names, prefix=""):
 class KerasServedModel(ServedModel):
     """A kbert task model (or a backbone, as a sentence encoder), answering through the recipes' `answers`."""
 
-    def __init__(self, model, tokenizer, max_length, name, source, dtype="float32", batch_size=16):
+    def __init__(self, model, tokenizer, max_length, name, source, dtype="float32",
+                 batch_size=PREDICT_BATCH_SIZE):
         import keras
 
         from kbert.tasks import BertClassifier, BertQuestionAnswerer, BertSentenceEncoder, BertTokenClassifier
@@ -267,10 +270,11 @@ def tflite_file(source):
     return None
 
 
-def load_served_model(source, name=None, dtype="float32", batch_size=16, num_threads=None, verify=True):
+def load_served_model(source, name=None, dtype="float32", batch_size=PREDICT_BATCH_SIZE, num_threads=None,
+                      verify=True):
     """The `ServedModel` of `source` (see the module's docstring), named `name` (default: the source's name).
-    A Keras model's `predict` cuts the items of each call into batches of `batch_size` of similar length (fewer
-    than the server joins into a call, so that they pad little); `dtype` as `BertTask.predict`'s.
+    A Keras model's `predict` cuts the items of each call into batches of `batch_size` of similar length;
+    `dtype` as `BertTask.predict`'s.
 
     Example:
     >>> model = load_served_model("bert_tiny")
