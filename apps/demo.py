@@ -358,27 +358,14 @@ def keras_results(out, metrics, sentences, repeats):
 
     from kbert.saving import load_run
 
-    model, tokenizer, max_length = load_run(out)
-
-    def classify(texts):
-        logits = model.predict_on_batch(tokenizer(texts, max_length=max_length))
-        return keras.ops.convert_to_numpy(keras.ops.softmax(logits, axis=-1))
-
-    from kbert_edge.edge_model import is_blank
-
-    blank = [is_blank(sentence, lowercase=tokenizer.lowercase) for sentence in sentences]  # no label, as everywhere
-    kept = [sentence for sentence, empty in zip(sentences, blank) if not empty]
-    answers = iter(classify(kept) if kept else [])
-    predictions = []
-    for empty in blank:
-        p = None if empty else next(answers)
-        predictions.append({"label": None, "probability": None} if empty else
-                           {"label": model.label_names[int(p.argmax())], "probability": float(p.max())})
+    model = load_run(out)[0]
+    predictions = [{"label": answer["label"], "probability": answer.get("probability")}
+                   for answer in model.answers(sentences)]  # an empty sentence: no label, as everywhere
     accuracy = metrics["validation"]["accuracy"]
     print(f"Keras on {keras.config.backend()}: validation accuracy {accuracy:.4f}")
     weights = sum(int(np.prod(w.shape)) * np.dtype(w.dtype).itemsize for w in model.weights)
     return {"accuracy": accuracy, "size": (out / "model.keras").stat().st_size, "weights": weights,
-            "latency_ms": median_ms(lambda: classify(sentences[:1]), repeats)}, predictions
+            "latency_ms": median_ms(lambda: model.answers(sentences[:1]), repeats)}, predictions
 
 
 def export_tflite_models(out, json_lines=False):

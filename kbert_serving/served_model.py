@@ -190,7 +190,7 @@ def _check_not_blank(item, names, prefix=""):
 
 
 class KerasServedModel(ServedModel):
-    """A kbert task model (or a backbone, as a sentence encoder), answering through the recipes' `answers`."""
+    """A kbert task model (or a backbone, as a sentence encoder), answering as the apps' `predict` does."""
 
     def __init__(self, model, tokenizer, max_length, name, source, dtype="float32",
                  batch_size=PREDICT_BATCH_SIZE):
@@ -209,12 +209,12 @@ class KerasServedModel(ServedModel):
         self.runtime = f"keras ({keras.config.backend()})"
 
     def answer(self, items):
-        from kbert.recipes import ner, qa, sentence
+        from kbert.recipes import ner, qa
 
         columns = [list(column) for column in zip(*items)]
         if self.kind == "classifier":
-            return sentence.answers(self.model, self.tokenizer, self.max_length, columns[0],
-                                    columns[1] if len(columns) > 1 else None, self.batch_size, self.dtype)
+            return self.model.answers(columns[0] if len(columns) == 1 else tuple(columns), self.batch_size,
+                                      dtype=self.dtype)
         if self.kind == "token_classifier":
             return ner.answers(self.model, columns[0], self.batch_size, self.dtype)
         if self.kind == "question_answerer":

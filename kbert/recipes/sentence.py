@@ -19,7 +19,6 @@ from kbert.training.remat import rematerialized
 from kbert.training.training_run import fine_tuning_run
 from kbert.training.run_results import parameter_counts, write_evaluation
 from kbert.training.validation_scores import ValidationScores
-from kbert_edge.edge_model import EMPTY_TEXT, is_blank
 
 
 @dataclasses.dataclass(frozen=True)
@@ -214,49 +213,8 @@ def evaluate_examples(model, examples, batch_size=64, verbose=0):
 
 def predict(model_dir, texts, pairs=None, batch_size=32, dtype="float32"):
     """Label and probability (or score) for each text (or text pair) of the run in `model_dir`:
-    `answers` of its model."""
-    return answers(*load_run(model_dir), texts, pairs, batch_size=batch_size, dtype=dtype)
-
-
-def answers(model, tokenizer, max_length, texts, pairs=None, batch_size=32, dtype="float32"):
-    """Label and probability (or score) for each text (or text pair), from a loaded classifier.
-
-    An empty text gets no prediction but a note; a text longer than the model's
-    `max_length` is cut, and its answer says so. `dtype` as for `BertTask.predict`.
-
-    Returns: list of dicts with `text` (and `pair`), then `label`, `probability` and
-    `probabilities` for classes (multi-label: `labels`, those at or above the model's threshold,
-    and `probabilities`), or `score` for regression, and `note` when relevant.
-    """
-    pairs = None if pairs is None else list(pairs)
-    results = [{"text": text} if pairs is None else {"text": text, "pair": pair}
-               for text, pair in zip(texts, pairs or [None] * len(texts))]
-    empty = [is_blank(text, None if pairs is None else pairs[i], tokenizer.lowercase) for i, text in enumerate(texts)]
-    keep = [i for i, is_empty in enumerate(empty) if not is_empty]
-    for i in np.flatnonzero(empty):
-        results[i].update(label=None, note=EMPTY_TEXT)
-    if not keep:
-        return results
-    kept_texts = [texts[i] for i in keep]
-    kept_pairs = None if pairs is None else [pairs[i] for i in keep]
-    lengths = tokenizer(kept_texts, kept_pairs, max_length=max_length + 1,
-                        padding="longest")["padding_mask"].sum(axis=1)
-    outputs = model.predict(kept_texts if pairs is None else (kept_texts, kept_pairs),
-                            batch_size=batch_size, verbose=0, dtype=dtype)
-    names = model.label_names or list(range(model.num_classes))
-    for i, output, length in zip(keep, outputs, lengths):
-        if model.regression:
-            results[i]["score"] = float(output)
-        elif model.multi_label:
-            results[i].update(labels=model.labels_of([output])[0],
-                              probabilities=dict(zip(names, output.round(6).tolist())))
-        else:
-            best = int(output.argmax())
-            results[i].update(label=names[best], probability=float(output[best]),
-                              probabilities=dict(zip(names, output.round(6).tolist())))
-        if length > max_length and model.preprocessor.doc_stride is None:
-            results[i]["note"] = f"long input: read its first {max_length} tokens"
-    return results
+    `BertClassifier.answers` of its model."""
+    return load_run(model_dir)[0].answers(texts if pairs is None else (texts, pairs), batch_size, dtype=dtype)
 
 
 def format_metrics(metrics, title):

@@ -3,13 +3,14 @@ import numpy as np
 
 from kbert.config import DEFAULT_BATCH_SIZE
 from kbert.data.padded_batches import PaddedBatches
+from kbert.models.compute_dtype import with_compute_dtype
 from kbert.tasks import task_data
 from kbert.tasks.bert_preprocessor import text_pairs
 from kbert.tasks.bert_task import BertTask
 from kbert.tasks.bert_text_classifier_preprocessor import BertTextClassifierPreprocessor
 from kbert.tasks.raw_datasets import is_dataset
 from kbert.tasks.table_inputs import raw_inputs
-from kbert_edge.edge_model import class_probabilities, is_blank
+from kbert_edge.edge_model import EMPTY_TEXT, class_probabilities, is_blank
 from kbert_edge.windows import combine_windows
 
 WINDOW_POOLINGS = ("mean", "max")
@@ -234,6 +235,48 @@ class BertClassifier(BertTask):
         if self.multi_label:
             return [[names[i] for i in np.flatnonzero(row >= self.threshold)] for row in probabilities]
         return [names[i] for i in probabilities.argmax(-1)]
+
+    def answers(self, x, batch_size=None, verbose=0, dtype="float32"):
+        """What the model says of each raw text (or pair), as the apps' `predict` gives it: `text` (and `pair`),
+        then `label`, `probability` and `probabilities` (each class's, by name); under `multi_label`, `labels` (those
+        at or above `threshold`) and `probabilities`; a regressor's `score`. An empty or blank text (or pair) gets
+        no label but a `note` (`EMPTY_TEXT`), and a text cut to the sequence length (no `doc_stride`) a `note`
+        saying so. Each text is tokenized once. `x`, `batch_size`, `verbose` and `dtype` as for `predict`.
+
+        Example:
+        >>> model = BertClassifier.from_preset("bert_tiny", num_classes=2, label_names=["neg", "pos"])
+        >>> [sorted(answer) for answer in model.answers(["a film", " "])]
+        [['label', 'probabilities', 'probability', 'text'], ['label', 'note', 'text']]
+        """
+        texts, pairs = text_pairs(raw_inputs(self, x, call="predict")[0])
+        results = [{"text": text} if pairs is None else {"text": text, "pair": pairs[i]} for i, text in enumerate(texts)]
+        lowercase = self.preprocessor.tokenizer.lowercase
+        for result in results:
+            if is_blank(result["text"], result.get("pair"), lowercase):
+                result.update(label=None, note=EMPTY_TEXT)
+        kept = [result for result in results if "note" not in result]
+        if not kept:
+            return results
+        kept_texts = [result["text"] for result in kept]
+        prepared = self.preprocessor.prepare(
+            kept_texts if pairs is None else (kept_texts, [result["pair"] for result in kept]))
+        model = with_compute_dtype(self, dtype)
+        outputs = task_data.predict_prepared(model, model, prepared, batch_size, verbose)
+        names = self.label_names or list(range(self.num_classes))
+        truncated = np.zeros(len(kept), bool) if prepared.truncated is None else prepared.truncated
+        for result, output, cut in zip(kept, outputs, truncated):
+            if self.regression:
+                result["score"] = float(output)
+            elif self.multi_label:
+                result.update(labels=self.labels_of([output])[0],
+                              probabilities=dict(zip(names, output.round(6).tolist())))
+            else:
+                best = int(output.argmax())
+                result.update(label=names[best], probability=float(output[best]),
+                              probabilities=dict(zip(names, output.round(6).tolist())))
+            if cut:
+                result["note"] = f"long input: read its first {self.preprocessor.sequence_length} tokens"
+        return results
 
 
 def labelled_values(labels, multi_label=False):

@@ -22,6 +22,7 @@ class Prepared:
         sample_weight: array or None.
         windows: None, or the `NerWindows` / `SquadWindows` the rows were cut into.
         examples: None, or what decoding needs of each example (e.g. its text and word spans).
+        truncated: None, or a bool array: whether each row was cut to the sequence length.
     """
 
     inputs: dict
@@ -29,6 +30,7 @@ class Prepared:
     sample_weight: object = None
     windows: object = None
     examples: list = None
+    truncated: object = None
 
 
 class BertPreprocessor(keras.layers.Layer):

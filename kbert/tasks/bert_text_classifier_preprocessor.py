@@ -58,8 +58,10 @@ class BertTextClassifierPreprocessor(BertPreprocessor):
     def prepare(self, x, y=None, sample_weight=None):
         texts, pairs = text_pairs(x)
         if self.doc_stride is None:
-            inputs = self.tokenizer(texts, pairs, max_length=self.sequence_length, padding="longest")
-            return Prepared(inputs, y, sample_weight)
+            inputs = self.tokenizer(texts, pairs, max_length=self.sequence_length, padding="longest",
+                                    return_lengths=True)
+            lengths, _ = inputs.pop("lengths"), inputs.pop("segment_lengths")
+            return Prepared(inputs, y, sample_weight, truncated=lengths > self.sequence_length)
         if pairs is not None:
             raise ValueError("Windows (doc_stride) read single texts; sentence pairs are cut to sequence_length: "
                              "build the preprocessor without doc_stride for pairs.")

@@ -162,7 +162,7 @@ class BertTokenizer:
         return self._tokens[token_id]
 
     def __call__(self, texts, pairs=None, max_length=DEFAULT_SEQUENCE_LENGTH, padding="max_length",
-                 truncation="longest_first", return_offsets=False):
+                 truncation="longest_first", return_offsets=False, return_lengths=False):
         """Tokenizes and packs a batch; returns int32 numpy arrays of shape (batch, length).
 
         The keys are `token_ids`, `segment_ids` and `padding_mask` (1 = token, 0 = padding),
@@ -185,23 +185,27 @@ class BertTokenizer:
             truncation: str. "longest_first" cuts pairs as Hugging Face does (the longer
                 segment first); "only_second" cuts the second segment only, for QA.
             return_offsets: bool. Also return `offsets` and `word_ids`.
+            return_lengths: bool. Also return `lengths` and `segment_lengths`, as `encode` does: the tokens
+                of each row and of each of its texts before truncation.
 
         Example:
         >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi"])
         >>> out = tokenizer(["Hi", "hi hi"], padding="longest", return_offsets=True)
         >>> out["padding_mask"].tolist(), out["offsets"][1].tolist()
         ([[1, 1, 1, 0], [1, 1, 1, 1]], [[0, 0], [0, 2], [3, 5], [0, 0]])
+        >>> tokenizer(["hi hi hi"], max_length=4, return_lengths=True)["lengths"].tolist()
+        [5]
         """
         texts = _utf8_batch(texts, "texts")
         inputs = [texts] if pairs is None else [texts, _utf8_batch(pairs, "pairs")]
         if len(inputs[-1]) != len(texts):
             raise ValueError(f"Got {len(texts)} texts but {len(inputs[-1])} pairs.")
-        options = (len(inputs), max_length, padding, truncation, return_offsets)
+        options = (len(inputs), max_length, padding, truncation, return_offsets, return_lengths)
         if options not in self._graphs:
             self._graphs[options] = tf.function(
                 lambda *segments: self.encode(*segments, max_length=max_length, padding=padding,
-                                              truncation=truncation,
-                                              return_offsets=return_offsets),
+                                              truncation=truncation, return_offsets=return_offsets,
+                                              return_lengths=return_lengths),
                 input_signature=[tf.TensorSpec([None], tf.string)] * len(inputs))
         outputs = self._graphs[options](*[tf.constant(batch, tf.string) for batch in inputs])
         return {key: value.numpy() for key, value in outputs.items()}

@@ -173,3 +173,23 @@ def test_a_classifier_reading_windows_exports_reading_whole_texts(tmp_path, toke
         answers = EdgeModel(tmp_path / "tflite" / name).predict(texts)
         np.testing.assert_allclose([list(answer["probabilities"].values()) for answer in answers], expected, atol=1e-4)
         assert [answer["label"] for answer in answers] == model.labels_of(expected)
+
+
+@pytest.mark.parametrize("name", ["token_ids.tflite", "text.tflite"])
+def test_the_edge_runner_answers_as_the_task(run, exported, name):
+    """kbert_edge's classifier answers (numpy, no Keras) are `BertClassifier.answers`': labels, probabilities, the
+    note of an empty text; the edge's `truncated` where the task notes a text cut to the sequence length."""
+    from kbert.saving import load_run
+    from kbert_edge import EdgeModel
+
+    texts = [*TEXTS, "", "good " * 40]
+    edge = EdgeModel(exported[2] / "tflite" / name).predict(texts)
+    for got, wanted in zip(edge, load_run(run)[0].answers(texts), strict=True):
+        assert (got["text"], got["label"]) == (wanted["text"], wanted["label"])
+        assert got.get("probabilities") == pytest.approx(wanted.get("probabilities"), abs=1e-4)
+        assert got.get("probability") == pytest.approx(wanted.get("probability"), abs=1e-4)
+        if wanted["label"] is None:
+            assert got["note"] == wanted["note"]
+        else:
+            assert got["truncated"] == ("note" in wanted), (got, wanted)
+    assert edge[-1]["truncated"]

@@ -9,7 +9,7 @@ import keras
 import numpy as np
 import pytest
 
-import kbert.tasks.bert_task
+import kbert.tasks.bert_classifier
 import kbert.training.run_results
 from kbert import BertBackbone
 from kbert.data import TsvFormatError, read_sentence_tsv
@@ -132,7 +132,7 @@ def test_nli_app_pairs(tiny_init, tmp_path, capsys, monkeypatch):
         computed_in.append(copy.backbone.get_layer("transformer_layer_0").compute_dtype)
         return copy
 
-    monkeypatch.setattr(kbert.tasks.bert_task, "with_compute_dtype", recording)
+    monkeypatch.setattr(kbert.tasks.bert_classifier, "with_compute_dtype", recording)
     main("nli", ["predict", "--model", str(tmp_path / "run"), "--json", "--dtype", "bfloat16",
                  "--premise", "a man plays", "--hypothesis", "nobody plays"])
     bfloat16 = json.loads(capsys.readouterr().out)["probabilities"]

@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
 from kbert.paths import minilm_dir
-from kbert.recipes import ner, qa, sentence
+from kbert.recipes import ner, qa
 from kbert_serving import BatchSettings, InputLimits, ServedModel, ServerSettings, make_app
 from kbert_serving.served_model import json_line
 
@@ -92,7 +92,7 @@ def predictions(client, body, path="/v1/predict", key="predictions"):
 def test_classifier_answers_are_the_apps_and_the_models(client_of, served, kind, with_pairs):
     model, pairs = served[kind], PAIRS if with_pairs else None
     got = predictions(client_of(kind), {"texts": TEXTS, **({"pairs": pairs} if pairs else {})})
-    assert_close(got, plain(sentence.answers(model.model, model.tokenizer, model.max_length, TEXTS, pairs)))
+    assert_close(got, plain(model.model.answers(TEXTS if pairs is None else (TEXTS, pairs))))
     kept = [i for i, text in enumerate(TEXTS) if text]  # the empty text has a note, not a prediction
     outputs = model.model.predict([TEXTS[i] for i in kept] if pairs is None else
                                   ([TEXTS[i] for i in kept], [pairs[i] for i in kept]), verbose=0)

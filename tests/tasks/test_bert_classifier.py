@@ -258,3 +258,48 @@ def test_class_names_that_cannot_be_the_classes_are_refused_before_any_step(num_
         named.fit(["a", "b"], [0, "pos"], verbose=0)  # was taken: "pos" as 1 beside the id 0
     with pytest.raises(ValueError, match="Labels mix class names and ids: label row 0 is 'a' but label row 1 is 1"):
         multi_label_model().fit(["a", "b"], [["a"], [1]], verbose=0)
+
+
+def test_answers_decode_predict_with_one_tokenization_and_notes(monkeypatch):
+    """`answers`: predict's probabilities by name, a note for an empty text and for a text cut to the sequence
+    length (its tokens counted by a tokenizer call of its own here), and each text tokenized once."""
+    from kbert.text import BertTokenizer
+    from kbert_edge.edge_model import EMPTY_TEXT
+
+    model = BertClassifier.from_preset("bert_tiny", num_classes=3, label_names=["a", "b", "c"], sequence_length=8)
+    texts = ["a gripping film", " ", "good " * 20, "fun", "one two three four five six"]
+    tokenizer, calls = model.preprocessor.tokenizer, []
+    cut = [tokenizer([text], max_length=1000)["padding_mask"].sum() > 8 for text in texts]
+    call = BertTokenizer.__call__
+    monkeypatch.setattr(BertTokenizer, "__call__", lambda self, *args, **kwargs: calls.append(1) or call(
+        self, *args, **kwargs))
+    answers = model.answers(texts, batch_size=2)
+    assert len(calls) == 1
+    monkeypatch.undo()
+    kept = [i for i, text in enumerate(texts) if text.strip()]
+    probabilities = model.predict([texts[i] for i in kept], verbose=0)
+    assert answers[1] == {"text": " ", "label": None, "note": EMPTY_TEXT}
+    for i, row in zip(kept, probabilities):
+        assert answers[i]["text"] == texts[i] and answers[i]["label"] == "abc"[row.argmax()]
+        assert answers[i]["probability"] == pytest.approx(row.max(), abs=1e-6)
+        np.testing.assert_allclose(list(answers[i]["probabilities"].values()), row, atol=1e-6)
+        assert ("note" in answers[i]) == cut[i], (texts[i], answers[i])
+    assert cut[2] and answers[2]["note"] == "long input: read its first 8 tokens"
+
+
+def test_answers_of_pairs_multi_label_and_regressors():
+    texts, pairs = ["a film", "a play", "x"], ["a good film", "", "y"]
+    regressor = BertClassifier.from_preset("bert_tiny", num_classes=1)
+    scores = regressor.predict(([texts[0], texts[2]], [pairs[0], pairs[2]]), verbose=0)
+    answers = regressor.answers((texts, pairs))
+    assert [sorted(answer) for answer in answers] == [["pair", "score", "text"], ["label", "note", "pair", "text"],
+                                                      ["pair", "score", "text"]]
+    assert [answers[0]["score"], answers[2]["score"]] == pytest.approx(scores.tolist(), abs=1e-6)
+    tagger = BertClassifier.from_preset("bert_tiny", num_classes=3, label_names=["x", "y", "z"], multi_label=True,
+                                        threshold=0.5)
+    probabilities = tagger.predict(texts, verbose=0)
+    for answer, row in zip(tagger.answers(texts), probabilities):
+        assert answer["labels"] == [name for name, p in zip("xyz", row) if p >= 0.5]
+        np.testing.assert_allclose(list(answer["probabilities"].values()), row, atol=1e-6)
+    windowed = BertClassifier.from_preset("bert_tiny", num_classes=2, sequence_length=8, doc_stride=4)
+    assert "note" not in windowed.answers(["good " * 20])[0]  # read through all its windows: nothing cut
