@@ -21,6 +21,8 @@ import sys
 
 from app_cli import parse_args
 from cli_errors import run
+from kbert_edge.answers import MAX_ANSWER_LENGTH, N_BEST
+from kbert_edge.windows import MAX_QUESTION_LENGTH, QA_DOC_STRIDE, QA_SEQUENCE_LENGTH
 from task_cli import (add_evaluate_command, add_layout_options, add_predict_command, add_train_command, layout,
                       positive_int, run_command, task_parser, texts_or_stdin, train_options)
 
@@ -48,11 +50,11 @@ def parser():
     data = ("SQuAD v1.1 JSON file, or JSON Lines, JSON or Parquet with a question a row (Hugging Face's squad: "
             "id, title, context, question, answers)")
     formats, uses = ("squad", "jsonl", "json", "parquet", "csv"), ("id", "title", "context", "question", "answers")
-    train = add_train_command(commands, data, "questions", epochs=2, learning_rate=5e-5, max_length=384,
+    train = add_train_command(commands, data, "questions", epochs=2, learning_rate=5e-5, max_length=QA_SEQUENCE_LENGTH,
                               held_out=False)
     add_layout_options(train, uses, formats)
-    train.add_argument("--doc-stride", type=positive_int, default=128, help="tokens between window starts")
-    train.add_argument("--max-question-length", type=positive_int, default=64)
+    train.add_argument("--doc-stride", type=positive_int, default=QA_DOC_STRIDE, help="tokens between window starts")
+    train.add_argument("--max-question-length", type=positive_int, default=MAX_QUESTION_LENGTH)
     train.add_argument("--validation-articles", type=positive_int, default=10,
                        help="articles held out for validation")
     train.add_argument("--articles", type=positive_int, help="read only the first N articles")
@@ -65,8 +67,8 @@ def parser():
                               "each stdin line is a JSON object with its own context)")
     predict.add_argument("--question", action="append",
                          help="a question (repeatable; default: from stdin, see above)")
-    predict.add_argument("--n-best", type=positive_int, default=20, help="answers decoded per question")
-    predict.add_argument("--max-answer-length", type=positive_int, default=30, help="in tokens")
+    predict.add_argument("--n-best", type=positive_int, default=N_BEST, help="answers decoded per question")
+    predict.add_argument("--max-answer-length", type=positive_int, default=MAX_ANSWER_LENGTH, help="in tokens")
     return parser
 
 

@@ -2,8 +2,13 @@
 
 import numpy as np
 
+# Answers decoded per question and the longest answer in tokens, as BERT's run_squad.py: the defaults of every QA
+# decoding (the task, its windows, the apps, the exports and the edge runner).
+N_BEST, MAX_ANSWER_LENGTH = 20, 30
 
-def window_candidates(start_logits, end_logits, offsets, max_context, n_best=20, max_answer_length=30):
+
+def window_candidates(start_logits, end_logits, offsets, max_context, n_best=N_BEST,
+                      max_answer_length=MAX_ANSWER_LENGTH):
     """The candidate answers of one window: `(score, start char, end char)` triples.
 
     The `n_best` highest start and the `n_best` highest end logits among the window's context
@@ -34,7 +39,7 @@ def window_candidates(start_logits, end_logits, offsets, max_context, n_best=20,
              int(offsets[ends[b], 1])) for a, b in zip(*np.nonzero(ok))]
 
 
-def best_answers(candidates, context, n_best=20):
+def best_answers(candidates, context, n_best=N_BEST):
     """The `n_best` best distinct spans among the candidates of all windows of `context`.
 
     Returns a list (best first) of dicts: `text` (sliced from `context`), `start`, `end`

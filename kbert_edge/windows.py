@@ -7,6 +7,9 @@ import numpy as np
 # `max_windows`; `kbert.export.ExportSpec` and `apps/export.py --max-windows` default to this).
 # Inputs that need more are read up to there and flagged `truncated`.
 MAX_WINDOWS = 64
+# QA's windows in BERT's SQuAD recipe (run_squad.py), the defaults everywhere a QA model is built, trained or
+# exported: tokens per window, tokens between window starts, question tokens kept.
+QA_SEQUENCE_LENGTH, QA_DOC_STRIDE, MAX_QUESTION_LENGTH = 384, 128, 64
 
 
 def question_tokens_kept(max_question_length, max_length):

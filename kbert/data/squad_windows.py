@@ -1,8 +1,9 @@
 import numpy as np
 
 from kbert.data.token_rows import token_rows
-from kbert_edge.answers import best_answers, window_candidates
-from kbert_edge.windows import pack_question_windows, question_windows
+from kbert_edge.answers import MAX_ANSWER_LENGTH, N_BEST, best_answers, window_candidates
+from kbert_edge.windows import (MAX_QUESTION_LENGTH, QA_DOC_STRIDE, QA_SEQUENCE_LENGTH, pack_question_windows,
+                                question_windows)
 
 
 class SquadWindows:
@@ -37,8 +38,8 @@ class SquadWindows:
     ([6, 4, 0], [6, 4, 0])
     """
 
-    def __init__(self, tokenizer, examples, max_length=384, doc_stride=128, max_question_length=64,
-                 training=False):
+    def __init__(self, tokenizer, examples, max_length=QA_SEQUENCE_LENGTH, doc_stride=QA_DOC_STRIDE,
+                 max_question_length=MAX_QUESTION_LENGTH, training=False):
         self.examples = list(examples)
         contexts = {}
         for example in self.examples:
@@ -75,7 +76,7 @@ class SquadWindows:
     def __len__(self):
         return len(self.window_examples)
 
-    def decode(self, start_logits, end_logits, n_best=20, max_answer_length=30):
+    def decode(self, start_logits, end_logits, n_best=N_BEST, max_answer_length=MAX_ANSWER_LENGTH):
         """The best answers of each example, over all of its windows.
 
         In each window the `n_best` highest start and end logits among context tokens are

@@ -7,6 +7,7 @@ from kbert.config import DEFAULT_SEQUENCE_LENGTH
 from kbert.export.serving import ExportSpec, model_kind_of
 from kbert.models import load_backbone
 from kbert.saving import METRICS_FILE, load_run, model_source, read_json
+from kbert_edge.windows import MAX_QUESTION_LENGTH, QA_DOC_STRIDE
 
 PAIR_TASKS = ("nli", "similarity")
 
@@ -60,8 +61,9 @@ def load_exportable(path, max_length=None, padding="max_length", num_texts=None)
     label_names = getattr(model, "label_names", None)
     spec = ExportSpec(kind, max_length, padding, num_texts,
                       None if label_names is None else tuple(label_names),
-                      max_question_length=settings.get("max_question_length", 64),
-                      doc_stride=settings.get("doc_stride") or 128, multi_label=getattr(model, "multi_label", False),
+                      max_question_length=settings.get("max_question_length", MAX_QUESTION_LENGTH),
+                      doc_stride=settings.get("doc_stride") or QA_DOC_STRIDE,
+                      multi_label=getattr(model, "multi_label", False),
                       threshold=getattr(model, "threshold", 0.5),
                       window_pooling=getattr(model, "window_pooling", None) if settings.get("doc_stride") and
                       kind == "classifier" else None)

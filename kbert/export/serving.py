@@ -34,7 +34,8 @@ from kbert.data.window_tensors import text_window_rows
 from kbert.export.long_inputs import names_tensor
 from kbert.layers.mean_pooling import mean_pool
 from kbert.models.bert_backbone import INPUT_KEYS
-from kbert_edge.windows import MAX_WINDOWS
+from kbert_edge.answers import MAX_ANSWER_LENGTH, N_BEST
+from kbert_edge.windows import MAX_QUESTION_LENGTH, MAX_WINDOWS, QA_DOC_STRIDE
 
 MODEL_KINDS = ("classifier", "backbone", "token_classifier", "question_answerer")
 PADDINGS = ("max_length", "longest")
@@ -74,10 +75,10 @@ class ExportSpec:
     padding: str = "max_length"
     num_texts: int = 1
     label_names: tuple = None
-    max_question_length: int = 64
-    n_best: int = 20
-    max_answer_length: int = 30
-    doc_stride: int = 128
+    max_question_length: int = MAX_QUESTION_LENGTH
+    n_best: int = N_BEST
+    max_answer_length: int = MAX_ANSWER_LENGTH
+    doc_stride: int = QA_DOC_STRIDE
     max_windows: int = MAX_WINDOWS
     window_pooling: str = None
     multi_label: bool = False

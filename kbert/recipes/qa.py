@@ -28,10 +28,13 @@ from kbert.tasks.bert_question_answerer_preprocessor import BertQuestionAnswerer
 from kbert.training.remat import rematerialized
 from kbert.training.training_run import fine_tuning_run
 from kbert.training.run_results import write_evaluation
+from kbert_edge.answers import MAX_ANSWER_LENGTH, N_BEST
+from kbert_edge.windows import MAX_QUESTION_LENGTH, QA_DOC_STRIDE, QA_SEQUENCE_LENGTH
 
 
-def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_length=384,
-          doc_stride=128, max_question_length=64, mixed_precision=False, validation_articles=10,
+def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_length=QA_SEQUENCE_LENGTH,
+          doc_stride=QA_DOC_STRIDE, max_question_length=MAX_QUESTION_LENGTH, mixed_precision=False,
+          validation_articles=10,
           articles=None, limit=None, validation_limit=None, seed=0, gradient_accumulation=1, remat=False,
           backup_steps=None, backup_minutes=5.0, restart=False, layout=None, verbose="auto"):
     """Fine-tunes a `BertQuestionAnswerer` and writes the run folder `out`.
@@ -220,7 +223,8 @@ def evaluate_examples(model, examples, batch_size=64, verbose=0, runner=None):
     return squad_scores(predictions, gold), predictions
 
 
-def predict(model_dir, context, questions, n_best=20, max_answer_length=30, batch_size=32, dtype="float32"):
+def predict(model_dir, context, questions, n_best=N_BEST, max_answer_length=MAX_ANSWER_LENGTH, batch_size=32,
+            dtype="float32"):
     """The best answer to each question about `context`: text, char span, score, probability.
 
     `context` is one text for all the questions, or a list of texts, one per question.

@@ -3,6 +3,8 @@ from keras import ops
 
 from kbert.tasks.bert_question_answerer_preprocessor import BertQuestionAnswererPreprocessor
 from kbert.tasks.bert_task import BertTask
+from kbert_edge.answers import MAX_ANSWER_LENGTH, N_BEST
+from kbert_edge.windows import QA_SEQUENCE_LENGTH
 
 
 @keras.saving.register_keras_serializable(package="kbert")
@@ -37,10 +39,11 @@ class BertQuestionAnswerer(BertTask):
 
     preprocessor_class = BertQuestionAnswererPreprocessor
     token_outputs = True
-    default_sequence_length = 384
+    default_sequence_length = QA_SEQUENCE_LENGTH
     input_names = ("questions", "contexts")
 
-    def __init__(self, backbone, preprocessor=None, dropout=0.0, n_best=20, max_answer_length=30, **kwargs):
+    def __init__(self, backbone, preprocessor=None, dropout=0.0, n_best=N_BEST, max_answer_length=MAX_ANSWER_LENGTH,
+                 **kwargs):
         inputs = backbone.input
         x = backbone(inputs)["sequence_output"]
         x = keras.layers.Dropout(dropout, name="head_dropout")(x)

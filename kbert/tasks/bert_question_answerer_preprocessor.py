@@ -4,6 +4,7 @@ import numpy as np
 from kbert.data.squad_example import SquadExample
 from kbert.data.squad_windows import SquadWindows
 from kbert.tasks.bert_preprocessor import BertPreprocessor, Prepared, text_pairs
+from kbert_edge.windows import MAX_QUESTION_LENGTH, QA_DOC_STRIDE, QA_SEQUENCE_LENGTH
 
 
 @keras.saving.register_keras_serializable(package="kbert")
@@ -33,7 +34,8 @@ class BertQuestionAnswererPreprocessor(BertPreprocessor):
     ([[2, 5, 7, 3, 5, 6, 5, 3], [2, 5, 7, 3, 5, 6, 5, 3]], [5, 0])
     """
 
-    def __init__(self, tokenizer, sequence_length=384, doc_stride=128, max_question_length=64, **kwargs):
+    def __init__(self, tokenizer, sequence_length=QA_SEQUENCE_LENGTH, doc_stride=QA_DOC_STRIDE,
+                 max_question_length=MAX_QUESTION_LENGTH, **kwargs):
         super().__init__(tokenizer, sequence_length, **kwargs)
         self.doc_stride = doc_stride
         self.max_question_length = max_question_length
