@@ -212,13 +212,13 @@ def default_data():
     return samples_dir() / "sentiment_sample.tsv"
 
 
-def bfloat16_compute(precision, backend, cpu_flags=None):
+def trains_in_bfloat16(precision, backend, cpu_flags=None):
     """Whether to fine-tune in bfloat16: as asked, or for "auto", on torch when the CPU has bfloat16 units
     (`kbert_edge.cpu.bfloat16_units`; `cpu_flags`: this CPU's by default).
 
-    >>> bfloat16_compute("auto", "torch", cpu_flags={"avx512_bf16"}), bfloat16_compute("auto", "jax", {"amx_bf16"})
+    >>> trains_in_bfloat16("auto", "torch", cpu_flags={"avx512_bf16"}), trains_in_bfloat16("auto", "jax", {"amx_bf16"})
     (True, False)
-    >>> bfloat16_compute("auto", "torch", cpu_flags=set()), bfloat16_compute("bfloat16", "jax")
+    >>> trains_in_bfloat16("auto", "torch", cpu_flags=set()), trains_in_bfloat16("bfloat16", "jax")
     (False, True)
     """
     if precision != "auto":
@@ -245,7 +245,7 @@ def fine_tune(args, out, started):
         data = args.data or default_data()
         examples = read_sentence_tsv(data, label_names=SENTIMENT.label_names)
         seed, valid_size = args.seed, min(args.valid_size, len(examples) // 5)
-        mixed_precision = bfloat16_compute(args.precision, args.backend)
+        mixed_precision = trains_in_bfloat16(args.precision, args.backend)
         print(f"{'bfloat16' if mixed_precision else 'float32'} on {args.backend} ({describe_precision(args)}); "
               f"this machine: {cpu_summary()}.", flush=True)
         epochs = args.epochs or (1 if args.limit else BUDGET_EPOCHS)
@@ -307,12 +307,12 @@ def plan_steps(args, epochs, train_examples, valid_size, mixed_precision, starte
     sentences, seconds_per_step, epoch_end_seconds, fine_tune_minutes)."""
     import keras
 
-    from kbert.optimizers import bfloat16_compute as in_bfloat16
+    from kbert.optimizers import bfloat16_compute
     from kbert.progress import duration
     from kbert.tasks import BertClassifier
 
     sample = train_examples.shuffled(args.seed + 1, min(len(train_examples), 2 * PROBE_BATCHES * args.batch_size))
-    with in_bfloat16(mixed_precision):
+    with bfloat16_compute(mixed_precision):
         model = BertClassifier.from_preset(args.init, num_classes=2, sequence_length=args.max_length)
     ends = [time.perf_counter()]  # then each step's end: the steps' own time, not the fit's start and end
     timer = keras.callbacks.LambdaCallback(on_train_batch_end=lambda batch, logs: ends.append(time.perf_counter()))
