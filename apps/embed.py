@@ -158,17 +158,12 @@ def main(argv=None):
 
         check_run_task(args.model, "embedding", "BertSentenceEncoder")
         model, name = load_run(args.model)[0], args.model
-        if args.max_length:
-            model.preprocessor.sequence_length = min(args.max_length, model.backbone.max_sequence_length)
-        loaded = time.perf_counter()
-        embeddings = model.predict(sentences, verbose=0, dtype=args.dtype)
-        embeddings /= np.maximum(np.linalg.norm(embeddings, axis=-1, keepdims=True), 1e-12)
     else:
-        name = "all-MiniLM-L6-v2"
-        encoder = kbert.SentenceEncoder.from_preset("all_minilm_l6_v2",
-                                                    **({"max_length": args.max_length} if args.max_length else {}))
-        loaded = time.perf_counter()
-        embeddings = encoder.encode(sentences, dtype=args.dtype)
+        model, name = kbert.BertSentenceEncoder.from_preset("all_minilm_l6_v2"), "all-MiniLM-L6-v2"
+    if args.max_length:
+        model.preprocessor.sequence_length = min(args.max_length, model.backbone.max_sequence_length)
+    loaded = time.perf_counter()
+    embeddings = model.encode(sentences, normalize_embeddings=True, dtype=args.dtype)
     done = time.perf_counter()
     similarity = embeddings @ embeddings.T
     nearest = [max((j for j in range(len(sentences)) if j != i), key=lambda j: similarity[i, j], default=None)

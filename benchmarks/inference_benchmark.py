@@ -1,4 +1,4 @@
-"""Inference on real text: kbert's SentenceEncoder and classifier beside sentence-transformers and
+"""Inference on real text: kbert's BertSentenceEncoder and classifier beside sentence-transformers and
 a Hugging Face pipeline, on every backend, in float32 and bfloat16.
 
 Two jobs, every engine in a process of its own, one after another, on the same texts:
@@ -75,9 +75,9 @@ def worker(engine, job, dtype, args):
         seconds, output = two_passes(lambda t: classify(t, batch_size=args.batch_size), texts)
         output = np.array([[s["score"] for s in sorted(row, key=lambda s: s["label"])] for row in output])
     elif job == "encode":
-        from kbert import SentenceEncoder
+        from kbert import BertSentenceEncoder
 
-        encoder = SentenceEncoder.from_preset("all_minilm_l6_v2")
+        encoder = BertSentenceEncoder.from_preset("all_minilm_l6_v2")
         seconds, output = two_passes(lambda t: encoder.encode(t, batch_size=args.batch_size, dtype=dtype), texts)
     else:
         from kbert import BertClassifier

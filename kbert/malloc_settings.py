@@ -7,7 +7,7 @@ fault in thousands of fresh pages, which the kernel zeroes. Whether a process fa
 state depends on what ran before: after TensorFlow was imported, torch's feed-forward product of
 all-MiniLM-L6-v2's shape (2,048 x 384 x 1,536) took about 6,000 page faults per step in some
 processes and none in others. Measured on this project's 2-core CPU with and without these
-settings (KBERT_MALLOC_DEFAULTS=1), alternating: `SentenceEncoder.encode` of 3,000 STS-B
+settings (KBERT_MALLOC_DEFAULTS=1), alternating: `BertSentenceEncoder.encode` of 3,000 STS-B
 sentences on torch 5.75-5.81 s against 5.86-6.25 s; bfloat16 products of bert_mini's shape after
 the pretraining pipeline ran (`tools/bf16_after_pipeline.py`) 0.13-0.20 s against 0.61-0.73 s.
 Fixed thresholds keep such buffers in the heap, where the next step reuses them; jemalloc and

@@ -219,7 +219,7 @@ class KerasServedModel(ServedModel):
             return ner.answers(self.model, columns[0], self.batch_size, self.dtype)
         if self.kind == "question_answerer":
             return qa.answers(self.model, columns[0], columns[1], self.batch_size, self.dtype)
-        embeddings = self.model.predict(columns[0], batch_size=self.batch_size, verbose=0, dtype=self.dtype)
+        embeddings = self.model.encode(columns[0], batch_size=self.batch_size, dtype=self.dtype)
         return [{"text": text, "embedding": row.tolist()} for text, row in zip(columns[0], embeddings)]
 
     def token_counts(self, texts):

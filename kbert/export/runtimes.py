@@ -10,7 +10,7 @@ BertTokenizer with `vocab.txt` packed inside, and for classifiers the label file
 |---|---|---|
 | classifier | `probability` (softmax; a sigmoid per class for a multi-label model) | Task Library `BertNLClassifier`, MediaPipe `TextClassifier` |
 | question_answerer | `start_logits`, `end_logits` (384 tokens) | Task Library `BertQuestionAnswerer` |
-| backbone | `embedding` (as `SentenceEncoder`) | MediaPipe `TextEmbedder` |
+| backbone | `embedding` (as `BertSentenceEncoder.encode`) | MediaPipe `TextEmbedder` |
 
 With `quantize="dynamic-int8"` the dense layers of this file are quantized per tensor
 (`configure`), as the Task Library's runtime needs.

@@ -6,7 +6,7 @@ signatures, for `tf.saved_model.save` and the TFLite converter alike:
 | model kind | text signature (`serving_default`) inputs -> outputs |
 |---|---|
 | classifier | `texts` (and `pairs` for NLI) -> `label`, `label_id`, `probability`, `probabilities`, `truncated`, `empty`; a regressor gives `score`; a multi-label classifier `probabilities` (a sigmoid per class) and `chosen` (the classes at or above its threshold) |
-| backbone | `texts` -> `embeddings` (mean-pooled over real tokens, L2-normalised, as `SentenceEncoder`; a trained `BertSentenceEncoder`'s own pooling) |
+| backbone | `texts` -> `embeddings` (mean-pooled over real tokens, L2-normalised, as all-MiniLM-L6-v2's `BertSentenceEncoder`; a trained `BertSentenceEncoder`'s own pooling) |
 | token_classifier | `texts` -> per word `tags`, `tag_ids`, `tag_probabilities`, `word_starts`, `word_ends` (chars), `word_count`; grouped entities `entity_types`, `entity_starts`, `entity_ends`, `entity_scores` (padded with "" / -1 / 0), `entity_count`; `windows`, `truncated`; SavedModel only: `entity_texts` |
 | question_answerer | `questions`, `contexts` -> `answer_start`, `answer_end` (chars), `score` (start + end logit), `probability`, `found`; the n best: `n_best_starts`, `n_best_ends`, `n_best_scores`, `n_best_probabilities`; `windows`, `truncated`; per window `start_logits`, `end_logits`, `offsets`, `window_examples`; SavedModel only: `answer_text` |
 
@@ -172,7 +172,8 @@ def _raw_outputs(model, spec, inputs, outputs):
 
 def embeddings(outputs, inputs):
     """An embedding model's vectors from its outputs: a backbone's mean-pooled, L2-normalised sequence (as
-    `SentenceEncoder`), or a `BertSentenceEncoder`'s own embeddings (its pooling and normalisation)."""
+    all-MiniLM-L6-v2's `BertSentenceEncoder`), or a `BertSentenceEncoder`'s own embeddings (its pooling and
+    normalisation)."""
     if isinstance(outputs, dict):
         return mean_pool(outputs["sequence_output"], inputs["padding_mask"])
     return outputs

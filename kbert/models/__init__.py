@@ -1,3 +1,2 @@
 from kbert.models.bert_backbone import BertBackbone
 from kbert.models.load_backbone import load_backbone
-from kbert.models.sentence_encoder import SentenceEncoder

@@ -1,7 +1,9 @@
-"""sentence-transformers encoding texts with a folder kbert wrote (`BertSentenceEncoder.export_to_transformers`),
-in a process of its own (torch): the reference of tests/tasks/test_bert_sentence_encoder.py.
+"""sentence-transformers encoding texts with sentence-transformers folders (all-MiniLM-L6-v2, or what
+`BertSentenceEncoder.export_to_transformers` wrote), in a process of its own (torch): the reference of
+tests/tasks/test_bert_sentence_encoder.py.
 
-argv: FOLDER TEXTS_JSON OUT. Writes the embeddings `SentenceTransformer(FOLDER).encode(texts)` gives to OUT (.npy).
+argv: TEXTS_JSON FOLDER OUT [FOLDER OUT ...]. Writes the embeddings `SentenceTransformer(FOLDER).encode(texts)` gives
+to each OUT (.npy).
 """
 
 import json
@@ -10,5 +12,6 @@ import sys
 import numpy as np
 from sentence_transformers import SentenceTransformer
 
-folder, texts, out = sys.argv[1:]
-np.save(out, SentenceTransformer(folder, device="cpu").encode(json.loads(open(texts).read())))
+texts = json.loads(open(sys.argv[1]).read())
+for folder, out in zip(sys.argv[2::2], sys.argv[3::2]):
+    np.save(out, SentenceTransformer(folder, device="cpu").encode(texts))

