@@ -7,12 +7,14 @@ Both read the model's embeddings of a batch of examples, each example's texts in
 import keras
 from keras import ops
 
+from kbert.layers.mean_pooling import l2_normalize
+
 
 def _examples(y_true, y_pred):
     """The embeddings (rows, dim) regrouped by example: (examples, texts, dim), L2-normalised."""
     texts = ops.shape(y_pred)[0] // ops.shape(ops.reshape(y_true, (-1,)))[0]
     grouped = ops.reshape(y_pred, (-1, texts, y_pred.shape[-1]))
-    return grouped / ops.maximum(ops.norm(grouped, axis=-1, keepdims=True), 1e-12)
+    return l2_normalize(grouped)
 
 
 @keras.saving.register_keras_serializable(package="kbert")
