@@ -59,7 +59,6 @@ from task_cli import (add_distribution_options, apply_distribution, non_negative
 
 # How it runs, not what it trains: a run may resume on another mesh.
 NOT_SETTINGS = ("run", "output", "restart", "json", "verbose", "quiet", "distribution", "mesh", "remat")
-RENAMED = {"task": "objective"}  # settings.json names of runs started before a rename: old -> new
 
 
 class FormerName(argparse.Action):
@@ -259,21 +258,16 @@ def main(argv=None):
     from kbert.distribution import chief_first, is_chief
     from kbert.recipes import pretrain as recipe
     from kbert.saving import claim_run_folder
-    from run_checks import check_resumable, refusing_in_flags, start_over
+    from run_checks import refusing_in_flags
 
     with contextlib.ExitStack() as stack:
-        sample = []  # the training lines to learn a vocabulary from, for a new run
-
         def claim():  # process 0 of a job alone (the others wait, and stop if it fails)
             stack.enter_context(claim_run_folder(folder, "--run", replaces=False))
             stack.enter_context(for_people(args))
-            if args.restart:
-                start_over(folder)
-            check_resumable(folder, settings, may_change=recipe.MAY_CHANGE, renamed=RENAMED)
-            if not recipe.is_prepared(folder):
-                sample.extend(check_split(files, args))
+            new = args.restart or not recipe.is_prepared(folder)
+            return check_split(files, args) if new else []  # the training lines to learn a vocabulary from
 
-        chief_first(claim)
+        sample = chief_first(claim, list)
         if not is_chief():  # trains with process 0 on its share of each batch; writes and prints nothing
             stack.enter_context(contextlib.redirect_stdout(stack.enter_context(open(os.devnull, "w"))))
         init = args.init and recipe.load_init(args.init, args.mixed_precision, args.remat)
@@ -289,7 +283,7 @@ def main(argv=None):
                 batch_size=args.batch_size, sequence_length=args.seq_len, learning_rate=args.lr,
                 warmup_ratio=args.warmup_ratio, holdout_fraction=args.holdout_fraction,
                 mixed_precision=args.mixed_precision, seed=args.seed, gradient_accumulation=args.gradient_accumulation,
-                remat=args.remat, verbose=0 if args.quiet else "auto")
+                remat=args.remat, restart=args.restart, verbose=0 if args.quiet else "auto")
         print(f"Fine-tune it: --init {folder} in the task apps.")
     if args.json and is_chief():
         emit(args, [metrics])

@@ -2,17 +2,18 @@
 trained a run). Imports kbert: import it after `app_cli.parse_args`, as the apps import kbert.
 
     check_run_task(args.model, "sentiment", "BertClassifier", regression=False)   # evaluate, predict
-    check_run_settings(folder, settings, may_change=("steps",))                    # apps/pretrain.py
+    with refusing_in_flags(args):                                                  # train: the resume policy's
+        train()                                                                    # refusals, in flags
 """
 
 import contextlib
 import json
 import pathlib
-import tempfile
 import zipfile
 
-from kbert.saving import (BACKBONE_FILE, METRICS_FILE, MODEL_FILE, SETTINGS_FILE, DamagedBackupError, RunFolderError,
-                          SettingsChangedError, changed_settings, read_json, write_json_atomic)
+from kbert.saving import (BACKBONE_FILE, METRICS_FILE, MODEL_FILE, DamagedBackupError, RunFolderError,
+                          SettingsChangedError, read_json)
+from kbert.training.run_backup import ResumeRefusedError
 
 
 def check_run_task(folder, task, model_class, regression=None, what="--model"):
@@ -57,54 +58,38 @@ def check_run_task(folder, task, model_class, regression=None, what="--model"):
                              f"as {task} does.")
 
 
-def check_run_settings(folder, settings, may_change=(), renamed=None):
-    """Raises `RunFolderError` when the run in `folder` started with settings other than `settings`.
-
-    The settings it started with are in `folder/settings.json`; a setting in `may_change`
-    may differ. Nothing is checked when the file does not exist (a new run). `renamed` maps
-    a setting's former name to its name now, so that a run started before the rename resumes.
-    Each setting is named as its flag (`--name`), with the value the run started with and the new one.
-
-    Example:
-    >>> folder = pathlib.Path(tempfile.mkdtemp())
-    >>> write_json_atomic(folder / SETTINGS_FILE, {"corpus": ["a.txt"], "steps": 10})
-    >>> check_run_settings(folder, {"corpus": ["a.txt"], "steps": 20}, may_change=["steps"])
-    >>> check_run_settings(folder, {"files": ["a.txt"], "steps": 10}, renamed={"corpus": "files"})
-    >>> check_run_settings(folder, {"corpus": ["b.txt"], "steps": 10})
-    Traceback (most recent call last):
-    kbert.saving.run_folder.RunFolderError: .../settings.json: this run started with --corpus ['a.txt'], not
-    ['b.txt']...
-    """
-    path = pathlib.Path(folder) / SETTINGS_FILE
-    started = read_json(path, missing=None)
-    if started is not None:
-        changes = changed_settings(started, settings, may_change, renamed)
-        if changes:
-            raise in_flags(SettingsChangedError(path, changes))
-
-
-def in_flags(error, args=None, options=None):
-    """The `SettingsChangedError` `error` in the apps' words: a `RunFolderError` that names each setting
-    as its flag where it is one, and `--restart`.
-
-    A setting is a flag `--name` of `args` (the parsed arguments of the command) when `args` has it,
-    as `options` (setting -> argument name) names it, or, without `args`, always (pretraining's settings
-    are its arguments); else (a number the run derived, a file's SHA-256) it keeps its name.
+def flag_names(args, options=None):
+    """How the apps name a setting: `--name`, as its flag, when `args` (the parsed arguments of the command) has it
+    (`options` maps a setting to its argument's name where they differ); else (a number the run derived, a file's
+    SHA-256) as it is.
 
     Example:
     >>> import argparse
-    >>> args = argparse.Namespace(lr=3e-5, epochs=2)
-    >>> print(in_flags(SettingsChangedError("runs/.sst2.backup", [("learning_rate", 5e-5, 3e-5),
-    ...                                                             ("train_examples", 90, 80)]), args, {"learning_rate": "lr"}))
-    runs/.sst2.backup: this run started with --lr 5e-05, not 3e-05; train_examples 90, not 80. Repeat its settings
-    to resume it, or start over with --restart, which discards what it trained.
+    >>> named = flag_names(argparse.Namespace(lr=3e-5, restart=False), {"learning_rate": "lr"})
+    >>> named("learning_rate"), named("restart"), named("train_examples")
+    ('--lr', '--restart', 'train_examples')
     """
     options = options or {}
 
     def named(name):
         dest = options.get(name, name)
-        return f"--{dest.replace('_', '-')}" if args is None or hasattr(args, dest) else name
+        return f"--{dest.replace('_', '-')}" if hasattr(args, dest) else name
 
+    return named
+
+
+def in_flags(error, named):
+    """The `SettingsChangedError` `error` in the apps' words: a `RunFolderError` that names each setting as
+    `named` (`flag_names`) does, and `--restart`.
+
+    Example:
+    >>> import argparse
+    >>> named = flag_names(argparse.Namespace(lr=3e-5, epochs=2), {"learning_rate": "lr"})
+    >>> print(in_flags(SettingsChangedError("runs/.sst2.backup", [("learning_rate", 5e-5, 3e-5),
+    ...                                                             ("train_examples", 90, 80)]), named))
+    runs/.sst2.backup: this run started with --lr 5e-05, not 3e-05; train_examples 90, not 80. Repeat its settings
+    to resume it, or start over with --restart, which discards what it trained.
+    """
     said = "; ".join(f"{named(name)} {started!r}, not {now!r}" for name, started, now in error.changes)
     return RunFolderError(f"{error.where}: this run started with {said}. Repeat its settings to resume it, or start "
                           f"over with --restart, which discards what it trained.")
@@ -112,64 +97,30 @@ def in_flags(error, args=None, options=None):
 
 @contextlib.contextmanager
 def refusing_in_flags(args, options=None):
-    """Within the block, a `SettingsChangedError` (a training resumed with other settings) is raised again in the
-    apps' words (`in_flags`), and a `DamagedBackupError` (no intact backup to resume from) with `--restart`.
+    """Within the block, the refusals of the resume policy (`kbert.training.run_backup`) are raised again in the
+    apps' words, each setting named as its flag (`flag_names`): a `SettingsChangedError` (a training resumed with
+    other settings: `in_flags`), a `ResumeRefusedError` (a run folder neither resumed nor started over, as asked),
+    and a `DamagedBackupError` (no intact backup to resume from) with `--restart`.
 
     Example:
-    >>> with refusing_in_flags(None):
+    >>> import argparse
+    >>> with refusing_in_flags(argparse.Namespace(steps=20, restart=False)):
+    ...     raise ResumeRefusedError(lambda named: f"runs/wiki has trained 40 steps: {named('steps')} 20 cannot undo "
+    ...                                            f"them ({named('restart')})")
+    Traceback (most recent call last):
+    kbert.saving.run_folder.RunFolderError: runs/wiki has trained 40 steps: --steps 20 cannot undo them (--restart)
+    >>> with refusing_in_flags(argparse.Namespace()):
     ...     raise DamagedBackupError("runs/.sst2.backup/step-40.weights.h5", "truncated file")
     Traceback (most recent call last):
     kbert.saving.run_folder.DamagedBackupError: runs/.sst2.backup/step-40.weights.h5: ... start the run over with
     --restart, which discards what it trained.
     """
+    named = flag_names(args, options)
     try:
         yield
     except SettingsChangedError as error:
-        raise in_flags(error, args, options) from None
+        raise in_flags(error, named) from None
+    except ResumeRefusedError as error:
+        raise RunFolderError(error.worded(named)) from None
     except DamagedBackupError as error:
         raise DamagedBackupError(error.file, error.reason, restart="--restart") from None
-
-
-def check_resumable(folder, settings, may_change=(), renamed=None):
-    """Raises `RunFolderError` unless `folder` (--run) is new, or a pretraining run started with `settings`
-    (but `may_change`, with the former names `renamed`: `check_run_settings`) that has not trained past
-    `settings["steps"]`. A backup that an older kbert kept inside the folder is moved beside it first
-    (`kbert.recipes.pretrain.move_inner_backup`)."""
-    from kbert.recipes.pretrain import VOCABULARY_FILE, move_inner_backup
-    from kbert.training.run_backup import backed_up_step
-
-    folder = pathlib.Path(folder)
-    if not folder.is_dir() or not any(folder.iterdir()):
-        return
-    if not (folder / SETTINGS_FILE).is_file():
-        if (folder / MODEL_FILE).is_file():
-            raise RunFolderError(f"--run {folder} holds a fine-tuned model ({MODEL_FILE}), not a pretraining run: "
-                                 f"choose another --run.")
-        if (folder / VOCABULARY_FILE).is_file():
-            raise RunFolderError(f"--run {folder} records no {SETTINGS_FILE} (a run from before kbert kept them), "
-                                 f"so a rerun cannot be checked against it: start over with --restart, or choose "
-                                 f"another --run.")
-        return  # a run killed while writing its data split, before it was prepared: prepared again
-    check_run_settings(folder, settings, may_change=may_change, renamed=renamed)
-    move_inner_backup(folder)
-    trained = backed_up_step(folder)
-    if settings["steps"] < trained:
-        raise RunFolderError(f"--run {folder} has trained {trained} steps already: --steps {settings['steps']} "
-                             f"cannot undo them (start over with --restart).")
-
-
-def start_over(folder):
-    """Deletes the pretraining run folder `folder` and its backup (--restart); refuses a folder of anything else."""
-    from kbert.recipes.pretrain import delete_run
-    from kbert.training.run_backup import backup_folder
-
-    folder = pathlib.Path(folder)
-    if not folder.exists() and not backup_folder(folder).exists():
-        return
-    marks = (SETTINGS_FILE, "backup", BACKBONE_FILE, "train.txt", "history.csv")
-    if folder.exists() and (not folder.is_dir() or (folder / MODEL_FILE).exists()
-                            or not any((folder / mark).exists() for mark in marks)):
-        raise RunFolderError(f"--restart: {folder} is not a pretraining run folder; not deleting it. "
-                             f"Choose another --run.")
-    delete_run(folder)
-    print(f"--restart: deleted {folder}.", flush=True)

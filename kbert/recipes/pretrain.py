@@ -1,10 +1,11 @@
 """Pretrain BERT (masked LM, beside next-sentence or sentence-order prediction, or alone) on text files: the library
 side of apps/pretrain.py, on the skeleton every training run shares (`kbert.training.training_run`).
 
-A pretraining run folder grows as the run goes: `settings.json` and the vocabulary first (`prepare`), `history.csv`
-and TensorBoard's `logs/` while it trains, then `backbone.keras`, `curves.png`, `metrics.json` and the model card.
-Its backup lives beside it, as every training run's (`.NAME.backup/`, `kbert.training.run_backup`), and stays when
-the run ends: a rerun with more `steps` trains further from it.
+A pretraining run folder grows as the run goes: `settings.json` first (`kbert.training.run_backup`, which decides
+whether a rerun resumes, is refused or starts over, as for every training run), the vocabulary (`prepare`),
+`history.csv` and TensorBoard's `logs/` while it trains, then `backbone.keras`, `curves.png`, `metrics.json` and the
+model card. Its backup lives beside it, as every training run's (`.NAME.backup/`), and stays when the run ends: a rerun
+with more `steps` trains further from it.
 """
 
 import contextlib
@@ -12,7 +13,6 @@ import json
 import os
 import pathlib
 import resource
-import shutil
 import sys
 import tempfile
 
@@ -26,20 +26,22 @@ from kbert.distribution.data_shares import shares
 from kbert.models.bert_backbone import BertBackbone
 from kbert.models.load_backbone import load_backbone
 from kbert.optimizers import bert_adamw
-from kbert.saving import (BACKBONE_FILE, CHECKSUMS_FILE, METRICS_FILE, SETTINGS_FILE, delete_folder, read_json,
-                          record_checksums, save_backbone, write_json_atomic)
+from kbert.saving import (BACKBONE_FILE, CHECKSUMS_FILE, METRICS_FILE, read_json, record_checksums, save_backbone,
+                          write_json_atomic)
 from kbert.tasks.bert_pretrainer import BertPretrainer
 from kbert.text import BertTokenizer, train_wordpiece_vocabulary
 from kbert.training.curves import plot_history
 from kbert.training.model_card import write_model_card
 from kbert.training.remat import rematerialized
-from kbert.training.run_backup import backed_up_step, backup_folder, run_backup
-from kbert.training.training_logs import training_logs
+from kbert.training.run_backup import KeptRunFolder, backed_up_step, run_backup
+from kbert.training.training_logs import HISTORY_FILE, training_logs
 from kbert.training.training_run import training_run
 from kbert_edge.start_up import START_UP_LINE, verbose as start_up_verbose
 
-MAY_CHANGE = ("steps",)  # the settings a resumed run may change (raised, it trains further); the others make the run
 VOCABULARY_FILE = "vocab.txt"  # written last by `prepare`: marks a prepared run folder
+# What marks a pretraining run folder beside settings.json: older kbert's too (its corpus split, its backup inside)
+MARKS = (VOCABULARY_FILE, BACKBONE_FILE, HISTORY_FILE, "train.txt", "backup")
+RENAMED = {"task": "objective"}  # the settings of runs started before a rename: former name -> name now
 
 
 def load_init(init, mixed_precision=False, remat=False):
@@ -58,29 +60,25 @@ def load_init(init, mixed_precision=False, remat=False):
 
 
 def is_prepared(folder):
-    """Whether the run folder `folder` holds its settings and vocabulary already (`prepare`): a run to resume."""
+    """Whether the run folder `folder` holds its vocabulary already (`prepare`): a run to resume, unless started over."""
     return (pathlib.Path(folder) / VOCABULARY_FILE).is_file()
 
 
-def prepare(folder, settings, tokenizer=None, vocabulary=None, vocabulary_sample=(), vocabulary_size=8192):
-    """Writes `settings.json` and the vocabulary of the run folder `folder` once; returns its tokenizer.
+def prepare(folder, tokenizer=None, vocabulary=None, vocabulary_sample=(), vocabulary_size=8192):
+    """Writes the vocabulary of the run folder `folder` once; returns its tokenizer.
 
     The vocabulary is `tokenizer`'s (an init's), else the vocab.txt `vocabulary`, else one of
-    `vocabulary_size` tokens learned from the lines `vocabulary_sample`. A prepared folder keeps
-    its vocabulary; its `settings.json` is rewritten when `settings` differ (more steps).
+    `vocabulary_size` tokens learned from the lines `vocabulary_sample`. A prepared folder keeps it.
 
     Example:
     >>> folder = pathlib.Path(tempfile.mkdtemp()) / "run"
-    >>> tokenizer = prepare(folder, {"steps": 0}, vocabulary_sample=["a cat sat on the mat"] * 20,
-    ...                     vocabulary_size=40)
+    >>> tokenizer = prepare(folder, vocabulary_sample=["a cat sat on the mat"] * 20, vocabulary_size=40)
     Learning a 40-token WordPiece vocabulary from 20 training lines
     >>> sorted(path.name for path in folder.iterdir()), is_prepared(folder)
-    (['settings.json', 'tokenizer_config.json', 'vocab.txt'], True)
+    (['tokenizer_config.json', 'vocab.txt'], True)
     """
     folder = pathlib.Path(folder)
     if is_prepared(folder):
-        if read_json(folder / SETTINGS_FILE) != settings:
-            write_json_atomic(folder / SETTINGS_FILE, settings)
         return BertTokenizer.from_hf(folder)
     if tokenizer is None and vocabulary:
         tokenizer = BertTokenizer.from_vocab(vocabulary)
@@ -89,7 +87,6 @@ def prepare(folder, settings, tokenizer=None, vocabulary=None, vocabulary_sample
               flush=True)
         tokenizer = BertTokenizer(train_wordpiece_vocabulary(vocabulary_sample, vocabulary_size))
     folder.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(folder / SETTINGS_FILE, settings)
     with tempfile.TemporaryDirectory(dir=folder) as temporary:
         tokenizer.save(temporary)
         for name in ("tokenizer_config.json", VOCABULARY_FILE):  # vocab.txt last: marks "prepared"
@@ -97,41 +94,21 @@ def prepare(folder, settings, tokenizer=None, vocabulary=None, vocabulary_sample
     return BertTokenizer.from_hf(folder)
 
 
-def move_inner_backup(folder):
-    """Moves the backup that a run folder of an older kbert kept inside, in `backup/`, to where every run's backup
-    lives now (`kbert.training.run_backup.backup_folder`), so that the run resumes from it.
-
-    Example:
-    >>> folder = pathlib.Path(tempfile.mkdtemp()) / "run"
-    >>> (folder / "backup").mkdir(parents=True)
-    >>> move_inner_backup(folder)
-    >>> sorted(path.name for path in folder.parent.iterdir())
-    ['.run.backup', 'run']
-    """
-    inner, beside = pathlib.Path(folder) / "backup", backup_folder(folder)
-    if inner.is_dir() and not beside.exists():
-        inner.rename(beside)
-
-
-def delete_run(folder):
-    """Deletes the pretraining run folder `folder` and its backup, so that the run starts over."""
-    delete_folder(folder)
-    shutil.rmtree(backup_folder(folder), ignore_errors=True)
-
-
 def train(files, out, settings, init=None, preset="bert_mini", config=None, vocabulary=None, vocabulary_sample=(),
           vocabulary_size=8192, objective="nsp", whole_word_masking=False, duplication_factor=0, steps=10000,
           checkpoint_every=200, batch_size=32, sequence_length=128, learning_rate=1e-4, warmup_ratio=0.01,
-          holdout_fraction=0.02, mixed_precision=False, seed=0, gradient_accumulation=1, remat=False, verbose="auto"):
+          holdout_fraction=0.02, mixed_precision=False, seed=0, gradient_accumulation=1, remat=False, restart=False,
+          verbose="auto"):
     """Pretrains a `BertPretrainer` on the text files `files` to `steps` optimizer steps; writes the run folder `out`.
 
     The corpus streams through `tf.data` in a child process (`process_batches`); `holdout_fraction`
     of its text (by a hash of it) is held out, and scored before and after training. The run is
     backed up every `checkpoint_every` steps (one Keras epoch): after a kill the same call resumes
     at the same step of the schedule, reading the stream past the batches trained (the same pairs,
-    order and masks); a backup of a run with other `settings` (but `steps`, which may grow) is
-    refused before anything is written (`settings.json` itself is the caller's to check: apps/pretrain.py
-    compares it, with settings renamed since). The folder gets `settings.json` and the vocabulary (`prepare`), the logs,
+    order and masks). A rerun with other `settings` than its `settings.json` (but `steps`, which may
+    grow, never below the steps trained) is refused before anything is written, unless `restart`
+    deletes the run first (`kbert.training.run_backup`, with `MARKS` and `RENAMED`: a `KeptRunFolder`).
+    The folder gets `settings.json`, the vocabulary (`prepare`), the logs,
     `backbone.keras` with the tokenizer (`init` for the task recipes), `curves.png`, the model card
     and `metrics.json`: `run_metrics`'s fields, as every task's, with the held-out scores before
     (`start`) and after (`end`, also `validation`) and `settings`. In a job of several processes
@@ -153,6 +130,7 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
         holdout_fraction: float. Share of the text held out for evaluation (0: none).
         mixed_precision, remat: bfloat16 compute; blocks recomputed in the backward pass.
         seed: int. Seeds the initial weights and the data stream.
+        restart: bool. Start the run over: delete its folder and backup first (refused for a folder of anything else).
         verbose: as `kbert.training.fit_progress`.
 
     Returns: the metrics written to `metrics.json` (None in a process other than process 0).
@@ -164,11 +142,12 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
     if mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
     keras.utils.set_random_seed(seed)  # the initial weights (a resumed run then loads its own)
-    backup = run_backup(folder, settings, steps_per_epoch=checkpoint_every, may_change=MAY_CHANGE)  # refuses first
+    kept = KeptRunFolder("pretraining run", MARKS, steps, may_change=("steps",), renamed=RENAMED)
+    backup = run_backup(folder, settings, steps_per_epoch=checkpoint_every, restart=restart, kept=kept)  # refuses first
     backbone, init_tokenizer = init or (None, None)
-    # process 0 writes the settings and vocabulary; a job's others then read them
-    tokenizer = chief_first(lambda: prepare(folder, settings, init_tokenizer, vocabulary, vocabulary_sample,
-                                            vocabulary_size), lambda: BertTokenizer.from_hf(folder))
+    # process 0 writes the vocabulary; a job's others then read it
+    tokenizer = chief_first(lambda: prepare(folder, init_tokenizer, vocabulary, vocabulary_sample, vocabulary_size),
+                            lambda: BertTokenizer.from_hf(folder))
     with rematerialized(remat):
         if backbone is None:
             fields = (BertConfig.from_dict(config) if config else PRESETS[preset]).to_dict()

@@ -10,8 +10,7 @@ import keras
 import numpy as np
 
 from kbert.distribution import is_chief, writing_alone
-from kbert.saving import (DamagedBackupError, RunFolderError, SettingsChangedError, changed_settings, read_json,
-                          write_json_atomic)
+from kbert.saving import DamagedBackupError, RunFolderError, read_json, write_json_atomic
 from kbert.training.non_finite_loss import NonFiniteLossError, non_finite_weights, stop_message
 from kbert.training.random_state import random_state, restore_random_state
 from kbert.training.training_logs import LOG_NAMES
@@ -44,9 +43,9 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
     resumes there, on the batches the uninterrupted run would have trained on.
 
     A backup never replaces the last good one with a model whose loss or weights are NaN or
-    infinite: it raises `kbert.training.NonFiniteLossError` instead. With `settings`, a
-    backup of a run with other settings is refused (`kbert.saving.SettingsChangedError`, naming
-    each setting, the value it started with and the new one), not restored: delete it to start over.
+    infinite: it raises `kbert.training.NonFiniteLossError` instead. A backup records `settings`,
+    what the run started with (`started_with`): `kbert.training.run_backup` refuses to resume a run
+    with other settings, before any training.
 
     In a job of several processes (`kbert.distribution.is_chief`), every process restores
     the backup, and process 0 alone writes and deletes it: the others must see its folder
@@ -56,7 +55,7 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
         backup_dir: str or path. A folder used by this run only.
         steps_per_epoch: int or None. The `steps_per_epoch` given to `fit`: the epoch to
             resume at is then the restored step count over it; None: the backup's epoch.
-        settings: dict of JSON values or None. What the run was started with.
+        settings: dict of JSON values or None. What the run was started with, recorded in each backup.
         callbacks: list of callbacks whose state the backups hold: `keras.callbacks.EarlyStopping`,
             or any with a `backed_up` tuple of attribute names (JSON values or numpy arrays).
             Put the backup after them in `fit`'s list.
@@ -95,39 +94,30 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
 
     def resume_position(self):
         """(epoch, batch) where a fit resumes from the last backup: epoch `epoch` (0 is the
-        first) from its batch `batch` (0: at its start); None without a backup to resume. A backup
-        of a run with other settings raises `kbert.saving.SettingsChangedError` (`check_settings`).
+        first) from its batch `batch` (0: at its start); None without a backup to resume.
 
         Example:
         >>> import tempfile
         >>> AtomicBackupAndRestore(tempfile.mkdtemp()).resume_position() is None
         True
         """
-        metadata = self.check_settings()
+        metadata = self._metadata()
         if metadata is None:
             return None
         return metadata["epoch"], metadata.get("batch", 0)
 
-    def check_settings(self):
-        """Raises `kbert.saving.SettingsChangedError` when the last backup is of a run started with settings
-        other than `settings` (a backup that records none, or a backup without `settings`, is not checked).
-        Returns the backup's metadata (None without a backup).
+    def started_with(self):
+        """The settings the run of the last backup started with (None without a backup, or one that records none).
 
         Example:
         >>> import tempfile
         >>> folder = tempfile.mkdtemp()
         >>> write_json_atomic(pathlib.Path(folder) / METADATA_FILE, {"epoch": 1, "step": 2, "settings": {"lr": 0.1}})
-        >>> AtomicBackupAndRestore(folder, settings={"lr": 0.2}).check_settings()
-        Traceback (most recent call last):
-        kbert.saving.run_folder.SettingsChangedError: ...: this run started with lr 0.1, not 0.2. ...
+        >>> AtomicBackupAndRestore(folder).started_with()
+        {'lr': 0.1}
         """
         metadata = self._metadata()
-        saved = metadata and metadata.get("settings")
-        if saved is not None and self.settings is not None:
-            changes = changed_settings(saved, self.settings)
-            if changes:
-                raise SettingsChangedError(self.backup_dir, changes)
-        return metadata
+        return metadata and metadata.get("settings")
 
     def last_checkpoint(self):
         """The last backup, described ("folder (epoch E, step S)"), or None."""
@@ -163,7 +153,7 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
                       f"{METADATA_FILE} recorded it; resuming from the last complete one.", flush=True)
 
     def _load_model(self):
-        metadata = self.check_settings()
+        metadata = self._metadata()
         if metadata is None:
             return
         if self.model.optimizer is not None and not self.model.optimizer.built:

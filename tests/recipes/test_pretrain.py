@@ -40,7 +40,7 @@ def test_a_run_writes_every_runs_fields_keeps_its_backup_and_trains_further(tmp_
     assert (tmp_path / ".run.backup" / "training_metadata.json").is_file()  # beside the run folder, and kept
 
     written = {path: path.read_bytes() for path in out.rglob("*") if path.is_file()}
-    with pytest.raises(SettingsChangedError, match=r"run.backup: this run started with seq_len 32, not 16\."):
+    with pytest.raises(SettingsChangedError, match=r"run/settings.json: this run started with seq_len 32, not 16\."):
         recipe.train([corpus], out, {**settings, "seq_len": 16}, steps=2, **options)
     assert {path: path.read_bytes() for path in out.rglob("*") if path.is_file()} == written
 
@@ -56,14 +56,6 @@ def test_a_run_writes_every_runs_fields_keeps_its_backup_and_trains_further(tmp_
     (out / "backbone.keras").write_bytes(bytes(damaged))
     with pytest.raises(ChangedFileError, match=r"backbone\.keras: its SHA-256 is not the one recorded"):
         model_source(out).saved_model
-
-
-def test_an_older_runs_backup_inside_its_folder_is_moved_beside_it(tmp_path):
-    (tmp_path / "run" / "backup").mkdir(parents=True)
-    (tmp_path / "run" / "backup" / "training_metadata.json").write_text('{"step": 6, "epoch": 3}')
-    recipe.move_inner_backup(tmp_path / "run")
-    assert [path.name for path in (tmp_path / "run").iterdir()] == []
-    assert json.loads((tmp_path / ".run.backup" / "training_metadata.json").read_text())["step"] == 6
 
 
 def test_a_run_of_steps_not_a_multiple_of_its_interval_is_refused(tmp_path):

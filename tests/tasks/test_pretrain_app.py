@@ -141,7 +141,7 @@ def test_a_rerun_must_repeat_the_settings_but_may_train_further(tmp_path, capsys
     main([*command, "--corpus", str(other), "--restart"])
     assert json.loads((run / "settings.json").read_text())["corpus"][0]["path"] == str(other)
     assert json.loads((run / "metrics.json").read_text())["steps"] == 0 and not (tmp_path / ".tiny.backup").exists()
-    assert "--restart: deleted" in capsys.readouterr().out
+    assert f"Started over: deleted {run} and the backup in {tmp_path / '.tiny.backup'}." in capsys.readouterr().out
 
 
 

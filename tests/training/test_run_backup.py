@@ -1,10 +1,12 @@
 import importlib
+import json
 
 import numpy as np
 import pytest
 
-from kbert.saving import DamagedBackupError, SettingsChangedError
+from kbert.saving import DamagedBackupError, RunFolderError, SettingsChangedError
 from kbert.training import run_backup
+from kbert.training.run_backup import KeptRunFolder, ResumeRefusedError, backed_up_step
 from tests.conftest import Kill
 from tests.training.conftest import dense_model
 
@@ -12,8 +14,8 @@ run_backup_module = importlib.import_module("kbert.training.run_backup")  # the 
 X, Y = np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([[1.0], [3.0]])
 
 
-def killed_run(out, settings, kill_at=0):
-    backup = run_backup(out, settings)
+def killed_run(out, settings, kill_at=0, **options):
+    backup = run_backup(out, settings, **options)
     with pytest.raises(KeyboardInterrupt):
         dense_model(0.1).fit(X, Y, epochs=3, callbacks=[backup, Kill(kill_at)], verbose=0)
     return backup
@@ -45,14 +47,78 @@ def test_a_backup_of_other_settings_is_refused_naming_them_unless_restarted(tmp_
     assert run_backup(tmp_path / "run", {"epochs": 3, "lr": 0.2, "seed": 1}).resume_position() == (3, 0)
 
 
-def test_a_setting_that_may_change_is_not_compared(tmp_path):
-    """Pretraining's steps: raised on a rerun, the run trains further from its backup."""
-    backup = run_backup(tmp_path / "run", {"steps": 3, "lr": 0.1}, may_change=["steps"])
-    with pytest.raises(KeyboardInterrupt):
-        dense_model(0.1).fit(X, Y, epochs=3, callbacks=[backup, Kill(0)], verbose=0)
-    assert run_backup(tmp_path / "run", {"steps": 6, "lr": 0.1}, may_change=["steps"]).resume_position() == (1, 0)
-    with pytest.raises(SettingsChangedError, match="lr 0.1, not 0.2"):
-        run_backup(tmp_path / "run", {"steps": 6, "lr": 0.2}, may_change=["steps"])
+def kept(steps, renamed=None):
+    """A run folder kept to train further, as pretraining's: its steps may grow (`KeptRunFolder`)."""
+    return KeptRunFolder("pretraining run", ("vocab.txt", "history.csv"), steps, may_change=("steps",),
+                         renamed=renamed or {})
+
+
+def test_a_kept_folder_records_its_settings_whose_steps_may_grow_but_not_below_those_trained(tmp_path):
+    """Pretraining's steps: raised on a rerun, the run trains further from its backup; the settings are compared once,
+    with those its settings.json records (issue 50: also with the backup's, in another layer)."""
+    out = tmp_path / "run"
+    killed_run(out, {"steps": 3, "lr": 0.1}, kept=kept(3))
+    assert json.loads((out / "settings.json").read_text()) == {"steps": 3, "lr": 0.1}
+    assert run_backup(out, {"steps": 6, "lr": 0.1}, kept=kept(6)).resume_position() == (1, 0)
+    assert json.loads((out / "settings.json").read_text()) == {"steps": 6, "lr": 0.1}  # trains further
+    with pytest.raises(SettingsChangedError, match=rf"^{out / 'settings.json'}: this run started with lr 0.1, not 0.2"):
+        run_backup(out, {"steps": 6, "lr": 0.2}, kept=kept(6))
+    with pytest.raises(ResumeRefusedError, match=rf"^{out} has trained 1 steps already: steps 0 cannot undo them; "
+                                                 r"give steps 1 or more, or start the run over \(restart\)") as error:
+        run_backup(out, {"steps": 0, "lr": 0.1}, kept=kept(0))
+    assert "--steps 0 cannot undo them" in error.value.worded(lambda name: f"--{name}")  # an app's words
+    assert json.loads((out / "settings.json").read_text()) == {"steps": 6, "lr": 0.1}  # refused: nothing written
+
+
+def test_a_kept_run_started_under_a_former_setting_name_resumes(tmp_path):
+    """--task became --objective: a run started before, its settings.json and its backup under the former name, resumes
+    (the backup's own second comparison, without the renames, refused it)."""
+    out = tmp_path / "run"
+    killed_run(out, {"task": "mlm", "steps": 3}, kept=kept(3))
+    renamed = kept(3, renamed={"task": "objective"})
+    with pytest.raises(SettingsChangedError, match="started with objective 'mlm', not 'nsp'"):
+        run_backup(out, {"objective": "nsp", "steps": 3}, kept=renamed)
+    assert run_backup(out, {"objective": "mlm", "steps": 3}, kept=renamed).resume_position() == (1, 0)
+    assert json.loads((out / "settings.json").read_text()) == {"objective": "mlm", "steps": 3}  # its names now
+
+
+def test_restart_deletes_a_kept_folder_with_its_backup_and_nothing_else(tmp_path, capsys):
+    out = tmp_path / "run"
+    killed_run(out, {"steps": 3}, kept=kept(3))
+    backup = run_backup(out, {"steps": 3, "lr": 0.5}, kept=kept(3), restart=True)
+    assert capsys.readouterr().out == f"Started over: deleted {out} and the backup in {tmp_path / '.run.backup'}.\n"
+    assert backup.resume_position() is None and json.loads((out / "settings.json").read_text())["lr"] == 0.5
+    for name, holds in [("model", "model.keras"), ("notes", "notes.txt")]:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / holds).write_text("")
+        with pytest.raises(ResumeRefusedError, match=rf"^{tmp_path / name} is not a pretraining run folder: not "
+                                                     r"deleting it to start over \(restart\)"):
+            run_backup(tmp_path / name, {"steps": 3}, kept=kept(3), restart=True)
+        assert (tmp_path / name / holds).is_file()
+    (tmp_path / "empty").mkdir()  # a kill before its settings.json was written
+    run_backup(tmp_path / "empty", {"steps": 3}, kept=kept(3), restart=True)
+    assert json.loads((tmp_path / "empty" / "settings.json").read_text()) == {"steps": 3}
+
+
+def test_a_kept_folder_of_another_run_or_without_settings_is_refused_and_an_older_inner_backup_moved(tmp_path):
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "model.keras").write_text("")
+    with pytest.raises(RunFolderError, match=r"model holds a fine-tuned model \(model.keras\), not a pretraining run: "
+                                             r"choose another run folder\."):
+        run_backup(tmp_path / "model", {"steps": 3}, kept=kept(3))
+    (tmp_path / "older").mkdir()
+    (tmp_path / "older" / "vocab.txt").write_text("")
+    with pytest.raises(ResumeRefusedError, match=r"older records no settings.json .* start it over \(restart\)"):
+        run_backup(tmp_path / "older", {"steps": 3}, kept=kept(3))
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["model", "older"]  # refused: nothing written
+
+    inner = tmp_path / "run" / "backup"  # an older kbert kept the backup inside the run folder
+    inner.mkdir(parents=True)
+    (inner / "training_metadata.json").write_text('{"step": 6, "epoch": 3}')
+    (tmp_path / "run" / "settings.json").write_text('{"steps": 6}')
+    assert run_backup(tmp_path / "run", {"steps": 6}, kept=kept(6)).resume_position() == (3, 0)
+    assert [path.name for path in (tmp_path / "run").iterdir()] == ["settings.json"]
+    assert backed_up_step(tmp_path / "run") == 6
 
 
 def test_a_training_file_edited_in_place_is_refused(tmp_path):
@@ -85,7 +151,7 @@ def test_logs_without_a_backup_and_leftovers_of_a_killed_write_are_removed(tmp_p
 def test_only_the_chief_process_removes_anything(tmp_path, monkeypatch):
     (tmp_path / ".run.backup").mkdir()
     (tmp_path / ".run.partial-1").mkdir()
-    monkeypatch.setattr(run_backup_module, "is_chief", lambda: False)
+    monkeypatch.setattr(run_backup_module, "chief_first", lambda work, read=lambda: None: read())  # another process
     run_backup(tmp_path / "run", {})
     assert sorted(p.name for p in tmp_path.iterdir()) == [".run.backup", ".run.partial-1"]
 
