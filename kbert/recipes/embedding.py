@@ -13,6 +13,8 @@ gold scores (STS-B's metric): held out from the training data under "cosine", fr
 under "ranking". The score of the starting model (`zero_shot`) is measured before training and recorded beside it.
 """
 
+import dataclasses
+
 import keras
 import numpy as np
 
@@ -22,26 +24,26 @@ from kbert.data.sentence_table import LABEL_COLUMNS, read_sentences
 from kbert.data.tables import read_table, table_format
 from kbert.data.seeded_split import training_and_validation
 from kbert.metrics import pearson, spearman
-from kbert.optimizers import bert_adamw, bfloat16_compute
 from kbert.saving import load_run
 from kbert.tasks.bert_sentence_encoder import BertSentenceEncoder
+from kbert.training.fine_tuning import FineTuning
 from kbert.training.training_run import fine_tuning_run
-from kbert.training.remat import rematerialized
 from kbert.training.run_results import parameter_counts, write_evaluation
 from kbert.training.validation_scores import ValidationScores
 
 NLI_CLASSES = ("entailment", "neutral", "contradiction")
 
 
+EMBEDDING_TRAINING = FineTuning(epochs=1, batch_size=16)  # sentence-transformers' (and its 2e-5, the task's rate)
+
+
 def train(data, init, out, objective="cosine", valid=None, score_range=(0.0, 5.0), positive_label="entailment",
-          pooling=None, epochs=1, batch_size=16, learning_rate=2e-5, max_length=DEFAULT_SEQUENCE_LENGTH,
-          mixed_precision=False, validation_fraction=0.1, limit=None, validation_limit=None, patience=1, seed=0,
-          gradient_accumulation=1, remat=False, backup_steps=None, backup_minutes=5.0, restart=False, layout=None,
-          verbose="auto"):
+          pooling=None, max_length=DEFAULT_SEQUENCE_LENGTH, validation_fraction=0.1, limit=None,
+          validation_limit=None, patience=1, layout=None, **training):
     """Trains a `BertSentenceEncoder` from `init` and writes the run folder `out`.
 
-    `BertSentenceEncoder.from_preset(init, pooling=..., objective=...)`, compiled with
-    `bert_adamw(learning_rate)` (10% warmup, linear decay, weight decay 0.01), fitted on the pairs
+    `BertSentenceEncoder.from_preset(init, pooling=..., objective=...)`, compiled by `FineTuning.task_model`
+    (`bert_adamw(learning_rate)`: 10% warmup, linear decay, weight decay 0.01), fitted on the pairs
     with the validation Spearman watched by early stopping (restoring the best epoch). The run is
     backed up and resumes as every fine-tuning does (`kbert.training.training_run.fine_tuning_run`).
 
@@ -56,54 +58,45 @@ def train(data, init, out, objective="cosine", valid=None, score_range=(0.0, 5.0
         positive_label: str. Under "ranking", the rows of `data` with this label are the pairs; a file of
             two columns has no label and every row is a pair.
         pooling: "mean", "cls" or "max"; None: `init`'s own (a sentence-transformers folder's), else "mean".
-        epochs, batch_size, learning_rate, max_length: the training hyperparameters (sentence-transformers'
-            defaults: 1 epoch, batches of 16, 2e-5).
-        mixed_precision, gradient_accumulation, remat: as for the other recipes.
-        validation_fraction, limit, validation_limit, patience, seed: as for the other recipes.
-        backup_steps, backup_minutes, restart, verbose: as `fine_tuning_run`'s.
+        max_length: int. Tokens per text.
+        validation_fraction, limit, validation_limit, patience: as for the other recipes.
+        **training: the `kbert.training.fine_tuning.FineTuning` settings, as for `kbert.recipes.sentence.train`
+            (default: `EMBEDDING_TRAINING`, sentence-transformers' 1 epoch of batches of 16 at 2e-5).
         layout: `kbert.data.tables.Layout` or None. How `data` and `valid` are laid out (a TSV of columns in
             order, or any table with named columns: `kbert.data.sentence_table.read_sentences`).
 
     Returns: the metrics dict written to `metrics.json`.
     """
-    keras.utils.set_random_seed(seed)
+    training = dataclasses.replace(EMBEDDING_TRAINING, **training)
     if objective == "ranking" and valid is None:
         raise ValueError("The ranking objective validates on scored pairs: give valid (e.g. STS-B's TSV).")
     train_pairs = _read_pairs(data, objective, positive_label, score_range, layout)
     train_pairs, valid_pairs = training_and_validation(
-        train_pairs, _read_pairs(valid, "cosine", layout=layout) if valid else None, validation_fraction, seed, limit,
-        validation_limit)
-    with bfloat16_compute(mixed_precision), rematerialized(remat):
-        model = BertSentenceEncoder.from_preset(init, **({} if pooling is None else {"pooling": pooling}),
-                                                objective=objective, score_range=score_range,
-                                                sequence_length=max_length, compile=False)
-    model.compile(optimizer=bert_adamw(learning_rate, total_steps=None,
-                                       gradient_accumulation_steps=gradient_accumulation))
-    zero_shot = evaluate_pairs(model, valid_pairs, batch_size)
+        train_pairs, _read_pairs(valid, "cosine", layout=layout) if valid else None, validation_fraction,
+        training.seed, limit, validation_limit)
+    model = training.task_model(BertSentenceEncoder, init, **({} if pooling is None else {"pooling": pooling}),
+                                objective=objective, score_range=score_range, sequence_length=max_length)
+    zero_shot = evaluate_pairs(model, valid_pairs, training.batch_size)
     trainable, total = parameter_counts(model)
     print(f"embedding ({objective}): {len(train_pairs)} training pairs / {len(valid_pairs)} validation pairs; "
           f"{trainable:,} trainable of {total:,} parameters; validation Spearman before training "
           f"{zero_shot['spearman']:.4f}.")
-    scorer = ValidationScores(lambda model: evaluate_pairs(model, valid_pairs, batch_size),
+    scorer = ValidationScores(lambda model: evaluate_pairs(model, valid_pairs, training.batch_size),
                               {"val_spearman": "spearman"}, "val_spearman")
     stopping = keras.callbacks.EarlyStopping("val_spearman", mode="max", patience=patience,
                                              restore_best_weights=True)
     run = {"task": "embedding", "init": str(init), "data": str(data),
-           "valid": str(valid) if valid else f"{validation_fraction:.0%} of data (seed {seed})",
+           "valid": str(valid) if valid else f"{validation_fraction:.0%} of data (seed {training.seed})",
            "objective": objective, "pooling": model.pooling, "score_range": list(score_range),
            "positive_label": positive_label if objective == "ranking" else None,
            "train_pairs": len(train_pairs), "validation_pairs": len(valid_pairs),
            "max_length": model.preprocessor.sequence_length}
-    hyperparameters = {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
-                       "mixed_precision": mixed_precision, "gradient_accumulation": gradient_accumulation,
-                       "remat": remat, "patience": patience, "seed": seed, "limit": limit,
-                       "validation_limit": validation_limit}
     labels = train_pairs.labels if objective == "cosine" else None
     metrics, validation = fine_tuning_run(
-        model, (train_pairs.texts, train_pairs.pairs), labels, out, "embedding", run, hyperparameters,
-        inputs=(data, valid), title=f"embedding ({objective}) from {init}", data={"train": data, "validation": valid},
-        scorer=scorer, stopping=stopping, backup_steps=backup_steps, backup_minutes=backup_minutes, restart=restart,
-        measured={"zero_shot": zero_shot}, verbose=verbose)
+        model, (train_pairs.texts, train_pairs.pairs), labels, out, training, "embedding", run, inputs=(data, valid),
+        title=f"embedding ({objective}) from {init}", data={"train": data, "validation": valid},
+        hyperparameters={"patience": patience, "limit": limit, "validation_limit": validation_limit},
+        scorer=scorer, stopping=stopping, measured={"zero_shot": zero_shot})
     print(format_scores(validation, f"validation ({len(valid_pairs)} pairs)", zero_shot))
     return metrics
 

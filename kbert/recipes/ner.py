@@ -14,22 +14,19 @@ from kbert.config import DEFAULT_SEQUENCE_LENGTH
 from kbert.data.tagged_table import read_tagged_sentences
 from kbert.data.seeded_split import training_and_validation
 from kbert.metrics.entity_f1 import entity_scores, format_entity_scores
-from kbert.optimizers import bert_adamw, bfloat16_compute
 from kbert.saving import load_run
 from kbert.tasks.bert_token_classifier import BertTokenClassifier
-from kbert.training.remat import rematerialized
+from kbert.training.fine_tuning import FineTuning
 from kbert.training.training_run import fine_tuning_run
 from kbert.training.run_results import write_evaluation
 from kbert.training.validation_scores import ValidationScores
 
 
-def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e-5,
-          max_length=DEFAULT_SEQUENCE_LENGTH, mixed_precision=False, validation_fraction=0.1, limit=None,
-          validation_limit=None, patience=1, seed=0, gradient_accumulation=1, remat=False,
-          backup_steps=None, backup_minutes=5.0, restart=False, layout=None, verbose="auto"):
+def train(data, init, out, valid=None, max_length=DEFAULT_SEQUENCE_LENGTH, validation_fraction=0.1, limit=None,
+          validation_limit=None, patience=1, layout=None, **training):
     """Fine-tunes a `BertTokenClassifier` and writes the run folder `out`.
 
-    The task API's recipe (`BertTokenClassifier.from_preset`, `compile(learning_rate=...)`:
+    The task API's recipe (`BertTokenClassifier.from_preset`, compiled by `FineTuning.task_model`:
     `bert_adamw`, 10% warmup, linear decay over the steps of `fit`), fitted on the words and
     tags of the sentences, with early stopping on the validation entity F1, restoring the
     best epoch. Without `valid`, a seeded `validation_fraction` of the sentences is held
@@ -50,52 +47,38 @@ def train(data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=5e
         valid: path of a validation file (laid out as `data`), or None to carve one out of `data`.
         layout: `kbert.data.tables.Layout` or None. How `data` and `valid` are laid out: format, columns, the
             names of tag ids (default: CoNLL text, or a table by its suffix with conll2003's columns).
-        epochs, batch_size, learning_rate: the fine-tuning hyperparameters.
         max_length: int. Tokens per window, special tokens included (at most the backbone's positions).
-        mixed_precision: bool. Compute in bfloat16 ("mixed_bfloat16"), keep float32 weights.
-        gradient_accumulation: int. Step the optimizer once every this many batches, on their mean
-            gradient (the effective batch is `gradient_accumulation * batch_size`).
-        remat: bool. Recompute each transformer block in the backward pass (`rematerialized`).
         validation_fraction: float. Share of the sentences held out when `valid` is None.
         limit: int or None. Train on a seeded subset of this many sentences.
         validation_limit: int or None. Validate on a seeded subset of this many sentences.
         patience: int. Epochs without improvement of the entity F1 before early stopping.
-        seed: int. Seeds the split, the shuffles, dropout and the head's initialization.
-        backup_steps, backup_minutes, restart, verbose: as `kbert.training.fine_tuning_run`'s (a backup of a
-            run with other settings is refused, naming them, unless `restart`).
+        **training: the `kbert.training.fine_tuning.FineTuning` settings, as for `kbert.recipes.sentence.train`.
 
     Returns: the metrics dict written to `metrics.json`.
     """
-    keras.utils.set_random_seed(seed)
+    training = FineTuning(**training)
     train_sentences = read_tagged_sentences(data, layout=layout)
     label_names = train_sentences.label_names()
     train_sentences, valid_sentences = training_and_validation(
         train_sentences, read_tagged_sentences(valid, label_names, layout=layout) if valid else None,
-        validation_fraction, seed, limit, validation_limit)
-    with bfloat16_compute(mixed_precision), rematerialized(remat):
-        model = BertTokenClassifier.from_preset(init, label_names=label_names, sequence_length=max_length)
-    model.compile(optimizer=bert_adamw(learning_rate, total_steps=None,
-                                       gradient_accumulation_steps=gradient_accumulation))
+        validation_fraction, training.seed, limit, validation_limit)
+    model = training.task_model(BertTokenClassifier, init, label_names=label_names, sequence_length=max_length)
     max_length = model.preprocessor.sequence_length
     print(f"ner: {len(train_sentences)} training sentences, {len(valid_sentences)} validation sentences; "
           f"labels {label_names}.")
-    scorer = EntityF1Callback(valid_sentences, batch_size)
+    scorer = EntityF1Callback(valid_sentences, training.batch_size)
     stopping = keras.callbacks.EarlyStopping("val_entity_f1", mode="max", patience=patience,
                                              restore_best_weights=True)
     run = {"task": "ner", "init": str(init), "data": str(data),
-           "valid": str(valid) if valid else f"{validation_fraction:.0%} of data (seed {seed})",
+           "valid": str(valid) if valid else f"{validation_fraction:.0%} of data (seed {training.seed})",
            "train_sentences": len(train_sentences), "validation_sentences": len(valid_sentences),
            "label_names": label_names, "max_length": max_length,
            **(layout.settings(names_key="tag_names") if layout else {})}
-    hyperparameters = {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
-                       "mixed_precision": mixed_precision, "gradient_accumulation": gradient_accumulation,
-                       "remat": remat, "patience": patience, "seed": seed, "limit": limit,
-                       "validation_limit": validation_limit}
     metrics, validation = fine_tuning_run(
-        model, train_sentences.words, train_sentences.tags, out, "ner", run, hyperparameters, inputs=(data, valid),
-        title=f"ner from {init} (entity_f1: validation)", data={"train": data, "validation": valid}, scorer=scorer,
-        stopping=stopping, curves=_curves, backup_steps=backup_steps, backup_minutes=backup_minutes, restart=restart,
-        verbose=verbose)
+        model, train_sentences.words, train_sentences.tags, out, training, "ner", run, inputs=(data, valid),
+        title=f"ner from {init} (entity_f1: validation)", data={"train": data, "validation": valid},
+        hyperparameters={"patience": patience, "limit": limit, "validation_limit": validation_limit}, scorer=scorer,
+        stopping=stopping, curves=_curves)
     print(format_entity_scores(validation, f"validation ({len(valid_sentences)} sentences)"))
     return metrics
 

@@ -12,7 +12,7 @@ to token_ids.tflite: `kbert_edge.EdgeModel`).
 import json
 import pathlib
 
-import keras
+import dataclasses
 import numpy as np
 
 from kbert.data.squad import read_squad
@@ -21,26 +21,26 @@ from kbert.data.squad_example import SquadExample
 from kbert.data.squad_windows import SquadWindows
 from kbert.metrics.squad import squad_scores
 from kbert.models.compute_dtype import with_compute_dtype
-from kbert.optimizers import bert_adamw, bfloat16_compute
 from kbert.saving import METRICS_FILE, load_run, write_json_atomic
 from kbert.tasks.bert_question_answerer import BertQuestionAnswerer
 from kbert.tasks.bert_question_answerer_preprocessor import BertQuestionAnswererPreprocessor
-from kbert.training.remat import rematerialized
+from kbert.training.fine_tuning import FineTuning
 from kbert.training.training_run import fine_tuning_run
 from kbert.training.run_results import write_evaluation
 from kbert_edge.answers import MAX_ANSWER_LENGTH, N_BEST
 from kbert_edge.windows import MAX_QUESTION_LENGTH, QA_DOC_STRIDE, QA_SEQUENCE_LENGTH
 
 
-def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_length=QA_SEQUENCE_LENGTH,
-          doc_stride=QA_DOC_STRIDE, max_question_length=MAX_QUESTION_LENGTH, mixed_precision=False,
-          validation_articles=10,
-          articles=None, limit=None, validation_limit=None, seed=0, gradient_accumulation=1, remat=False,
-          backup_steps=None, backup_minutes=5.0, restart=False, layout=None, verbose="auto"):
+QA_TRAINING = FineTuning(epochs=2)  # BERT's SQuAD recipe: 2 epochs (the other settings as every fine-tuning's)
+
+
+def train(data, init, out, max_length=QA_SEQUENCE_LENGTH, doc_stride=QA_DOC_STRIDE,
+          max_question_length=MAX_QUESTION_LENGTH, validation_articles=10, articles=None, limit=None,
+          validation_limit=None, layout=None, **training):
     """Fine-tunes a `BertQuestionAnswerer` and writes the run folder `out`.
 
     The task API's recipe (`BertQuestionAnswerer.from_preset` with a
-    `BertQuestionAnswererPreprocessor` of these windowing settings, `compile(learning_rate=...)`:
+    `BertQuestionAnswererPreprocessor` of these windowing settings, compiled by `FineTuning.task_model`:
     `bert_adamw`, 10% warmup, linear decay over the steps of `fit`), fitted on the questions,
     contexts and answers. Questions whose answer was not located in its context (by the
     reader, or on no context token) are skipped and counted (`train_skipped`). A seeded
@@ -61,35 +61,26 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
         init: str. The preset of `BertQuestionAnswerer.from_preset`: a preset name,
             "all_minilm_l6_v2" or a folder (a QA run folder comes back with its head).
         out: path of the run folder to write.
-        epochs, batch_size, learning_rate: the fine-tuning hyperparameters.
         max_length, doc_stride, max_question_length: int. The windowing (see `SquadWindows`);
             `max_length` at most the backbone's positions.
-        mixed_precision: bool. Compute in bfloat16 ("mixed_bfloat16"), keep float32 weights.
-        gradient_accumulation: int. Step the optimizer once every this many batches, on their mean
-            gradient (the effective batch is `gradient_accumulation * batch_size`).
-        remat: bool. Recompute each transformer block in the backward pass (`rematerialized`).
         validation_articles: int. Articles held out for validation.
         articles: int or None. Read only the first `articles` articles of `data`.
         limit: int or None. Train on a seeded subset of this many questions.
         validation_limit: int or None. Score a seeded subset of this many validation questions.
-        seed: int. Seeds the split, the subsets, the shuffles and the head's initialization.
-        backup_steps, backup_minutes, restart, verbose: as `kbert.training.fine_tuning_run`'s (a backup of a
-            run with other settings is refused, naming them, unless `restart`).
+        **training: the `kbert.training.fine_tuning.FineTuning` settings, as for `kbert.recipes.sentence.train`
+            (default: `QA_TRAINING`, 2 epochs).
 
     Returns: the metrics dict written to `metrics.json`.
     """
-    keras.utils.set_random_seed(seed)
+    training = dataclasses.replace(QA_TRAINING, **training)
     examples = read_squad(data, articles=slice(0, articles) if articles else None, layout=layout)
     report = dict(read_squad.last_report)
-    train_examples, valid_examples, held_out = split_articles(examples, validation_articles, seed, limit,
+    train_examples, valid_examples, held_out = split_articles(examples, validation_articles, training.seed, limit,
                                                               validation_limit, source=data)
-    with bfloat16_compute(mixed_precision), rematerialized(remat):
-        model = BertQuestionAnswerer.from_preset(init, sequence_length=max_length)
+    model = training.task_model(BertQuestionAnswerer, init, sequence_length=max_length)
     max_length = min(max_length, model.backbone.max_sequence_length)
     tokenizer = model.preprocessor.tokenizer
     model.preprocessor = BertQuestionAnswererPreprocessor(tokenizer, max_length, doc_stride, max_question_length)
-    model.compile(optimizer=bert_adamw(learning_rate, total_steps=None,
-                                       gradient_accumulation_steps=gradient_accumulation))
     windowing = {"max_length": max_length, "doc_stride": doc_stride, "max_question_length": max_question_length}
     located, train_windows = _located_answers(train_examples, tokenizer, windowing)
     skipped = len(train_examples) - len(located)
@@ -99,20 +90,16 @@ def train(data, init, out, epochs=2, batch_size=32, learning_rate=5e-5, max_leng
           f"{len(valid_examples)} validation questions from {validation_articles} articles.")
     questions, contexts = [e.question for e in located], [e.context for e in located]
     answers = [{"text": e.answers[0], "answer_start": e.answer_start} for e in located]
-    run = {"task": "qa", "init": str(init), "data": str(data), "valid": _held_out_description(held_out, seed),
+    run = {"task": "qa", "init": str(init), "data": str(data), "valid": _held_out_description(held_out, training.seed),
            "train_questions": len(train_examples), "train_windows": train_windows,
            "train_skipped": skipped, "validation_questions": len(valid_examples),
            "reader": report, **windowing, **(layout.settings() if layout else {})}
-    hyperparameters = {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
-                       "mixed_precision": mixed_precision, "gradient_accumulation": gradient_accumulation,
-                       "remat": remat, "seed": seed, "articles": articles,
-                       "limit": limit, "validation_limit": validation_limit,
-                       "validation_articles": validation_articles}
     metrics, validation = fine_tuning_run(
-        model, (questions, contexts), answers, out, "qa", run, hyperparameters, inputs=(data,), title=f"qa from {init}",
-        data={"train and validation": data}, final_scores=lambda model: _validation(model, valid_examples, batch_size),
-        backup_steps=backup_steps, backup_minutes=backup_minutes, restart=restart,
-        verbose=verbose)
+        model, (questions, contexts), answers, out, training, "qa", run, inputs=(data,), title=f"qa from {init}",
+        data={"train and validation": data},
+        hyperparameters={"articles": articles, "limit": limit, "validation_limit": validation_limit,
+                         "validation_articles": validation_articles},
+        final_scores=lambda model: _validation(model, valid_examples, training.batch_size))
     print(f"validation ({len(valid_examples)} questions): exact match {validation['exact_match']:.2f}, "
           f"F1 {validation['f1']:.2f}")
     return metrics

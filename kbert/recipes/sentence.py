@@ -11,11 +11,11 @@ from kbert.data import TsvFormatError
 from kbert.data.sentence_table import read_sentences
 from kbert.data.seeded_split import training_and_validation
 from kbert.metrics import accuracy, confusion_matrix, macro_f1, multi_label_scores, pearson, spearman
-from kbert.optimizers import bert_adamw, bfloat16_compute, enable_lora
+from kbert.optimizers import enable_lora
 from kbert.saving import load_run
 from kbert.tasks.bert_classifier import BertClassifier
 from kbert.tasks.bert_text_classifier_preprocessor import BertTextClassifierPreprocessor
-from kbert.training.remat import rematerialized
+from kbert.training.fine_tuning import FineTuning
 from kbert.training.training_run import fine_tuning_run
 from kbert.training.run_results import parameter_counts, write_evaluation
 from kbert.training.validation_scores import ValidationScores
@@ -51,17 +51,15 @@ SIMILARITY = SentenceProblem("similarity", 2, regression=True)
 MULTI_LABEL = SentenceProblem("multi_label", 1, multi_label=True)  # classes from the training file (or labels)
 
 
-def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learning_rate=3e-5,
-          max_length=DEFAULT_SEQUENCE_LENGTH, lora_rank=None, mixed_precision=False, validation_fraction=0.1,
-          limit=None, validation_limit=None, patience=1, seed=0, labels=None, skip_bad_rows=False,
-          doc_stride=None, train_windows="first", window_pooling="mean", gradient_accumulation=1, remat=False,
-          backup_steps=None, backup_minutes=5.0, restart=False, layout=None, callbacks=(), verbose="auto"):
+def train(problem, data, init, out, valid=None, max_length=DEFAULT_SEQUENCE_LENGTH, lora_rank=None,
+          validation_fraction=0.1, limit=None, validation_limit=None, patience=1, labels=None, skip_bad_rows=False,
+          doc_stride=None, train_windows="first", window_pooling="mean", layout=None, callbacks=(), **training):
     """Fine-tunes a `BertClassifier` with BERT's recipe and writes the run folder `out`.
 
     A thin layer over the task API: `BertClassifier.from_preset(init, ...)` builds the
-    backbone, the head and the preprocessor (tokenizer and `max_length`); `compile` keeps
-    BERT's defaults (`bert_adamw` at peak `learning_rate`, warmup over 10% of the steps,
-    then linear decay; dropout 0.1) and `fit` reads the raw texts, with early stopping on
+    backbone, the head and the preprocessor (tokenizer and `max_length`), compiled with
+    BERT's defaults (`FineTuning.task_model`: `bert_adamw` at peak `learning_rate`, warmup
+    over 10% of the steps, then linear decay; dropout 0.1) and `fit` reads the raw texts, with early stopping on
     the validation split that restores the best epoch. Without `valid`, a seeded
     `validation_fraction` of `data` is held out. The validation data is read once an epoch
     (`ValidationScores`: its loss, accuracy or MAE, and the full scores of the best epoch,
@@ -84,29 +82,25 @@ def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learnin
         layout: `kbert.data.tables.Layout` or None. How `data` and `valid` are laid out: format and columns
             (default: by the suffix; a TSV's columns in order, a table's by Hugging Face's names).
         callbacks: more Keras callbacks for the fit (not backed up: e.g. `kbert.training.time_budget.TimeBudget`).
-        epochs, batch_size, learning_rate, max_length: the fine-tuning hyperparameters.
+        max_length: int. Tokens per input, special tokens included.
         lora_rank: int or None. Train LoRA factors of rank `lora_rank` (and the head) only.
-        mixed_precision: bool. Compute in bfloat16 ("mixed_bfloat16"), keep float32 weights.
-        gradient_accumulation: int. Step the optimizer once every this many batches, on their mean
-            gradient (the effective batch is `gradient_accumulation * batch_size`).
-        remat: bool. Recompute each transformer block in the backward pass (`rematerialized`).
         validation_fraction: float. Share of `data` held out when `valid` is None.
         limit: int or None. Train on a seeded subset of this many training examples.
         validation_limit: int or None. Validate on a seeded subset of this many examples.
         patience: int. Epochs without improvement before early stopping.
-        seed: int. Seeds the split, the shuffles, dropout and the head's initialization.
         labels: list of str or None. Classes, overriding the problem's defaults.
         doc_stride: int or None. Read a text longer than `max_length` through windows starting every
             `doc_stride` tokens, which predict and evaluate combine (`BertTextClassifierPreprocessor`).
         train_windows: "first" or "all". With `doc_stride`, the windows of a text that train.
         window_pooling: "mean" or "max". With `doc_stride`, how a text's window logits combine.
         skip_bad_rows: bool. Skip unreadable TSV rows (counted) instead of failing.
-        backup_steps, backup_minutes, restart, verbose: as `kbert.training.fine_tuning_run`'s (a backup of a
-            run with other settings is refused, naming them, unless `restart`).
+        **training: the `kbert.training.fine_tuning.FineTuning` settings (epochs, batch_size, learning_rate,
+            seed, mixed_precision, gradient_accumulation, remat, backup_steps, backup_minutes, restart, verbose;
+            a backup of a run with other settings is refused, naming them, unless `restart`).
 
     Returns: the metrics dict written to `metrics.json`.
     """
-    keras.utils.set_random_seed(seed)
+    training = FineTuning(**training)
     label_names = None if problem.regression else (labels or problem.label_names)
     read = dict(num_texts=problem.num_texts, label_names=label_names, regression=problem.regression,
                 skip_bad_rows=skip_bad_rows, multi_label=problem.multi_label, layout=layout)
@@ -114,19 +108,18 @@ def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learnin
     read["label_names"] = train_examples.label_names
     valid_examples = read_sentences(valid, **read) if valid else None
 
-    with bfloat16_compute(mixed_precision), rematerialized(remat):
-        model = BertClassifier.from_preset(
-            init, num_classes=1 if problem.regression else len(train_examples.label_names),
-            label_names=train_examples.label_names, multi_label=problem.multi_label, sequence_length=max_length,
-            window_pooling=window_pooling, compile=False)
+    model = training.task_model(
+        BertClassifier, init, num_classes=1 if problem.regression else len(train_examples.label_names),
+        label_names=train_examples.label_names, multi_label=problem.multi_label, sequence_length=max_length,
+        window_pooling=window_pooling)
     if doc_stride:
         model.preprocessor = BertTextClassifierPreprocessor(model.preprocessor.tokenizer,
                                                             model.preprocessor.sequence_length, doc_stride,
                                                             train_windows)
     for examples in (train_examples, valid_examples):
         _check_labels(model, examples)
-    train_examples, valid_examples = training_and_validation(train_examples, valid_examples, validation_fraction, seed,
-                                                             limit, validation_limit)
+    train_examples, valid_examples = training_and_validation(train_examples, valid_examples, validation_fraction,
+                                                             training.seed, limit, validation_limit)
     if model.preprocessor.sequence_length < max_length:
         print(f"max_length {max_length} is beyond the model's {model.backbone.max_sequence_length} "
               f"positions; using {model.preprocessor.sequence_length}.")
@@ -138,27 +131,23 @@ def train(problem, data, init, out, valid=None, epochs=3, batch_size=32, learnin
     print(f"{problem.name}: {len(train_examples)} training / {len(valid_examples)} validation examples; "
           f"{trainable:,} trainable of {total:,} parameters.")
 
-    model.compile(optimizer=bert_adamw(learning_rate, total_steps=None,
-                                       gradient_accumulation_steps=gradient_accumulation))
     score = "mae" if model.regression else "micro_f1" if model.multi_label else "accuracy"
     monitor, mode = ("val_loss", "min") if model.regression else (f"val_{score}", "max")
     logged = {"val_loss": "loss", f"val_{score}": score}
-    scorer = ValidationScores(lambda model: evaluate_examples(model, valid_examples, batch_size), logged, monitor, mode)
+    scorer = ValidationScores(lambda model: evaluate_examples(model, valid_examples, training.batch_size), logged,
+                              monitor, mode)
     stopping = keras.callbacks.EarlyStopping(monitor, mode=mode, patience=patience, restore_best_weights=True)
     run = {"task": problem.name, "init": str(init), "data": str(data),
-           "valid": str(valid) if valid else f"{validation_fraction:.0%} of data (seed {seed})",
+           "valid": str(valid) if valid else f"{validation_fraction:.0%} of data (seed {training.seed})",
            "train_examples": len(train_examples), "validation_examples": len(valid_examples),
            "label_names": model.label_names, "max_length": max_length, "doc_stride": doc_stride,
            "train_windows": train_windows, "window_pooling": window_pooling, **(layout.settings() if layout else {})}
-    hyperparameters = {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
-                       "lora_rank": lora_rank, "mixed_precision": mixed_precision,
-                       "gradient_accumulation": gradient_accumulation, "remat": remat,
-                       "patience": patience, "seed": seed, "limit": limit, "validation_limit": validation_limit}
     metrics, validation = fine_tuning_run(
-        model, _inputs(train_examples), train_examples.labels, out, problem.name, run, hyperparameters,
-        inputs=(data, valid), title=f"{problem.name} from {init}", data={"train": data, "validation": valid},
-        scorer=scorer, stopping=stopping, backup_steps=backup_steps, backup_minutes=backup_minutes, restart=restart,
-        callbacks=callbacks, verbose=verbose)
+        model, _inputs(train_examples), train_examples.labels, out, training, problem.name, run, inputs=(data, valid),
+        title=f"{problem.name} from {init}", data={"train": data, "validation": valid},
+        hyperparameters={"lora_rank": lora_rank, "patience": patience, "limit": limit,
+                         "validation_limit": validation_limit},
+        scorer=scorer, stopping=stopping, callbacks=callbacks)
     print(format_metrics(validation, f"validation ({len(valid_examples)} examples)"))
     return metrics
 

@@ -63,52 +63,48 @@ def training_run(model, task, run, hyperparameters, backup, fit, scores, write, 
     return metrics
 
 
-def fine_tuning_run(model, x, y, out, task, run, hyperparameters, inputs, title, data, scorer=None, stopping=None,
-                    final_scores=None, curves=None, backup_steps=None, backup_minutes=5.0, restart=False,
-                    measured=None, callbacks=(), verbose="auto"):
+def fine_tuning_run(model, x, y, out, training, task, run, inputs, title, data, hyperparameters=None, scorer=None,
+                    stopping=None, final_scores=None, curves=None, measured=None, callbacks=()):
     """Fits `model` on `(x, y)` and writes the run folder `out`; returns `(metrics, validation scores)`.
 
-    `training_run` for a task model trained on raw inputs. The run is backed up beside `out` at
-    each epoch's end and every `backup_minutes` within one, with the state of `scorer` and
+    `training_run` for a task model trained on raw inputs as `training` (a `FineTuning`) says. The run is backed up
+    beside `out` at each epoch's end and every `backup_minutes` within one, with the state of `scorer` and
     `stopping`: the same call after a kill resumes from the last backup on the batches the
     uninterrupted run had (`run_backup`, `resumable_fit`); a backup of a run with other settings
-    (`run`, `hyperparameters`, the data files' contents) is refused, naming them
+    (`run`, the hyperparameters, the data files' contents) is refused, naming them
     (`kbert.saving.SettingsChangedError`), unless `restart` deletes it first. The validation scores
     are the best epoch's (`scorer`, a `ValidationScores`, with `stopping` restoring that epoch), or,
     without a scorer, `final_scores(model)` after the last epoch, which returns `(scores, {file name:
     JSON})` of more files for the folder. `metrics.json` has the same fields for every task (`run_metrics`).
 
     Args:
-        model: a compiled `BertTask` with its preprocessor.
+        model: a compiled `BertTask` with its preprocessor (`FineTuning.task_model`).
         x, y: its raw training inputs and labels.
         out: path of the run folder.
+        training: `kbert.training.fine_tuning.FineTuning`. Epochs, batch size, the seed of the shuffles, backups,
+            `restart`, progress (`verbose`); its `hyperparameters` are settings of the run.
         task: str. The recipe's name ("sentiment", "ner", "qa", "embedding", ...).
-        run, hyperparameters: dicts. What the run reads and how it trains: its settings; `hyperparameters`
-            holds at least `epochs`, `batch_size` and `seed` (which seeds the shuffles).
+        run: dict. What the run reads: its settings.
         inputs: tuple of paths. The data files, whose change since a backup is refused.
         title: str. Of the model card and the curves.
         data: dict of role -> data file, for the model card.
+        hyperparameters: dict or None. The recipe's own settings of how it trains (e.g. `patience`), recorded
+            beside `training`'s.
         scorer, stopping: a `ValidationScores` and a `keras.callbacks.EarlyStopping`, or None.
         final_scores: callable, without a scorer (see above).
         curves: callable from the history dict to the curves to plot (default: the history).
-        backup_steps, backup_minutes: int or None, float or None. Back up within an epoch every this many
-            steps, or once this many minutes have passed since the last backup (`run_backup`'s `every_steps` and
-            `every_minutes`).
-        restart: bool. Start over: delete the backup of an earlier run first.
         measured: dict or None. More fields of `metrics.json` that are measured, not settings (never compared).
         callbacks: more callbacks for the fit, whose state no backup keeps (the demo's time budget).
-        verbose: 0 silent, 1 Keras's progress bar, 2 a line per epoch, "lines" a line every 30 s with the time
-            left, "auto" a bar on a terminal, else lines (`kbert.training.fit_progress`).
     """
     backed_up = [callback for callback in (scorer, stopping) if callback is not None]
-    backup = run_backup(out, {**run, **hyperparameters}, backed_up, every_steps=backup_steps,
-                        every_minutes=backup_minutes, inputs=inputs, restart=restart)
+    hyperparameters = training.hyperparameters(model, **(hyperparameters or {}))
+    backup = run_backup(out, {**run, **hyperparameters}, backed_up, every_steps=training.backup_steps,
+                        every_minutes=training.backup_minutes, inputs=inputs, restart=training.restart)
     files = {}
 
     def fit(callbacks, verbose):
-        return resumable_fit(model, x, y, backup, epochs=hyperparameters["epochs"],
-                             batch_size=hyperparameters["batch_size"], shuffle_seed=hyperparameters["seed"],
-                             verbose=verbose, callbacks=callbacks)
+        return resumable_fit(model, x, y, backup, epochs=training.epochs, batch_size=training.batch_size,
+                             shuffle_seed=training.seed, verbose=verbose, callbacks=callbacks)
 
     def scores(history):
         if scorer is not None:
@@ -122,5 +118,5 @@ def fine_tuning_run(model, x, y, out, task, run, hyperparameters, inputs, title,
                          title=title, extra_json=files, data=data, logs=backup.backup_dir)
 
     metrics = training_run(model, task, {**run, **(measured or {})}, hyperparameters, backup, fit, scores, write,
-                           [*backed_up, *callbacks], verbose=verbose)
+                           [*backed_up, *callbacks], verbose=training.verbose)
     return metrics, metrics["validation"]

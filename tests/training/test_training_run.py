@@ -10,6 +10,7 @@ import pytest
 from kbert import BertBackbone
 from kbert.tasks import BertClassifier, BertTextClassifierPreprocessor
 from kbert.text import BertTokenizer
+from kbert.training.fine_tuning import FineTuning
 from kbert.training.training_run import fine_tuning_run
 from kbert.training.validation_scores import ValidationScores
 from tests.conftest import TINY
@@ -18,7 +19,7 @@ from tests.tasks.conftest import VOCABULARY
 TEXTS, LABELS = ["a good film", "a bad film", "fun", "dull", "great fun", "awful"], [1, 0, 1, 0, 1, 0]
 # the backup, fit and folder logic is backend-independent (the recipes' tests run once too)
 pytestmark = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")
-SETTINGS = dict(task="toy", run={"data": "toy"}, title="toy", data={}, inputs=(), verbose=0)
+SETTINGS = dict(task="toy", run={"data": "toy"}, title="toy", data={}, inputs=())
 
 
 def _model():
@@ -32,7 +33,7 @@ def _model():
 def test_without_a_scorer_the_last_epoch_is_scored_and_its_files_written(tmp_path):
     files = {"predictions.json": {"first": "positive"}}
     metrics, validation = fine_tuning_run(_model(), TEXTS, LABELS, tmp_path / "run",
-                                          hyperparameters={"epochs": 2, "batch_size": 4, "seed": 0},
+                                          FineTuning(epochs=2, batch_size=4, verbose=0),
                                           final_scores=lambda model: ({"accuracy": 0.5}, files), **SETTINGS)
     assert validation == {"accuracy": 0.5} and metrics["validation"] == validation and metrics["best_epoch"] == 2
     assert metrics["task"] == "toy" and metrics["data"] == "toy" and metrics["steps"] == 4  # 2 epochs of 2 batches
@@ -48,7 +49,7 @@ def test_a_scorer_decides_the_epoch_kept_and_curves_choose_what_is_plotted(tmp_p
     stopping = keras.callbacks.EarlyStopping("val_f1", mode="max", patience=5, restore_best_weights=True)
     plotted = []
     metrics, validation = fine_tuning_run(_model(), TEXTS, LABELS, tmp_path / "run",
-                                          hyperparameters={"epochs": 3, "batch_size": 4, "seed": 0}, scorer=scorer,
+                                          FineTuning(epochs=3, batch_size=4, verbose=0), scorer=scorer,
                                           stopping=stopping, curves=lambda history: plotted.append(history) or history,
                                           **SETTINGS)
     assert validation == {"f1": 0.9} and metrics["best_epoch"] == 1
