@@ -60,7 +60,8 @@ def load_init(init, mixed_precision=False, remat=False):
 
 
 def is_prepared(folder):
-    """Whether the run folder `folder` holds its vocabulary already (`prepare`): a run to resume, unless started over."""
+    """Whether the run folder `folder` holds its vocabulary already (`prepare`): a run to resume, unless started
+    over."""
     return (pathlib.Path(folder) / VOCABULARY_FILE).is_file()
 
 
