@@ -358,7 +358,7 @@ def keras_results(out, metrics, sentences, repeats):
 
     from kbert.saving import load_run
 
-    model = load_run(out)[0]
+    model = load_run(out)
     predictions = [{"label": answer["label"], "probability": answer.get("probability")}
                    for answer in model.answers(sentences)]  # an empty sentence: no label, as everywhere
     accuracy = metrics["validation"]["accuracy"]

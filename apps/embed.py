@@ -157,7 +157,7 @@ def main(argv=None):
         from run_checks import check_run_task
 
         check_run_task(args.model, "embedding", "BertSentenceEncoder")
-        model, name = load_run(args.model)[0], args.model
+        model, name = load_run(args.model), args.model
     else:
         model, name = kbert.BertSentenceEncoder.from_preset("all_minilm_l6_v2"), "all-MiniLM-L6-v2"
     if args.max_length:

@@ -128,7 +128,7 @@ def main():
 
     from kbert.saving import load_run
 
-    model = load_run(args.run)[0]
+    model = load_run(args.run)
     examples = held_out(args.run)
     inputs = examples.texts if examples.pairs is None else (examples.texts, examples.pairs)
     outputs, seconds = {}, {}

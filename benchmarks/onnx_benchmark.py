@@ -6,7 +6,7 @@
 
 Engines, each in a process of its own, one after another, on the same token ids of the checkpoint's backbone
 (tokenization is not timed; the sentences in their order, batches padded to their longest row):
-- `keras BACKEND`: kbert's backbone (`load_backbone(--model)`), `predict_on_batch`, under each of --backends;
+- `keras BACKEND`: kbert's backbone (`BertBackbone.from_preset(--model)`), `predict_on_batch`, under each of --backends;
 - `kbert_onnx`, `kbert_onnx_int8`: `kbert.export.onnx.export_onnx` (apps/export.py --format onnx: tf2onnx on the
   SavedModel's token_ids signature), float32 and dynamic-int8, in onnxruntime;
 - `hf_onnx`, `hf_onnx_int8`: the same checkpoint's transformers `BertModel` (--hf), exported as optimum's ONNX
@@ -97,7 +97,7 @@ def engine_call(engine, args, work):
     if engine == "keras":
         import keras
 
-        from kbert.models import load_backbone
+        from kbert.models import BertBackbone
 
         backend = keras.config.backend()
         if backend == "tensorflow":
@@ -108,7 +108,7 @@ def engine_call(engine, args, work):
             import torch
 
             torch.set_num_threads(args.threads)
-        model = load_backbone(args.model)[0]
+        model = BertBackbone.from_preset(args.model)
         return lambda batch: keras.ops.convert_to_numpy(model.predict_on_batch(batch)["sequence_output"])
     import onnxruntime
 

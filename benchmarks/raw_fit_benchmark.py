@@ -29,7 +29,7 @@ import time
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backends", nargs="+", default=["tensorflow", "jax", "torch"])
-    parser.add_argument("--init", default="all_minilm_l6_v2", help="preset or folder (kbert.load_backbone)")
+    parser.add_argument("--init", default="all_minilm_l6_v2", help="preset or folder (BertBackbone.from_preset)")
     parser.add_argument("--sentences", type=int, default=2000)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--max-length", type=int, default=128)

@@ -10,7 +10,7 @@ start_keras()  # without TensorFlow's and CUDA's start-up lines (KBERT_VERBOSE=1
 
 from kbert.config import PRESETS, BertConfig
 from kbert.layers import MultiHeadSelfAttention, PositionEmbedding, TransformerEncoder, mean_pool
-from kbert.models import BertBackbone, load_backbone
+from kbert.models import BertBackbone
 from kbert.tasks import (BertClassifier, BertMaskedLMPreprocessor, BertPreprocessor, BertPretrainer,
                          BertQuestionAnswerer, BertQuestionAnswererPreprocessor, BertSentenceEncoder,
                          BertSentenceEncoderPreprocessor, BertTask, BertTextClassifierPreprocessor,

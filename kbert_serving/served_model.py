@@ -294,16 +294,18 @@ def load_served_model(source, name=None, dtype="float32", batch_size=PREDICT_BAT
 def _keras_model(source, verify):
     """`(task model, tokenizer, max_length)` of a Keras source: backbones as `BertSentenceEncoder`s."""
     import kbert
+    from kbert.config import DEFAULT_SEQUENCE_LENGTH
     from kbert.convert import ARCHITECTURES, read_hf_architecture
-    from kbert.saving import load_run
-    from kbert.saving.model_source import model_source
+    from kbert.saving import load_run, model_source
 
     found = model_source(source, verify)
     if found.kind in ("run_folder", "keras_file"):
-        model, tokenizer, max_length = load_run(source, verify)
+        model = load_run(found)
         if isinstance(model, kbert.BertBackbone):
+            tokenizer = found.load_tokenizer(kbert.BertTokenizer, model)
+            max_length = found.metrics.get("max_length", DEFAULT_SEQUENCE_LENGTH)
             model = kbert.BertSentenceEncoder(model, kbert.BertSentenceEncoderPreprocessor(tokenizer, max_length))
-        return model, tokenizer, max_length
+        return model, model.preprocessor.tokenizer, model.preprocessor.sequence_length
     task = "BertBackbone"
     if found.kind == "hugging_face":
         task = ARCHITECTURES[read_hf_architecture(found.path)].task

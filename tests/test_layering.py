@@ -33,7 +33,7 @@ def part_of(module):
 
 def imported_modules(source):
     """The dotted names `source` imports: `from P import N` gives `P.N`, but `kbert` for a name that
-    kbert/__init__.py re-exports (`from kbert import load_backbone`); a relative import keeps its dots."""
+    kbert/__init__.py re-exports (`from kbert import save_backbone`); a relative import keeps its dots."""
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)

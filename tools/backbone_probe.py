@@ -3,7 +3,7 @@
     .venv/bin/python tools/backbone_probe.py saved_models/gutenberg_mini saved_models/gutenberg_mini_random
     .venv/bin/python tools/backbone_probe.py all_minilm_l6_v2 bert_mini --train 500 --test 500
 
-Each argument is anything `kbert.load_backbone` takes (a folder written by apps/pretrain.py,
+Each argument is anything `kbert.BertBackbone.from_preset` takes (a folder written by apps/pretrain.py,
 a Hugging Face folder, a preset, "all_minilm_l6_v2"). The sentences come from a
 `sentence<TAB>label` TSV (default: SST-2's train.tsv under `kbert.paths.data_dir()`; without
 it the probe is skipped with a message). They are split as the task apps split them: the
@@ -50,7 +50,7 @@ import time
 import keras
 import numpy as np
 
-from kbert import BertPretrainer, load_backbone, mean_pool
+from kbert import BertBackbone, BertPretrainer, BertTokenizer, mean_pool
 from kbert.data import SentenceBatches, read_sentence_tsv
 from kbert.paths import data_dir
 from kbert.training.atomic_backup_and_restore import AtomicBackupAndRestore
@@ -233,7 +233,7 @@ def main(argv=None):
         print(f"{path} not found (set KBERT_DATA_DIR or pass --data): skipping the feature geometry and "
               "the linear probe.")
     for name in args.backbones:
-        backbone, tokenizer = load_backbone(name)
+        backbone, tokenizer = BertBackbone.from_preset(name), BertTokenizer.from_preset(name)
         print(f"\n{name}: {backbone.num_layers} layers, hidden {backbone.hidden_dim}, "
               f"vocabulary {backbone.vocabulary_size:,}")
         if examples:

@@ -5,8 +5,9 @@ import keras
 
 from kbert.config import DEFAULT_SEQUENCE_LENGTH
 from kbert.export.serving import ExportSpec, model_kind_of
-from kbert.models import load_backbone
-from kbert.saving import METRICS_FILE, load_run, model_source, read_json
+from kbert.models import BertBackbone
+from kbert.saving import load_run, model_source
+from kbert.text import BertTokenizer
 from kbert_edge.windows import MAX_QUESTION_LENGTH, QA_DOC_STRIDE
 
 PAIR_TASKS = ("nli", "similarity")
@@ -42,12 +43,14 @@ def load_exportable(path, max_length=None, padding="max_length", num_texts=None)
     """
     require_tensorflow_backend()
     source = model_source(path)
-    metrics = read_json(source.folder / METRICS_FILE, missing={})
-    if source.kind in ("run_folder", "keras_file"):
-        model, tokenizer, saved_length = load_run(source)
-    else:
-        (model, tokenizer), saved_length = load_backbone(source), DEFAULT_SEQUENCE_LENGTH
+    metrics = source.metrics
+    model = load_run(source) if source.kind in ("run_folder", "keras_file") else BertBackbone.from_preset(source)
     preprocessor = getattr(model, "preprocessor", None)
+    if preprocessor is None:  # a backbone: its folder's tokenizer and max_length (a run's metrics.json)
+        tokenizer = source.load_tokenizer(BertTokenizer, model)
+        saved_length = metrics.get("max_length", DEFAULT_SEQUENCE_LENGTH)
+    else:
+        tokenizer, saved_length = preprocessor.tokenizer, preprocessor.sequence_length
     settings = {} if preprocessor is None else preprocessor.get_config()
     kind = model_kind_of(model)
     backbone = getattr(model, "backbone", model)  # a task model's, or the model itself

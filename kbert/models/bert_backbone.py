@@ -2,12 +2,12 @@ import keras
 import numpy as np
 from keras import ops
 
-from kbert.config import PRESETS, BertConfig
+from kbert.config import BertConfig
 from kbert.keywords import check_keywords
 from kbert.layers.dropout import Dropout
 from kbert.layers.position_embedding import PositionEmbedding
 from kbert.layers.transformer_encoder import TransformerEncoder
-from kbert.saving.model_source import PRESET_NAMES, pretrained_folder
+from kbert.saving import model_source
 
 INPUT_KEYS = ("token_ids", "segment_ids", "padding_mask")
 
@@ -178,19 +178,29 @@ class BertBackbone(keras.Model):
         return cls(**config)
 
     @classmethod
-    def from_preset(cls, name, **overrides):
-        """A preset: random weights for the BERT family, real ones for `all_minilm_l6_v2`.
+    def from_preset(cls, preset, **overrides):
+        """The backbone of any model source (`kbert.saving.model_source` tells them apart), computing under the
+        global dtype policy (e.g. "mixed_bfloat16"), also a saved backbone whose file names another.
 
         Args:
-            name: str. One of `kbert.saving.PRESET_NAMES`: `kbert.config.PRESETS` or "all_minilm_l6_v2".
-            **overrides: constructor arguments that replace the preset's (e.g. `dropout=0.0`).
+            preset: str, path or `kbert.saving.ModelSource`, one of:
+                - a preset name from `kbert.PRESETS` (random weights);
+                - "all_minilm_l6_v2", the real pretrained checkpoint;
+                - a Hugging Face BERT folder (`config.json`, `model.safetensors`);
+                - a kbert backbone folder written by `kbert.save_backbone` (e.g. by apps/pretrain.py);
+                - a task run folder (`model.keras`, e.g. from apps/qa.py): its fine-tuned backbone,
+                  without the task's head, to fine-tune further;
+                - a `.keras` file of a backbone or a task model.
+            **overrides: constructor arguments that replace a preset's or a checkpoint's (e.g. `dropout=0.0`);
+                a saved backbone is loaded as saved, and refuses them (a ValueError).
+
+        `BertTokenizer.from_preset` reads the tokenizer of the same sources.
+
+        Example:
+        >>> BertBackbone.from_preset("bert_tiny", num_layers=1).num_layers
+        1
         """
-        folder = pretrained_folder(name)
-        if folder is not None:
-            return cls.from_hf(folder, **overrides)
-        if name not in PRESETS:
-            raise ValueError(f"Unknown preset {name!r}; choose from {PRESET_NAMES}.")
-        return cls(**{**PRESETS[name].to_dict(), **overrides})
+        return model_source(preset).load_backbone(cls, **overrides)
 
     @classmethod
     def from_hf(cls, path, **overrides):

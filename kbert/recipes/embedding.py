@@ -105,7 +105,7 @@ def evaluate(model_dir, data, out=None, batch_size=64, layout=None):
     """Scores the run folder `model_dir` on the scored pairs of the file `data` (laid out as `layout` says)
     (`evaluate_pairs`); prints the scores and writes them as JSON to `out` (default `MODEL_DIR/eval_<data
     name>.json`)."""
-    model = load_run(model_dir)[0]
+    model = load_run(model_dir)
     pairs = _read_pairs(data, "cosine", layout=layout)
     scores = evaluate_pairs(model, pairs, batch_size)
     return write_evaluation(model_dir, data, scores, out, format_scores(scores, f"{data} ({len(pairs)} pairs)"))[0]

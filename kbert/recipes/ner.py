@@ -115,7 +115,7 @@ def evaluate(model_dir, data, out=None, batch_size=64, layout=None, verbose="aut
 
     Returns: dict of metrics, also written to `out` (default `MODEL_DIR/eval_<data name>.json`).
     """
-    model = load_run(model_dir)[0]
+    model = load_run(model_dir)
     sentences = read_tagged_sentences(data, label_names=model.label_names, layout=layout)
     scores = evaluate_sentences(model, sentences, batch_size, verbose=verbose)
     summary = format_entity_scores(scores, f"{data} ({len(sentences)} sentences)")
@@ -136,7 +136,7 @@ def predict(model_dir, texts, batch_size=32, dtype="float32"):
     spaces and punctuation), so "Paris." gives the entity "Paris". Returns: list of dicts
     `{"text", "entities": [...]}`.
     """
-    return answers(load_run(model_dir)[0], texts, batch_size, dtype)
+    return answers(load_run(model_dir), texts, batch_size, dtype)
 
 
 def answers(model, texts, batch_size=32, dtype="float32"):

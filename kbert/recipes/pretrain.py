@@ -24,10 +24,9 @@ from kbert.data.process_batches import process_batches
 from kbert.distribution import chief_first, is_chief, process_share, torch_data_parallel, writing_alone
 from kbert.distribution.data_shares import shares
 from kbert.models.bert_backbone import BertBackbone
-from kbert.models.load_backbone import load_backbone
 from kbert.optimizers import bert_adamw
-from kbert.saving import (BACKBONE_FILE, CHECKSUMS_FILE, METRICS_FILE, read_json, record_checksums, save_backbone,
-                          write_json_atomic)
+from kbert.saving import (BACKBONE_FILE, CHECKSUMS_FILE, METRICS_FILE, model_source, read_json, record_checksums,
+                          save_backbone, write_json_atomic)
 from kbert.tasks.bert_pretrainer import BertPretrainer
 from kbert.text import BertTokenizer, train_wordpiece_vocabulary
 from kbert.training.curves import plot_history
@@ -45,7 +44,7 @@ RENAMED = {"task": "objective"}  # the settings of runs started before a rename:
 
 
 def load_init(init, mixed_precision=False, remat=False):
-    """`(backbone, tokenizer)` of `init` (`kbert.load_backbone`'s argument) to continue pretraining from, computing
+    """`(backbone, tokenizer)` of `init` (a `BertBackbone.from_preset` source) to continue pretraining from, computing
     in bfloat16 with `mixed_precision` and recomputing its blocks in the backward pass with `remat`.
 
     Example:
@@ -56,7 +55,9 @@ def load_init(init, mixed_precision=False, remat=False):
     if mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
     with rematerialized(remat):
-        return load_backbone(init)
+        source = model_source(init)  # its files read once
+        backbone = BertBackbone.from_preset(source)
+        return backbone, source.load_tokenizer(BertTokenizer, backbone)
 
 
 def is_prepared(folder):

@@ -191,7 +191,7 @@ def evaluate(model_dir, data, out=None, batch_size=64, layout=None, verbose="aut
 
     Returns: dict of metrics.
     """
-    model = load_run(model_dir)[0]
+    model = load_run(model_dir)
     examples = read_squad(data, layout=layout)
     scores, predictions = evaluate_examples(model, examples, batch_size, verbose=verbose)
     summary = f"{data} ({len(examples)} questions): exact match {scores['exact_match']:.2f}, F1 {scores['f1']:.2f}"
@@ -230,7 +230,7 @@ def predict(model_dir, context, questions, n_best=N_BEST, max_answer_length=MAX_
                              f"nothing to answer from.")
         if not question.strip():
             raise ValueError(f"Question {i + 1} is empty.")
-    model = load_run(model_dir)[0]
+    model = load_run(model_dir)
     model.n_best, model.max_answer_length = n_best, max_answer_length  # this call's, on a model loaded for it
     return answers(model, questions, contexts, batch_size, dtype)
 

@@ -159,7 +159,7 @@ def evaluate(problem, model_dir, data, out=None, batch_size=64, skip_bad_rows=Fa
     Returns: dict of metrics, also written as JSON to `out` (default
     `MODEL_DIR/eval_<data file name>.json`).
     """
-    model, _, _ = load_run(model_dir)
+    model = load_run(model_dir)
     examples = read_sentences(data, problem.num_texts, label_names=model.label_names, regression=model.regression,
                               skip_bad_rows=skip_bad_rows, multi_label=model.multi_label, layout=layout)
     _check_labels(model, examples)
@@ -203,7 +203,7 @@ def evaluate_examples(model, examples, batch_size=64, verbose=0):
 def predict(model_dir, texts, pairs=None, batch_size=32, dtype="float32"):
     """Label and probability (or score) for each text (or text pair) of the run in `model_dir`:
     `BertClassifier.answers` of its model."""
-    return load_run(model_dir)[0].answers(texts if pairs is None else (texts, pairs), batch_size, dtype=dtype)
+    return load_run(model_dir).answers(texts if pairs is None else (texts, pairs), batch_size, dtype=dtype)
 
 
 def format_metrics(metrics, title):

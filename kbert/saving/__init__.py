@@ -1,6 +1,6 @@
 """Saving and loading, below every other layer of kbert: run folders (`run_folder`), the SHA-256 they record of
-their files (`checksums`), what a model source is (`model_source`) and the Keras models kbert folders hold
-(`saved_models`)."""
+their files (`checksums`), the one loader of every model source (`model_source`: a preset, a Hugging Face
+folder, a kbert folder or `.keras` file; `load_run`) and the Keras files kbert folders hold (`saved_models`)."""
 
 from kbert.saving.run_folder import (BACKBONE_FILE, METRICS_FILE, MODEL_FILE, SETTINGS_FILE, DamagedBackupError,
                                      RunFolderError, SettingsChangedError, atomic_file, atomic_output_folder,
@@ -9,6 +9,5 @@ from kbert.saving.run_folder import (BACKBONE_FILE, METRICS_FILE, MODEL_FILE, SE
                                      write_json_atomic)
 from kbert.saving.checksums import (CHECKSUMS_FILE, ChangedFileError, check_checksums, record_checksums,
                                     recorded_checksums, sha256)
-from kbert.saving.model_source import PRESET_NAMES, ModelSource, is_preset, model_source, pretrained_folder
-from kbert.saving.saved_models import (check_vocabulary, load_keras_file, load_run, load_saved_model, load_tokenizer,
-                                       save_backbone)
+from kbert.saving.model_source import ModelSource, load_run, model_source
+from kbert.saving.saved_models import check_vocabulary, save_backbone

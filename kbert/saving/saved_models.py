@@ -1,12 +1,12 @@
-"""The Keras models and tokenizers kbert folders hold, and saving a backbone.
+"""The Keras files kbert folders hold: reading one safely, a tokenizer that belongs to its model, the global
+dtype policy, and saving a backbone.
 
 A kbert backbone folder holds `backbone.keras` (loads under any backend), `vocab.txt`
 and `tokenizer_config.json` (the tokenizer, in Hugging Face's layout); a task run folder
 `model.keras`, the tokenizer and `metrics.json` (`kbert.saving.run_folder`). What a source
-is (a preset, a checkpoint, a folder, a file) is decided by `kbert.saving.model_source`.
+is (a preset, a checkpoint, a folder, a file) and loading it is `kbert.saving.model_source`'s.
 """
 
-import inspect
 import json
 import pathlib
 import re
@@ -14,9 +14,7 @@ import zipfile
 
 import keras
 
-from kbert.config import DEFAULT_SEQUENCE_LENGTH
-from kbert.saving.model_source import ModelSource, is_preset, model_source
-from kbert.saving.run_folder import BACKBONE_FILE, METRICS_FILE, MODEL_FILE, read_json
+from kbert.saving.run_folder import BACKBONE_FILE
 
 
 # How Keras says that a config names a class or function it cannot find (keras.saving.serialization_lib).
@@ -66,32 +64,6 @@ def _where_named(path, name):
     return f" (field {found[0]})" if found else ""
 
 
-def load_saved_model(init, verify=True):
-    """The Keras model saved in the kbert source `init` (a folder's `backbone.keras` or
-    `model.keras`, or a `.keras` file), loaded in safe mode without its optimizer (a task
-    model with its preprocessor: `with_preprocessor`); None for presets and Hugging Face
-    folders (`model_source` raises FileNotFoundError for anything else). `verify=False` skips
-    the check of its files against the SHA-256 its folder recorded (`kbert.saving.checksums`).
-    """
-    return model_source(init, verify).saved_model
-
-
-def load_tokenizer(init, model=None):
-    """The `BertTokenizer` of a preset (MiniLM's uncased vocabulary), of a `ModelSource` (the
-    vocab.txt of its folder) or of a folder's vocab.txt.
-
-    Given the `model` it serves (a backbone or a task model), a vocabulary of another size
-    than the model's `vocabulary_size` raises a ValueError (`check_vocabulary`).
-    """
-    from kbert.text import BertTokenizer
-
-    folder = model_source(init).folder if isinstance(init, ModelSource) or is_preset(init) else pathlib.Path(init)
-    tokenizer = BertTokenizer.from_hf(folder)
-    if model is not None:
-        check_vocabulary(getattr(model, "backbone", model), tokenizer, folder / "vocab.txt")
-    return tokenizer
-
-
 def check_vocabulary(backbone, tokenizer, source):
     """Raises a ValueError unless `tokenizer` has as many tokens as `backbone` has token ids.
 
@@ -104,10 +76,11 @@ def check_vocabulary(backbone, tokenizer, source):
         source: str or path. Where the vocabulary comes from, for the message.
 
     Example:
-    >>> from kbert import load_backbone
-    >>> load_backbone("bert_tiny", vocabulary_size=1000)
+    >>> from kbert import BertBackbone, BertTokenizer
+    >>> check_vocabulary(BertBackbone.from_preset("bert_tiny", vocabulary_size=1000),
+    ...                  BertTokenizer.from_preset("bert_tiny"), "vocab.txt")
     Traceback (most recent call last):
-    ValueError: .../vocab.txt has 30522 tokens but the model's vocabulary_size is 1000: ...
+    ValueError: vocab.txt has 30522 tokens but the model's vocabulary_size is 1000: ...
     """
     if tokenizer.vocabulary_size != backbone.vocabulary_size:
         raise ValueError(f"{source} has {tokenizer.vocabulary_size} tokens but the model's "
@@ -134,60 +107,3 @@ def save_backbone(folder, backbone, tokenizer):
     folder = pathlib.Path(folder)
     backbone.save(folder / BACKBONE_FILE)
     tokenizer.save(folder)
-
-
-def with_preprocessor(model, folder):
-    """`model`, loaded from a `.keras` file in `folder`, with a preprocessor if it is a task model
-    saved without one (run folders from before preprocessors lived in the task models, 42628e5).
-
-    The task's `preprocessor_class` is attached on the folder's vocab.txt, with `max_length`
-    (else the task's `default_sequence_length`) and any other setting of that class (e.g.
-    `doc_stride`) from `metrics.json`, so that old folders take raw inputs too. Other
-    models come back as they are.
-    """
-    preprocessor_class = getattr(model, "preprocessor_class", None)
-    if preprocessor_class is None or not hasattr(model, "preprocessor") or model.preprocessor is not None:
-        return model
-    metrics = read_json(pathlib.Path(folder) / METRICS_FILE, missing={})
-    settings = set(inspect.signature(preprocessor_class.__init__).parameters) - {
-        "self", "tokenizer", "sequence_length", "kwargs"}
-    model.preprocessor = preprocessor_class(
-        load_tokenizer(folder, model), sequence_length=metrics.get("max_length", model.default_sequence_length),
-        **{key: metrics[key] for key in settings & set(metrics)})
-    return model
-
-
-def load_run(path, verify=True):
-    """Returns `(model, tokenizer, max_length)` from a run folder written by
-    `kbert.training.write_run_folder`, or from a `.keras` file a model was saved to.
-
-    The files it reads are first checked against the SHA-256 the folder recorded when it was
-    written (`kbert.saving.checksums`): a changed or damaged file raises
-    `kbert.saving.ChangedFileError` naming it, unless `verify=False`. A folder written before
-    kbert recorded them (no `SHA256SUMS`) loads unchecked.
-
-    A task model carries its preprocessor (attached by `with_preprocessor` to one saved
-    without): the tokenizer and `max_length` come from `model.preprocessor`. Other models
-    come back as saved, with the tokenizer of the file's folder and the `max_length` of its
-    `metrics.json` (`DEFAULT_SEQUENCE_LENGTH` without).
-    """
-    source = _run_source(path, verify)
-    model = source.saved_model
-    preprocessor = getattr(model, "preprocessor", None)
-    if preprocessor is not None:
-        return model, preprocessor.tokenizer, preprocessor.sequence_length
-    metrics = read_json(source.folder / METRICS_FILE, missing={})
-    return model, load_tokenizer(source, model), metrics.get("max_length", DEFAULT_SEQUENCE_LENGTH)
-
-
-def _run_source(path, verify):
-    """The `ModelSource` of a run folder or `.keras` file; FileNotFoundError for anything else."""
-    try:
-        source = model_source(path, verify)
-    except FileNotFoundError:
-        source = None
-    if source is None or source.kind not in ("run_folder", "keras_file"):
-        given = pathlib.Path(getattr(path, "given", path))
-        raise FileNotFoundError(f"{given / MODEL_FILE} does not exist: give a run folder written by training (it "
-                                f"holds {MODEL_FILE}) or a .keras file.")
-    return source

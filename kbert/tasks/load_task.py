@@ -1,9 +1,10 @@
-"""A task model from a preset, a kbert folder or a Hugging Face checkpoint: what `BertTask.from_preset` loads."""
+"""A task model from any model source (`kbert.saving.model_source`): what `BertTask.from_preset` loads."""
 
 import inspect
 
 from kbert.keywords import check_keywords
-from kbert.saving import check_vocabulary
+from kbert.models import BertBackbone
+from kbert.saving import check_vocabulary, model_source
 
 
 def load_task(cls, preset, preprocessor=None, sequence_length=None, compile=True, **kwargs):
@@ -16,9 +17,6 @@ def load_task(cls, preset, preprocessor=None, sequence_length=None, compile=True
     >>> load_task(BertClassifier, "bert_tiny", num_classes=3).num_classes
     3
     """
-    from kbert.models.load_backbone import load_backbone
-    from kbert.saving import model_source
-
     settable = preprocessor_settings(cls)
     asked = {key: value for key, value in kwargs.items() if key in settable}
     check_keywords(cls, kwargs, also=("preprocessor", "sequence_length", "compile", *settable))  # before any read
@@ -38,7 +36,10 @@ def load_task(cls, preset, preprocessor=None, sequence_length=None, compile=True
         if compile:
             saved.compile()
         return saved
-    backbone, tokenizer = load_backbone(source)
+    from kbert.text import BertTokenizer  # TensorFlow, loaded on first use
+
+    backbone = BertBackbone.from_preset(source)
+    tokenizer = source.load_tokenizer(BertTokenizer, backbone)
     head = hf_head_arguments(cls, source, kwargs)
     settings, preprocessing = {}, {}
     if head is not None:  # the head's checkpoint: the task's and preprocessing's settings kbert wrote beside it

@@ -8,6 +8,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from kbert.config import DEFAULT_SEQUENCE_LENGTH
+from kbert.saving import model_source
 from kbert.text.bert_normalizer import fast_bert_normalizer_model
 from kbert.text.packing import TRUNCATIONS, pack_segments, truncation_lengths
 from kbert.text.wordpieces import merge_long_words, to_char_offsets
@@ -66,8 +67,20 @@ class BertTokenizer:
         return type(self), (list(self._tokens), self.lowercase)
 
     @classmethod
+    def from_preset(cls, preset):
+        """The tokenizer of any model source `BertBackbone.from_preset` takes (`kbert.saving.model_source`): a
+        preset's (MiniLM's uncased vocabulary), a Hugging Face folder's, or a kbert folder's or `.keras` file's
+        (the vocab.txt beside it), read by `from_hf`.
+
+        Example:
+        >>> BertTokenizer.from_preset("bert_tiny").vocabulary_size
+        30522
+        """
+        return model_source(preset).load_tokenizer(cls)
+
+    @classmethod
     def from_hf(cls, path):
-        """Reads a Hugging Face folder: vocab.txt and, if present, tokenizer_config.json.
+        """Reads a tokenizer folder: vocab.txt and, if present, tokenizer_config.json (Hugging Face's layout).
 
         Args:
             path: str or path. The folder.

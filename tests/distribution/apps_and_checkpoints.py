@@ -113,7 +113,7 @@ def main(init, work):
                          "--gradient-accumulation", "2", "--remat")
     results["app_metrics"] = json.loads((work / "run" / "metrics.json").read_text())
     keras.distribution.set_distribution(kbert.distribution.model_parallel((4, 2)))
-    model, _, _ = load_run(work / "run")
+    model = load_run(work / "run")
     arrays["run/probabilities"] = model.predict(TEXTS, verbose=0)
     results["run/sharding"] = specs(model.weights, "transformer_layer_0/self_attention/qkv_dense/kernel",
                                     "transformer_layer_0/output_dense/kernel")

@@ -6,7 +6,6 @@ import numpy as np
 
 import kbert
 import kbert.distribution
-from kbert import load_backbone
 
 TEXTS = [f"film {word} was {'good' if i % 2 else 'bad'}" for i, word in enumerate("abcdefghijklmnopqrstuv")]
 LABELS = [i % 2 for i in range(len(TEXTS))]
@@ -21,7 +20,7 @@ def train(distribution, shuffle=True, shuffle_seed=0):
     try:
         keras.utils.set_random_seed(0)
         backbone = kbert.BertBackbone.from_preset("bert_tiny", dropout=0.0)
-        preprocessor = kbert.BertClassifier.preprocessor_class(load_backbone("bert_tiny")[1], sequence_length=16)
+        preprocessor = kbert.BertClassifier.preprocessor_class(kbert.BertTokenizer.from_preset("bert_tiny"), sequence_length=16)
         model = kbert.BertClassifier(backbone, num_classes=2, preprocessor=preprocessor, dropout=0.0)
         model.compile(optimizer=keras.optimizers.SGD(0.1, momentum=0.9))  # unlike Adam, sees a gradient's scale
         initial = model.get_weights()

@@ -20,7 +20,6 @@ import numpy as np  # noqa: E402
 
 import kbert  # noqa: E402
 import kbert.distribution  # noqa: E402
-from kbert import load_backbone  # noqa: E402
 from kbert.data.padded_batches import PaddedBatches  # noqa: E402
 
 WORDS = "film cast plot score scene actor story music ending script camera light sound".split()
@@ -32,7 +31,7 @@ DISTRIBUTIONS = {"single": lambda: None, "data": kbert.distribution.data_paralle
 
 def save_models(work):
     keras.utils.set_random_seed(0)
-    tokenizer = load_backbone("bert_tiny")[1]
+    tokenizer = kbert.BertTokenizer.from_preset("bert_tiny")
     backbone = kbert.BertBackbone.from_preset("bert_tiny")
     classifier = kbert.BertClassifier(
         backbone, num_classes=3, preprocessor=kbert.BertClassifier.preprocessor_class(tokenizer, sequence_length=16))

@@ -96,7 +96,7 @@ def assert_runs_agree(one, two, init, distributions):
     assert metrics[0]["validation"]["accuracy"] == metrics[1]["validation"]["accuracy"]
     np.testing.assert_allclose(metrics[1]["history"]["val_loss"], metrics[0]["history"]["val_loss"], atol=1e-5)
 
-    single, data_parallel = (load_run(folder)[0] for folder in (one, two))
+    single, data_parallel = (load_run(folder) for folder in (one, two))
     start = keras.saving.load_model(init / BACKBONE_FILE).get_weights()
     assert max(np.abs(a - b).max() for a, b in zip(start, single.backbone.get_weights())) > 1e-3  # it trained
     assert len(single.get_weights()) == len(data_parallel.get_weights())

@@ -62,7 +62,7 @@ def test_run_folder_trained_sharded_loads_unsharded(spawned):
     from tests.distribution.apps_and_checkpoints import TEXTS
 
     work, _, arrays = spawned
-    model, _, _ = load_run(work / "run")
+    model = load_run(work / "run")
     assert all(len(v.value.sharding.device_set) == 1 for v in model.weights)
     np.testing.assert_allclose(model.predict(TEXTS, verbose=0), arrays["run/probabilities"], atol=1e-6)
 

@@ -78,7 +78,7 @@ def test_app_trains_as_two_jax_processes(app, tiny_init, tmp_path):
     assert traced[0] == traced[1] and set(traced[0]) == {"8"}  # each process fed 4 rows of every batch of 8
     run = tmp_path / "two_0"
     metrics = json.loads((run / "metrics.json").read_text())
-    model = load_run(run)[0]
+    model = load_run(run)
     assert metrics["task"] == app and metrics["distribution"] == {"distribution": "data", "mesh": None, "devices": 8}
     if app == "ner":
         rows = len(model.preprocessor.prepare(read_conll(arguments[1]).words).inputs["token_ids"])

@@ -40,7 +40,7 @@ def _pretrain(tmp_path, name, processes, devices):
 
 
 def test_pretrain_app_trains_as_two_jax_processes(tmp_path):
-    from kbert.models.load_backbone import load_backbone
+    from kbert import BertBackbone
 
     one, _, (alone,), _, _ = _pretrain(tmp_path, "one", processes=1, devices=8)
     run, workdirs, printed, written, traced = _pretrain(tmp_path, "two", processes=2, devices=4)
@@ -67,7 +67,7 @@ def test_pretrain_app_trains_as_two_jax_processes(tmp_path):
     np.testing.assert_allclose([float(row["val_loss"]) for row in history[1]],
                                [float(row["val_loss"]) for row in history[0]], rtol=1e-5)
 
-    single, job = (load_backbone(folder)[0] for folder in (one, run))
+    single, job = (BertBackbone.from_preset(folder) for folder in (one, run))
     assert len(single.get_weights()) == len(job.get_weights()) > 10
     for expected, actual in zip(single.get_weights(), job.get_weights()):
         np.testing.assert_allclose(actual, expected, atol=1e-5)

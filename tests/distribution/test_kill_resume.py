@@ -66,5 +66,5 @@ def test_the_same_command_resumes_on_another_mesh_and_finishes_the_run(runs):
     for key, values in metrics["history"].items():
         assert len(values) == 3, key
         np.testing.assert_allclose(values, expected["history"][key], rtol=1e-5, err_msg=key)
-    model = load_run(work / "run")[0]
+    model = load_run(work / "run")
     assert all(len(v.value.sharding.device_set) == 1 for v in model.weights)  # written sharded, read on one device

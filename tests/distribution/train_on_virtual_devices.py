@@ -12,11 +12,10 @@ import numpy as np  # noqa: E402
 
 import kbert  # noqa: E402
 import kbert.distribution  # noqa: E402
-from kbert import load_backbone  # noqa: E402
 
 TEXTS = [f"film {word} was {'good' if i % 2 else 'bad'}" for i, word in enumerate("abcdefghijklmnopqrstuvwx")]
 LABELS = [i % 2 for i in range(len(TEXTS))]
-TOKENIZER = load_backbone("bert_tiny")[1]
+TOKENIZER = kbert.BertTokenizer.from_preset("bert_tiny")
 CHECKED = ("token_embedding/embeddings", "transformer_layer_0/self_attention/qkv_dense/kernel",
            "transformer_layer_0/self_attention/output_dense/kernel",
            "transformer_layer_1/intermediate_dense/kernel", "transformer_layer_1/output_dense/kernel",

@@ -184,7 +184,7 @@ def test_the_edge_runner_answers_as_the_task(run, exported, name):
 
     texts = [*TEXTS, "", "good " * 40]
     edge = EdgeModel(exported[2] / "tflite" / name).predict(texts)
-    for got, wanted in zip(edge, load_run(run)[0].answers(texts), strict=True):
+    for got, wanted in zip(edge, load_run(run).answers(texts), strict=True):
         assert (got["text"], got["label"]) == (wanted["text"], wanted["label"])
         assert got.get("probabilities") == pytest.approx(wanted.get("probabilities"), abs=1e-4)
         assert got.get("probability") == pytest.approx(wanted.get("probability"), abs=1e-4)

@@ -17,7 +17,7 @@ from safetensors.numpy import load_file, save_file
 
 import kbert
 from kbert import BertBackbone
-from kbert.saving import load_tokenizer
+from kbert.text import BertTokenizer
 from tests.conftest import run_python
 from tests.models import hf_heads_reference as reference
 
@@ -140,7 +140,7 @@ def test_kbert_models_load_in_transformers_with_the_same_outputs(tmp_path):
             noise = 0.05 * rng.normal(size=variable.shape)
             variable.assign((keras.ops.convert_to_numpy(variable) + noise).astype("float32"))
         if isinstance(model, BertBackbone):
-            model.export_to_transformers(tmp_path / name, load_tokenizer("bert_tiny"))
+            model.export_to_transformers(tmp_path / name, BertTokenizer.from_preset("bert_tiny"))
         else:
             model.export_to_transformers(tmp_path / name)
     run_python(SCRIPT, "run", *[tmp_path / name for name in models])
@@ -156,7 +156,7 @@ def test_kbert_models_load_in_transformers_with_the_same_outputs(tmp_path):
 
 @pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="weights only: runs once")
 def test_the_real_checkpoint_round_trips_exactly(tmp_path, minilm_dir):
-    BertBackbone.from_preset("all_minilm_l6_v2").export_to_transformers(tmp_path, load_tokenizer(minilm_dir))
+    BertBackbone.from_preset("all_minilm_l6_v2").export_to_transformers(tmp_path, BertTokenizer.from_preset(minilm_dir))
     exported, original = load_file(str(tmp_path / "model.safetensors")), load_file(str(minilm_dir / "model.safetensors"))
     original = {key: value for key, value in original.items() if key != "embeddings.position_ids"}
     assert set(exported) == set(original)

@@ -52,7 +52,8 @@ def check_mixed_precision_run(run, metrics, trained, texts, pairs=None):
     assert trained.backbone.get_layer("transformer_layer_0").compute_dtype == "bfloat16"
     assert {v.dtype for v in trained.weights} == {"float32"} and np.isfinite(metrics["history"]["loss"]).all()
     assert keras.config.dtype_policy().name == "float32"  # restored after building
-    model, tokenizer, max_length = load_run(run)
+    model = load_run(run)
+    tokenizer, max_length = model.preprocessor.tokenizer, model.preprocessor.sequence_length
     assert model.backbone.get_layer("transformer_layer_0").compute_dtype == "float32"
     outputs = model.predict_on_batch(tokenizer(texts, pairs, max_length=max_length, padding="longest"))
     for output in outputs.values() if isinstance(outputs, dict) else [outputs]:

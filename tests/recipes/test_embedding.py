@@ -42,7 +42,7 @@ def test_cosine_run_trains_evaluates_and_embeds(tiny_init, tmp_path, capsys):
 
     main(["evaluate", "--model", str(run), "--data", str(data), "--quiet"])
     scores = json.loads((run / "eval_sts.json").read_text())
-    model = load_run(run)[0]
+    model = load_run(run)
     pairs = read_sentence_tsv(data, 2, regression=True)
     embeddings = [model.predict(column, verbose=0) for column in (pairs.texts, pairs.pairs)]
     unit = [e / np.linalg.norm(e, axis=-1, keepdims=True) for e in embeddings]
@@ -91,10 +91,10 @@ def test_bad_input_is_refused_before_training(tiny_init, tmp_path):
 
 
 def test_a_sentence_transformers_init_keeps_its_pooling_unless_asked(tiny_init, tmp_path):
-    from kbert import BertSentenceEncoder, load_backbone
+    from kbert import BertBackbone, BertSentenceEncoder, BertTokenizer
     from kbert.tasks import BertSentenceEncoderPreprocessor
 
-    backbone, tokenizer = load_backbone(tiny_init)
+    backbone, tokenizer = BertBackbone.from_preset(tiny_init), BertTokenizer.from_preset(tiny_init)
     folder = tmp_path / "st"
     BertSentenceEncoder(backbone, BertSentenceEncoderPreprocessor(tokenizer, sequence_length=12),
                         pooling="cls").export_to_transformers(folder)
@@ -104,4 +104,4 @@ def test_a_sentence_transformers_init_keeps_its_pooling_unless_asked(tiny_init, 
         main(["train", "--data", str(data), "--init", str(folder), "--out", str(run), "--batch-size", "4",
               "--max-length", "12", "--progress", "0", *options])
         assert json.loads((run / "metrics.json").read_text())["pooling"] == pooling
-        assert load_run(run)[0].pooling == pooling
+        assert load_run(run).pooling == pooling

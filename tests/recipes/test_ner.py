@@ -40,8 +40,8 @@ def test_ner_run_folder(ner_run):
     assert sorted(p.name for p in run.iterdir()) == [
         "README.md", "SHA256SUMS", "curves.png", "history.csv", "logs", "metrics.json", "model.keras",
         "tokenizer_config.json", "vocab.txt"]
-    model, _, max_length = load_run(run)
-    assert isinstance(model, BertTokenClassifier) and max_length == 12
+    model = load_run(run)
+    assert isinstance(model, BertTokenClassifier) and model.preprocessor.sequence_length == 12
     assert model.label_names == ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"] == metrics["label_names"]
     assert len(metrics["history"]["val_entity_f1"]) == 1 and 0 <= metrics["validation"]["f1"] <= 1
     check_run_metrics(metrics, "val_entity_f1")
@@ -51,7 +51,7 @@ def test_ner_evaluate_agrees_with_word_predictions(ner_run, capsys):
     run, data, _ = ner_run
     metrics = ner_recipe.evaluate(run, data)
     assert json.loads((run / "eval_train.json").read_text()) == metrics
-    model = load_run(run)[0]
+    model = load_run(run)
     sentences = read_conll(data)
     tags = [result["tags"] for result in model.predict(sentences.words, verbose=0)]
     assert [len(t) for t in tags] == [len(w) for w in sentences.words]  # the 30-word sentence too

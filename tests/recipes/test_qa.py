@@ -41,7 +41,7 @@ def test_qa_run_and_evaluate(qa_run):
     assert metrics["train_questions"] == 6 and metrics["validation_questions"] == 3
     assert metrics["max_length"] == 12 and metrics["doc_stride"] == 3
     check_run_metrics(metrics)  # no per-epoch validation: the last epoch's weights
-    model = load_run(run)[0]
+    model = load_run(run)
     assert isinstance(model, BertQuestionAnswerer) and model.preprocessor.doc_stride == 3
     scores = qa_recipe.evaluate(run, data)
     predictions = json.loads((run / "predictions_eval_squad.json").read_text())

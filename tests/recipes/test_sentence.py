@@ -46,15 +46,15 @@ def test_run_folder(sentiment_run):
     assert metrics["max_length"] == 12  # capped at the tiny model's positions
     assert len(metrics["history"]["val_accuracy"]) == 2 and metrics["steps"] == 12
     check_run_metrics(metrics, "val_accuracy")
-    model, tokenizer, max_length = sentence.load_run(run)
+    model = sentence.load_run(run)
     assert isinstance(model, BertClassifier) and model.label_names == ["negative", "positive"]
-    assert tokenizer.vocabulary() == VOCABULARY and max_length == 12
+    assert model.preprocessor.tokenizer.vocabulary() == VOCABULARY and model.preprocessor.sequence_length == 12
 
 
 def test_the_validation_scores_are_those_keras_computes(sentiment_run):
     """The loss and accuracy the run logs each epoch (one pass of `evaluate_examples`) are `model.evaluate`'s."""
     run, data, _ = sentiment_run
-    model, _, _ = sentence.load_run(run)
+    model = sentence.load_run(run)
     examples = read_sentence_tsv(data, label_names=model.label_names)
     model.compile(learning_rate=1e-5)
     expected = model.evaluate(examples.texts, np.array(examples.labels), batch_size=8, return_dict=True, verbose=0)
@@ -155,7 +155,7 @@ def test_similarity_regression_with_lora(tiny_init, tmp_path, capsys):
 def test_run_folder_from_before_the_task_api(sentiment_run, tmp_path):
     """A model.keras saved without its preprocessor (before 42628e5) gets one from vocab.txt and metrics.json."""
     run, _, _ = sentiment_run
-    model, _, _ = sentence.load_run(run)
+    model = sentence.load_run(run)
     config = model.get_config()
     del config["preprocessor"]
     older = BertClassifier.from_config(config)
@@ -165,9 +165,9 @@ def test_run_folder_from_before_the_task_api(sentiment_run, tmp_path):
     older.save(old / "model.keras")
     for name in ("vocab.txt", "tokenizer_config.json", "metrics.json"):
         (old / name).write_bytes((run / name).read_bytes())
-    loaded, tokenizer, max_length = sentence.load_run(old)
-    assert loaded.preprocessor.sequence_length == max_length == 12
-    assert tokenizer.vocabulary() == VOCABULARY
+    loaded = sentence.load_run(old)
+    assert loaded.preprocessor.sequence_length == 12  # metrics.json's max_length
+    assert loaded.preprocessor.tokenizer.vocabulary() == VOCABULARY
     texts = [*TEXTS, "good " * 20]
     assert sentence.predict(old, texts) == sentence.predict(run, texts)
     restored = BertClassifier.from_preset(old)  # the task API attaches the same one
@@ -296,7 +296,7 @@ def test_a_sentiment_run_reads_long_texts_through_windows(tiny_init, tmp_path, c
     long_text = "a film good great fun bad dull " * 20
     [answer] = sentence.predict(tmp_path / "run", [long_text])
     assert "note" not in answer
-    model = sentence.load_run(tmp_path / "run")[0]
+    model = sentence.load_run(tmp_path / "run")
     assert model.preprocessor.doc_stride == 4 and model.window_pooling == "max"
     assert len(model.preprocessor.prepare([long_text]).windows) > 10
     np.testing.assert_allclose(list(answer["probabilities"].values()), model.predict([long_text], verbose=0)[0],

@@ -1,16 +1,17 @@
-"""What a model source is, decided in one place (`model_source`), and each file read once however the
-source is taken (a task model of its kind, else its backbone)."""
+"""The one loader of every model source: what a source is, decided in one place (`model_source`), each file read
+once however the source is taken (a task model of its kind, else its backbone), and `load_run`."""
 
+import importlib
+import json
 import pathlib
 
 import keras
 import pytest
 import safetensors.numpy
 
-import kbert.saving.saved_models
 from kbert import BertBackbone, BertClassifier, BertTokenClassifier
-from kbert.saving import MODEL_FILE, ModelSource, is_preset, model_source, pretrained_folder, save_backbone
-from kbert.tasks import BertTextClassifierPreprocessor
+from kbert.saving import MODEL_FILE, ModelSource, load_run, model_source, save_backbone
+from kbert.tasks import BertQuestionAnswerer, BertQuestionAnswererPreprocessor, BertTextClassifierPreprocessor
 from kbert.text import BertTokenizer
 from tests.conftest import TINY
 
@@ -39,8 +40,6 @@ def sources(tmp_path_factory):
 
 
 def test_each_kind_is_told_apart(sources):
-    assert is_preset("bert_tiny") and is_preset("all_minilm_l6_v2") and not is_preset(sources["run_folder"])
-    assert pretrained_folder("bert_tiny") is None and pretrained_folder(sources["hugging_face"]) is None
     assert model_source("bert_tiny") == ModelSource("bert_tiny", "preset", None)
     assert model_source("all_minilm_l6_v2").kind == "pretrained"
     for kind, path in sources.items():
@@ -96,9 +95,48 @@ def test_a_hugging_face_task_checkpoint_is_read_once(sources, monkeypatch):
 def test_a_saved_model_is_loaded_once_also_when_its_backbone_is_taken(sources, kind, monkeypatch):
     """Another task (or other classes) than the saved one takes its backbone: the file was loaded twice."""
     loads = {}
-    count_calls(monkeypatch, kbert.saving.saved_models, "load_keras_file", loads)
+    count_calls(monkeypatch, importlib.import_module("kbert.saving.model_source"), "load_keras_file", loads)
     model = BertTokenClassifier.from_preset(sources[kind], label_names=["O", "B-PER"])
     assert loads == {"load_keras_file": 1}
     saved = keras.saving.load_model(model_source(sources[kind]).keras_file, compile=False)
     for ours, theirs in zip(model.backbone.get_weights(), saved.backbone.get_weights(), strict=True):
         assert (ours == theirs).all()
+
+
+def test_a_source_loads_the_backbone_and_tokenizer_of_the_class_it_is_given(sources):
+    tokenizer = model_source("bert_tiny").load_tokenizer(BertTokenizer)
+    assert tokenizer.vocabulary_size == 30522 and tokenizer.token_to_id("[CLS]") == 101  # MiniLM's uncased vocabulary
+    for kind in ("backbone_folder", "run_folder", "keras_file", "hugging_face"):
+        source = model_source(sources[kind])
+        backbone = source.load_backbone(BertBackbone)
+        assert type(backbone) is BertBackbone and backbone.num_layers == TINY["num_layers"]
+        assert source.load_tokenizer(BertTokenizer, backbone).vocabulary() == VOCABULARY
+
+
+def test_a_vocabulary_of_another_size_than_the_model_is_refused(sources):
+    source = model_source(sources["backbone_folder"])
+    with pytest.raises(ValueError, match=r"vocab.txt has 50 tokens but the model's vocabulary_size is 60"):
+        source.load_tokenizer(BertTokenizer, BertBackbone(**{**TINY, "vocabulary_size": 60}))
+
+
+def test_an_old_task_run_gets_its_preprocessor_from_the_folder(tmp_path):
+    """A task saved without preprocessor: vocab.txt, max_length and doc_stride from metrics.json."""
+    BertQuestionAnswerer(BertBackbone(**TINY)).save(tmp_path / MODEL_FILE)
+    BertTokenizer(VOCABULARY).save(tmp_path)
+    (tmp_path / "metrics.json").write_text(json.dumps({"max_length": 32, "doc_stride": 7, "f1": 0.5}))
+    preprocessor = load_run(tmp_path).preprocessor
+    assert isinstance(preprocessor, BertQuestionAnswererPreprocessor)
+    assert (preprocessor.sequence_length, preprocessor.doc_stride, preprocessor.max_question_length) == (32, 7, 64)
+    assert preprocessor.tokenizer.vocabulary() == VOCABULARY
+    (tmp_path / "metrics.json").unlink()
+    again = load_run(tmp_path)
+    assert again.preprocessor.sequence_length == BertQuestionAnswerer.default_sequence_length == 384
+
+
+def test_load_run_of_a_keras_file_and_of_nothing(tmp_path, sources):
+    BertBackbone(**TINY).save(tmp_path / "b.keras")
+    assert isinstance(load_run(tmp_path / "b.keras"), BertBackbone)  # a bare backbone comes back as saved
+    assert isinstance(load_run(sources["run_folder"]), BertClassifier)
+    for nothing in (tmp_path / "empty", sources["backbone_folder"], "bert_tiny"):
+        with pytest.raises(FileNotFoundError, match="model.keras does not exist: give a run folder written by "):
+            load_run(nothing)

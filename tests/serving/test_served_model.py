@@ -139,7 +139,8 @@ def test_hugging_face_folders(runs, tmp_path):
     from kbert.recipes import qa, sentence
     from kbert.saving import load_run
 
-    model, tokenizer_of_run, _ = load_run(runs / "sst2")
+    model = load_run(runs / "sst2")
+    tokenizer_of_run = model.preprocessor.tokenizer
     model.export_to_transformers(tmp_path / "hf_sst2")
     served = load_served_model(tmp_path / "hf_sst2")
     assert (served.kind, served.label_names, served.runtime) == ("classifier", LABELS, "keras (torch)")
@@ -148,7 +149,7 @@ def test_hugging_face_folders(runs, tmp_path):
         assert answer.get("label") == wanted.get("label")
         assert answer.get("probabilities") == pytest.approx(wanted.get("probabilities"), abs=1e-5)
     for run, kind in (("conll", "token_classifier"), ("squad", "question_answerer")):
-        load_run(runs / run)[0].export_to_transformers(tmp_path / f"hf_{run}")
+        load_run(runs / run).export_to_transformers(tmp_path / f"hf_{run}")
         served = load_served_model(tmp_path / f"hf_{run}")
         assert (served.kind, served.label_names) == (kind, NER_TAGS if run == "conll" else None)
     assert served.answer(list(zip(QUESTIONS, CONTEXTS))) == qa.predict(runs / "squad", CONTEXTS, QUESTIONS)

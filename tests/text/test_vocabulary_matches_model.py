@@ -10,8 +10,8 @@ import shutil
 import keras
 import pytest
 
-from kbert import BertBackbone, load_backbone
-from kbert.tasks import BertClassifier, BertTextClassifierPreprocessor
+from kbert import BertBackbone
+from kbert.tasks import BertClassifier, BertSentenceEncoder, BertTextClassifierPreprocessor
 from kbert.text import BertTokenizer
 from kbert.saving import load_run
 from kbert.training import write_run_folder
@@ -61,7 +61,8 @@ def test_a_run_folder_whose_vocab_txt_has_another_size_is_refused(run, tmp_path,
     (folder / "vocab.txt").write_text("".join(f"{token}\n" for token in tokens(size)), "utf-8")
     message = (f"{re.escape(str(folder / 'vocab.txt'))} has {size} tokens but the model's "
                f"vocabulary_size is {len(VOCAB)}")
-    for load in (load_run, load_backbone, BertClassifier.from_preset, load_exportable):
+    # the run's task whole, another task on its backbone, its export
+    for load in (load_run, BertClassifier.from_preset, BertSentenceEncoder.from_preset, load_exportable):
         with pytest.raises(ValueError, match=message):
             load(folder)
-    assert load_run(run)[1].vocabulary_size == len(VOCAB)
+    assert load_run(run).preprocessor.tokenizer.vocabulary_size == len(VOCAB)

@@ -50,7 +50,7 @@ def uninterrupted(dropout_init, tmp_path_factory):
     work = tmp_path_factory.mktemp("uninterrupted")
     data = write_sentiment_tsv(work / "train.tsv", rows=36)
     metrics = sentence.train(SENTIMENT, data, dropout_init, work / "run", **RUN)
-    return data, metrics, load_run(work / "run")[0]
+    return data, metrics, load_run(work / "run")
 
 
 # Killed in the first epoch on TensorFlow alone (CI time): the second, resumed with the first epoch's state, on every backend.
@@ -74,7 +74,7 @@ def test_killed_within_an_epoch_the_run_resumes_there_and_ends_as_if_never_kille
     assert (metrics["resumed_at_step"], metrics["steps"]) == (6 * killed_in_epoch + 4, 12)
     for key in ("loss", "accuracy", "val_loss", "val_accuracy"):  # the resumed epoch's mean loss and accuracy too
         np.testing.assert_allclose(metrics["history"][key], expected["history"][key], atol=1e-5, err_msg=key)
-    model = load_run(out)[0]
+    model = load_run(out)
     for weight, expected_weight in zip(model.weights, expected_model.weights):
         np.testing.assert_allclose(keras.ops.convert_to_numpy(weight), keras.ops.convert_to_numpy(expected_weight),
                                    atol=1e-5, err_msg=weight.path)

@@ -25,7 +25,7 @@ def test_run_folder_model_has_the_weights_not_the_optimizer(tmp_path, lora_rank)
     special = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]  # and as many words as the model's vocabulary_size
     tokenizer = BertTokenizer(special + [f"w{i}" for i in range(TINY["vocabulary_size"] - len(special))])
     write_run_folder(tmp_path / "run", model, tokenizer, {"max_length": 8}, {"loss": [1.0]})
-    loaded, _, _ = load_run(tmp_path / "run")
+    loaded = load_run(tmp_path / "run")
     np.testing.assert_array_equal(keras.ops.convert_to_numpy(loaded.predict_on_batch(batch)),
                                   keras.ops.convert_to_numpy(model.predict_on_batch(batch)))
     optimizer = getattr(keras.saving.load_model(tmp_path / "run" / "model.keras"), "optimizer", None)
@@ -58,7 +58,7 @@ def test_a_run_folder_records_its_files_sha256_and_loading_refuses_a_damaged_mod
     other.save(run / "model.keras")  # a whole file, but not the one written
     with pytest.raises(ChangedFileError, match="model.keras: its SHA-256"):
         load_run(run)
-    assert load_run(run, verify=False)[0].num_classes == 3  # loads anyway, as asked
+    assert load_run(run, verify=False).num_classes == 3  # loads anyway, as asked
     (run / "model.keras").write_bytes(original)
     (run / CHECKSUMS_FILE).unlink()  # as a run folder written before the record
-    assert load_run(run)[0].num_classes == 2
+    assert load_run(run).num_classes == 2
