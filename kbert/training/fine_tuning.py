@@ -33,7 +33,7 @@ class FineTuning:
     >>> from kbert.tasks import BertClassifier
     >>> training = FineTuning(epochs=1, batch_size=8, seed=3)
     >>> model = training.task_model(BertClassifier, "bert_tiny", num_classes=2)
-    >>> float(model.optimizer.learning_rate), training.hyperparameters(model, patience=1)["learning_rate"]
+    >>> round(float(model.optimizer.learning_rate), 9), training.hyperparameters(model, patience=1)["learning_rate"]
     (3e-05, 3e-05)
     """
 
