@@ -137,9 +137,11 @@ def offline(args):
             "pools": pools, "mean_tokens": float(np.mean(served.token_counts(texts))), "max_length": served.max_length}
 
 
-def random_draws(count, clients, batch_sizes, run, draws=12):
+def random_draws(count, clients, batch_sizes, run, texts=768):
     """Texts per second of `run(draw, batch_size)` on random draws of `clients` of the `count` texts (one from each
-    client in flight), at each batch size the draw is cut into (longest first): the best, and at each."""
+    client in flight), at each batch size the draw is cut into (longest first): the best, and at each. One untimed
+    draw, then enough to time about `texts` texts (at least 11 draws)."""
+    draws = 1 + max(11, -(-texts // clients))
     rng = np.random.default_rng(0)
     chosen = [rng.choice(count, clients, replace=False) for _ in range(draws)]
     by_size = {}
