@@ -189,6 +189,55 @@ def hugging_face(args):
             "pools": random_draws(len(texts), max(args.clients), args.offline_batch_sizes, classify)}
 
 
+def single_calls(args):
+    """One offline call of a sentence, timed on request: a line of seconds on stdin is answered with the times
+    (seconds, JSON) of the calls made in them, until stdin closes. Timed between the 1-client server's windows, so
+    that both figures of the latency ratio come from the same minutes of a machine whose speed drifts."""
+    from kbert_serving import load_served_model
+
+    texts = json.loads(pathlib.Path(args.texts_file).read_text())
+    served = load_served_model(args.model, dtype=args.dtype)
+    if hasattr(served, "model"):  # as `offline`'s reference: the Keras model's predict, else the answer
+        def call(text):
+            served.model.predict([text], batch_size=1, verbose=0, dtype=args.dtype)
+    else:
+        def call(text):
+            served.answer([(text,)])
+    for text in texts[:50]:
+        call(text)
+    print("ready", flush=True)
+    index = 0
+    for line in sys.stdin:
+        times, start = [], time.perf_counter()
+        while not times or time.perf_counter() - start < float(line):
+            begun = time.perf_counter()
+            call(texts[index % len(texts)])
+            index += 1
+            times.append(time.perf_counter() - begun)
+        print(json.dumps(times), flush=True)
+
+
+class SingleCalls:
+    """`single_calls` in a process of its own: `times(seconds)` of one offline call each, on request."""
+
+    def __init__(self, args, folder):
+        command = [sys.executable, __file__, "--worker", "single", "--model", args.model, "--dtype", args.dtype,
+                   "--texts-file", str(folder / "texts.json")]
+        self.process = subprocess.Popen(command, env=SUBPROCESS_ENV, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL, text=True)
+        if self.process.stdout.readline().strip() != "ready":
+            sys.exit("serve_benchmark: the single-call worker did not start.")
+
+    def times(self, seconds):
+        self.process.stdin.write(f"{seconds}\n")
+        self.process.stdin.flush()
+        return json.loads(self.process.stdout.readline())
+
+    def stop(self):
+        self.process.stdin.close()
+        self.process.wait(60)
+
+
 def offline_answers(served, items, batch_size):
     """The served model's answers to `items` offline: a Keras model's `answer` on all of them at once, which its
     `predict` batches (longest first); a TFLite model's on chunks of `batch_size` (it runs a call as one batch)."""
@@ -342,7 +391,25 @@ def asyncio_point(server, requests, clients, warmup, seconds):
     latencies = [latency for latency, _ in kept] or [float("nan")]  # none: nan, not a made-up figure
     return {"throughput": len(kept) / seconds, "p50_ms": 1000 * float(np.percentile(latencies, 50)),
             "p99_ms": 1000 * float(np.percentile(latencies, 99)), "answers": len(kept),
-            "errors": sum(status != 200 for _, status in kept), **window(before, after)}
+            "errors": sum(status != 200 for _, status in kept), "latencies": latencies, **window(before, after)}
+
+
+def paired_point(server, requests, single, warmup, seconds, rounds=5):
+    """The 1-client point measured in `rounds` windows, each after a window as long of one offline call in
+    `single` (a `SingleCalls`): the latency ratio of the same minutes. Returns `asyncio_point`'s figures over all
+    windows, and `single_call_ms`, the offline call's median over its windows."""
+    windows, offline = [], []
+    for round_ in range(rounds):
+        offline += single.times(seconds / rounds)
+        windows.append(asyncio_point(server, requests, 1, warmup if round_ == 0 else 0, seconds / rounds))
+    latencies = [latency for point in windows for latency in point["latencies"]]
+    point = {"throughput": sum(point["answers"] for point in windows) / seconds,
+             "p50_ms": 1000 * float(np.percentile(latencies, 50)), "p99_ms": 1000 * float(np.percentile(latencies, 99)),
+             "answers": sum(point["answers"] for point in windows), "errors": sum(point["errors"] for point in windows),
+             "latencies": latencies, "single_call_ms": 1000 * statistics.median(offline)}
+    for name in ("server_cores", "client_cores", "other_cores", "mean_batch"):
+        point[name] = float(np.mean([window[name] for window in windows]))
+    return point
 
 
 WRK_SCRIPT = """
@@ -447,6 +514,8 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     if args.worker:
+        if args.worker == "single":
+            return single_calls(args)
         result = {"build": build_classifier, "offline": offline, "hugging_face": hugging_face}[args.worker](
             args.model if args.worker == "build" else args)
         print(json.dumps(result))
@@ -515,6 +584,7 @@ def run(args, folder):
     print(f"  {'setting':50} {'clients':>7} {'texts/s':>8} {'vs ceiling':>10} {'p50 ms':>8} {'p99 ms':>8} "
           f"{'p50 vs 1 call':>13} {'errors':>6} {'batch':>6} {'server':>6} {'client':>6} {'other':>6}")
     points = []
+    single = SingleCalls(args, folder) if args.client == "asyncio" and 1 in args.clients else None
     for label, flags, client_counts in server_settings(args, best_size):
         server = Server(args.model, args.dtype, flags, folder)
         try:
@@ -522,10 +592,14 @@ def run(args, folder):
             for clients in client_counts:
                 if args.client == "wrk":
                     point = wrk_point(server, folder / "bodies.jsonl", clients, args.warmup, args.seconds)
+                elif clients == 1 and single is not None:
+                    point = paired_point(server, requests, single, args.warmup, args.seconds)
                 else:
                     point = asyncio_point(server, requests, clients, args.warmup, args.seconds)
+                point.pop("latencies", None)
+                call_ms = point.get("single_call_ms", single_ms)
                 point.update(setting=label, flags=flags, clients=clients, vs_ceiling=point["throughput"] / best,
-                             p50_vs_single_call=point["p50_ms"] / single_ms)
+                             p50_vs_single_call=point["p50_ms"] / call_ms)
                 points.append(point)
                 print(f"  {label:50} {clients:7} {point['throughput']:8.1f} {point['vs_ceiling']:10.0%} "
                       f"{point['p50_ms']:8.2f} {point['p99_ms']:8.2f} {point['p50_vs_single_call']:12.2f}x "
@@ -536,6 +610,9 @@ def run(args, folder):
             raise
         finally:
             server.stop()
+    if single is not None:
+        single.stop()
+        print("  (1 client: the offline call timed in windows between the server's, in a process of its own)")
 
     defaults = [point for point in points if not point["flags"]]
     latency = next(point for point in defaults if point["clients"] == min(args.clients))
@@ -547,7 +624,7 @@ def run(args, folder):
           f"({best:.1f} texts/s, offline {reference} at batch {best_size}; aim >= 80%: "
           f"{'met' if aims['throughput_aim_met'] else 'not met'}), p99 {load['p99_ms']:.1f} ms; at "
           f"{latency['clients']} client p50 {latency['p50_ms']:.2f} ms = {latency['p50_vs_single_call']:.2f}x one "
-          f"offline {reference} of a sentence ({single_ms:.2f} ms; aim <= 1.2x: "
+          f"offline {reference} of a sentence ({latency.get('single_call_ms', single_ms):.2f} ms; aim <= 1.2x: "
           f"{'met' if aims['latency_aim_met'] else 'not met'})")
     return {"model": model_name, "kind": ceiling["kind"], "runtime": ceiling["runtime"], "dtype": args.dtype,
             "machine": machine, "client": args.client, "texts": len(texts), "texts_source": texts_source,
