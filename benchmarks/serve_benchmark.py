@@ -103,10 +103,9 @@ def offline(args):
         sys.exit(f"serve_benchmark sends single sentences; {args.model} is a question answerer.")
     items = [(text,) for text in texts]
     passes = {"answer": lambda size: offline_answers(served, items, size)}
-    singles = {"answer": lambda text: served.answer([(text,)])}
     if hasattr(served, "model"):  # a Keras model (a TFLite export has no `predict` of its own)
         passes["predict"] = lambda size: served.model.predict(texts, batch_size=size, verbose=0, dtype=args.dtype)
-        singles["predict"] = lambda text: served.model.predict([text], batch_size=1, verbose=0, dtype=args.dtype)
+    singles = single_calls_of(served, args.dtype)
     throughput = {}
     for size in args.offline_batch_sizes:
         for name, run in passes.items():
@@ -120,11 +119,7 @@ def offline(args):
     for name, call in singles.items():
         for text in texts[:50]:
             call(text)
-        times, start = [], time.perf_counter()
-        while time.perf_counter() - start < args.offline_seconds:
-            begun = time.perf_counter()
-            call(texts[len(times) % len(texts)])
-            times.append(time.perf_counter() - begun)
+        times = timed_calls(call, texts, args.offline_seconds)
         single_ms[name] = 1000 * statistics.median(times)
     pools = {}
     if hasattr(served, "model"):  # what a server can reach with one text from each of N clients in flight
@@ -196,25 +191,34 @@ def single_calls(args):
     from kbert_serving import load_served_model
 
     texts = json.loads(pathlib.Path(args.texts_file).read_text())
-    served = load_served_model(args.model, dtype=args.dtype)
-    if hasattr(served, "model"):  # as `offline`'s reference: the Keras model's predict, else the answer
-        def call(text):
-            served.model.predict([text], batch_size=1, verbose=0, dtype=args.dtype)
-    else:
-        def call(text):
-            served.answer([(text,)])
+    singles = single_calls_of(load_served_model(args.model, dtype=args.dtype), args.dtype)
+    call = singles.get("predict", singles["answer"])  # `offline`'s reference
     for text in texts[:50]:
         call(text)
     print("ready", flush=True)
-    index = 0
+    done = 0
     for line in sys.stdin:
-        times, start = [], time.perf_counter()
-        while not times or time.perf_counter() - start < float(line):
-            begun = time.perf_counter()
-            call(texts[index % len(texts)])
-            index += 1
-            times.append(time.perf_counter() - begun)
+        times = timed_calls(call, texts[done:] + texts[:done], float(line))
+        done = (done + len(times)) % len(texts)
         print(json.dumps(times), flush=True)
+
+
+def single_calls_of(served, dtype):
+    """One sentence answered alone, by name: the served model's `answer`, and a Keras model's `predict`."""
+    singles = {"answer": lambda text: served.answer([(text,)])}
+    if hasattr(served, "model"):
+        singles["predict"] = lambda text: served.model.predict([text], batch_size=1, verbose=0, dtype=dtype)
+    return singles
+
+
+def timed_calls(call, texts, seconds):
+    """The times of `call(text)` on `texts` in turn, for at least `seconds` (one call at least)."""
+    times, start = [], time.perf_counter()
+    while not times or time.perf_counter() - start < seconds:
+        begun = time.perf_counter()
+        call(texts[len(times) % len(texts)])
+        times.append(time.perf_counter() - begun)
+    return times
 
 
 class SingleCalls:
