@@ -52,7 +52,7 @@ import numpy as np  # this module imports neither Keras nor TensorFlow at the to
 
 from app_cli import app_parser, emit, for_people, parse_args
 from cli_errors import run
-from kbert_edge.cpu import bfloat16_units, cpu_summary, describe_cpu
+from kbert_core.cpu import bfloat16_units, cpu_summary, describe_cpu
 from task_cli import positive_float, positive_int, sequence_length
 
 APPS = pathlib.Path(__file__).resolve().parent
@@ -214,7 +214,7 @@ def default_data():
 
 def trains_in_bfloat16(precision, backend, cpu_flags=None):
     """Whether to fine-tune in bfloat16: as asked, or for "auto", on torch when the CPU has bfloat16 units
-    (`kbert_edge.cpu.bfloat16_units`; `cpu_flags`: this CPU's by default).
+    (`kbert_core.cpu.bfloat16_units`; `cpu_flags`: this CPU's by default).
 
     >>> trains_in_bfloat16("auto", "torch", cpu_flags={"avx512_bf16"}), trains_in_bfloat16("auto", "jax", {"amx_bf16"})
     (True, False)

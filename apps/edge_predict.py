@@ -7,13 +7,13 @@
 
 Reads `export.json` and `vocab.txt` beside the model (written by apps/export.py). Prints the
 results for people, or one JSON object a line with `--json`. This script is a thin front to the
-`kbert_edge` package (numpy and the standard library only): to run it on a device, copy this
-file and the `kbert_edge/` folder side by side, with the model folder (and apps/cli_errors.py and
+`kbert_edge` and `kbert_core` packages (numpy and the standard library only): to run it on a device, copy this
+file and the `kbert_core/` and `kbert_edge/` folders side by side, with the model folder (and apps/cli_errors.py and
 apps/app_cli.py for one-line errors and hidden start-up lines; --verbose shows them). It needs numpy and
 `ai-edge-litert` (`pip install ai-edge-litert`); without it, it falls back to
 `tensorflow.lite`'s interpreter (and says so).
 
-- `token_ids.tflite` (builtin ops only): text is tokenized by `kbert_edge.WordPiece`, a
+- `token_ids.tflite` (builtin ops only): text is tokenized by `kbert_core.WordPiece`, a
   pure-Python BERT tokenizer over `vocab.txt` that gives kbert's ids and offsets on ordinary
   text. NER reads long texts through word-aligned windows and question answering through
   overlapping windows (`doc_stride`), picking the best span over all of them, as
@@ -32,11 +32,11 @@ import os
 import pathlib
 import sys
 
-# In the repository kbert_edge/ lies beside apps/; on a device, beside this file (already on sys.path).
+# In the repository kbert_core/ and kbert_edge/ lie beside apps/; on a device, beside this file (already on sys.path).
 sys.path.append(str(pathlib.Path(__file__).resolve().parents[1]))
 from kbert_edge import EdgeModel  # noqa: E402
-from kbert_edge.context import context_file  # noqa: E402
-from kbert_edge.start_up import start_up_lines_held  # noqa: E402
+from kbert_core.context import context_file  # noqa: E402
+from kbert_core.start_up import start_up_lines_held  # noqa: E402
 
 
 def format_result(result):

@@ -30,7 +30,7 @@ import pathlib
 import sys
 
 from app_cli import app_parser, emit, for_people, parse_args
-from kbert_edge.windows import MAX_WINDOWS
+from kbert_core.windows import MAX_WINDOWS
 
 
 def parser():

@@ -21,8 +21,8 @@ import sys
 
 from app_cli import parse_args
 from cli_errors import run
-from kbert_edge.answers import MAX_ANSWER_LENGTH, N_BEST
-from kbert_edge.windows import MAX_QUESTION_LENGTH, QA_DOC_STRIDE, QA_SEQUENCE_LENGTH
+from kbert_core.answers import MAX_ANSWER_LENGTH, N_BEST
+from kbert_core.windows import MAX_QUESTION_LENGTH, QA_DOC_STRIDE, QA_SEQUENCE_LENGTH
 from task_cli import (add_evaluate_command, add_layout_options, add_predict_command, add_train_command, layout,
                       positive_int, run_command, task_parser, texts_or_stdin, train_options)
 
@@ -94,10 +94,10 @@ def predict_inputs(args):
 
 
 def read_context(value):
-    """The text of the file `value` if it names one, else `value` itself (`kbert_edge.context.context_file`'s
+    """The text of the file `value` if it names one, else `value` itself (`kbert_core.context.context_file`'s
     rule, which apps/edge_predict.py follows too: an empty value, a folder, or a value that looks like a file
     name but names no file is refused)."""
-    from kbert_edge.context import context_file
+    from kbert_core.context import context_file
 
     try:
         path = context_file(value)

@@ -74,7 +74,7 @@ def main(argv=None):
         os.environ["KBERT_VERBOSE"] = "1"
     from kbert_serving import BatchSettings, InputLimits, ServerSettings, load_served_model, serve
     from kbert_serving.served_model import tflite_file
-    from kbert_edge.start_up import start_up_lines_held
+    from kbert_core.start_up import start_up_lines_held
 
     for flag, low in (("max_batch_size", 1), ("max_wait_ms", 0), ("predict_batch_size", 1), ("max_queue", 1),
                       ("max_items", 1), ("max_text_chars", 1), ("max_body_mb", 0.001), ("timeout", 0.001)):

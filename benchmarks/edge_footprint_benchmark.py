@@ -5,7 +5,7 @@
     python benchmarks/edge_footprint_benchmark.py --classifier saved_models/sst2 --ner "" --qa "" --backbone ""
 
 Edge paths (`PATHS`), each run on what its runtime takes:
-- `litert_token_ids`: `token_ids.tflite` and kbert_edge's pure-Python WordPiece, windows and
+- `litert_token_ids`: `token_ids.tflite` and kbert_core's pure-Python WordPiece, windows and
   decoding (`kbert_edge.EdgeModel`, as apps/edge_predict.py) on ai-edge-litert and numpy;
 - `litert_text`: `text.tflite` with tensorflow-text's TFLite kernels (`EdgeModel` loads them from
   the tensorflow-text and tensorflow wheels), on ai-edge-litert;
@@ -274,9 +274,10 @@ def footprint(args):
                             sorted(row["sizes"].items(), key=lambda item: -item[1]))
         missing = f"; not installed: {', '.join(row['missing'])}" if row["missing"] else ""
         print(f"  {name:18} {len(row['sizes']):8d} {total / 1e6:9.1f} {ratio:>22}  {closure}{missing}")
-    kbert_edge = sum(p.stat().st_size for p in (ROOT / "kbert_edge").glob("*.py"))
-    print(f"  (litert_token_ids also ships kbert_edge/ and apps/edge_predict.py: "
-          f"{(kbert_edge + (ROOT / 'apps' / 'edge_predict.py').stat().st_size) / 1e3:.0f} kB of Python)")
+    python_files = [*(ROOT / "kbert_core").glob("*.py"), *(ROOT / "kbert_edge").glob("*.py"),
+                    ROOT / "apps" / "edge_predict.py"]
+    print(f"  (litert_token_ids also ships kbert_core/, kbert_edge/ and apps/edge_predict.py: "
+          f"{sum(p.stat().st_size for p in python_files) / 1e3:.0f} kB of Python)")
     return rows
 
 

@@ -140,7 +140,7 @@ def main():
     init = args.init or ("all_minilm_l6_v2" if args.job == "stsb" else "bert_mini")
     batch_size = args.batch_size or (16 if args.job == "stsb" else 64)
     engines = args.engines if args.job == "stsb" else ["kbert"]
-    from kbert_edge.cpu import describe_cpu
+    from kbert_core.cpu import describe_cpu
 
     print(f"embedding benchmark, job {args.job}, init {init}, batch {batch_size}, "
           f"{1 if args.job == 'stsb' else args.epochs} epoch(s); CPU: {describe_cpu()}")

@@ -46,7 +46,7 @@ def main():
     from kbert.data import read_sentence_tsv
     from kbert.paths import data_dir
     from kbert.tasks import BertTextClassifierPreprocessor
-    from kbert_edge.cpu import describe_cpu
+    from kbert_core.cpu import describe_cpu
 
     keras.utils.set_random_seed(args.seed)
     reviews = read_sentence_tsv(data_dir() / "imdb" / "train.tsv")

@@ -51,7 +51,7 @@ import time
 
 import numpy as np
 
-from kbert_edge.cpu import cpu_summary, describe_cpu
+from kbert_core.cpu import cpu_summary, describe_cpu
 from kbert_serving.batcher import BatchSettings
 from kbert_serving.served_model import PREDICT_BATCH_SIZE
 

@@ -1,7 +1,7 @@
 """Keras and TensorFlow started without their start-up lines; TensorFlow kept off torch's and JAX's GPUs.
 
 `import kbert` loads Keras (with the TensorFlow backend, TensorFlow too, and looks for its
-devices) inside `kbert_edge.start_up.start_up_lines_held`, and every kbert module that needs
+devices) inside `kbert_core.start_up.start_up_lines_held`, and every kbert module that needs
 TensorFlow under another backend (the tokenizer, tf.data pipelines, export) loads it through
 `import_tensorflow()`: on a machine without a GPU nothing of "oneDNN custom operations",
 "Could not find cuda drivers" or "failed call to cuInit" reaches stderr. Other lines (a Python
@@ -10,7 +10,7 @@ warning) still show. `KBERT_VERBOSE=1` shows them all.
 
 import sys
 
-from kbert_edge.start_up import start_up_lines_held
+from kbert_core.start_up import start_up_lines_held
 
 
 def start_keras():

@@ -1,4 +1,4 @@
-"""An exported .tflite model run by the LiteRT interpreter, with kbert_edge's tokenizer, windows and decoding."""
+"""An exported .tflite model run by the LiteRT interpreter, with kbert_core's tokenizer, windows and decoding."""
 
 import ctypes
 import importlib.machinery
@@ -9,11 +9,12 @@ import sys
 
 import numpy as np
 
-from kbert_edge.answers import best_answers, window_candidates
-from kbert_edge.entities import entity_spans
-from kbert_edge.windows import (MAX_WINDOWS, combine_windows, first_pieces, pack_question_windows, pack_text_windows,
+from kbert_core.answers import best_answers, window_candidates
+from kbert_core.classification import EMPTY_TEXT, class_probabilities, is_blank
+from kbert_core.entities import entity_spans
+from kbert_core.windows import (MAX_WINDOWS, combine_windows, first_pieces, pack_question_windows, pack_text_windows,
                                 question_tokens_kept, question_windows, text_windows, word_windows)
-from kbert_edge.wordpiece import WordPiece, normalize_char
+from kbert_core.wordpiece import WordPiece
 
 
 def load_interpreter(path, text_model, num_threads=None):
@@ -62,42 +63,6 @@ def _tf_text_registrars():
     return [module.AddFastBertNormalize, module.AddFastWordpieceTokenize, module.AddByteSplit]
 
 
-EMPTY_TEXT = "empty text: nothing to classify"
-
-
-def is_blank(text, pair=None, lowercase=True):
-    """Whether a classifier's input has nothing to classify: a text, or pair, with no tokens (empty,
-    blank, or only characters BERT's normalizer drops: `normalize_char`), as the exported
-    classifiers' `empty` output says.
-
-    Example:
-    >>> is_blank(" "), is_blank("a", ""), is_blank("a", "b"), is_blank("\\u200b\\u3000")
-    (True, True, False, True)
-    """
-    def no_tokens(part):
-        if isinstance(part, bytes):  # text.tflite's input
-            try:
-                part = part.decode()
-            except UnicodeDecodeError:  # the graph reads each bad byte as an unknown character
-                return False
-        return all(not normalize_char(char, lowercase).strip() for char in part)
-
-    return no_tokens(text) or (pair is not None and no_tokens(pair))
-
-
-def class_probabilities(logits, multi_label=False):
-    """A classifier's probabilities from its logits (numpy): a softmax over the classes, or a sigmoid per class.
-
-    Example:
-    >>> class_probabilities(np.array([[0.0, 0.0]])).tolist(), class_probabilities(np.array([[0.0]]), True).tolist()
-    ([[0.5, 0.5]], [[0.5]])
-    """
-    if multi_label:
-        return 1 / (1 + np.exp(-logits))
-    exp = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    return exp / exp.sum(axis=-1, keepdims=True)
-
-
 class EdgeModel:
     """An exported .tflite model with its `export.json` and `vocab.txt` (written by apps/export.py).
 
@@ -115,7 +80,7 @@ class EdgeModel:
         num_threads: int or None. CPU threads of the interpreter (None: LiteRT's default, one).
         max_windows: int or None. NER and QA on `token_ids.tflite`: most windows read per input
             (None: the export's `max_windows`, which `text.tflite` holds in its graph; exports
-            that do not record it: `kbert_edge.windows.MAX_WINDOWS`).
+            that do not record it: `kbert_core.windows.MAX_WINDOWS`).
     """
 
     def __init__(self, path, num_threads=None, max_windows=None):

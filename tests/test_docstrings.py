@@ -1,4 +1,5 @@
-"""Every example in the docstrings of kbert, kbert_edge and kbert_serving runs and prints what it claims, on this backend."""
+"""Every example in the docstrings of kbert, kbert_core, kbert_edge and kbert_serving runs and prints what it claims,
+on this backend."""
 
 import doctest
 import importlib
@@ -11,7 +12,7 @@ import kbert
 ROOT = pathlib.Path(kbert.__file__).parent.parent
 MODULES = sorted(
     ".".join(path.relative_to(ROOT).with_suffix("").parts)
-    for package in ("kbert", "kbert_edge", "kbert_serving") for path in (ROOT / package).rglob("*.py")
+    for package in ("kbert", "kbert_core", "kbert_edge", "kbert_serving") for path in (ROOT / package).rglob("*.py")
     if path.name != "__init__.py"
 )
 

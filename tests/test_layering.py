@@ -1,6 +1,6 @@
 """No import runs up a layer: text/data/layers (and the other modules at the bottom) -> models -> tasks ->
-training -> recipes -> export -> kbert_serving -> apps; kbert_edge imports nothing of kbert. Reads the imports with
-`ast`, every one, also those inside functions."""
+training -> recipes -> export -> kbert_serving -> apps; below them all kbert_core, then kbert_edge (LiteRT's
+runner), which import nothing of kbert. Reads the imports with `ast`, every one, also those inside functions."""
 
 import ast
 import pathlib
@@ -15,8 +15,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 BOTTOM = ("config", "paths", "malloc_settings", "start_up", "progress", "keywords", "convert", "distribution", "saving",
           "text", "data", "layers", "metrics", "optimizers", "backend_speedups")
 # The level of each part: a module may import its own level and those below it.
-LEVELS = {"kbert_edge": -1, **{f"kbert.{name}": 0 for name in BOTTOM}, "kbert.models": 1, "kbert.tasks": 2,
-          "kbert.training": 3, "kbert.recipes": 4, "kbert.export": 5, "kbert_serving": 6, "apps": 7}
+LEVELS = {"kbert_core": -2, "kbert_edge": -1, **{f"kbert.{name}": 0 for name in BOTTOM}, "kbert.models": 1,
+          "kbert.tasks": 2, "kbert.training": 3, "kbert.recipes": 4, "kbert.export": 5, "kbert_serving": 6, "apps": 7}
 # export builds on the models and tasks alone (issue 22)
 NEVER = {"kbert.export": ("kbert.training", "kbert.recipes")}
 
@@ -24,7 +24,7 @@ NEVER = {"kbert.export": ("kbert.training", "kbert.recipes")}
 def part_of(module):
     """The part ("kbert.models", "apps", ...) of a module's dotted name; None outside kbert."""
     parts = module.split(".")
-    if parts[0] in ("kbert_edge", "kbert_serving", "apps"):
+    if parts[0] in ("kbert_core", "kbert_edge", "kbert_serving", "apps"):
         return parts[0]
     if parts[0] != "kbert":
         return None
@@ -56,8 +56,8 @@ def upward_imports(files, facade_level):
                 found.append((name, module, "a relative import: name the module"))
             elif part is None or part == own:
                 continue
-            elif own == "kbert_edge":
-                found.append((name, module, "kbert_edge imports nothing of kbert"))
+            elif own in ("kbert_core", "kbert_edge") and part.split(".")[0] == "kbert":
+                found.append((name, module, f"{own} imports nothing of kbert"))
             elif part != "kbert" and part not in LEVELS:
                 found.append((name, module, f"{part} has no place in LEVELS"))
             elif part in NEVER.get(own, ()):
@@ -68,9 +68,9 @@ def upward_imports(files, facade_level):
 
 
 def library_files():
-    """{dotted module name: source} of kbert (but its `__init__`), kbert_edge and apps."""
+    """{dotted module name: source} of kbert (but its `__init__`), kbert_core, kbert_edge, kbert_serving and apps."""
     files = {}
-    for package in ("kbert", "kbert_edge", "kbert_serving", "apps"):
+    for package in ("kbert", "kbert_core", "kbert_edge", "kbert_serving", "apps"):
         for path in sorted((ROOT / package).rglob("*.py")):
             name = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
             files[name] = path.read_text("utf-8")
@@ -110,6 +110,8 @@ def test_every_part_of_kbert_has_a_level():
     ("kbert.models.x", "from kbert import BertClassifier", "kbert is above kbert.models"),
     ("kbert.tasks.x", "from .bert_task import BertTask", "a relative import: name the module"),
     ("kbert_edge.x", "from kbert.text import wordpieces", "kbert_edge imports nothing of kbert"),
+    ("kbert_core.x", "from kbert import BertTokenizer", "kbert_core imports nothing of kbert"),
+    ("kbert_core.x", "from kbert_edge import EdgeModel", "kbert_edge is above kbert_core"),
     ("kbert.data.x", "from kbert.storage import x", "kbert.storage has no place in LEVELS"),
 ])
 def test_upward_imports_are_found(name, source, why):
@@ -121,7 +123,7 @@ def test_upward_imports_are_found(name, source, why):
     ("kbert.training.x", "from kbert.tasks import BertClassifier\nfrom kbert.saving import load_run\nimport kbert"),
     ("kbert.recipes.x", "from kbert.training import run_backup\nfrom kbert.backend_speedups import active"),
     ("kbert.optimizers.x", "from kbert.backend_speedups.torch_foreach_adamw import foreach_update"),
-    ("kbert.data.x", "from kbert.text import BertTokenizer\nfrom kbert_edge.windows import word_windows"),
+    ("kbert.data.x", "from kbert.text import BertTokenizer\nfrom kbert_core.windows import word_windows"),
     ("apps.x", "from kbert.export import export_tflite"),
     ("kbert.models.x", "import numpy\nfrom keras import ops"),
 ])

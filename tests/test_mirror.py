@@ -1,6 +1,6 @@
 """The tests mirror the library: kbert/<part>/<module>.py is tested in tests/<part>/test_<module>.py,
-kbert_edge/<module>.py in tests/edge/test_<module>.py, kbert_serving/<module>.py in tests/serving/, and a module at
-kbert's top in a test_<module>.py of any folder (tests/models/test_config.py)."""
+kbert_core/<module>.py in tests/core/, kbert_edge/<module>.py in tests/edge/, kbert_serving/<module>.py in
+tests/serving/, and a module at kbert's top in a test_<module>.py of any folder (tests/models/test_config.py)."""
 
 import pathlib
 
@@ -16,7 +16,8 @@ def missing_test_files(root):
     """The library modules under `root` (a checkout) whose mirrored test file does not exist."""
     tests = root / "tests"
     missing = []
-    for package, mirror in (("kbert", None), ("kbert_edge", "edge"), ("kbert_serving", "serving")):
+    for package, mirror in (("kbert", None), ("kbert_core", "core"), ("kbert_edge", "edge"),
+                            ("kbert_serving", "serving")):
         for module in sorted((root / package).rglob("*.py")):
             if module.name == "__init__.py":
                 continue
@@ -38,8 +39,9 @@ def test_every_library_module_has_its_test_file():
 
 
 def test_a_module_without_its_test_file_is_named(tmp_path):
-    for path in ("kbert/data/reader.py", "kbert/config.py", "kbert_edge/windows.py", "tests/data/test_other.py",
+    for path in ("kbert/data/reader.py", "kbert/config.py", "kbert_core/windows.py", "kbert_edge/runner.py",
+                 "tests/data/test_other.py",
                  "tests/models/test_config.py", "tests/test_windows.py"):
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text("")
-    assert missing_test_files(tmp_path) == ["kbert/data/reader.py", "kbert_edge/windows.py"]
+    assert missing_test_files(tmp_path) == ["kbert/data/reader.py", "kbert_core/windows.py", "kbert_edge/runner.py"]

@@ -8,7 +8,7 @@ import sys
 
 import keras
 
-from kbert_edge.start_up import START_UP_LINE
+from kbert_core.start_up import START_UP_LINE
 from tests.conftest import TESTS
 
 USE_THE_TOKENIZER = """

@@ -2,7 +2,7 @@ import numpy as np
 
 from kbert.config import DEFAULT_SEQUENCE_LENGTH
 from kbert.data.token_rows import token_rows
-from kbert_edge.windows import first_pieces, word_windows
+from kbert_core.windows import first_pieces, word_windows
 
 
 class NerWindows:

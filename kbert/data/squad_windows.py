@@ -1,8 +1,8 @@
 import numpy as np
 
 from kbert.data.token_rows import token_rows
-from kbert_edge.answers import MAX_ANSWER_LENGTH, N_BEST, best_answers, window_candidates
-from kbert_edge.windows import (MAX_QUESTION_LENGTH, QA_DOC_STRIDE, QA_SEQUENCE_LENGTH, pack_question_windows,
+from kbert_core.answers import MAX_ANSWER_LENGTH, N_BEST, best_answers, window_candidates
+from kbert_core.windows import (MAX_QUESTION_LENGTH, QA_DOC_STRIDE, QA_SEQUENCE_LENGTH, pack_question_windows,
                                 question_windows)
 
 

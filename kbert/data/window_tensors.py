@@ -1,11 +1,11 @@
 """Windows over whole texts built from string tensors, in TensorFlow ops that TFLite also runs.
 
-`question_window_rows` makes SQuAD's strided windows (those of `kbert_edge.windows.question_windows`,
+`question_window_rows` makes SQuAD's strided windows (those of `kbert_core.windows.question_windows`,
 which `kbert.data.SquadWindows` packs in numpy) for `BertQuestionAnswererPreprocessor.call` in
 `tf.data` and for the exported QA graph (`kbert.export.long_inputs`); `word_window_rows` the NER
-windows cut at words (those of `kbert_edge.windows.word_windows`, `kbert.data.NerWindows`'), for
+windows cut at words (those of `kbert_core.windows.word_windows`, `kbert.data.NerWindows`'), for
 `BertTokenClassifierPreprocessor.call` and the exported NER graph; `text_window_rows` a classifier's strided
-windows over long texts (`kbert_edge.windows.text_windows`), for the exported classifier graph.
+windows over long texts (`kbert_core.windows.text_windows`), for the exported classifier graph.
 """
 
 from kbert.data.token_rows import UNLIMITED
@@ -119,7 +119,7 @@ def question_window_rows(tokenizer, questions, contexts, sequence_length, doc_st
 
 
 def text_window_rows(tokenizer, texts, sequence_length, doc_stride, max_windows=None, width=None):
-    """`[CLS] tokens [SEP]` rows for every window of every text: those of `kbert_edge.windows.text_windows`
+    """`[CLS] tokens [SEP]` rows for every window of every text: those of `kbert_core.windows.text_windows`
     (`sequence_length - 2` tokens each, starting `doc_stride` apart), which a classifier reads a long text by.
 
     Returns a dict: `inputs`, the model inputs (rows, width) int32; `example`, the text of each row; and per
@@ -164,7 +164,7 @@ def scatter(values, rows, columns, where, shape):
 
 def word_window_rows(tokenizer, ids, word_ids, lengths, sequence_length, max_windows, fixed_width=False):
     """`[CLS] tokens [SEP]` rows of at most `sequence_length` tokens, each text cut before a word's
-    first piece as `kbert_edge.windows.word_windows` cuts it (the windows do not overlap; a word longer
+    first piece as `kbert_core.windows.word_windows` cuts it (the windows do not overlap; a word longer
     than a window is cut inside), for `BertTokenClassifierPreprocessor.call` in `tf.data` and for the
     exported NER graph (`kbert.export.long_inputs`).
 

@@ -8,7 +8,7 @@ from kbert.export.serving import ExportSpec, model_kind_of
 from kbert.models import BertBackbone
 from kbert.saving import load_run, model_source
 from kbert.text import BertTokenizer
-from kbert_edge.windows import MAX_QUESTION_LENGTH, QA_DOC_STRIDE
+from kbert_core.windows import MAX_QUESTION_LENGTH, QA_DOC_STRIDE
 
 PAIR_TASKS = ("nli", "similarity")
 

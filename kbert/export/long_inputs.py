@@ -4,13 +4,13 @@ The string-in exports read each text (or context) whole, cut it into the windows
 path and run the model once on the windows of the whole batch:
 
 - NER (`ner_outputs`): `kbert.data.NerWindows`' windows, `max_length - 2` tokens each, cut
-  before a word's first piece (`kbert_edge.windows.word_windows`); they do not overlap, so
+  before a word's first piece (`kbert_core.windows.word_windows`); they do not overlap, so
   each word is tagged by the one window that holds its first piece; entities are grouped over
-  the words of the whole text, as `kbert_edge.entities.entity_spans` does.
+  the words of the whole text, as `kbert_core.entities.entity_spans` does.
 - QA (`qa_outputs`): `kbert.data.SquadWindows`' strided windows (`question_windows`,
   `doc_stride`), a start counting only in the window that gives it the most context
   (`max_context`), the `n_best` starts and ends of each window paired, and the best distinct
-  spans over all windows ranked by start + end logit (`kbert_edge.answers`).
+  spans over all windows ranked by start + end logit (`kbert_core.answers`).
 
 At most `spec.max_windows` windows are read per input; `truncated` flags an input that
 needed more (and, for QA, a question cut to `max_question_length` tokens). Every step is
@@ -21,7 +21,7 @@ segment sums): TFLite builtins, besides the tokenizer's tensorflow-text ops.
 import tensorflow as tf
 
 from kbert.data.window_tensors import pick, question_window_rows, scatter, whole_texts, word_window_rows
-from kbert_edge.windows import question_tokens_kept
+from kbert_core.windows import question_tokens_kept
 
 FLOOR = -3e38  # below every logit: marks the places that hold no candidate
 
@@ -39,7 +39,7 @@ def substrings(texts, starts, ends):
 
 
 def ner_windows(tokenizer, texts, spec):
-    """The word-aligned windows of each text, as `kbert_edge.windows.word_windows` cuts them
+    """The word-aligned windows of each text, as `kbert_core.windows.word_windows` cuts them
     (`kbert.data.window_tensors.word_window_rows`, the tokenizer's words).
 
     Returns `(inputs, layout)`: the model inputs, one `[CLS] tokens [SEP]` row per window, and
@@ -157,7 +157,7 @@ def question_windows(tokenizer, questions, contexts, spec):
 def qa_outputs(start_logits, end_logits, layout, n_best, max_answer_length):
     """The best answer of each question over all windows of its context, and its `n_best` list.
 
-    As `kbert_edge.answers`: in each window the `n_best` highest start and end logits of
+    As `kbert_core.answers`: in each window the `n_best` highest start and end logits of
     context tokens are paired (end >= start, at most `max_answer_length` tokens, the start
     where this window gives it the most context); over the windows of a context the spans
     are ranked by start + end logit, each distinct [start, end) character span once, and

@@ -5,7 +5,7 @@ inputs `token_ids`, `segment_ids`, `padding_mask` (int64, batch x length: both a
 model's raw outputs and what the signature adds (a classifier's `logits` and `probabilities`, or a regressor's
 `score`; NER's per-token `logits` and `probabilities`; QA's `start_logits` and `end_logits`; a backbone's
 mean-pooled, L2-normalised `embeddings` and its `sequence_output`). int64, as Hugging Face's ONNX exports and
-onnxruntime-extensions' tokenizers give ids. Text is tokenized outside the model, by `kbert_edge.WordPiece`
+onnxruntime-extensions' tokenizers give ids. Text is tokenized outside the model, by `kbert_core.WordPiece`
 or Hugging Face `tokenizers` on the folder's `vocab.txt` (the same ids as kbert's tokenizer).
 
 No string-in model: onnxruntime-extensions' `BertTokenizer` op gives other ids than BERT's tokenizer where
@@ -147,7 +147,7 @@ def session(path, num_threads=None):
 
 
 def int64_inputs(batch):
-    """The ONNX model's feed from a tokenizer's batch (kbert's and `kbert_edge.WordPiece`'s give int32).
+    """The ONNX model's feed from a tokenizer's batch (kbert's and `kbert_core.WordPiece`'s give int32).
 
     >>> int64_inputs({"token_ids": np.ones((1, 3), "int32"), "segment_ids": np.zeros((1, 3), "int32"),
     ...               "padding_mask": np.ones((1, 3), "int32"), "offsets": None})["token_ids"].dtype

@@ -67,7 +67,7 @@ def is_export_folder(path):
 
 def write_export_json(folder, model, spec, signatures, fmt, **extra):
     """`export.json`: the format, the `ExportSpec`, the signatures, the rows of the model's token
-    embeddings (`vocabulary_size`: kbert_edge refuses a vocab.txt or token ids beyond them) and `extra`."""
+    embeddings (`vocabulary_size`: kbert_core.WordPiece refuses a vocab.txt or token ids beyond them) and `extra`."""
     backbone = getattr(model, "backbone", model)
     content = {"format": fmt, **spec.to_dict(), "vocabulary_size": backbone.vocabulary_size,
                "signatures": signatures, **extra}

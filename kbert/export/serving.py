@@ -34,8 +34,8 @@ from kbert.data.window_tensors import text_window_rows
 from kbert.export.long_inputs import names_tensor
 from kbert.layers.mean_pooling import mean_pool
 from kbert.models.bert_backbone import INPUT_KEYS
-from kbert_edge.answers import MAX_ANSWER_LENGTH, N_BEST
-from kbert_edge.windows import MAX_QUESTION_LENGTH, MAX_WINDOWS, QA_DOC_STRIDE
+from kbert_core.answers import MAX_ANSWER_LENGTH, N_BEST
+from kbert_core.windows import MAX_QUESTION_LENGTH, MAX_WINDOWS, QA_DOC_STRIDE
 
 MODEL_KINDS = ("classifier", "backbone", "token_classifier", "question_answerer")
 PADDINGS = ("max_length", "longest")
@@ -187,7 +187,7 @@ def class_probabilities(logits, spec):
 def _windowed_classifier(model, tokenizer, spec, texts):
     """The classifier's outputs on whole texts: every window (`text_window_rows`, as the preprocessor's
     `doc_stride` cuts them, at most `max_windows`) through the model at once, each text's window logits
-    combined by `window_pooling` (as `kbert_edge.windows.combine_windows`); `windows` read per text, and
+    combined by `window_pooling` (as `kbert_core.windows.combine_windows`); `windows` read per text, and
     `truncated` where more were needed."""
     rows = text_window_rows(tokenizer, texts, spec.max_length, spec.doc_stride, spec.max_windows,
                             width=spec.max_length if spec.padding == "max_length" else None)

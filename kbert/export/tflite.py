@@ -4,7 +4,7 @@ Two files, each with one signature named as in the SavedModel (see `kbert.export
 
 - `token_ids.tflite` (signature `token_ids`) takes `token_ids`, `segment_ids`, `padding_mask` (int32, batch x
   max_length) and uses TFLite builtin ops only: any LiteRT interpreter runs it. Tokenize
-  with `vocab.txt`, shipped beside it (`kbert_edge.WordPiece` is a pure-Python WordPiece).
+  with `vocab.txt`, shipped beside it (`kbert_core.WordPiece` is a pure-Python WordPiece).
 - `text.tflite` (signature `serving_default`) takes raw UTF-8 strings. Besides builtins it needs the tensorflow-text
   kernels `CUSTOM_OPS` (FastBertNormalize, FastWordpieceTokenizeWithOffsets,
   TFText>ByteSplitWithOffsets), registered

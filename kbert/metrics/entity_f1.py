@@ -1,6 +1,6 @@
 """Entity-level precision, recall and F1 over BIO / IOB1 tag sequences, as conlleval counts them."""
 
-from kbert_edge.entities import get_entities
+from kbert_core.entities import get_entities
 
 
 def entity_scores(gold, predicted):

@@ -35,7 +35,7 @@ from kbert.training.remat import rematerialized
 from kbert.training.run_backup import KeptRunFolder, backed_up_step, run_backup
 from kbert.training.training_logs import HISTORY_FILE, training_logs
 from kbert.training.training_run import training_run
-from kbert_edge.start_up import START_UP_LINE, verbose as start_up_verbose
+from kbert_core.start_up import START_UP_LINE, verbose as start_up_verbose
 
 VOCABULARY_FILE = "vocab.txt"  # written last by `prepare`: marks a prepared run folder
 # What marks a pretraining run folder beside settings.json: older kbert's too (its corpus split, its backup inside)

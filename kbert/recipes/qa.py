@@ -27,8 +27,8 @@ from kbert.tasks.bert_question_answerer_preprocessor import BertQuestionAnswerer
 from kbert.training.fine_tuning import FineTuning
 from kbert.training.training_run import fine_tuning_run
 from kbert.training.run_results import write_evaluation
-from kbert_edge.answers import MAX_ANSWER_LENGTH, N_BEST
-from kbert_edge.windows import MAX_QUESTION_LENGTH, QA_DOC_STRIDE, QA_SEQUENCE_LENGTH
+from kbert_core.answers import MAX_ANSWER_LENGTH, N_BEST
+from kbert_core.windows import MAX_QUESTION_LENGTH, QA_DOC_STRIDE, QA_SEQUENCE_LENGTH
 
 
 QA_TRAINING = FineTuning(epochs=2)  # BERT's SQuAD recipe: 2 epochs (the other settings as every fine-tuning's)

@@ -10,8 +10,8 @@ from kbert.tasks.bert_task import BertTask
 from kbert.tasks.bert_text_classifier_preprocessor import BertTextClassifierPreprocessor
 from kbert.tasks.raw_datasets import is_dataset
 from kbert.tasks.table_inputs import raw_inputs
-from kbert_edge.edge_model import EMPTY_TEXT, class_probabilities, is_blank
-from kbert_edge.windows import combine_windows
+from kbert_core.classification import EMPTY_TEXT, class_probabilities, is_blank
+from kbert_core.windows import combine_windows
 
 WINDOW_POOLINGS = ("mean", "max")
 

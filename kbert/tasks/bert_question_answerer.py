@@ -3,8 +3,8 @@ from keras import ops
 
 from kbert.tasks.bert_question_answerer_preprocessor import BertQuestionAnswererPreprocessor
 from kbert.tasks.bert_task import BertTask
-from kbert_edge.answers import MAX_ANSWER_LENGTH, N_BEST
-from kbert_edge.windows import QA_SEQUENCE_LENGTH
+from kbert_core.answers import MAX_ANSWER_LENGTH, N_BEST
+from kbert_core.windows import QA_SEQUENCE_LENGTH
 
 
 @keras.saving.register_keras_serializable(package="kbert")

@@ -4,7 +4,7 @@ import numpy as np
 from kbert.data.squad_example import SquadExample
 from kbert.data.squad_windows import SquadWindows
 from kbert.tasks.bert_preprocessor import BertPreprocessor, Prepared, text_pairs
-from kbert_edge.windows import MAX_QUESTION_LENGTH, QA_DOC_STRIDE, QA_SEQUENCE_LENGTH
+from kbert_core.windows import MAX_QUESTION_LENGTH, QA_DOC_STRIDE, QA_SEQUENCE_LENGTH
 
 
 @keras.saving.register_keras_serializable(package="kbert")

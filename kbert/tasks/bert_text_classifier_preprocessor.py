@@ -5,7 +5,7 @@ from kbert.config import DEFAULT_SEQUENCE_LENGTH
 from kbert.data.token_rows import token_rows
 from kbert.tasks.bert_preprocessor import (PAD_TO_MULTIPLE_OF, BertPreprocessor, Prepared,
                                           text_pairs)
-from kbert_edge.windows import pack_text_windows, text_windows
+from kbert_core.windows import pack_text_windows, text_windows
 
 TRAIN_WINDOWS = ("first", "all")
 

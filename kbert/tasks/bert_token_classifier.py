@@ -3,7 +3,7 @@ import numpy as np
 
 from kbert.tasks.bert_task import BertTask
 from kbert.tasks.bert_token_classifier_preprocessor import BertTokenClassifierPreprocessor
-from kbert_edge.entities import entity_spans
+from kbert_core.entities import entity_spans
 
 
 @keras.saving.register_keras_serializable(package="kbert")

@@ -14,7 +14,7 @@ import flatbuffers
 import numpy as np
 
 from kbert.text.double_array import build_double_array
-from kbert_edge.wordpiece import normalize_char
+from kbert_core.wordpiece import normalize_char
 
 _SURROGATES = range(0xD800, 0xE000)
 # Hugging Face's CJK ranges skip these ideographs (a typo: 0x2B920 for 0x2B820), so it keeps

@@ -14,7 +14,7 @@ from kbert.saving import METRICS_FILE, MODEL_FILE, atomic_output_folder, record_
 from kbert.training.curves import plot_history
 from kbert.training.model_card import write_model_card
 from kbert.training.training_logs import LOG_NAMES
-from kbert_edge.cpu import describe_cpu
+from kbert_core.cpu import describe_cpu
 
 
 def write_run_folder(out, model, tokenizer, metrics, history, title="", extra_json=None, data=None, logs=None):
@@ -73,7 +73,7 @@ def parameter_counts(model):
 def run_metrics(task, run, hyperparameters, model, backup, seconds, history, validation, best_epoch):
     """The `metrics.json` of a finished training run, the same fields for every task (fine-tuning and
     pretraining, through `kbert.training.training_run`): what ran (`task`, the
-    backend, `run`, `hyperparameters`, the distribution, the machine's CPU: `kbert_edge.cpu.describe_cpu`),
+    backend, `run`, `hyperparameters`, the distribution, the machine's CPU: `kbert_core.cpu.describe_cpu`),
     the model's `parameters` and `trainable_parameters` (fewer under LoRA), its optimizer `steps` (and
     `resumed_at_step`), `fit_seconds` and `steps_per_second` (of this process's steps), `best_epoch` (the
     epoch whose weights the run kept), its `fit` history and its `validation` scores.

@@ -19,7 +19,7 @@ import pytest
 
 from kbert.data.tables import Layout
 from kbert.recipes import MULTI_LABEL, NLI, SENTIMENT, SIMILARITY
-from kbert_edge.start_up import START_UP_LINE
+from kbert_core.start_up import START_UP_LINE
 from tests.apps.test_app_errors import PRETRAIN, call, train, workspace  # noqa: F401 (a fixture)
 from tests.conftest import APPS as APPS_FOLDER, app_module
 from tests.tasks.conftest import tiny_init  # noqa: F401 (a fixture)

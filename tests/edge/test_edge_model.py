@@ -11,7 +11,8 @@ import keras
 import numpy as np
 import pytest
 
-from kbert_edge import MAX_WINDOWS, EdgeModel
+from kbert_core import MAX_WINDOWS
+from kbert_edge import EdgeModel
 from tests.conftest import TESTS
 
 pytestmark = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")

@@ -16,7 +16,7 @@ import pathlib
 import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parents[1])]  # runtime_clients.py; the repository's kbert_edge
+sys.path[:0] = [str(HERE), str(HERE.parents[1])]  # runtime_clients.py; the repository's kbert_core, kbert_edge
 
 
 def decode(item):

@@ -16,7 +16,7 @@ EDGE_PREDICT = APPS / "edge_predict.py"
 # Runs a script (argv[1]) as `python script ...` would, with `import keras` made to fail and, but for
 # text.tflite, `import tensorflow` too (text.tflite needs the TensorFlow wheel's native library, which
 # it finds by importlib.util.find_spec, not its Python modules); fails if either was imported all the
-# same; the last line on stderr names the file kbert_edge was imported from.
+# same; the last two lines on stderr name the files kbert_core and kbert_edge were imported from.
 WITHOUT_FRAMEWORKS = """
 import os, runpy, sys
 sys.argv = sys.argv[1:]
@@ -27,7 +27,8 @@ try:
     runpy.run_path(sys.argv[0], run_name="__main__")
 finally:
     loaded = [m for m in ("tensorflow", "keras") if sys.modules.get(m) is not None]
-    print("kbert_edge:", getattr(sys.modules.get("kbert_edge"), "__file__", None), file=sys.stderr)
+    for package in ("kbert_core", "kbert_edge"):
+        print(f"{package}:", getattr(sys.modules.get(package), "__file__", None), file=sys.stderr)
     if loaded:
         sys.exit(f"imported {loaded}")
 """

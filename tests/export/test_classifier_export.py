@@ -43,7 +43,7 @@ def keras_probabilities(model, tokenizer, texts, pairs=None):
 
 def text_signature_probabilities(model, tokenizer, texts):
     """What the text signatures give: the Keras model's probabilities, and 0 for a text without tokens."""
-    from kbert_edge.edge_model import is_blank
+    from kbert_core.classification import is_blank
 
     return keras_probabilities(model, tokenizer, texts) * ~np.array([[is_blank(text)] for text in texts])
 
@@ -95,7 +95,7 @@ def test_texts_without_a_wordpiece_get_no_label_as_the_apps_give(exported):
     """Issue 43: a text with no tokens (empty, blank, only characters BERT drops) gets no label from the SavedModel
     and text.tflite, as from the apps and kbert_edge (`is_blank`): `empty`, label "", label_id -1, probabilities 0;
     the texts beside it keep the Keras model's answers."""
-    from kbert_edge.edge_model import is_blank
+    from kbert_core.classification import is_blank
 
     model, tokenizer, root = exported
     served = tf.saved_model.load(str(root / "saved")).signatures["serving_default"]

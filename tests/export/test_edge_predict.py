@@ -14,7 +14,7 @@ from kbert.export import export_tflite, load_exportable
 from kbert.tasks import BertClassifier
 from kbert.training import write_run_folder
 from kbert_edge import EdgeModel
-from kbert_edge.start_up import START_UP_LINE
+from kbert_core.start_up import START_UP_LINE
 from tests.conftest import TESTS, app_module
 from tests.export.conftest import EDGE_PREDICT, TENSORFLOW_ONLY, edge_module, run_edge_predict, tiny_backbone
 
@@ -55,18 +55,20 @@ def test_edge_predict_matches_keras(tmp_path, tokenizer):
 
 
 def test_the_script_and_kbert_edge_run_copied_side_by_side(tmp_path, tokenizer):
-    """The deployable unit: apps/edge_predict.py and kbert_edge/ copied into one folder, run from
-    elsewhere, import kbert_edge from the copy; and an export.json from before the rename."""
+    """The deployable unit: apps/edge_predict.py, kbert_core/ and kbert_edge/ copied into one folder, run from
+    elsewhere, import both packages from the copy; and an export.json from before the rename."""
     model = BertClassifier(tiny_backbone(), 2, label_names=["no", "yes"])
     write_run_folder(tmp_path / "run", model, tokenizer, {"task": "sentiment", "max_length": 16}, {"loss": [1.0]})
     export_tflite(*load_exportable(tmp_path / "run"), tmp_path / "tflite", quantize="none")
     device = tmp_path / "device"
     device.mkdir()
     shutil.copy(EDGE_PREDICT, device)
-    shutil.copytree(TESTS.parent / "kbert_edge", device / "kbert_edge", ignore=shutil.ignore_patterns("__pycache__"))
+    for package in ("kbert_core", "kbert_edge"):
+        shutil.copytree(TESTS.parent / package, device / package, ignore=shutil.ignore_patterns("__pycache__"))
     result = run_edge_predict(tmp_path / "tflite" / "token_ids.tflite", "a good film", "--json",
                               script=device / "edge_predict.py", cwd=tmp_path)
-    assert result.stderr.splitlines()[-1] == f"kbert_edge: {device / 'kbert_edge' / '__init__.py'}"
+    assert result.stderr.splitlines()[-2:] == [f"{package}: {device / package / '__init__.py'}"
+                                               for package in ("kbert_core", "kbert_edge")]
     expected = keras.ops.convert_to_numpy(keras.ops.softmax(model(tokenizer(["a good film"], max_length=16))))
     np.testing.assert_allclose(list(json.loads(result.stdout)["probabilities"].values()), expected[0], atol=1e-4)
     # An export written before "task" was renamed "model_kind" in export.json still runs.

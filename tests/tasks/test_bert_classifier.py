@@ -264,7 +264,7 @@ def test_answers_decode_predict_with_one_tokenization_and_notes(monkeypatch):
     """`answers`: predict's probabilities by name, a note for an empty text and for a text cut to the sequence
     length (its tokens counted by a tokenizer call of its own here), and each text tokenized once."""
     from kbert.text import BertTokenizer
-    from kbert_edge.edge_model import EMPTY_TEXT
+    from kbert_core.classification import EMPTY_TEXT
 
     model = BertClassifier.from_preset("bert_tiny", num_classes=3, label_names=["a", "b", "c"], sequence_length=8)
     texts = ["a gripping film", " ", "good " * 20, "fun", "one two three four five six"]

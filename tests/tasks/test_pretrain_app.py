@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from kbert.saving import RunFolderError
-from kbert_edge.start_up import START_UP_LINE
+from kbert_core.start_up import START_UP_LINE
 from tests.conftest import app_module
 
 APP = pathlib.Path(__file__).parents[2] / "apps" / "pretrain.py"

@@ -1,9 +1,9 @@
-"""kbert_edge.entities: entities with character spans from word tags, checked against spans written by hand."""
+"""kbert_core.entities: entities with character spans from word tags, checked against spans written by hand."""
 
 import keras
 import pytest
 
-from kbert_edge import entity_spans
+from kbert_core import entity_spans
 
 pytestmark = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")
 

@@ -18,7 +18,7 @@ def window_candidates(start_logits, end_logits, offsets, max_context, n_best=N_B
     Args:
         start_logits, end_logits: float arrays (width,). One window's logits.
         offsets: int array (width, 2). Each context token's char span; -1 elsewhere.
-        max_context: bool array (width,). See `kbert_edge.windows.max_context`.
+        max_context: bool array (width,). See `kbert_core.windows.max_context`.
         n_best: int. Starts and ends considered.
         max_answer_length: int. Longest answer, in tokens.
 

@@ -1,4 +1,4 @@
-"""kbert_edge.answers: span decoding over windows against a brute-force reference on tiny logits."""
+"""kbert_core.answers: span decoding over windows against a brute-force reference on tiny logits."""
 
 import itertools
 import math
@@ -7,7 +7,7 @@ import keras
 import numpy as np
 import pytest
 
-from kbert_edge import best_answers, pack_question_windows, question_windows, window_candidates
+from kbert_core import best_answers, pack_question_windows, question_windows, window_candidates
 
 pytestmark = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")
 

@@ -1,10 +1,10 @@
-"""kbert_edge.windows: strided question windows, their packing, and word-aligned NER windows, by hand."""
+"""kbert_core.windows: strided question windows, their packing, and word-aligned NER windows, by hand."""
 
 import keras
 import numpy as np
 import pytest
 
-from kbert_edge import first_pieces, max_context, pack_question_windows, question_windows, word_windows
+from kbert_core import first_pieces, max_context, pack_question_windows, question_windows, word_windows
 
 pytestmark = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")
 

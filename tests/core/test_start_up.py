@@ -1,11 +1,11 @@
-"""kbert_edge.start_up: what a block writes on file descriptor 2 (C++ code's too) is held, start-up lines dropped,
+"""kbert_core.start_up: what a block writes on file descriptor 2 (C++ code's too) is held, start-up lines dropped,
 the other lines written after, also when the block raises; KBERT_VERBOSE=1 holds nothing."""
 
 import os
 
 import pytest
 
-from kbert_edge.start_up import START_UP_LINE, start_up_lines_held
+from kbert_core.start_up import START_UP_LINE, start_up_lines_held
 
 LINES = [b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n",
          b"I0000 00:00:1795720985.887166   26540 port.cc:153] oneDNN custom operations are on.\n",

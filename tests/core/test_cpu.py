@@ -1,4 +1,4 @@
-"""kbert_edge.cpu: what the CPU offers, against /proc/cpuinfo read another way (grep's way)."""
+"""kbert_core.cpu: what the CPU offers, against /proc/cpuinfo read another way (grep's way)."""
 
 import os
 import pathlib
@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from kbert_edge.cpu import bfloat16_units, cpu_info, cpu_summary, describe_cpu
+from kbert_core.cpu import bfloat16_units, cpu_info, cpu_summary, describe_cpu
 
 
 @pytest.mark.skipif(not pathlib.Path("/proc/cpuinfo").is_file(), reason="reads Linux's /proc/cpuinfo")

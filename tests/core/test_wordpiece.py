@@ -1,10 +1,10 @@
-"""kbert_edge.wordpiece: the pure-Python tokenizer gives kbert's BertTokenizer's ids, offsets and words."""
+"""kbert_core.wordpiece: the pure-Python tokenizer gives kbert's BertTokenizer's ids, offsets and words."""
 
 import keras
 import numpy as np
 import pytest
 
-from kbert_edge import WordPiece, kept_lengths
+from kbert_core import WordPiece, kept_lengths
 
 pytestmark = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")
 

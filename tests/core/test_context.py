@@ -1,10 +1,10 @@
-"""kbert_edge.context: one rule for whether a QA --context is a file or the text itself (apps/qa.py and
+"""kbert_core.context: one rule for whether a QA --context is a file or the text itself (apps/qa.py and
 apps/edge_predict.py)."""
 
 import keras
 import pytest
 
-from kbert_edge.context import context_file
+from kbert_core.context import context_file
 
 pytestmark = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")
 
