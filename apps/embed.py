@@ -112,7 +112,7 @@ def _score_range(text):
 def read_sentences(args):
     """The sentences to embed: the arguments, --file, --examples, else the lines of stdin (blank ones skipped)."""
     if args.file:
-        from kbert.data.text_file import read_text
+        from kbert.data.readers.text_file import read_text
 
         return [line.strip() for line in read_text(args.file).split("\n") if line.strip()]
     if args.examples or (not args.sentences and sys.stdin.isatty()):

@@ -116,7 +116,7 @@ def parse_args(argv=None):
     add_distribution_options(parser)
     args = parse_app_args(parser, argv)
     from kbert.config import PRESETS
-    from kbert.data.pretraining_instances import OBJECTIVES
+    from kbert.data.pretraining.instances import OBJECTIVES
 
     for option, value, names in (("--preset", args.preset, sorted(PRESETS)), ("--objective", args.objective, OBJECTIVES)):
         if value not in names:
@@ -149,7 +149,7 @@ def check_inputs(args):
     """The corpus files (--corpus with its glob patterns expanded, in sorted order, each file once).
     Raises an error naming the argument (and the line) when a file of --corpus or --vocab is
     missing, a pattern matches no file, or a corpus line is not UTF-8: before the run folder is touched."""
-    from kbert.data.text_file import check_utf8
+    from kbert.data.readers.text_file import check_utf8
 
     files = []
     for given in args.corpus:
@@ -221,7 +221,7 @@ def check_split(files, args):
     """Reads the corpus once: raises ValueError, naming the files and the numbers, when the training
     split (or, with --holdout-fraction, the held-out one) would be empty; notes files with no text.
     Returns the training lines to learn the vocabulary from (none with --vocab)."""
-    from kbert.data.pretraining_instances import HOLDOUT_PASSAGE_LINES, survey_corpus
+    from kbert.data.pretraining.instances import HOLDOUT_PASSAGE_LINES, survey_corpus
 
     survey = survey_corpus(files, args.holdout_fraction, 0 if args.vocab else args.vocab_lines, args.seed)
     train, held = survey["train"], survey["held_out"]

@@ -105,7 +105,7 @@ def read_context(value):
         sys.exit(str(error))
     if path is None:
         return value
-    from kbert.data.text_file import read_text
+    from kbert.data.readers.text_file import read_text
 
     context = read_text(path)
     if not context.strip():

@@ -102,7 +102,7 @@ def _predict_inputs(problem, args):
     if args.data:
         if problem.num_texts == 1 and args.texts:
             sys.exit("Give texts as arguments or --data, not both.")
-        from kbert.data.sentence_table import read_sentences
+        from kbert.data.readers.sentence_table import read_sentences
 
         examples = read_sentences(args.data, problem.num_texts, labeled=False, layout=layout(args))
         return examples.texts, examples.pairs

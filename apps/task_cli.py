@@ -213,8 +213,8 @@ def add_layout_options(command, uses, formats=("csv", "tsv", "jsonl", "json", "p
 
 
 def layout(args):
-    """The `kbert.data.tables.Layout` of the options of `add_layout_options`."""
-    from kbert.data.tables import Layout
+    """The `kbert.data.readers.tables.Layout` of the options of `add_layout_options`."""
+    from kbert.data.readers.tables import Layout
 
     columns = {key[: -len("_column")]: value for key, value in vars(args).items()
                if key.endswith("_column") and value}
@@ -358,7 +358,7 @@ def texts_or_stdin(texts):
     A line of stdin that is not UTF-8 raises ValueError naming it (`stdin:3: invalid UTF-8: ...`).
     """
     if not texts:
-        from kbert.data.text_file import utf8_error
+        from kbert.data.readers.text_file import utf8_error
 
         if hasattr(sys.stdin, "reconfigure"):
             sys.stdin.reconfigure(errors="surrogateescape")  # a bad byte reaches utf8_error, which names it

@@ -31,7 +31,7 @@ import numpy as np
 
 def held_out(run):
     """The run's validation examples, as `apps/<task>.py train` split them."""
-    from kbert.data.sentence_tsv import read_sentence_tsv
+    from kbert.data.readers.sentence_tsv import read_sentence_tsv
     from kbert.recipes import NLI, SENTIMENT
 
     metrics = json.loads((pathlib.Path(run) / "metrics.json").read_text())

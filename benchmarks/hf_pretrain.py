@@ -31,7 +31,7 @@ import transformers  # noqa: E402
 
 from hf_recipe import HfTrainer  # noqa: E402
 from kbert.config import PRESETS  # noqa: E402
-from kbert.data.pretraining_instances import read_documents, run_corpus  # noqa: E402
+from kbert.data.pretraining.instances import read_documents, run_corpus  # noqa: E402
 
 
 def hf_bert_config(config, vocabulary_size):

@@ -24,9 +24,9 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 
 from hf_recipe import HfTokenizer, HfTrainer  # noqa: E402
-from kbert.data.padded_batches import PaddedBatches  # noqa: E402
-from kbert.data.squad import read_squad  # noqa: E402
-from kbert.data.squad_windows import SquadWindows  # noqa: E402
+from kbert.data.batches.padded import PaddedBatches  # noqa: E402
+from kbert.data.readers.squad import read_squad  # noqa: E402
+from kbert.data.windows.squad import SquadWindows  # noqa: E402
 from kbert.metrics.squad import squad_scores  # noqa: E402
 from kbert.paths import data_dir, minilm_dir  # noqa: E402
 from kbert.recipes.qa import split_articles  # noqa: E402

@@ -67,8 +67,8 @@ def real_batches(args, count=20):
     """`count` batches of the app's pretraining pipeline (MLM, `--predictions` slots a row, unused
     slots weighted 0) on --corpus with --vocab, as `make_batch` returns them (random NSP labels).
     Made in a child process, as the app makes them: a torch worker runs no tf.data."""
-    from kbert.data.pretraining_dataset import pretraining_dataset
-    from kbert.data.process_batches import process_batches
+    from kbert.data.batches.child_process import process_batches
+    from kbert.data.pretraining.dataset import pretraining_dataset
     from kbert.text import BertTokenizer
 
     tokenizer = BertTokenizer.from_vocab(args.vocab)
@@ -119,7 +119,7 @@ def in_process_seconds_per_step(model, args):
     """`fit` on the pretraining tf.data pipeline built in this process, timed per epoch."""
     import keras
 
-    from kbert.data.pretraining_dataset import pretraining_dataset
+    from kbert.data.pretraining.dataset import pretraining_dataset
     from kbert.text import BertTokenizer
 
     tokenizer = BertTokenizer.from_vocab(args.vocab)
@@ -205,7 +205,7 @@ def main():
     parser.add_argument("--seq-len", type=int, default=128)
     parser.add_argument("--predictions", type=int,
                         help="masked-position slots per row (default: as many as a row can get, as the app has them: "
-                             "kbert.data.pretraining_masking.prediction_slots, 10 at 64 tokens)")
+                             "kbert.data.pretraining.masking.prediction_slots, 10 at 64 tokens)")
     parser.add_argument("--vocabulary-size", type=int, default=30522)
     parser.add_argument("--steps", type=int, default=10, help="timed steps (the median is reported)")
     parser.add_argument("--mixed-precision", action="store_true", help="bfloat16 compute, float32 weights")
@@ -216,7 +216,7 @@ def main():
     parser.add_argument("--worker", nargs=2, metavar=("ENGINE", "PRESET"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.predictions is None:
-        from kbert.data.pretraining_masking import prediction_slots
+        from kbert.data.pretraining.masking import prediction_slots
 
         args.predictions = prediction_slots(args.seq_len)
     if set(args.engines) & set(REAL_TEXT) and not args.vocab and not args.worker:

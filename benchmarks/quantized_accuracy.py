@@ -32,7 +32,7 @@ os.environ["KERAS_BACKEND"] = "tensorflow"  # before Keras loads: export needs T
 import tensorflow as tf  # noqa: E402
 
 from backbone_benchmark import time_calls  # noqa: E402  (benchmarks/ is this script's folder)
-from kbert.data.conll import read_conll  # noqa: E402
+from kbert.data.readers.conll import read_conll  # noqa: E402
 from kbert.export import QUANTIZATIONS, export_tflite, load_exportable  # noqa: E402
 from kbert.recipes import ner as ner_recipe, qa as qa_recipe  # noqa: E402
 

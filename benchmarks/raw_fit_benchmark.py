@@ -55,7 +55,7 @@ def worker(args):
     import numpy as np
 
     from kbert import BertClassifier
-    from kbert.data.padded_batches import PaddedBatches
+    from kbert.data.batches.padded import PaddedBatches
     from kbert.optimizers import bert_adamw
 
     keras.utils.set_random_seed(0)

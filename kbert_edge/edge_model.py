@@ -131,7 +131,7 @@ class EdgeModel:
         The rows are padded to `max_length` (the model's fixed shape) and the outputs cut back
         to the batch's width: NER and classifier `logits`, or QA's dict of `start_logits` and
         `end_logits`. So this model stands in for the Keras one in kbert's evaluation
-        (`kbert.data.PaddedBatches.predict`, and the NER and QA recipes built on it).
+        (`kbert.data.batches.padded.PaddedBatches.predict`, and the NER and QA recipes built on it).
         """
         kind, width = self.model_kind, batch["token_ids"].shape[1]
         if self.text_model or kind == "backbone":
@@ -240,7 +240,7 @@ class EdgeModel:
     def answer_question(self, question, context, n_best=None, max_answer_length=None):
         """The best answer span to `question` in `context`, over overlapping windows.
 
-        Windows as `kbert.data.SquadWindows`: `max_length` tokens, the question cut to
+        Windows as `kbert.data.windows.squad.SquadWindows`: `max_length` tokens, the question cut to
         `max_question_length` (and to `max_length - 4`), window starts `doc_stride` tokens
         apart, the first `max_windows` windows read; spans are scored by start + end logit
         among each window's `n_best` starts and ends, a start counting only in the window

@@ -164,8 +164,8 @@ def load_pretrainer(folder, backbone, metrics):
 
 def held_out_batches(folder, model, tokenizer, seq_len):
     """apps/pretrain.py's held-out MLM evaluation batches (with its default batch size and objective)."""
-    from kbert.data.pretraining_dataset import pretraining_dataset
-    from kbert.data.pretraining_instances import run_corpus
+    from kbert.data.pretraining.dataset import pretraining_dataset
+    from kbert.data.pretraining.instances import run_corpus
 
     paths, holdout = run_corpus(folder)
     data = pretraining_dataset(paths, tokenizer, batch_size=32, holdout=holdout, held_out=True,
@@ -179,8 +179,8 @@ def masked_sentence_batches(examples, tokenizer, batch_size, max_length, seed):
     """The sentences, one a row, masked as pretraining masks (15%, at most 20 a row; seeded)."""
     import tensorflow as tf
 
-    from kbert.data.pretraining_dataset import masking_vocabulary
-    from kbert.data.pretraining_masking import mask_batch
+    from kbert.data.pretraining.dataset import masking_vocabulary
+    from kbert.data.pretraining.masking import mask_batch
 
     special_ids, is_suffix, replacement_ids = masking_vocabulary(tokenizer)
     batches = SentenceBatches(examples, tokenizer, batch_size, max_length)

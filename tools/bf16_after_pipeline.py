@@ -4,7 +4,7 @@
 process without that pipeline. This reproduces the cause found so far: once the pipeline
 has produced a batch, torch's matmuls of bert_mini's shape stay slower for the rest of
 the process, even after the pipeline is exhausted. The cause behind it is not known; the
-app now runs the pipeline in a child process (`kbert.data.process_batches`), where it
+app now runs the pipeline in a child process (`kbert.data.batches.child_process`), where it
 cannot slow the training process.
 
     KERAS_BACKEND=torch python tools/bf16_after_pipeline.py saved_models/gutenberg_mini_random
@@ -15,8 +15,8 @@ import time
 
 import torch
 
-from kbert.data.pretraining_dataset import pretraining_dataset
-from kbert.data.pretraining_instances import run_corpus
+from kbert.data.pretraining.dataset import pretraining_dataset
+from kbert.data.pretraining.instances import run_corpus
 from kbert.text import BertTokenizer
 
 

@@ -39,7 +39,7 @@ def share(batch, distribution=None):
 
 def shares(batches, distribution=None):
     """A generator of this process's share (`share`) of each global batch of the iterable `batches`
-    (e.g. `kbert.data.process_batches`' stream, drawn alike in every process): `BertTask.fit` takes it
+    (e.g. `kbert.data.batches.child_process`' stream, drawn alike in every process): `BertTask.fit` takes it
     under the active `TorchDataParallel` (`is_shares`)."""
     distribution = distribution or torch_data_parallel.active()
     for batch in batches:
@@ -76,7 +76,7 @@ def process_share(batches):
     own devices along the data axis (Keras's JAX trainer assembles the global batch from the
     processes' shares, `jax.make_array_from_process_local_data`). A `PyDataset` of global batches
     comes back as a `Shard`, another iterable of them (e.g. the pretraining stream of
-    `kbert.data.process_batches`) as a generator of shares (`shares`); `batches` itself without
+    `kbert.data.batches.child_process`) as a generator of shares (`shares`); `batches` itself without
     such a job. Every process must
     make the same global batches (same data, same seed). Keras's `fit` and `evaluate` take the
     shares within `taking_process_shares`.

@@ -3,11 +3,11 @@
 The string-in exports read each text (or context) whole, cut it into the windows of the Python
 path and run the model once on the windows of the whole batch:
 
-- NER (`ner_outputs`): `kbert.data.NerWindows`' windows, `max_length - 2` tokens each, cut
+- NER (`ner_outputs`): `kbert.data.windows.ner.NerWindows`' windows, `max_length - 2` tokens each, cut
   before a word's first piece (`kbert_core.windows.word_windows`); they do not overlap, so
   each word is tagged by the one window that holds its first piece; entities are grouped over
   the words of the whole text, as `kbert_core.entities.entity_spans` does.
-- QA (`qa_outputs`): `kbert.data.SquadWindows`' strided windows (`question_windows`,
+- QA (`qa_outputs`): `kbert.data.windows.squad.SquadWindows`' strided windows (`question_windows`,
   `doc_stride`), a start counting only in the window that gives it the most context
   (`max_context`), the `n_best` starts and ends of each window paired, and the best distinct
   spans over all windows ranked by start + end logit (`kbert_core.answers`).
@@ -20,7 +20,7 @@ segment sums): TFLite builtins, besides the tokenizer's tensorflow-text ops.
 
 import tensorflow as tf
 
-from kbert.data.window_tensors import pick, question_window_rows, scatter, whole_texts, word_window_rows
+from kbert.data.windows.tensors import pick, question_window_rows, scatter, whole_texts, word_window_rows
 from kbert_core.windows import question_tokens_kept
 
 FLOOR = -3e38  # below every logit: marks the places that hold no candidate
@@ -40,7 +40,7 @@ def substrings(texts, starts, ends):
 
 def ner_windows(tokenizer, texts, spec):
     """The word-aligned windows of each text, as `kbert_core.windows.word_windows` cuts them
-    (`kbert.data.window_tensors.word_window_rows`, the tokenizer's words).
+    (`kbert.data.windows.tensors.word_window_rows`, the tokenizer's words).
 
     Returns `(inputs, layout)`: the model inputs, one `[CLS] tokens [SEP]` row per window, and
     a dict of what `ner_outputs` needs to put the windows back together.
@@ -127,7 +127,7 @@ def ner_outputs(logits, layout, label_names):
 
 
 def question_windows(tokenizer, questions, contexts, spec):
-    """The rows of `kbert.data.window_tensors.question_window_rows` and each token's max context.
+    """The rows of `kbert.data.windows.tensors.question_window_rows` and each token's max context.
 
     Questions are cut to `max_question_length` tokens (at most `max_length - 4`, so that a
     window always holds a context token). Returns `(inputs, layout)`.

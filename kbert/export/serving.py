@@ -29,8 +29,8 @@ import dataclasses
 import tensorflow as tf
 
 from kbert.config import DEFAULT_SEQUENCE_LENGTH
+from kbert.data.windows.tensors import text_window_rows
 from kbert.export import long_inputs
-from kbert.data.window_tensors import text_window_rows
 from kbert.export.long_inputs import names_tensor
 from kbert.layers.mean_pooling import mean_pool
 from kbert.models.bert_backbone import INPUT_KEYS

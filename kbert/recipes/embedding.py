@@ -20,9 +20,9 @@ import numpy as np
 
 from kbert.config import DEFAULT_SEQUENCE_LENGTH
 from kbert.data import TsvFormatError
-from kbert.data.sentence_table import LABEL_COLUMNS, read_sentences
-from kbert.data.tables import read_table, table_format
-from kbert.data.seeded_split import training_and_validation
+from kbert.data.readers.seeded_split import training_and_validation
+from kbert.data.readers.sentence_table import LABEL_COLUMNS, read_sentences
+from kbert.data.readers.tables import read_table, table_format
 from kbert.metrics import pearson, spearman
 from kbert.saving import load_run
 from kbert.tasks.bert_sentence_encoder import BertSentenceEncoder
@@ -62,8 +62,8 @@ def train(data, init, out, objective="cosine", valid=None, score_range=(0.0, 5.0
         validation_fraction, limit, validation_limit, patience: as for the other recipes.
         **training: the `kbert.training.fine_tuning.FineTuning` settings, as for `kbert.recipes.sentence.train`
             (default: `EMBEDDING_TRAINING`, sentence-transformers' 1 epoch of batches of 16 at 2e-5).
-        layout: `kbert.data.tables.Layout` or None. How `data` and `valid` are laid out (a TSV of columns in
-            order, or any table with named columns: `kbert.data.sentence_table.read_sentences`).
+        layout: `kbert.data.readers.tables.Layout` or None. How `data` and `valid` are laid out (a TSV of columns in
+            order, or any table with named columns: `kbert.data.readers.sentence_table.read_sentences`).
 
     Returns: the metrics dict written to `metrics.json`.
     """

@@ -2,7 +2,7 @@
 apps/ner.py, over `kbert.BertTokenClassifier` (its preset, compile, fit and predict).
 
 Sentences longer than `max_length` tokens are cut into windows at word boundaries, which do
-not overlap (see `kbert.data.ner_windows.NerWindows`), so every word gets a prediction. Scores are
+not overlap (see `kbert.data.windows.ner.NerWindows`), so every word gets a prediction. Scores are
 entity-level precision / recall / F1 as conlleval counts them (micro and per type); they are
 computed by `evaluate_sentences` on what `BertTokenClassifier.predict` returns (through
 `predict_with`, which also runs the model exported to token_ids.tflite: `kbert_edge.EdgeModel`).
@@ -11,8 +11,8 @@ computed by `evaluate_sentences` on what `BertTokenClassifier.predict` returns (
 import keras
 
 from kbert.config import DEFAULT_SEQUENCE_LENGTH
-from kbert.data.tagged_table import read_tagged_sentences
-from kbert.data.seeded_split import training_and_validation
+from kbert.data.readers.seeded_split import training_and_validation
+from kbert.data.readers.tagged_table import read_tagged_sentences
 from kbert.metrics.entity_f1 import entity_scores, format_entity_scores
 from kbert.saving import load_run
 from kbert.tasks.bert_token_classifier import BertTokenClassifier
@@ -40,12 +40,12 @@ def train(data, init, out, valid=None, max_length=DEFAULT_SEQUENCE_LENGTH, valid
 
     Args:
         data: path of the training file: CoNLL (`token TAG` per line; BIO or IOB1 tags), or a table of
-            word and tag lists (`kbert.data.tagged_table.read_tagged_sentences`).
+            word and tag lists (`kbert.data.readers.tagged_table.read_tagged_sentences`).
         init: str. The preset of `BertTokenClassifier.from_preset`: a preset name,
             "all_minilm_l6_v2" or a folder (of a run folder, the backbone, with a new head).
         out: path of the run folder to write.
         valid: path of a validation file (laid out as `data`), or None to carve one out of `data`.
-        layout: `kbert.data.tables.Layout` or None. How `data` and `valid` are laid out: format, columns, the
+        layout: `kbert.data.readers.tables.Layout` or None. How `data` and `valid` are laid out: format, columns, the
             names of tag ids (default: CoNLL text, or a table by its suffix with conll2003's columns).
         max_length: int. Tokens per window, special tokens included (at most the backbone's positions).
         validation_fraction: float. Share of the sentences held out when `valid` is None.
@@ -95,7 +95,7 @@ class EntityF1Callback(ValidationScores):
     the best epoch so far (see `ValidationScores`).
 
     Args:
-        sentences: `kbert.data.tagged_sentences.TaggedSentences`, tagged.
+        sentences: `kbert.data.readers.tagged_sentences.TaggedSentences`, tagged.
         batch_size: int.
     """
 
@@ -111,7 +111,7 @@ def evaluate(model_dir, data, out=None, batch_size=64, layout=None, verbose="aut
     """Scores the run folder `model_dir` on the file `data` (CoNLL, or a table laid out as `layout` says, as
     `train`'s); prints and writes JSON. `verbose`: the progress of the pass (`PaddedBatches.predict`).
 
-    Tags outside the model's labels raise `kbert.data.text_file.DataFormatError` naming the line.
+    Tags outside the model's labels raise `kbert.data.readers.text_file.DataFormatError` naming the line.
 
     Returns: dict of metrics, also written to `out` (default `MODEL_DIR/eval_<data name>.json`).
     """

@@ -19,8 +19,8 @@ import tempfile
 import keras
 
 from kbert.config import PRESETS, BertConfig
-from kbert.data.pretraining_dataset import held_out_then_training
-from kbert.data.process_batches import process_batches
+from kbert.data.batches.child_process import process_batches
+from kbert.data.pretraining.dataset import held_out_then_training
 from kbert.distribution import chief_first, is_chief, process_share, torch_data_parallel, writing_alone
 from kbert.distribution.data_shares import shares
 from kbert.models.bert_backbone import BertBackbone

@@ -2,7 +2,7 @@
 apps/qa.py, over `kbert.BertQuestionAnswerer` (its preset, preprocessor, compile and fit).
 
 Contexts longer than a window are read through overlapping windows (`max_length` 384,
-`doc_stride` 128: BERT's recipe, see `kbert.data.squad_windows.SquadWindows`); answers are
+`doc_stride` 128: BERT's recipe, see `kbert.data.windows.squad.SquadWindows`); answers are
 decoded over all windows of a question and sliced from the original context. Scores are
 the official v1.1 exact match and F1 (%), computed by `evaluate_examples` on what
 `BertQuestionAnswerer.predict` returns (through `predict_with`, which also runs the model exported
@@ -15,10 +15,10 @@ import pathlib
 import dataclasses
 import numpy as np
 
-from kbert.data.squad import read_squad
-from kbert.data.tables import Layout
-from kbert.data.squad_example import SquadExample
-from kbert.data.squad_windows import SquadWindows
+from kbert.data.readers.squad import read_squad
+from kbert.data.readers.squad_example import SquadExample
+from kbert.data.readers.tables import Layout
+from kbert.data.windows.squad import SquadWindows
 from kbert.metrics.squad import squad_scores
 from kbert.models.compute_dtype import with_compute_dtype
 from kbert.saving import METRICS_FILE, load_run, write_json_atomic
@@ -55,8 +55,8 @@ def train(data, init, out, max_length=QA_SEQUENCE_LENGTH, doc_stride=QA_DOC_STRI
     good backup.
 
     Args:
-        data: path of a SQuAD v1.1 JSON file, or a table of a question a row (`kbert.data.squad.read_squad`).
-        layout: `kbert.data.tables.Layout` or None. How `data` is laid out: format and columns (default: SQuAD
+        data: path of a SQuAD v1.1 JSON file, or a table of a question a row (`kbert.data.readers.squad.read_squad`).
+        layout: `kbert.data.readers.tables.Layout` or None. How `data` is laid out: format and columns (default: SQuAD
             JSON, or a table by its suffix with Hugging Face's squad columns).
         init: str. The preset of `BertQuestionAnswerer.from_preset`: a preset name,
             "all_minilm_l6_v2" or a folder (a QA run folder comes back with its head).

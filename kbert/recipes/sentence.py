@@ -8,8 +8,8 @@ import numpy as np
 
 from kbert.config import DEFAULT_SEQUENCE_LENGTH
 from kbert.data import TsvFormatError
-from kbert.data.sentence_table import read_sentences
-from kbert.data.seeded_split import training_and_validation
+from kbert.data.readers.seeded_split import training_and_validation
+from kbert.data.readers.sentence_table import read_sentences
 from kbert.metrics import accuracy, confusion_matrix, macro_f1, multi_label_scores, pearson, spearman
 from kbert.optimizers import enable_lora
 from kbert.saving import load_run
@@ -75,11 +75,11 @@ def train(problem, data, init, out, valid=None, max_length=DEFAULT_SEQUENCE_LENG
 
     Args:
         problem: `SentenceProblem`.
-        data: path of the training file: a TSV, or any file `kbert.data.sentence_table.read_sentences` reads.
+        data: path of the training file: a TSV, or any file `kbert.data.readers.sentence_table.read_sentences` reads.
         init: str. What `BertClassifier.from_preset` starts from: a preset, "all_minilm_l6_v2" or a folder.
         out: path of the run folder to write.
         valid: path of a validation file (laid out as `data`), or None to carve one out of `data`.
-        layout: `kbert.data.tables.Layout` or None. How `data` and `valid` are laid out: format and columns
+        layout: `kbert.data.readers.tables.Layout` or None. How `data` and `valid` are laid out: format and columns
             (default: by the suffix; a TSV's columns in order, a table's by Hugging Face's names).
         callbacks: more Keras callbacks for the fit (not backed up: e.g. `kbert.training.time_budget.TimeBudget`).
         max_length: int. Tokens per input, special tokens included.

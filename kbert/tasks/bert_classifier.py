@@ -2,7 +2,7 @@ import keras
 import numpy as np
 
 from kbert.config import DEFAULT_BATCH_SIZE
-from kbert.data.padded_batches import PaddedBatches
+from kbert.data.batches.padded import PaddedBatches
 from kbert.models.compute_dtype import with_compute_dtype
 from kbert.tasks import task_data
 from kbert.tasks.bert_preprocessor import text_pairs

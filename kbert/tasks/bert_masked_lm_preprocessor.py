@@ -11,7 +11,7 @@ class BertMaskedLMPreprocessor(BertPreprocessor):
     Each text (or text pair, for next-sentence prediction) is tokenized and cut to
     `sequence_length`; `mask_rate` of its tokens are chosen (at least one, at most
     `max_predictions`), 80% of them replaced by [MASK], 10% by a random token, 10% kept
-    (`kbert.data.pretraining_masking.mask_batch`). The outputs are `(x, y, sample_weight)`
+    (`kbert.data.pretraining.masking.mask_batch`). The outputs are `(x, y, sample_weight)`
     in `BertPretrainer`'s layout: x adds `mask_positions`; y holds `mlm`, the original ids
     there (and `nsp`, the labels given as y); the sample weight of `mlm` marks real
     predictions. It runs in TensorFlow ops, so `BertPretrainer.fit` maps it over `tf.data`
@@ -36,8 +36,8 @@ class BertMaskedLMPreprocessor(BertPreprocessor):
     def __init__(self, tokenizer, sequence_length=DEFAULT_SEQUENCE_LENGTH, mask_rate=0.15, max_predictions=None,
                  whole_word=False, **kwargs):
         super().__init__(tokenizer, sequence_length, **kwargs)
-        from kbert.data.pretraining_dataset import masking_vocabulary
-        from kbert.data.pretraining_masking import prediction_slots
+        from kbert.data.pretraining.dataset import masking_vocabulary
+        from kbert.data.pretraining.masking import prediction_slots
 
         self.mask_rate = mask_rate
         self.max_predictions = max_predictions or prediction_slots(sequence_length, mask_rate)
@@ -51,7 +51,7 @@ class BertMaskedLMPreprocessor(BertPreprocessor):
     def call(self, x, y=None, sample_weight=None):
         import tensorflow as tf
 
-        from kbert.data.pretraining_masking import mask_batch
+        from kbert.data.pretraining.masking import mask_batch
 
         texts, pairs = x if isinstance(x, tuple) else (x, None)
         inputs = self.tokenizer.encode(texts, pairs, max_length=self.sequence_length, padding="longest")

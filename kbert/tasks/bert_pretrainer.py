@@ -38,7 +38,7 @@ class BertPretrainer(BertTask):
     metrics MLM accuracy, MLM perplexity and NSP accuracy. The perplexity is
     `exp(mlm_loss)`, the mean MLM loss of the epoch so far (as Hugging Face's `run_mlm.py`
     reports it), read from the loss tracker rather than computed again from the logits
-    over the whole vocabulary. `kbert.data.pretraining_dataset` yields `(x, y,
+    over the whole vocabulary. `kbert.data.pretraining.dataset` yields `(x, y,
     sample_weight)` in this layout.
 
     Args:

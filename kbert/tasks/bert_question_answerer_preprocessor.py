@@ -1,8 +1,8 @@
 import keras
 import numpy as np
 
-from kbert.data.squad_example import SquadExample
-from kbert.data.squad_windows import SquadWindows
+from kbert.data.readers.squad_example import SquadExample
+from kbert.data.windows.squad import SquadWindows
 from kbert.tasks.bert_preprocessor import BertPreprocessor, Prepared, text_pairs
 from kbert_core.windows import MAX_QUESTION_LENGTH, QA_DOC_STRIDE, QA_SEQUENCE_LENGTH
 
@@ -12,7 +12,7 @@ class BertQuestionAnswererPreprocessor(BertPreprocessor):
     """Questions and contexts to `[CLS] question [SEP] context window [SEP]` windows.
 
     Long contexts are read through overlapping windows (`doc_stride` tokens apart, BERT's
-    recipe; see `kbert.data.SquadWindows`), so a question has as many rows as its context
+    recipe; see `kbert.data.windows.squad.SquadWindows`), so a question has as many rows as its context
     has windows. With answers, each window's targets are the answer's first and last token,
     or [CLS] (position 0) where the window lacks the answer. `call` makes the same windows
     and targets in TensorFlow ops, for training on a `tf.data` batch of `(questions,
@@ -62,7 +62,7 @@ class BertQuestionAnswererPreprocessor(BertPreprocessor):
     def call(self, x, y=None, sample_weight=None):
         import tensorflow as tf
 
-        from kbert.data.window_tensors import question_window_rows  # TensorFlow ops: loaded with TensorFlow
+        from kbert.data.windows.tensors import question_window_rows  # TensorFlow ops: loaded with TensorFlow
 
         questions, contexts = x
         rows = question_window_rows(self.tokenizer, questions, contexts, self.sequence_length, self.doc_stride,

@@ -5,7 +5,7 @@ import numpy as np
 from keras import ops
 
 from kbert.config import DEFAULT_BATCH_SIZE
-from kbert.data.padded_batches import PaddedBatches
+from kbert.data.batches.padded import PaddedBatches
 from kbert.distribution import data_dimension
 from kbert.distribution.torch_data_parallel import active as torch_job
 from kbert.layers.mean_pooling import l2_normalize, mean_pool

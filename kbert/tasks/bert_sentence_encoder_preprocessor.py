@@ -12,7 +12,7 @@ class BertSentenceEncoderPreprocessor(BertPreprocessor):
     lists, the columns of (text, text) pairs or (anchor, positive, negative) triplets. Each
     example's texts become consecutive rows of the batch (a batch of B pairs is 2B rows), so
     the model encodes every text alike and its loss regroups them. `prepare` gives such
-    examples as arrays (examples, texts, length), which `kbert.data.PaddedBatches` serves as
+    examples as arrays (examples, texts, length), which `kbert.data.batches.padded.PaddedBatches` serves as
     those consecutive rows; `call` gives them directly, in TensorFlow ops, for `tf.data`.
 
     Args:

@@ -2,7 +2,7 @@ import keras
 import numpy as np
 
 from kbert.config import DEFAULT_SEQUENCE_LENGTH
-from kbert.data.token_rows import token_rows
+from kbert.data.windows.token_rows import token_rows
 from kbert.tasks.bert_preprocessor import (PAD_TO_MULTIPLE_OF, BertPreprocessor, Prepared,
                                           text_pairs)
 from kbert_core.windows import pack_text_windows, text_windows

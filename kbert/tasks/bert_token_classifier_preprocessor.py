@@ -1,8 +1,8 @@
 import keras
 
-from kbert.data.ner_windows import NerWindows
-from kbert.data.tagged_sentences import joined_word_spans
-from kbert.data.token_rows import word_spans_of
+from kbert.data.readers.tagged_sentences import joined_word_spans
+from kbert.data.windows.ner import NerWindows
+from kbert.data.windows.token_rows import word_spans_of
 from kbert.tasks.bert_preprocessor import BertPreprocessor, Prepared, text_list
 
 MAX_WINDOWS = 64  # windows of one sentence in `call` (a CoNLL sentence rarely needs two)
@@ -15,11 +15,11 @@ class BertTokenClassifierPreprocessor(BertPreprocessor):
     Each example is a list of words (CoNLL style), or a raw text, which the tokenizer splits
     into words at spaces and punctuation. Words are joined by single spaces and tokenized;
     texts longer than a window are cut at word boundaries into several windows
-    (`kbert.data.NerWindows`), so every word gets a prediction. Labels (one id per word)
+    (`kbert.data.windows.ner.NerWindows`), so every word gets a prediction. Labels (one id per word)
     go on each word's first WordPiece, with sample weight 1; other positions weigh 0.
     `call` does the same in TensorFlow ops for a `tf.data` batch of words (a ragged string
     tensor (batch, (words))) and tag ids (ragged int (batch, (words))): the same windows, so a
-    batch of sentences may give more rows than sentences (`kbert.data.window_tensors.word_window_rows`;
+    batch of sentences may give more rows than sentences (`kbert.data.windows.tensors.word_window_rows`;
     a sentence needing more than `MAX_WINDOWS` windows stops the pipeline with its reason).
 
     Args:
@@ -50,7 +50,7 @@ class BertTokenClassifierPreprocessor(BertPreprocessor):
     def call(self, x, y=None, sample_weight=None):
         import tensorflow as tf
 
-        from kbert.data.window_tensors import pick, whole_texts, word_window_rows
+        from kbert.data.windows.tensors import pick, whole_texts, word_window_rows
 
         words = x if isinstance(x, tf.RaggedTensor) else tf.RaggedTensor.from_tensor(x)
         texts = tf.strings.reduce_join(words, axis=1, separator=" ")

@@ -7,7 +7,7 @@ import keras
 import numpy as np
 
 from kbert.config import DEFAULT_BATCH_SIZE
-from kbert.data.padded_batches import PaddedBatches
+from kbert.data.batches.padded import PaddedBatches
 from kbert.distribution import data_dimension, torch_data_parallel
 from kbert.distribution.data_shares import Shard
 from kbert.tasks.raw_datasets import checked_dataset, is_dataset

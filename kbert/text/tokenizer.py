@@ -242,7 +242,7 @@ class BertTokenizer:
             pairs: None or a string tensor shaped like `texts`.
             max_length, padding, truncation, return_offsets: as for calling the tokenizer.
             max_first_length: int or None. First segments (QA questions) are cut to this many
-                tokens before `truncation` applies, as `kbert.data.SquadWindows` does.
+                tokens before `truncation` applies, as `kbert.data.windows.squad.SquadWindows` does.
             return_lengths: bool. Also return `lengths` (batch,): the tokens of each row
                 before truncation, special tokens included; and `segment_lengths` (batch,
                 segments): each text's tokens before truncation (0: a text with none, blank).

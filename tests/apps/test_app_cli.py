@@ -17,7 +17,7 @@ import keras
 import numpy as np
 import pytest
 
-from kbert.data.tables import Layout
+from kbert.data.readers.tables import Layout
 from kbert.recipes import MULTI_LABEL, NLI, SENTIMENT, SIMILARITY
 from kbert_core.start_up import START_UP_LINE
 from tests.apps.test_app_errors import PRETRAIN, call, train, workspace  # noqa: F401 (a fixture)

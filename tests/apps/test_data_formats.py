@@ -8,7 +8,7 @@ import keras
 import pandas as pd
 import pytest
 
-from kbert.data.conll import read_conll
+from kbert.data.readers.conll import read_conll
 from tests.apps.test_app_errors import APPS, call
 from tests.data.test_squad import squad_rows
 from tests.data.test_tagged_table import CONLL2003_TAGS, conll2003_dataset

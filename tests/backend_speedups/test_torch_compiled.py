@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from kbert import BertBackbone
-from kbert.data.padded_batches import PaddedBatches
+from kbert.data.batches.padded import PaddedBatches
 from kbert.tasks import BertClassifier
 from tests.conftest import TINY, tiny_batch
 

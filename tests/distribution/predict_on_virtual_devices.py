@@ -20,7 +20,7 @@ import numpy as np  # noqa: E402
 
 import kbert  # noqa: E402
 import kbert.distribution  # noqa: E402
-from kbert.data.padded_batches import PaddedBatches  # noqa: E402
+from kbert.data.batches.padded import PaddedBatches  # noqa: E402
 
 WORDS = "film cast plot score scene actor story music ending script camera light sound".split()
 TEXTS = [" ".join(WORDS[: 1 + (i * 5) % 13]) + f" number {i}" for i in range(13)]  # 13 lengths, unsorted

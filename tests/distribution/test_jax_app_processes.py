@@ -66,7 +66,7 @@ def test_app_trains_as_two_jax_processes(app, tiny_init, tmp_path):
 
     import numpy as np
 
-    from kbert.data.conll import read_conll
+    from kbert.data.readers.conll import read_conll
     from kbert.saving import load_run
 
     arguments, inputs = _inputs(app, tmp_path)

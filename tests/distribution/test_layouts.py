@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import kbert.distribution
-from kbert.data.padded_batches import PaddedBatches
+from kbert.data.batches.padded import PaddedBatches
 from tests.conftest import TESTS, run_python
 
 pytestmark = pytest.mark.skipif(keras.config.backend() != "jax",

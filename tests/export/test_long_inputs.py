@@ -8,10 +8,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kbert.data.ner_windows import NerWindows
-from kbert.data.squad_example import SquadExample
-from kbert.data.squad_windows import SquadWindows
-from kbert.data.token_rows import word_spans_of
+from kbert.data.readers.squad_example import SquadExample
+from kbert.data.windows.ner import NerWindows
+from kbert.data.windows.squad import SquadWindows
+from kbert.data.windows.token_rows import word_spans_of
 from kbert.export.tflite import interpreter
 from tests.conftest import app_module
 from tests.export.conftest import (CONTEXTS, EMPTY_BATCHES, LONG_CONTEXT, LONG_TEXT, NER_TAGS, QA_WINDOWING, QUESTIONS,

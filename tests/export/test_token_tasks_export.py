@@ -6,8 +6,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kbert.data.squad_example import SquadExample
-from kbert.data.squad_windows import SquadWindows
+from kbert.data.readers.squad_example import SquadExample
+from kbert.data.windows.squad import SquadWindows
 from kbert.export import export_saved_model, export_tflite, load_exportable
 from kbert.layers import mean_pool
 from kbert.recipes import qa as qa_recipe

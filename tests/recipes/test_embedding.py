@@ -10,7 +10,7 @@ import pytest
 from scipy.stats import pearsonr, spearmanr
 
 from kbert.data import TsvFormatError
-from kbert.data.sentence_tsv import read_sentence_tsv
+from kbert.data.readers.sentence_tsv import read_sentence_tsv
 from kbert.saving import load_run
 from tests.conftest import app_module
 from tests.tasks.conftest import WORDS, write_nli_tsv

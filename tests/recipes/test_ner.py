@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from kbert.data.conll import ConllFormatError, read_conll
+from kbert.data.readers.conll import ConllFormatError, read_conll
 from kbert.metrics.entity_f1 import entity_scores
 from kbert.recipes import ner as ner_recipe
 from kbert.saving import load_run

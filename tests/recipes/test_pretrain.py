@@ -7,7 +7,7 @@ import json
 import keras
 import pytest
 
-from kbert.data.process_batches import process_batches
+from kbert.data.batches.child_process import process_batches
 from kbert.recipes import pretrain as recipe
 from kbert.saving import ChangedFileError, SettingsChangedError, model_source, recorded_checksums, sha256
 from tests.recipes.conftest import RUN_FIELDS

@@ -9,7 +9,7 @@ from keras import ops
 
 from kbert import BertBackbone
 from kbert.training import AtomicBackupAndRestore
-from kbert.data.pretraining_dataset import pretraining_dataset
+from kbert.data.pretraining.dataset import pretraining_dataset
 from kbert.tasks.bert_pretrainer import BertPretrainer
 from kbert.text import BertTokenizer
 from kbert.optimizers import bert_adamw

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from kbert.data.squad_example import SquadExample
+from kbert.data.readers.squad_example import SquadExample
 from kbert.tasks import BertQuestionAnswerer, BertQuestionAnswererPreprocessor
 from kbert.tasks.bert_question_answerer_preprocessor import answer_start
 from kbert.text import BertTokenizer
@@ -90,7 +90,7 @@ def test_qa_reads_every_window_and_finds_answers_late_in_long_contexts():
 def test_qa_tf_data_preprocessing_matches_the_windows_on_squad(data_dir):
     """`call` (tf.data) against `prepare` (SquadWindows): the same windows and answer positions."""
     tf = pytest.importorskip("tensorflow")
-    from kbert.data.squad import read_squad
+    from kbert.data.readers.squad import read_squad
 
     examples = [e for e in read_squad(data_dir / "squad" / "train-v1.1.json", articles=slice(0, 1),
                                       verbose=False) if e.answer_start is not None][:60]

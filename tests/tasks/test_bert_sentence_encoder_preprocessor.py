@@ -4,7 +4,7 @@ served as consecutive rows (`PaddedBatches`), given as those rows by `call` in t
 import numpy as np
 import pytest
 
-from kbert.data.padded_batches import PaddedBatches
+from kbert.data.batches.padded import PaddedBatches
 from kbert.tasks import BertSentenceEncoderPreprocessor
 from kbert.tasks.bert_sentence_encoder_preprocessor import text_columns
 from kbert.text import BertTokenizer

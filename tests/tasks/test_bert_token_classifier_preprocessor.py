@@ -67,7 +67,7 @@ def test_ner_tf_data_preprocessing_matches_the_windows_on_conll(data_dir):
     """`call` (tf.data) against `prepare` (NerWindows) on 300 real CoNLL sentences at 24 tokens a window, many cut
     into several windows: the same rows, labels and weights (issue 41: `call` truncated them)."""
     tf = pytest.importorskip("tensorflow")
-    from kbert.data.conll import read_conll
+    from kbert.data.readers.conll import read_conll
 
     sentences = read_conll(data_dir / "conll2003" / "train.txt").take(range(300))
     model = BertTokenClassifier.from_preset("bert_tiny", label_names=sentences.label_names(), sequence_length=24)
