@@ -13,7 +13,7 @@ import zipfile
 
 from kbert.saving import (BACKBONE_FILE, METRICS_FILE, MODEL_FILE, DamagedBackupError, RunFolderError,
                           SettingsChangedError, read_json)
-from kbert.training.run_backup import ResumeRefusedError
+from kbert.training.resume_policy import ResumeRefusedError
 
 
 def check_run_task(folder, task, model_class, regression=None, what="--model"):
@@ -97,7 +97,7 @@ def in_flags(error, named):
 
 @contextlib.contextmanager
 def refusing_in_flags(args, options=None):
-    """Within the block, the refusals of the resume policy (`kbert.training.run_backup`) are raised again in the
+    """Within the block, the refusals of the resume policy (`kbert.training.resume_policy`) are raised again in the
     apps' words, each setting named as its flag (`flag_names`): a `SettingsChangedError` (a training resumed with
     other settings: `in_flags`), a `ResumeRefusedError` (a run folder neither resumed nor started over, as asked),
     and a `DamagedBackupError` (no intact backup to resume from) with `--restart`.

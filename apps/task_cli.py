@@ -312,7 +312,7 @@ def run_command(args, task, model_class, train, evaluate, predict, describe, reg
     if args.command == "evaluate":
         check_writable(args.out or pathlib.Path(args.model) / "eval.json", "--out" if args.out else "--model")
         if args.out:  # never the run's model or metrics, nor any file but an earlier evaluation
-            from kbert.training.run_results import is_evaluation_file
+            from kbert.training.results import is_evaluation_file
 
             check_replaceable(args.out, "an evaluation file", is_evaluation_file, "--out")
         with reading_run_folder(args.model, "--model"), for_people(args):  # no training replaces it meanwhile

@@ -28,7 +28,7 @@ from kbert.saving import load_run
 from kbert.tasks.bert_sentence_encoder import BertSentenceEncoder
 from kbert.training.fine_tuning import FineTuning
 from kbert.training.training_run import fine_tuning_run
-from kbert.training.run_results import parameter_counts, write_evaluation
+from kbert.training.results import parameter_counts, write_evaluation
 from kbert.training.validation_scores import ValidationScores
 
 NLI_CLASSES = ("entailment", "neutral", "contradiction")

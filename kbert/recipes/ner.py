@@ -18,7 +18,7 @@ from kbert.saving import load_run
 from kbert.tasks.bert_token_classifier import BertTokenClassifier
 from kbert.training.fine_tuning import FineTuning
 from kbert.training.training_run import fine_tuning_run
-from kbert.training.run_results import write_evaluation
+from kbert.training.results import write_evaluation
 from kbert.training.validation_scores import ValidationScores
 
 

@@ -1,7 +1,7 @@
 """Pretrain BERT (masked LM, beside next-sentence or sentence-order prediction, or alone) on text files: the library
 side of apps/pretrain.py, on the skeleton every training run shares (`kbert.training.training_run`).
 
-A pretraining run folder grows as the run goes: `settings.json` first (`kbert.training.run_backup`, which decides
+A pretraining run folder grows as the run goes: `settings.json` first (`kbert.training.resume_policy`, which decides
 whether a rerun resumes, is refused or starts over, as for every training run), the vocabulary (`prepare`),
 `history.csv` and TensorBoard's `logs/` while it trains, then `backbone.keras`, `curves.png`, `metrics.json` and the
 model card. Its backup lives beside it, as every training run's (`.NAME.backup/`), and stays when the run ends: a rerun
@@ -32,7 +32,7 @@ from kbert.text import BertTokenizer, train_wordpiece_vocabulary
 from kbert.training.curves import plot_history
 from kbert.training.model_card import write_model_card
 from kbert.training.remat import rematerialized
-from kbert.training.run_backup import KeptRunFolder, backed_up_step, run_backup
+from kbert.training.resume_policy import KeptRunFolder, backed_up_step, run_backup
 from kbert.training.training_logs import HISTORY_FILE, training_logs
 from kbert.training.training_run import training_run
 from kbert_core.start_up import START_UP_LINE, verbose as start_up_verbose
@@ -109,7 +109,7 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
     at the same step of the schedule, reading the stream past the batches trained (the same pairs,
     order and masks). A rerun with other `settings` than its `settings.json` (but `steps`, which may
     grow, never below the steps trained) is refused before anything is written, unless `restart`
-    deletes the run first (`kbert.training.run_backup`, with `MARKS` and `RENAMED`: a `KeptRunFolder`).
+    deletes the run first (`kbert.training.resume_policy`, with `MARKS` and `RENAMED`: a `KeptRunFolder`).
     The folder gets `settings.json`, the vocabulary (`prepare`), the logs,
     `backbone.keras` with the tokenizer (`init` for the task recipes), `curves.png`, the model card
     and `metrics.json`: `run_metrics`'s fields, as every task's, with the held-out scores before

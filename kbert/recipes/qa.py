@@ -26,7 +26,7 @@ from kbert.tasks.bert_question_answerer import BertQuestionAnswerer
 from kbert.tasks.bert_question_answerer_preprocessor import BertQuestionAnswererPreprocessor
 from kbert.training.fine_tuning import FineTuning
 from kbert.training.training_run import fine_tuning_run
-from kbert.training.run_results import write_evaluation
+from kbert.training.results import write_evaluation
 from kbert_core.answers import MAX_ANSWER_LENGTH, N_BEST
 from kbert_core.windows import MAX_QUESTION_LENGTH, QA_DOC_STRIDE, QA_SEQUENCE_LENGTH
 

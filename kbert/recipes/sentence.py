@@ -17,7 +17,7 @@ from kbert.tasks.bert_classifier import BertClassifier
 from kbert.tasks.bert_text_classifier_preprocessor import BertTextClassifierPreprocessor
 from kbert.training.fine_tuning import FineTuning
 from kbert.training.training_run import fine_tuning_run
-from kbert.training.run_results import parameter_counts, write_evaluation
+from kbert.training.results import parameter_counts, write_evaluation
 from kbert.training.validation_scores import ValidationScores
 
 

@@ -4,5 +4,5 @@ backups, the stop on a non-finite loss, validation scores, logs) and what a fini
 from kbert.training.atomic_backup_and_restore import AtomicBackupAndRestore
 from kbert.training.curves import plot_history
 from kbert.training.non_finite_loss import NonFiniteLossError, StopOnNonFiniteLoss
-from kbert.training.run_backup import run_backup
-from kbert.training.run_results import write_evaluation, write_run_folder
+from kbert.training.resume_policy import run_backup
+from kbert.training.results import write_evaluation, write_run_folder

@@ -44,7 +44,7 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
 
     A backup never replaces the last good one with a model whose loss or weights are NaN or
     infinite: it raises `kbert.training.NonFiniteLossError` instead. A backup records `settings`,
-    what the run started with (`started_with`): `kbert.training.run_backup` refuses to resume a run
+    what the run started with (`started_with`): `kbert.training.resume_policy` refuses to resume a run
     with other settings, before any training.
 
     In a job of several processes (`kbert.distribution.is_chief`), every process restores

@@ -7,8 +7,8 @@ import time
 from kbert.training.fit_progress import fit_progress
 from kbert.training.non_finite_loss import StopOnNonFiniteLoss
 from kbert.training.resumable_fit import resumable_fit
-from kbert.training.run_backup import run_backup
-from kbert.training.run_results import run_metrics, write_run_folder
+from kbert.training.resume_policy import run_backup
+from kbert.training.results import run_metrics, write_run_folder
 from kbert.training.training_logs import fine_tuning_logs
 
 

@@ -93,7 +93,7 @@ def default_flags(parser):
     return d["epochs"], d["lr"], d["max_length"], d["mixed_precision"], d["progress"]
 
 
-# What every task's metrics.json holds about its run (kbert.training.run_results.run_metrics; issue 41).
+# What every task's metrics.json holds about its run (kbert.training.results.run_metrics; issue 41).
 RUN_FIELDS = {"task", "backend", "hyperparameters", "distribution", "machine", "parameters", "trainable_parameters",
               "steps", "resumed_at_step", "fit_seconds", "steps_per_second", "best_epoch", "history", "validation"}
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import kbert.tasks.bert_classifier
-import kbert.training.run_results
+import kbert.training.results
 from kbert import BertBackbone
 from kbert.data import TsvFormatError, read_sentence_tsv
 from kbert.models.compute_dtype import with_compute_dtype
@@ -107,7 +107,7 @@ def test_failed_run_writes_nothing(tiny_init, tmp_path, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(kbert.training.run_results, "plot_history", broken)
+    monkeypatch.setattr(kbert.training.results, "plot_history", broken)
     with pytest.raises(RuntimeError, match="disk full"):
         sentence.train(SENTIMENT, write_sentiment_tsv(tmp_path / "t.tsv", rows=16), tiny_init,
                             tmp_path / "run", epochs=1, batch_size=8, verbose=0)

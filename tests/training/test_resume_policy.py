@@ -1,16 +1,14 @@
-import importlib
 import json
 
 import numpy as np
 import pytest
 
 from kbert.saving import DamagedBackupError, RunFolderError, SettingsChangedError
-from kbert.training import run_backup
-from kbert.training.run_backup import KeptRunFolder, ResumeRefusedError, backed_up_step
+from kbert.training import resume_policy, run_backup
+from kbert.training.resume_policy import KeptRunFolder, ResumeRefusedError, backed_up_step
 from tests.conftest import Kill
 from tests.training.conftest import dense_model
 
-run_backup_module = importlib.import_module("kbert.training.run_backup")  # the package's `run_backup` is the function
 X, Y = np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([[1.0], [3.0]])
 
 
@@ -151,7 +149,7 @@ def test_logs_without_a_backup_and_leftovers_of_a_killed_write_are_removed(tmp_p
 def test_only_the_chief_process_removes_anything(tmp_path, monkeypatch):
     (tmp_path / ".run.backup").mkdir()
     (tmp_path / ".run.partial-1").mkdir()
-    monkeypatch.setattr(run_backup_module, "chief_first", lambda work, read=lambda: None: read())  # another process
+    monkeypatch.setattr(resume_policy, "chief_first", lambda work, read=lambda: None: read())  # another process
     run_backup(tmp_path / "run", {})
     assert sorted(p.name for p in tmp_path.iterdir()) == [".run.backup", ".run.partial-1"]
 
