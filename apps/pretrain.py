@@ -217,38 +217,6 @@ def read_config(path):
     return fields
 
 
-def check_split(files, args):
-    """Reads the corpus once: raises ValueError, naming the files and the numbers, when the training
-    split (or, with --holdout-fraction, the held-out one) would be empty; notes files with no text.
-    Returns the training lines to learn the vocabulary from (none with --vocab)."""
-    from kbert.data.pretraining.instances import HOLDOUT_PASSAGE_LINES, survey_corpus
-
-    survey = survey_corpus(files, args.holdout_fraction, 0 if args.vocab else args.vocab_lines, args.seed)
-    train, held = survey["train"], survey["held_out"]
-    names = " ".join(map(str, files))
-    counts = (f"{train['documents'] + held['documents']} documents and {train['lines'] + held['lines']} lines "
-              f"(a document over {HOLDOUT_PASSAGE_LINES} lines counts as its passages of {HOLDOUT_PASSAGE_LINES})")
-    if not train["documents"] + held["documents"]:
-        raise ValueError(f"--corpus {names}: no text in {len(files)} file(s).")
-    if not train["documents"]:
-        raise ValueError(f"--corpus {names}: the training split is empty: --holdout-fraction {args.holdout_fraction} "
-                         f"holds out all of its {counts}. Lower --holdout-fraction.")
-    if args.holdout_fraction and not held["documents"]:
-        raise ValueError(f"--corpus {names}: the held-out split is empty: --holdout-fraction {args.holdout_fraction} "
-                         f"of its {counts} holds out none (passages are held out by a hash of their text). "
-                         f"Raise --holdout-fraction, or give 0 to train without held-out evaluation.")
-    for side, split in (("training", train), ("held-out", held)):
-        if args.objective == "nsp" and split["documents"] == 1:
-            raise ValueError(f"--corpus {names}: the {side} split holds one document, so next-sentence prediction "
-                             f"has no random second segments. Separate documents with a blank line, or use --objective mlm "
-                             f"or sop.")
-    for path in survey["empty_files"]:
-        print(f"--corpus {path}: no text, skipped.", flush=True)
-    print(f"Corpus: {train['documents']} documents ({train['lines']} lines) to train on, {held['documents']} "
-          f"({held['lines']} lines) held out.", flush=True)
-    return survey["sample"]
-
-
 def main(argv=None):
     args = parse_args(argv)
     folder = pathlib.Path(args.output) / args.run
@@ -258,14 +226,17 @@ def main(argv=None):
     from kbert.distribution import chief_first, is_chief
     from kbert.recipes import pretrain as recipe
     from kbert.saving import claim_run_folder
-    from run_checks import refusing_in_flags
+    from run_checks import flag_names, refusing_in_flags
 
     with contextlib.ExitStack() as stack:
         def claim():  # process 0 of a job alone (the others wait, and stop if it fails)
             stack.enter_context(claim_run_folder(folder, "--run", replaces=False))
             stack.enter_context(for_people(args))
             new = args.restart or not recipe.is_prepared(folder)
-            return check_split(files, args) if new else []  # the training lines to learn a vocabulary from
+            if not new:
+                return []
+            return recipe.check_corpus(files, args.holdout_fraction, 0 if args.vocab else args.vocab_lines, args.seed,
+                                       args.objective, named=flag_names(args))  # lines to learn a vocabulary from
 
         sample = chief_first(claim, list)
         if not is_chief():  # trains with process 0 on its share of each batch; writes and prints nothing

@@ -21,6 +21,7 @@ import keras
 from kbert.config import PRESETS, BertConfig
 from kbert.data.batches.child_process import process_batches
 from kbert.data.pretraining.dataset import held_out_then_training
+from kbert.data.pretraining.instances import HOLDOUT_PASSAGE_LINES, survey_corpus
 from kbert.distribution import chief_first, is_chief, process_share, torch_data_parallel, writing_alone
 from kbert.distribution.data_shares import shares
 from kbert.models.bert_backbone import BertBackbone
@@ -41,6 +42,51 @@ VOCABULARY_FILE = "vocab.txt"  # written last by `prepare`: marks a prepared run
 # What marks a pretraining run folder beside settings.json: older kbert's too (its corpus split, its backup inside)
 MARKS = (VOCABULARY_FILE, BACKBONE_FILE, HISTORY_FILE, "train.txt", "backup")
 RENAMED = {"task": "objective"}  # the settings of runs started before a rename: former name -> name now
+
+
+def check_corpus(files, holdout_fraction=0.0, vocabulary_lines=0, seed=0, objective="nsp", named=str):
+    """Reads the corpus once, before anything is written: raises ValueError, naming the files and the numbers, when
+    the training split (or, with `holdout_fraction`, the held-out one) would be empty, or when next-sentence
+    prediction would have one document to draw second segments from; notes files with no text. Each setting is
+    written `named(name)` in messages (an app names its flags). Returns `vocabulary_lines` random training lines
+    to learn a vocabulary from.
+
+    Example:
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "one.txt"
+    >>> _ = path.write_text("One document.\\n")
+    >>> check_corpus([path], objective="mlm", vocabulary_lines=5)
+    Corpus: 1 documents (1 lines) to train on, 0 (0 lines) held out.
+    ['One document.']
+    >>> check_corpus([path], named=str.upper)
+    Traceback (most recent call last):
+    ValueError: CORPUS ...one.txt: the training split holds one document, so next-sentence prediction ...
+    """
+    survey = survey_corpus(files, holdout_fraction, vocabulary_lines, seed)
+    train, held = survey["train"], survey["held_out"]
+    corpus = f"{named('corpus')} {' '.join(map(str, files))}"
+    counts = (f"{train['documents'] + held['documents']} documents and {train['lines'] + held['lines']} lines "
+              f"(a document over {HOLDOUT_PASSAGE_LINES} lines counts as its passages of {HOLDOUT_PASSAGE_LINES})")
+    holdout = f"{named('holdout_fraction')} {holdout_fraction}"
+    if not train["documents"] + held["documents"]:
+        raise ValueError(f"{corpus}: no text in {len(files)} file(s).")
+    if not train["documents"]:
+        raise ValueError(f"{corpus}: the training split is empty: {holdout} holds out all of its {counts}. "
+                         f"Lower {named('holdout_fraction')}.")
+    if holdout_fraction and not held["documents"]:
+        raise ValueError(f"{corpus}: the held-out split is empty: {holdout} of its {counts} holds out none "
+                         f"(passages are held out by a hash of their text). Raise {named('holdout_fraction')}, or "
+                         f"give 0 to train without held-out evaluation.")
+    for side, split in (("training", train), ("held-out", held)):
+        if objective == "nsp" and split["documents"] == 1:
+            raise ValueError(f"{corpus}: the {side} split holds one document, so next-sentence prediction has no "
+                             f"random second segments. Separate documents with a blank line, or use "
+                             f"{named('objective')} mlm or sop.")
+    for path in survey["empty_files"]:
+        print(f"{named('corpus')} {path}: no text, skipped.", flush=True)
+    print(f"Corpus: {train['documents']} documents ({train['lines']} lines) to train on, {held['documents']} "
+          f"({held['lines']} lines) held out.", flush=True)
+    return survey["sample"]
 
 
 def load_init(init, mixed_precision=False, remat=False):
