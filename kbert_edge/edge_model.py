@@ -60,7 +60,8 @@ def _tf_text_registrars():
             REGISTRAR_MODULE, str(library), loader=loader))
         loader.exec_module(module)
         sys.modules[REGISTRAR_MODULE] = module
-    return [module.AddFastBertNormalize, module.AddFastWordpieceTokenize, module.AddByteSplit]
+    return [module.AddFastBertNormalize, module.AddFastWordpieceTokenize, module.AddByteSplit,
+            module.AddFastSentencepieceTokenize]  # ALBERT's in-graph tokenizer (kbert.text.sentence_piece)
 
 
 class EdgeModel:

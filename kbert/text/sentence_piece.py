@@ -1,0 +1,264 @@
+"""ALBERT's SentencePiece tokenizer in the graph: tensorflow-text's `FastSentencepieceTokenizer`, whose kernel TFLite
+also runs, over the model rewritten so that the op's own normalization is Hugging Face's.
+
+The op normalizes as SentencePiece does: the longest rule of the model's character map at each point of the raw
+text, then spaces squeezed and "▁" put before each word. Hugging Face's ALBERT normalizes otherwise (NFKD without
+accents, lower case, the character map per grapheme, and the model's user-defined symbols cut out of the raw text
+first). The rewritten map holds, for every code point that Hugging Face's normalizer changes, what it makes of it
+(`kbert_core.SentencePiece.changed_characters`), the rules "``" and "''" -> '"', and for each user-defined symbol
+" X " where X is a private-use placeholder that only new pieces ("X" and "▁X") match; their ids become the
+symbol's. Hugging Face's ids result, except for U+0000 before a character that the map changes (a space, a
+deleted control character): the op drops it, where Hugging Face reads <unk>.
+"""
+
+import functools
+import pathlib
+import struct
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from kbert.config import DEFAULT_SEQUENCE_LENGTH
+from kbert.text.double_array import build_double_array
+from kbert.text.packing import TRUNCATIONS, pack_segments, truncation_lengths
+from kbert_core.sentence_piece import SPACE, USER_DEFINED, WHITE_SPACE, SentencePiece
+
+# The tensorflow-text op in `SentencePieceTokenizer.encode`'s graph, which TFLite runs as a custom op.
+CUSTOM_OPS = ("TFText>FastSentencepieceTokenize",)
+PADDINGS = ("max_length", "longest")
+_PLACEHOLDERS = 0xF0000  # Supplementary Private Use Area-A: the user-defined symbols' stand-ins
+_UNKNOWN = "\U0010FFFD"  # what a stand-in typed in a text becomes: a character no model holds
+
+
+class SentencePieceTokenizer:
+    """Turns text into ALBERT inputs, `[CLS] A [SEP] (B [SEP])`, with Hugging Face's ids, in TensorFlow ops.
+
+    `encode` works inside `tf.data` and exported graphs, TFLite included (the custom op
+    `CUSTOM_OPS`); calling the tokenizer runs the same graph and returns numpy arrays. The op gives
+    no character offsets: `kbert_core.SentencePiece` (pure Python, the same ids) gives them.
+
+    Args:
+        sentence_piece: `kbert_core.SentencePiece`, the tokenizer whose ids to give (with
+            `lowercase` and without `keep_accents`, as ALBERT's), or the path of an ALBERT folder.
+
+    Example:
+    >>> pieces = [("<pad>", 0, 3), ("<unk>", 0, 2), ("[CLS]", 0, 3), ("[SEP]", 0, 3), ("[MASK]", 0, 3),
+    ...           ("▁", -2, 1), ("▁hi", -3, 1), ("s", -4, 1), ("!", 0, 4)]
+    >>> tokenizer = SentencePieceTokenizer(SentencePiece(pieces, b""))
+    >>> tokenizer("His hi!", max_length=8)["token_ids"].tolist()
+    [[2, 6, 7, 6, 8, 3, 0, 0]]
+    """
+
+    def __init__(self, sentence_piece):
+        if isinstance(sentence_piece, (str, pathlib.Path)):
+            sentence_piece = SentencePiece.from_hf(sentence_piece)
+        if sentence_piece.keep_accents or not sentence_piece.lowercase:
+            raise ValueError("The in-graph SentencePiece tokenizer follows ALBERT's normalization (lower case, "
+                             "accents stripped); kbert_core.SentencePiece tokenizes with accents or case kept.")
+        self.sentence_piece = sentence_piece
+        model, lookup = op_model(sentence_piece)
+        self._tokenizer = tf_text.FastSentencepieceTokenizer(model)
+        self._lookup = tf.constant(lookup, tf.int32)
+        self._graphs = {}
+
+    @classmethod
+    def from_hf(cls, path):
+        """Reads an ALBERT tokenizer folder as `kbert_core.SentencePiece.from_hf` does.
+
+        Example:
+        >>> SentencePieceTokenizer.from_hf("no/such/folder")
+        Traceback (most recent call last):
+        FileNotFoundError: no/such/folder/spiece.model does not exist: an ALBERT tokenizer folder needs it.
+        """
+        return cls(SentencePiece.from_hf(path))
+
+    def __reduce__(self):
+        """Pickles as its `kbert_core.SentencePiece` (e.g. for a child process that makes batches)."""
+        return type(self), (self.sentence_piece,)
+
+    @property
+    def vocabulary_size(self):
+        return len(self.sentence_piece.pieces)
+
+    @property
+    def pad_token_id(self):
+        return self.sentence_piece.pad
+
+    @property
+    def unk_token_id(self):
+        return self.sentence_piece.unk
+
+    @property
+    def cls_token_id(self):
+        return self.sentence_piece.cls
+
+    @property
+    def sep_token_id(self):
+        return self.sentence_piece.sep
+
+    @property
+    def mask_token_id(self):
+        return self.sentence_piece.ids["[MASK]"]
+
+    def __call__(self, texts, pairs=None, max_length=DEFAULT_SEQUENCE_LENGTH, padding="max_length",
+                 truncation="longest_first", return_lengths=False):
+        """Tokenizes and packs a batch; returns int32 numpy arrays `token_ids`, `segment_ids` and `padding_mask`
+        of shape (batch, length), as `kbert.text.BertTokenizer` does (its arguments, without offsets).
+
+        Example:
+        >>> pieces = [("<pad>", 0, 3), ("<unk>", 0, 2), ("[CLS]", 0, 3), ("[SEP]", 0, 3), ("[MASK]", 0, 3),
+        ...           ("▁hi", -3, 1)]
+        >>> out = SentencePieceTokenizer(SentencePiece(pieces, b""))(["hi", "HI"], ["hi hi", ""], padding="longest")
+        >>> out["token_ids"].tolist(), out["segment_ids"].tolist()
+        ([[2, 5, 3, 5, 5, 3], [2, 5, 3, 3, 0, 0]], [[0, 0, 0, 1, 1, 1], [0, 0, 0, 1, 0, 0]])
+        """
+        texts = _utf8_batch(texts)
+        inputs = [texts] if pairs is None else [texts, _utf8_batch(pairs)]
+        if len(inputs[-1]) != len(texts):
+            raise ValueError(f"Got {len(texts)} texts but {len(inputs[-1])} pairs.")
+        options = (len(inputs), max_length, padding, truncation, return_lengths)
+        if options not in self._graphs:
+            self._graphs[options] = tf.function(
+                lambda *segments: self.encode(*segments, max_length=max_length, padding=padding,
+                                              truncation=truncation, return_lengths=return_lengths),
+                input_signature=[tf.TensorSpec([None], tf.string)] * len(inputs))
+        outputs = self._graphs[options](*[tf.constant(batch, tf.string) for batch in inputs])
+        return {key: value.numpy() for key, value in outputs.items()}
+
+    def encode(self, texts, pairs=None, max_length=DEFAULT_SEQUENCE_LENGTH, padding="max_length",
+               truncation="longest_first", *, max_first_length=None, return_lengths=False):
+        """Like calling the tokenizer, on string tensors of shape (batch,) or (), in ops that TFLite also runs.
+
+        Example:
+        >>> pieces = [("<pad>", 0, 3), ("<unk>", 0, 2), ("[CLS]", 0, 3), ("[SEP]", 0, 3), ("[MASK]", 0, 3),
+        ...           ("▁hi", -3, 1)]
+        >>> SentencePieceTokenizer(SentencePiece(pieces, b"")).encode("hi hi hi", max_length=4)["token_ids"]
+        <tf.Tensor: shape=(4,), dtype=int32, numpy=array([2, 5, 5, 3], dtype=int32)>
+        """
+        if padding not in PADDINGS:
+            raise ValueError(f"padding must be one of {PADDINGS}, got {padding!r}.")
+        if truncation not in TRUNCATIONS:
+            raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {truncation!r}.")
+        texts = tf.convert_to_tensor(texts, tf.string)
+        scalar = texts.shape.rank == 0
+        segments = [texts] if pairs is None else [texts, tf.convert_to_tensor(pairs, tf.string)]
+        if scalar:
+            segments = [segment[tf.newaxis] for segment in segments]
+        budget = max_length - len(segments) - 1
+        if budget < 0:
+            raise ValueError(f"max_length={max_length} leaves no room for the special tokens.")
+        rows = []
+        for segment in segments:
+            pieces = self._tokenizer.tokenize(segment)
+            ids = tf.gather(self._lookup, tf.cast(pieces.flat_values, tf.int32))
+            rows.append((ids[:, tf.newaxis], tf.cast(pieces.row_splits, tf.int32)))
+        lengths = [row_splits[1:] - row_splits[:-1] for _, row_splits in rows]
+        cut = lengths if max_first_length is None else [tf.minimum(lengths[0], max_first_length), *lengths[1:]]
+        kept = truncation_lengths(cut, budget, truncation)
+        width = max_length
+        if padding == "longest":
+            width = tf.reduce_max(tf.concat([sum(kept) + len(segments) + 1, [0]], 0))
+        packed, segment_ids, padding_mask = pack_segments(
+            rows, kept, [self.cls_token_id], [self.sep_token_id], [self.pad_token_id], width)
+        outputs = {"token_ids": packed[..., 0], "segment_ids": segment_ids,
+                   "padding_mask": tf.cast(padding_mask, tf.int32)}
+        if return_lengths:
+            outputs["lengths"] = sum(lengths) + len(segments) + 1
+            outputs["segment_lengths"] = tf.stack(lengths, axis=-1)
+        return {key: value[0] for key, value in outputs.items()} if scalar else outputs
+
+
+def op_model(sentence_piece):
+    """(SentencePiece model bytes for `FastSentencepieceTokenizer`, int32 array: op id -> Hugging Face's id).
+
+    The model holds `sentence_piece`'s pieces and scores, two pieces per user-defined symbol
+    that Hugging Face cuts out of raw text, and a character map of Hugging Face's normalization.
+
+    Example:
+    >>> pieces = [("<pad>", 0, 3), ("<unk>", 0, 2), ("[CLS]", 0, 3), ("[SEP]", 0, 3), ("[MASK]", 0, 3), ("!", 0, 4)]
+    >>> model, lookup = op_model(SentencePiece(pieces, b""))
+    >>> lookup.tolist()
+    [0, 1, 2, 3, 4, 5, 5, 5]
+    """
+    pieces = list(sentence_piece.pieces)
+    rules = {char: "".join(" " if ord(c) in WHITE_SPACE else c for c in normalized)  # where Hugging Face splits
+             for char, normalized in _changed_characters(sentence_piece).items()}
+    for code in WHITE_SPACE:  # where Hugging Face splits words, whatever its normalizer left
+        rules.setdefault(chr(code), " ")
+    rules.update({"``": '"', "''": '"'})
+    lookup = list(range(len(pieces)))
+    for k, symbol in enumerate(sentence_piece.split_pieces):
+        if len(symbol) != 1:
+            raise ValueError(f"The user-defined piece {symbol!r} has several characters: the in-graph tokenizer "
+                             "cuts out single characters only (kbert_core.SentencePiece cuts any).")
+        placeholder = chr(_PLACEHOLDERS + k)
+        if placeholder in sentence_piece.ids or _UNKNOWN in sentence_piece.ids:
+            raise ValueError(f"The model holds the private-use character {placeholder!r} or {_UNKNOWN!r}, "
+                             "which the in-graph tokenizer uses.")
+        rules[symbol] = f" {placeholder} "
+        rules[placeholder] = _UNKNOWN
+        pieces += [(placeholder, 0.0, USER_DEFINED), (SPACE + placeholder, 0.0, USER_DEFINED)]
+        lookup += [sentence_piece.ids[symbol]] * 2
+    return _model_bytes(pieces, sentence_piece.unk, _charsmap(rules)), np.array(lookup, np.int32)
+
+
+@functools.lru_cache(maxsize=4)
+def _changed_characters(sentence_piece):
+    return sentence_piece.changed_characters()
+
+
+def _charsmap(rules):
+    """SentencePiece's precompiled character map: uint32 trie size, darts-clone trie, NUL-ended replacements."""
+    pool, offsets, keys, values = bytearray(), {}, [], []
+    for key, replacement in sorted(rules.items()):
+        encoded = replacement.encode("utf-8") + b"\0"
+        if encoded not in offsets:
+            offsets[encoded] = len(pool)
+            pool += encoded
+        keys.append(key.encode("utf-8"))
+        values.append(offsets[encoded])
+    trie = build_double_array(keys, values).tobytes()
+    return struct.pack("<I", len(trie)) + trie + bytes(pool)
+
+
+def _model_bytes(pieces, unk_id, charsmap):
+    """A SentencePiece ModelProto: the pieces, a unigram trainer spec, a normalizer spec with `charsmap`."""
+    model = b"".join(_field(1, _field(1, piece.encode("utf-8")) + struct.pack("<Bf", 0x15, score)
+                            + _varint_field(3, kind)) for piece, score, kind in pieces)
+    trainer = _varint_field(3, 1) + _varint_field(40, unk_id) + _varint_field(41, -1) + _varint_field(42, -1)
+    normalizer = (_field(1, b"kbert_hf") + _field(2, charsmap) + _varint_field(3, 1) + _varint_field(4, 1)
+                  + _varint_field(5, 1))
+    return model + _field(2, trainer) + _field(3, normalizer)
+
+
+def _field(number, data):
+    return _varint(number << 3 | 2) + _varint(len(data)) + data
+
+
+def _varint_field(number, value):
+    return _varint(number << 3) + _varint(value)
+
+
+def _varint(value):
+    value &= (1 << 64) - 1  # negative int32s as ten bytes, as protobuf writes them
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _utf8_batch(texts):
+    """A list of valid UTF-8 bytes from a str, bytes or a sequence of them (as `BertTokenizer`'s call)."""
+    if isinstance(texts, (str, bytes)):
+        texts = [texts]
+    batch = []
+    for i, text in enumerate(texts):
+        if isinstance(text, bytes):
+            text = text.decode("utf-8", "replace")
+        if not isinstance(text, str):
+            raise TypeError(f"texts[{i}] is {type(text).__name__}, not str: pass '' for an empty text.")
+        batch.append(text.encode("utf-8", "replace"))
+    return batch

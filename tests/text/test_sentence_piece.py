@@ -1,0 +1,99 @@
+"""kbert.text.sentence_piece: ALBERT's in-graph tokenizer (tensorflow-text's FastSentencepieceTokenizer over the
+rewritten model) gives Hugging Face's AlbertTokenizerFast ids, in TensorFlow and in TFLite."""
+
+import pickle
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from kbert.text.sentence_piece import CUSTOM_OPS, SentencePieceTokenizer
+from kbert_core.sentence_piece import SentencePiece
+from tests.core.family_reference import calls, code_point_texts, hf_outputs, parity_texts
+
+pytestmark = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")
+
+
+@pytest.fixture(scope="module")
+def albert(data_dir, tmp_path_factory):
+    """{folder name: (folder, calls, Hugging Face's rows)} for a plain spiece.model and a hub-like folder."""
+    pytest.importorskip("transformers", reason="transformers is a test-only dependency")
+    pytest.importorskip("sentencepiece", reason="sentencepiece trains the test's model")
+    cases = calls(parity_texts(data_dir))
+    cases = {"albert": cases, "albert_hub": cases[:1]}
+    folder = tmp_path_factory.mktemp("albert_graph")
+    outputs = hf_outputs("albert", data_dir, folder, cases)
+    return {name: (folder / name, cases[name], outputs[name]) for name in cases}
+
+
+def unpadded(out):
+    return [row[:n].tolist() for row, n in zip(out["token_ids"], out["padding_mask"].sum(axis=1))]
+
+
+@pytest.mark.parametrize("name", ["albert", "albert_hub"])
+def test_matches_hugging_face(albert, name):
+    """Every call of the core tests (singles, pairs, truncation). The known difference: U+0000 before a space or a
+    deleted control character, which the op drops (Hugging Face reads <unk>): two of the hard strings."""
+    folder, cases, expected = albert[name]
+    tokenizer = SentencePieceTokenizer.from_hf(folder)
+    for call, rows in zip(cases, expected):
+        longest = max(len(row["ids"]) for row in rows)
+        out = tokenizer(call["texts"], call["pairs"], max_length=call["max_length"] or longest, padding="longest",
+                        truncation=call["truncation"] or "longest_first")
+        wrong = [text for text, got, row in zip(call["texts"], unpadded(out), rows) if got != row["ids"]]
+        assert all("\x00" in text for text in wrong) and len(wrong) <= 2, wrong[:3]
+        segments = [row[:n].tolist() for row, n in zip(out["segment_ids"], out["padding_mask"].sum(axis=1))]
+        assert [s for s, text in zip(segments, call["texts"]) if text not in wrong] == [
+            row["type_ids"] for row, text in zip(rows, call["texts"]) if text not in wrong]
+
+
+def test_code_points_match_the_python_tokenizer(albert):
+    """Every code point of the sweep, inside and between words: the ids of kbert_core.SentencePiece, which
+    tests/core/test_sentence_piece.py holds to Hugging Face's on the same texts."""
+    folder, _, _ = albert["albert"]
+    reference = SentencePiece.from_hf(folder)
+    texts = code_point_texts(lambda code: code != 0)
+    out = SentencePieceTokenizer(reference)(texts, max_length=64, padding="longest")
+    expected = [[2, *reference.tokenize(text)[0], 3] for text in texts]
+    wrong = [f"U+{ord(text[1]):04X}" for text, got, row in zip(texts, unpadded(out), expected) if got != row]
+    assert not wrong, wrong[:20]
+
+
+def test_tflite_runs_it(albert, tmp_path):
+    """The encode graph converts with tensorflow-text's custom op alone and gives the same ids in LiteRT."""
+    from kbert_edge.edge_model import load_interpreter
+
+    folder, cases, _ = albert["albert"]
+    tokenizer = SentencePieceTokenizer.from_hf(folder)
+    texts = cases[0]["texts"][:40] + cases[0]["texts"][-20:]
+
+    module = tf.Module()
+    module.encode = tf.function(lambda texts: tokenizer.encode(texts, max_length=48),
+                                input_signature=[tf.TensorSpec([None], tf.string, name="texts")])
+    tf.saved_model.save(module, str(tmp_path / "saved"), signatures={"encode": module.encode})
+    converter = tf.lite.TFLiteConverter.from_saved_model(str(tmp_path / "saved"))
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+    converter.allow_custom_ops = True
+    (tmp_path / "albert.tflite").write_bytes(converter.convert())
+    runner = load_interpreter(tmp_path / "albert.tflite", text_model=True).get_signature_runner()
+    got = runner(texts=np.array(texts, dtype=object))
+    expected = tokenizer(texts, max_length=48)
+    for key in ("token_ids", "segment_ids", "padding_mask"):
+        np.testing.assert_array_equal(got[key], expected[key])
+    assert b"TFText>FastSentencepieceTokenize" in (tmp_path / "albert.tflite").read_bytes() and len(CUSTOM_OPS) == 1
+
+
+def test_refuses_what_it_cannot_do(albert):
+    folder, _, _ = albert["albert"]
+    reference = SentencePiece.from_hf(folder)
+    cased = SentencePiece(reference.pieces, b"", lowercase=False)
+    with pytest.raises(ValueError, match="follows ALBERT's normalization"):
+        SentencePieceTokenizer(cased)
+    with pytest.raises(ValueError, match="'ab' has several characters"):
+        SentencePieceTokenizer(SentencePiece(reference.pieces, b"", split_pieces=["ab"]))
+    tokenizer = pickle.loads(pickle.dumps(SentencePieceTokenizer(reference)))  # e.g. for a worker process
+    with pytest.raises(ValueError, match="Got 2 texts but 1 pairs"):
+        tokenizer(["a", "b"], ["c"])
+    with pytest.raises(ValueError, match="max_length=2 leaves no room"):
+        tokenizer("a", "b", max_length=2)
