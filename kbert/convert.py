@@ -1,4 +1,5 @@
-"""The only module that knows Hugging Face's names: BERT checkpoints in and out of kbert.
+"""With `kbert.hf_families`, the only modules that know Hugging Face's names: checkpoints of BERT and its family
+in and out of kbert.
 
 Reads `config.json` and `model.safetensors` with the `safetensors` numpy reader, so no
 torch is needed, and refuses pickled `pytorch_model.bin` files (unpickling runs code).
@@ -6,8 +7,9 @@ Heads come with their task: `BertForSequenceClassification` <-> `BertClassifier`
 `BertForTokenClassification` <-> `BertTokenClassifier`, `BertForQuestionAnswering` <->
 `BertQuestionAnswerer`, `BertForPreTraining` and `BertForMaskedLM` <-> `BertPretrainer`
 (with and without its next-sentence head), `BertModel` <-> `BertBackbone`, a
-sentence-transformers folder (its pooling and normalisation modules) <-> `BertSentenceEncoder`. Only
-`model_type: bert` is read: RoBERTa and other relatives are refused by name.
+sentence-transformers folder (its pooling and normalisation modules) <-> `BertSentenceEncoder`.
+`RobertaModel`, `AlbertModel`, `ElectraModel` and `DistilBertModel` <-> `BertBackbone` of that family; their
+task classes are refused by name for now, as is every other `model_type` (DeBERTa, XLM-R, ...).
 """
 
 import collections
@@ -19,28 +21,8 @@ import keras
 import numpy as np
 
 from kbert.config import BertConfig
+from kbert.hf_families import KBERT_SETTINGS_KEY, config_fields, encoder_weights, family_of, hf_config_values
 
-# Hugging Face config key -> BertConfig field.
-_CONFIG_FIELDS = {
-    "vocab_size": "vocabulary_size",
-    "num_hidden_layers": "num_layers",
-    "num_attention_heads": "num_heads",
-    "hidden_size": "hidden_dim",
-    "intermediate_size": "intermediate_dim",
-    "max_position_embeddings": "max_sequence_length",
-    "type_vocab_size": "num_segments",
-    "hidden_dropout_prob": "dropout",
-    "layer_norm_eps": "layer_norm_epsilon",
-    "initializer_range": "initializer_range",
-}
-# Keys that must hold this value, or the checkpoint is not the BERT we build.
-_REQUIRED_VALUES = {
-    "model_type": "bert",
-    "hidden_act": "gelu",
-    "position_embedding_type": "absolute",
-}
-# config.json's entry for a kbert task's settings that Hugging Face has no key for (`_kbert_settings`).
-KBERT_SETTINGS_KEY = "kbert"
 # Each setting `_kbert_settings` writes under "kbert": (the types `hf_kbert_settings` accepts, as said to people).
 _KBERT_SETTING_TYPES = {
     "threshold": ((int, float), "a number"), "mask_rate": ((int, float), "a number"),
@@ -54,15 +36,6 @@ _KBERT_SETTING_TYPES = {
 # Config keys that are not such settings: Keras's own, the parts, and what Hugging Face's keys hold.
 _NOT_KBERT_SETTINGS = {"name", "trainable", "dtype", "compile", "backbone", "preprocessor", "tokenizer",
                        "num_classes", "label_names", "multi_label", "dropout", "next_sentence"}
-# Bookkeeping and generation keys that do not change the encoder's function.
-_IGNORED_KEYS = {
-    "_name_or_path", "architectures", "transformers_version", "torch_dtype", "dtype",
-    "gradient_checkpointing", "use_cache", "pad_token_id", "bos_token_id", "eos_token_id",
-    "attention_probs_dropout_prob", "classifier_dropout", "id2label", "label2id",
-    "output_attentions", "output_hidden_states", "return_dict", "is_decoder",
-    "add_cross_attention", "chunk_size_feed_forward", "tie_word_embeddings",
-    "problem_type", "finetuning_task", "tokenizer_class", "prefix", "task_specific_params", KBERT_SETTINGS_KEY,
-}
 # Weights a BERT checkpoint may carry that the backbone has no use for.
 _UNUSED_WEIGHTS = ("embeddings.position_ids", "cls.")
 # sentence-transformers' Pooling config key of each of `BertSentenceEncoder`'s poolings.
@@ -85,26 +58,33 @@ _TIED_COPIES = {"cls.predictions.decoder.weight": "embeddings.word_embeddings.we
                 "cls.predictions.decoder.bias": "cls.predictions.bias"}
 
 
-class _Architecture(collections.namedtuple("_Architecture", ["task", "head", "pooler"])):
-    """A Hugging Face BERT class: the kbert class it loads into, its head, whether it has a pooler."""
+class _Architecture(collections.namedtuple("_Architecture", ["task", "head", "pooler", "family"])):
+    """A Hugging Face class: the kbert class it loads into, its head, whether it has a pooler, its family."""
 
 
 ARCHITECTURES = {
-    "BertModel": _Architecture("BertBackbone", {}, True),
-    "BertForSequenceClassification": _Architecture("BertClassifier", _dense_head("classifier", "logits"), True),
-    "BertForTokenClassification": _Architecture("BertTokenClassifier", _dense_head("classifier", "logits"), False),
-    "BertForQuestionAnswering": _Architecture("BertQuestionAnswerer", _dense_head("qa_outputs", "span_logits"), False),
-    "BertForMaskedLM": _Architecture("BertPretrainer", _MASKED_LM_HEAD, False),
+    "BertModel": _Architecture("BertBackbone", {}, True, "bert"),
+    "BertForSequenceClassification": _Architecture("BertClassifier", _dense_head("classifier", "logits"), True,
+                                                   "bert"),
+    "BertForTokenClassification": _Architecture("BertTokenClassifier", _dense_head("classifier", "logits"), False,
+                                                "bert"),
+    "BertForQuestionAnswering": _Architecture("BertQuestionAnswerer", _dense_head("qa_outputs", "span_logits"),
+                                              False, "bert"),
+    "BertForMaskedLM": _Architecture("BertPretrainer", _MASKED_LM_HEAD, False, "bert"),
     "BertForPreTraining": _Architecture(
-        "BertPretrainer", {**_MASKED_LM_HEAD, **_dense_head("cls.seq_relationship", "nsp_head")}, True),
+        "BertPretrainer", {**_MASKED_LM_HEAD, **_dense_head("cls.seq_relationship", "nsp_head")}, True, "bert"),
+    "RobertaModel": _Architecture("BertBackbone", {}, True, "roberta"),
+    "AlbertModel": _Architecture("BertBackbone", {}, True, "albert"),
+    "ElectraModel": _Architecture("BertBackbone", {}, False, "electra"),
+    "DistilBertModel": _Architecture("BertBackbone", {}, False, "distilbert"),
 }
 
 
 def read_hf_config(path):
-    """Reads a Hugging Face BERT `config.json` into a `BertConfig`.
+    """Reads a Hugging Face `config.json` of BERT or its family (`kbert.config.FAMILIES`) into a `BertConfig`.
 
     Unknown keys and unsupported values (another activation or position type) raise,
-    naming the file, rather than building a model that computes something else.
+    naming the file, rather than building a model that computes something else (`kbert.hf_families.config_fields`).
 
     Example:
     >>> from kbert.paths import minilm_dir
@@ -112,24 +92,16 @@ def read_hf_config(path):
     384
     """
     checkpoint = _checkpoint(path)
-    file, values = checkpoint.config_file, checkpoint.config
-    for key, expected in _REQUIRED_VALUES.items():
-        if key in values and values[key] != expected:
-            raise ValueError(f"{file}: {key}={values[key]!r} is not supported; kbert needs {expected!r}.")
-    unknown = sorted(set(values) - set(_CONFIG_FIELDS) - set(_REQUIRED_VALUES) - _IGNORED_KEYS)
-    if unknown:
-        raise ValueError(f"{file}: unknown config field(s) {unknown}; kbert does not know what they change.")
-    missing = sorted(set(_CONFIG_FIELDS) - set(values) - {"hidden_dropout_prob", "layer_norm_eps", "initializer_range"})
-    if missing:
-        raise ValueError(f"{file}: missing config field(s) {missing}.")
+    file = checkpoint.config_file
+    fields = config_fields(checkpoint.config, file)
     try:
-        return BertConfig(**{field: values[key] for key, field in _CONFIG_FIELDS.items() if key in values})
+        return BertConfig(**fields)
     except ValueError as error:
         raise ValueError(f"{file}: {error}") from None
 
 
 class HFCheckpoint:
-    """A Hugging Face BERT checkpoint folder whose `config.json` and `model.safetensors` are each
+    """A Hugging Face checkpoint folder (BERT or its family) whose `config.json` and `model.safetensors` are each
     read once, when first asked (`config`, `weights`). Every reader of this module takes one
     in place of the folder, so that a caller reading a checkpoint's config, architecture, head
     and weights reads each file once.
@@ -156,8 +128,9 @@ class HFCheckpoint:
 
     @functools.cached_property
     def weights(self):
-        """model.safetensors as {name: numpy array}, the encoder's names without the "bert." of task
-        checkpoints; a pickled `.bin`, a damaged file or a weight that is not finite is refused."""
+        """model.safetensors as {name: numpy array}, the encoder's names without the "bert." (the family's
+        "roberta.", ...) of task checkpoints; a pickled `.bin`, a damaged file or a weight that is not finite
+        is refused."""
         from safetensors.numpy import load_file
 
         file = self.weights_file
@@ -177,8 +150,9 @@ class HFCheckpoint:
         if not_finite:
             raise ValueError(f"{file}: {len(not_finite)} weight(s) hold NaN or infinite values, e.g. "
                              f"{not_finite[:3]}: a model made from them predicts NaN.")
-        # BertForPreTraining and task checkpoints prefix the encoder with "bert.".
-        return {key.removeprefix("bert."): value for key, value in weights.items()}
+        # BertForPreTraining and task checkpoints prefix the encoder with "bert." (RobertaFor... "roberta.", ...).
+        prefix = family_of(self.config, self.config_file).weight_prefix
+        return {key.removeprefix(prefix): value for key, value in weights.items()}
 
 
 def read_hf_weights(path):
@@ -187,8 +161,8 @@ def read_hf_weights(path):
 
 
 def read_hf_architecture(path):
-    """The Hugging Face class a checkpoint folder was saved from: a key of `ARCHITECTURES`
-    (`BertModel` when config.json names none).
+    """The Hugging Face class a checkpoint folder was saved from: a key of `ARCHITECTURES` of its
+    config's family (the family's base class, e.g. `BertModel`, when config.json names none).
 
     Example:
     >>> from kbert.paths import minilm_dir
@@ -196,11 +170,22 @@ def read_hf_architecture(path):
     'BertModel'
     """
     checkpoint = _checkpoint(path)
-    file, names = checkpoint.config_file, checkpoint.config.get("architectures") or ["BertModel"]
-    if len(names) != 1 or names[0] not in ARCHITECTURES:
-        raise ValueError(f"{file}: architectures={names} is not supported; kbert reads one of "
-                         f"{sorted(ARCHITECTURES)}.")
-    return names[0]
+    family = family_of(checkpoint.config, checkpoint.config_file)
+    file, names = checkpoint.config_file, checkpoint.config.get("architectures") or [family.base_class]
+    if len(names) == 1 and names[0] in ARCHITECTURES and ARCHITECTURES[names[0]].family == family.model_type:
+        return names[0]
+    if len(names) == 1 and family.model_type != "bert" and names[0].startswith(family.class_prefix):
+        raise _family_task_not_yet(f"{file}: architectures={names}", family.model_type)
+    readable = sorted(name for name, architecture in ARCHITECTURES.items() if architecture.family == family.model_type)
+    raise ValueError(f"{file}: architectures={names} is not supported for model_type {family.model_type!r}; "
+                     f"kbert reads one of {readable}.")
+
+
+def _family_task_not_yet(what, family):
+    """The ValueError of a task model of a family other than BERT, which kbert reads and writes as its encoder
+    alone for now."""
+    return ValueError(f"{what}: kbert reads and writes a {family} encoder alone (its base model) for now; the "
+                      f"task heads of {family} checkpoints are not built yet.")
 
 
 def hf_task_arguments(path):
@@ -285,32 +270,9 @@ def _check_setting(where, value, types, expected):
     raise ValueError(f"{where} is {value!r} ({kinds.get(type(value), type(value).__name__)}); expected {expected}.")
 
 
-def _encoder_weights(num_layers, pooler=True):
-    """`(Hugging Face name, kbert path, kind)` of each part of the encoder, for both directions.
-
-    Kinds: "table" (an embedding), "norm" (LayerNorm: weight, bias <-> gamma, beta), "dense"
-    (weight, transposed as torch stores (out, in), and bias) and "qkv" (query, key and value
-    denses <-> one fused `qkv_dense`).
-    """
-    parts = [("embeddings.word_embeddings", "token_embedding", "table"),
-             ("embeddings.token_type_embeddings", "segment_embedding", "table"),
-             ("embeddings.position_embeddings", "position_embedding", "table"),
-             ("embeddings.LayerNorm", "embeddings_layer_norm", "norm")]
-    if pooler:
-        parts.append(("pooler.dense", "pooled_dense", "dense"))
-    for i in range(num_layers):
-        hf, kb = f"encoder.layer.{i}", f"transformer_layer_{i}"
-        parts += [(f"{hf}.attention.self", f"{kb}/self_attention/qkv_dense", "qkv"),
-                  (f"{hf}.attention.output.dense", f"{kb}/self_attention/output_dense", "dense"),
-                  (f"{hf}.attention.output.LayerNorm", f"{kb}/attention_layer_norm", "norm"),
-                  (f"{hf}.intermediate.dense", f"{kb}/intermediate_dense", "dense"),
-                  (f"{hf}.output.dense", f"{kb}/output_dense", "dense"),
-                  (f"{hf}.output.LayerNorm", f"{kb}/output_layer_norm", "norm")]
-    return parts
-
-
-def hf_to_kbert_weights(hf_weights, num_layers, pooler=True):
-    """Maps Hugging Face BERT weight names and layouts to kbert variable paths.
+def hf_to_kbert_weights(hf_weights, config, pooler=True):
+    """Maps the Hugging Face weight names and layouts of `config`'s family (`kbert.hf_families.encoder_weights`)
+    to kbert variable paths.
 
     `pooler=False` leaves out the pooler (token and masked-LM checkpoints have none).
     """
@@ -320,28 +282,28 @@ def hf_to_kbert_weights(hf_weights, num_layers, pooler=True):
         return np.asarray(hf_weights[key])
 
     weights = {}
-    for hf, kb, kind in _encoder_weights(num_layers, pooler):
+    for hf, kb, kind in encoder_weights(config, pooler):
         if kind == "table":
             weights[f"{kb}/embeddings"] = take(f"{hf}.weight")
         elif kind == "norm":
             weights.update({f"{kb}/gamma": take(f"{hf}.weight"), f"{kb}/beta": take(f"{hf}.bias")})
         else:
-            names = [f"{hf}.{part}" for part in ("query", "key", "value")] if kind == "qkv" else [hf]
+            names = hf if kind == "qkv" else [hf]
             weights[f"{kb}/kernel"] = np.concatenate([take(f"{name}.weight").T for name in names], axis=1)
             weights[f"{kb}/bias"] = np.concatenate([take(f"{name}.bias") for name in names])
     return weights
 
 
-def kbert_to_hf_weights(values, num_layers, pooler=True):
-    """The inverse of `hf_to_kbert_weights`: {kbert path: array} to Hugging Face names."""
+def kbert_to_hf_weights(values, config, pooler=True):
+    """The inverse of `hf_to_kbert_weights`: {kbert path: array} to the Hugging Face names of `config`'s family."""
     weights = {}
-    for hf, kb, kind in _encoder_weights(num_layers, pooler):
+    for hf, kb, kind in encoder_weights(config, pooler):
         if kind == "table":
             weights[f"{hf}.weight"] = values[f"{kb}/embeddings"]
         elif kind == "norm":
             weights.update({f"{hf}.weight": values[f"{kb}/gamma"], f"{hf}.bias": values[f"{kb}/beta"]})
         else:
-            names = [f"{hf}.{part}" for part in ("query", "key", "value")] if kind == "qkv" else [hf]
+            names = hf if kind == "qkv" else [hf]
             kernels = np.split(values[f"{kb}/kernel"], len(names), axis=1)
             biases = np.split(values[f"{kb}/bias"], len(names))
             for name, kernel, bias in zip(names, kernels, biases):
@@ -370,7 +332,7 @@ def assign_weights(variables, weights, source="weights", optional=()):
 
 
 def load_hf_weights(backbone, path):
-    """Loads the encoder of a Hugging Face BERT checkpoint folder into a `kbert.BertBackbone`.
+    """Loads the encoder of a Hugging Face checkpoint folder (BERT or its family) into a `kbert.BertBackbone`.
 
     A task checkpoint's head is left out (`load_hf_head` loads it into its task model); a
     checkpoint without a pooler leaves the backbone's as it is.
@@ -379,20 +341,24 @@ def load_hf_weights(backbone, path):
     file = checkpoint.weights_file
     architecture = ARCHITECTURES[read_hf_architecture(checkpoint)]
     hf_weights = checkpoint.weights
+    config = backbone.config
     head = {name for name, _ in architecture.head.values()} | set(_TIED_COPIES)
-    unused = sorted(k for k in hf_weights if not k.startswith(("encoder.", "embeddings.", "pooler."))
+    known = _hf_names(config)
+    roots = {name.split(".")[0] + "." for name in known}  # embeddings., encoder., pooler. (BERT's)
+    unused = sorted(k for k in hf_weights if not k.startswith(tuple(roots))
                     and k not in head and not k.startswith(_UNUSED_WEIGHTS))
     if unused:
-        raise ValueError(f"{file}: weights {unused[:5]} are not part of a BERT encoder.")
-    pooler = architecture.pooler or "pooler.dense.weight" in hf_weights
+        raise ValueError(f"{file}: weights {unused[:5]} are not part of a {config.family} encoder.")
+    pooled = [name for name, path, _ in encoder_weights(config) if path == "pooled_dense"]
+    pooler = bool(pooled) and (architecture.pooler or f"{pooled[0]}.weight" in hf_weights)
     try:
-        weights = hf_to_kbert_weights(hf_weights, backbone.num_layers, pooler)
+        weights = hf_to_kbert_weights(hf_weights, config, pooler)
     except KeyError as error:
         raise ValueError(f"{file}: missing weight {error.args[0]!r}.") from None
-    known = _hf_names(backbone.num_layers) | head
-    extra = sorted(k for k in hf_weights if k not in known and not k.startswith(_UNUSED_WEIGHTS))
+    extra = sorted(k for k in hf_weights if k not in known | head and not k.startswith(_UNUSED_WEIGHTS))
     if extra:
-        raise ValueError(f"{file}: weights {extra[:5]} do not fit a {backbone.num_layers}-layer BERT.")
+        raise ValueError(f"{file}: weights {extra[:5]} do not fit a {backbone.num_layers}-layer {config.family}"
+                         f"{f' of {config.num_layer_groups} layer group(s)' if config.num_layer_groups else ''}.")
     variables = {v.path.removeprefix(f"{backbone.name}/"): v for v in backbone.weights}
     assign_weights(variables, weights, str(file), optional=() if pooler else ("pooled_dense/",))
 
@@ -425,9 +391,9 @@ def save_hf(model, path, tokenizer=None):
     """Writes a kbert backbone or task model as a Hugging Face folder that `transformers` loads.
 
     The folder holds `config.json`, `model.safetensors` and, with a `tokenizer` (a task's
-    own by default), `vocab.txt` and `tokenizer_config.json`: `AutoModel...from_pretrained`
-    of the matching class (`BertModel`, `BertForSequenceClassification`, ...) computes what
-    `model` computes. `BertTask.export_to_transformers` calls this.
+    own by default), its files: `AutoModel...from_pretrained` of the matching class (`BertModel`,
+    `BertForSequenceClassification`, ..., a backbone of another family its base class, `RobertaModel`, ...)
+    computes what `model` computes. `BertTask.export_to_transformers` calls this.
 
     Example:
     >>> import tempfile, kbert
@@ -439,14 +405,16 @@ def save_hf(model, path, tokenizer=None):
     from safetensors.numpy import save_file
 
     architecture = _architecture_of(model)
-    backbone = model if architecture == "BertModel" else model.backbone
+    encoder_alone = ARCHITECTURES[architecture].task == "BertBackbone"
+    backbone = model if encoder_alone else model.backbone
+    config_values = hf_config_values(backbone.config)  # before any file: refuses what the family cannot hold
     pooler = ARCHITECTURES[architecture].pooler
     values = {v.path: keras.ops.convert_to_numpy(v) for v in model.weights}
-    if architecture != "BertModel":
+    if not encoder_alone:
         values.update({v.path.removeprefix(f"{backbone.name}/"): keras.ops.convert_to_numpy(v)
                        for v in backbone.weights})
-    weights = kbert_to_hf_weights(values, backbone.num_layers, pooler)
-    prefix = "" if architecture == "BertModel" else "bert."
+    weights = kbert_to_hf_weights(values, backbone.config, pooler)
+    prefix = "" if encoder_alone else family_of(config_values, "config").weight_prefix
     weights = {prefix + name: value for name, value in weights.items()}
     weights.update({name: values[kbert].T if transposed else values[kbert]
                     for kbert, (name, transposed) in ARCHITECTURES[architecture].head.items()})
@@ -454,8 +422,8 @@ def save_hf(model, path, tokenizer=None):
     folder.mkdir(parents=True, exist_ok=True)
     save_file({name: np.ascontiguousarray(value, "float32") for name, value in weights.items()},
               str(folder / "model.safetensors"), metadata={"format": "pt"})
-    config = {"architectures": [architecture], **_hf_config(backbone), **_hf_head_config(model)}
-    if architecture != "BertModel":
+    config = {"architectures": [architecture], **config_values, **_hf_head_config(model)}
+    if not encoder_alone:
         config[KBERT_SETTINGS_KEY] = _kbert_settings(model)
     (folder / "config.json").write_text(json.dumps(config, indent=2), "utf-8")
     tokenizer = tokenizer or getattr(getattr(model, "preprocessor", None), "tokenizer", None)
@@ -466,21 +434,18 @@ def save_hf(model, path, tokenizer=None):
 def _architecture_of(model):
     """The Hugging Face class of a kbert model (`ARCHITECTURES` backwards)."""
     kind = type(model).__name__
+    family = getattr(model, "family", None) or getattr(getattr(model, "backbone", None), "family", "bert")
+    if kind == "BertBackbone":
+        return family_of({"model_type": family}, "config").base_class
+    if family != "bert":
+        raise _family_task_not_yet(f"{kind} of a {family} backbone", family)
     if kind == "BertPretrainer":
         return "BertForPreTraining" if model.next_sentence else "BertForMaskedLM"
-    for architecture, (task, _, _) in ARCHITECTURES.items():
+    for architecture, (task, _, _, _) in ARCHITECTURES.items():
         if task == kind:
             return architecture
     raise TypeError(f"{kind} has no Hugging Face counterpart; kbert writes "
                     f"{sorted({a.task for a in ARCHITECTURES.values()})}.")
-
-
-def _hf_config(backbone):
-    """Hugging Face's config.json of a backbone (`read_hf_config` backwards)."""
-    config = backbone.get_config()
-    values = {key: config[field] for key, field in _CONFIG_FIELDS.items()}
-    return {"model_type": "bert", "hidden_act": "gelu", "position_embedding_type": "absolute",
-            **values, "attention_probs_dropout_prob": config["dropout"], "pad_token_id": 0}
 
 
 def _hf_head_config(model):
@@ -514,9 +479,9 @@ def _settings_of(layer):
     return {key: value for key, value in layer.get_config().items() if key not in _NOT_KBERT_SETTINGS}
 
 
-def _hf_names(num_layers):
-    """The Hugging Face names of a `num_layers` encoder's weights, pooler included."""
-    return set(kbert_to_hf_weights(collections.defaultdict(lambda: np.zeros((3, 3))), num_layers))
+def _hf_names(config):
+    """The Hugging Face names of `config`'s encoder's weights, pooler included."""
+    return set(kbert_to_hf_weights(collections.defaultdict(lambda: np.zeros((3, 3))), config))
 
 
 def _checkpoint(path):

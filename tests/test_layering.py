@@ -12,8 +12,8 @@ import pytest
 pytestmark = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="reads source files: one backend")
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-BOTTOM = ("config", "paths", "malloc_settings", "start_up", "progress", "keywords", "convert", "distribution", "saving",
-          "text", "data", "layers", "metrics", "optimizers", "backend_speedups")
+BOTTOM = ("config", "paths", "malloc_settings", "start_up", "progress", "keywords", "convert", "hf_families",
+          "distribution", "saving", "text", "data", "layers", "metrics", "optimizers", "backend_speedups")
 # The level of each part: a module may import its own level and those below it.
 LEVELS = {"kbert_core": -2, "kbert_edge": -1, **{f"kbert.{name}": 0 for name in BOTTOM}, "kbert.models": 1,
           "kbert.tasks": 2, "kbert.training": 3, "kbert.recipes": 4, "kbert.export": 5, "kbert_serving": 6, "apps": 7}

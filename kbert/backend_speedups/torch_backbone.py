@@ -12,7 +12,9 @@ from kbert.backend_speedups.torch_dropout import dropout as torch_dropout
 
 def backbone_forward(backbone, inputs, training=False, compiled=False):
     """What `backbone(inputs, training=training)` computes, written as torch calls on its own
-    weights: `{"sequence_output", "pooled_output"}`.
+    weights: `{"sequence_output", "pooled_output"}` (no `pooled_output` without a pooler), for every
+    family's settings (a projected embedding, shared blocks, offset positions, no token types, GELU's
+    tanh form).
 
     Walking the functional graph and dispatching each `keras.ops` call costs Keras 10-30 us a
     call on torch; all-MiniLM-L6-v2 on a batch of 32 short sentences makes some 200 of them, a
@@ -38,7 +40,8 @@ def backbone_forward(backbone, inputs, training=False, compiled=False):
     run = compiled_forward() if compiled else forward
     outputs = run(backbone_weights(backbone), token_ids, segment_ids, padding_mask,
                   rate=backbone.dropout if training else 0.0, num_heads=backbone.num_heads,
-                  epsilon=backbone.layer_norm_epsilon, dtype=getattr(torch, backbone.token_embedding.compute_dtype))
+                  epsilon=backbone.layer_norm_epsilon, dtype=getattr(torch, backbone.token_embedding.compute_dtype),
+                  position_offset=backbone.position_offset, approximate=backbone.activation == "gelu_approximate")
     return dict(zip(("sequence_output", "pooled_output"), outputs))
 
 
@@ -56,7 +59,8 @@ def compiled_forward():
 def backbone_weights(backbone):
     """The backbone's weights as torch tensors, nested as `forward` reads them: (kernel, bias)
     of each dense layer, (gamma, beta) of each layer norm; the variables' own tensors (autograd
-    reaches them), or a LoRA-updated kernel."""
+    reaches them), or a LoRA-updated kernel. A block whose weights several share comes as often as it
+    is called (autograd sums its gradients); a part the backbone has not (segments, projection, pooler) is None."""
     layer = backbone.get_layer
 
     def dense(d):
@@ -66,31 +70,42 @@ def backbone_weights(backbone):
         return _weight(n.gamma), _weight(n.beta)
 
     blocks = []
-    for i in range(backbone.num_layers):
-        block = layer(f"transformer_layer_{i}")
+    for block in backbone.transformer_layers:
         attention = block.self_attention
         blocks.append((dense(attention.qkv_dense), dense(attention.output_dense), norm(block.attention_layer_norm),
                        dense(block.intermediate_dense), dense(block.output_dense), norm(block.output_layer_norm)))
     return {"token": _weight(backbone.token_embedding.embeddings),
-            "segment": _weight(layer("segment_embedding").embeddings),
+            "segment": _weight(layer("segment_embedding").embeddings) if backbone.num_segments else None,
             "position": _weight(layer("position_embedding").embeddings),
-            "embeddings_norm": norm(layer("embeddings_layer_norm")), "blocks": blocks,
-            "pooler": dense(backbone.pooler)}
+            "embeddings_norm": norm(layer("embeddings_layer_norm")),
+            "projection": dense(layer("embeddings_projection")) if backbone.embedding_dim is not None else None,
+            "blocks": blocks, "pooler": None if backbone.pooler is None else dense(backbone.pooler)}
 
 
-def forward(weights, token_ids, segment_ids, padding_mask, rate, num_heads, epsilon, dtype):
+def forward(weights, token_ids, segment_ids, padding_mask, rate, num_heads, epsilon, dtype, position_offset=0,
+            approximate=False):
     """(sequence_output, pooled_output) of a BERT encoder with `weights` (`backbone_weights`),
-    computed in `dtype`: a function of tensors alone, which `torch.compile` can take whole."""
+    computed in `dtype`: a function of tensors alone, which `torch.compile` can take whole. Without a
+    pooler, (sequence_output,). `position_offset` as `kbert.layers.PositionEmbedding`'s; `approximate`:
+    GELU's tanh form."""
     length = token_ids.shape[1]
     x = F.embedding(token_ids, weights["token"]).to(dtype)
-    x = x + F.embedding(segment_ids, weights["segment"]).to(dtype)
-    x = x + weights["position"][:length].to(dtype)
+    if weights["segment"] is not None:
+        x = x + F.embedding(segment_ids, weights["segment"]).to(dtype)
+    if position_offset:
+        real = padding_mask.to(torch.long)
+        x = x + F.embedding(torch.cumsum(real, 1) * real + (position_offset - 1), weights["position"]).to(dtype)
+    else:
+        x = x + weights["position"][:length].to(dtype)
     x = _dropout(_layer_norm(weights["embeddings_norm"], x, epsilon), rate)
+    if weights["projection"] is not None:
+        x = _dense(weights["projection"], x)
     mask = _attention_bias(padding_mask, x.dtype)
     for block in weights["blocks"]:
-        x = _block(block, x, mask, rate, num_heads, epsilon)
-    pooled = torch.tanh(_dense(weights["pooler"], x[:, 0, :]))
-    return x, pooled
+        x = _block(block, x, mask, rate, num_heads, epsilon, approximate)
+    if weights["pooler"] is None:
+        return (x,)
+    return x, torch.tanh(_dense(weights["pooler"], x[:, 0, :]))
 
 
 def _attention_bias(padding_mask, dtype):
@@ -101,7 +116,7 @@ def _attention_bias(padding_mask, dtype):
     return torch.where(real, 0.0, -0.7 * 3.38953e38).to(dtype)
 
 
-def _block(block, x, mask, rate, num_heads, epsilon):
+def _block(block, x, mask, rate, num_heads, epsilon, approximate):
     qkv, attention_output, attention_norm, intermediate, output, output_norm = block
     batch, length, width = x.shape
     fused = _dense(qkv, x).view(batch, length, 3, num_heads, width // num_heads)
@@ -109,7 +124,7 @@ def _block(block, x, mask, rate, num_heads, epsilon):
     context = F.scaled_dot_product_attention(query, key, value, attn_mask=mask, dropout_p=rate)
     context = context.transpose(1, 2).reshape(batch, length, width)
     x = _layer_norm(attention_norm, x + _dropout(_dense(attention_output, context), rate), epsilon)
-    hidden = F.gelu(_dense(intermediate, x))
+    hidden = F.gelu(_dense(intermediate, x), approximate="tanh" if approximate else "none")
     return _layer_norm(output_norm, x + _dropout(_dense(output, hidden), rate), epsilon)
 
 

@@ -181,7 +181,7 @@ def get(name, mesh_shape=None, config=None):
 
 def check_mesh(config, mesh):
     """Raises a ValueError, naming the numbers, if the mesh's "model" axis does not divide
-    the heads, the hidden size or the intermediate size of `config`.
+    the heads, the hidden size, the intermediate size or the embedding width (ALBERT's, ELECTRA's) of `config`.
 
     Args:
         config: a `BertConfig`, a preset name, or a backbone (anything with its fields).
@@ -200,9 +200,9 @@ def check_mesh(config, mesh):
             raise ValueError(f"Unknown preset {config!r}; choose from {sorted(PRESETS)}.")
         config = PRESETS[config]
     shards = _model_dimension(mesh)
-    for field in ("num_heads", "hidden_dim", "intermediate_dim"):
-        value = getattr(config, field)
-        if value % shards:
+    for field in ("num_heads", "hidden_dim", "intermediate_dim", "embedding_dim"):
+        value = getattr(config, field, None)  # embedding_dim: None where the tables are hidden_dim wide
+        if value is not None and value % shards:
             raise ValueError(f"The mesh's model dimension {shards} does not divide {field}={value} of the "
                              f"model; choose a model dimension that divides {value}.")
 

@@ -25,12 +25,17 @@ def exact_gelu(x):
     return ops.gelu(x, approximate=False)
 
 
+# `TransformerEncoder`'s activations, by `kbert.config.ACTIVATIONS`' names: GELU's exact erf form (BERT's), its
+# tanh approximation (ALBERT's).
+ACTIVATION_FUNCTIONS = {"gelu": exact_gelu, "gelu_approximate": functools.partial(ops.gelu, approximate=True)}
+
+
 @keras.saving.register_keras_serializable(package="kbert")
 class TransformerEncoder(keras.layers.Layer):
     """One post-LayerNorm BERT block: self-attention and a GELU feed-forward, each residual.
 
     `x = LN(x + Dropout(Attention(x)))`, then `x = LN(x + Dropout(W2 GELU(W1 x)))`, with
-    GELU in its exact erf form, as in BERT.
+    GELU in its exact erf form, as in BERT, or its tanh approximation.
 
     Args:
         num_heads: int. Attention heads.
@@ -38,6 +43,7 @@ class TransformerEncoder(keras.layers.Layer):
         dropout: float. Dropout on attention probabilities and both residual branches.
         layer_norm_epsilon: float.
         kernel_initializer: initializer of every dense kernel.
+        activation: str. "gelu" (exact) or "gelu_approximate" (tanh).
 
     Example:
     >>> import numpy as np
@@ -53,9 +59,14 @@ class TransformerEncoder(keras.layers.Layer):
         dropout=0.1,
         layer_norm_epsilon=1e-12,
         kernel_initializer="glorot_uniform",
+        activation="gelu",
         **kwargs,
     ):
         super().__init__(**kwargs)
+        if activation not in ACTIVATION_FUNCTIONS:
+            raise ValueError(f"TransformerEncoder: activation must be one of {sorted(ACTIVATION_FUNCTIONS)}, "
+                             f"not {activation!r}.")
+        self.activation = activation
         self.num_heads = num_heads
         self.intermediate_dim = intermediate_dim
         self.dropout = dropout
@@ -90,7 +101,7 @@ class TransformerEncoder(keras.layers.Layer):
         # and no dropout layer called at all.
         attended = sublayer_call(self.self_attention, training)(inputs, padding_mask, training=training)
         x = sublayer_call(self.attention_layer_norm, training)(inputs + self._dropout(attended, training))
-        hidden = exact_gelu(sublayer_call(self.intermediate_dense, training)(x))
+        hidden = ACTIVATION_FUNCTIONS[self.activation](sublayer_call(self.intermediate_dense, training)(x))
         hidden = sublayer_call(self.output_dense, training)(hidden)
         return sublayer_call(self.output_layer_norm, training)(x + self._dropout(hidden, training))
 
@@ -152,4 +163,5 @@ class TransformerEncoder(keras.layers.Layer):
             "dropout": self.dropout,
             "layer_norm_epsilon": self.layer_norm_epsilon,
             "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            "activation": self.activation,
         }

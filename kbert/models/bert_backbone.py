@@ -14,12 +14,15 @@ INPUT_KEYS = ("token_ids", "segment_ids", "padding_mask")
 
 @keras.saving.register_keras_serializable(package="kbert")
 class BertBackbone(keras.Model):
-    """BERT encoder as a Keras functional model: embeddings, post-LN blocks, tanh pooler.
+    """BERT encoder as a Keras functional model: embeddings, post-LN blocks, tanh pooler; and RoBERTa's,
+    ALBERT's, ELECTRA's and DistilBERT's from the same layers, by the settings of `kbert.BertConfig` (a
+    projected embedding, blocks sharing weights, offset positions, no token types, no pooler).
 
     Inputs are a dict of int tensors of shape (batch, length): `token_ids`,
     `segment_ids` and `padding_mask` (1 for real tokens). Outputs are a dict:
-    `sequence_output` (batch, length, hidden_dim) and `pooled_output`
-    (batch, hidden_dim), the tanh-dense of the [CLS] vector (the layer `pooler`).
+    `sequence_output` (batch, length, hidden_dim) and, with `pooler=True` (not for
+    DistilBERT or ELECTRA), `pooled_output` (batch, hidden_dim), the tanh-dense of the
+    [CLS] vector (the layer `pooler`, None without one).
 
     Args: the fields of `kbert.BertConfig`, plus `dtype` (a Keras dtype policy
     such as "mixed_bfloat16"; None, the default, takes the global policy) and the usual
@@ -33,6 +36,11 @@ class BertBackbone(keras.Model):
     >>> batch["segment_ids"] = np.zeros((2, 8), "int32")
     >>> tuple(backbone(batch)["sequence_output"].shape)
     (2, 8, 128)
+    >>> albert = BertBackbone.from_preset("albert_base", num_layers=2, hidden_dim=64, num_heads=2)
+    >>> sorted(albert(batch)), tuple(albert.get_layer("embeddings_projection").kernel.shape)
+    (['pooled_output', 'sequence_output'], (128, 64))
+    >>> sorted(BertBackbone.from_preset("distilbert_base", num_layers=1)(batch))
+    ['sequence_output']
     """
 
     def __init__(
@@ -47,6 +55,12 @@ class BertBackbone(keras.Model):
         dropout=0.1,
         layer_norm_epsilon=1e-12,
         initializer_range=0.02,
+        family="bert",
+        embedding_dim=None,
+        num_layer_groups=None,
+        position_offset=0,
+        pooler=True,
+        activation="gelu",
         dtype=None,
         **kwargs,
     ):
@@ -62,50 +76,79 @@ class BertBackbone(keras.Model):
             dropout=dropout,
             layer_norm_epsilon=layer_norm_epsilon,
             initializer_range=initializer_range,
+            family=family,
+            embedding_dim=embedding_dim,
+            num_layer_groups=num_layer_groups,
+            position_offset=position_offset,
+            pooler=pooler,
+            activation=activation,
         )
         initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
+        width = embedding_dim or hidden_dim
 
         inputs = {key: keras.Input(shape=(None,), dtype="int32", name=key) for key in INPUT_KEYS}
         token_embedding = keras.layers.Embedding(
-            vocabulary_size, hidden_dim, embeddings_initializer=initializer,
+            vocabulary_size, width, embeddings_initializer=initializer,
             dtype=dtype, name="token_embedding",
         )
         x = token_embedding(inputs["token_ids"])
-        x = x + keras.layers.Embedding(
-            num_segments, hidden_dim, embeddings_initializer=initializer,
-            dtype=dtype, name="segment_embedding",
-        )(inputs["segment_ids"])
-        x = x + PositionEmbedding(
-            max_sequence_length, initializer=initializer, dtype=dtype, name="position_embedding"
-        )(x)
+        if num_segments:  # else the segment ids, all 0, add nothing (`check_inputs`)
+            x = x + keras.layers.Embedding(
+                num_segments, width, embeddings_initializer=initializer,
+                dtype=dtype, name="segment_embedding",
+            )(inputs["segment_ids"])
+        position_embedding = PositionEmbedding(
+            max_sequence_length + position_offset, initializer=initializer, offset=position_offset,
+            dtype=dtype, name="position_embedding",
+        )
+        x = x + (position_embedding(x, padding_mask=inputs["padding_mask"]) if position_offset
+                 else position_embedding(x))
         x = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=dtype, name="embeddings_layer_norm"
         )(x)
         x = Dropout(dropout, dtype=dtype, name="embeddings_dropout")(x)
-        for i in range(num_layers):
-            x = TransformerEncoder(
+        if embedding_dim is not None:
+            x = keras.layers.Dense(
+                hidden_dim, kernel_initializer=initializer, dtype=dtype, name="embeddings_projection",
+            )(x)
+        blocks = [
+            TransformerEncoder(
                 num_heads=num_heads,
                 intermediate_dim=intermediate_dim,
                 dropout=dropout,
                 layer_norm_epsilon=layer_norm_epsilon,
                 kernel_initializer=initializer,
+                activation=activation,
                 dtype=dtype,
-                name=f"transformer_layer_{i}",
-            )(x, padding_mask=inputs["padding_mask"])
-        pooler = keras.layers.Dense(
-            hidden_dim, activation="tanh", kernel_initializer=initializer,
-            dtype=dtype, name="pooled_dense",
-        )
-        outputs = {"sequence_output": x, "pooled_output": pooler(x[:, 0, :])}
+                name=f"transformer_layer_{group}",
+            )
+            for group in range(num_layer_groups or num_layers)
+        ]
+        for group in config.layer_groups:  # one layer called again where blocks share its weights
+            x = blocks[group](x, padding_mask=inputs["padding_mask"])
+        outputs = {"sequence_output": x}
+        pooler_layer = None
+        if pooler:
+            pooler_layer = keras.layers.Dense(
+                hidden_dim, activation="tanh", kernel_initializer=initializer,
+                dtype=dtype, name="pooled_dense",
+            )
+            outputs["pooled_output"] = pooler_layer(x[:, 0, :])
         super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
 
         self.config = config
         self._dtype_argument = None if dtype is None else keras.dtype_policies.get(dtype).name
         self.token_embedding = token_embedding
-        self.pooler = pooler
         self.torch_compiled = False  # kbert's compiled mode on torch: set by BertTask.compile(jit_compile=True)
         for name, value in config.to_dict().items():
             setattr(self, name, value)
+        self.pooler = pooler_layer  # the layer (None without one); `config.pooler` says whether there is one
+
+    @property
+    def transformer_layers(self):
+        """The blocks in the order the encoder calls them: `num_layers` of them, a block whose weights several
+        share (`num_layer_groups`) as often as it is called."""
+        return [self.get_layer(f"transformer_layer_{group}") for group in self.config.layer_groups]
 
     def call(self, inputs, training=None, mask=None):
         self.check_inputs(inputs)
@@ -155,10 +198,15 @@ class BertBackbone(keras.Model):
                 f"{self.max_sequence_length} (the model's learned positions); "
                 "truncate or split the text."
             )
-        for key, limit in (("token_ids", self.vocabulary_size), ("segment_ids", self.num_segments)):
+        for key, limit in (("token_ids", self.vocabulary_size), ("segment_ids", max(self.num_segments, 1))):
             values = _concrete_values(inputs[key])
             if values is not None and values.size and (values.min() < 0 or values.max() >= limit):
                 bad = values[(values < 0) | (values >= limit)]
+                if key == "segment_ids" and self.num_segments <= 1:
+                    raise ValueError(
+                        f"segment_ids must all be 0: this {self.family} model has no token types (num_segments="
+                        f"{self.num_segments}); got {bad.size} other id(s), e.g. {int(bad.flat[0])}. Encode text "
+                        "pairs as its tokenizer does, every segment id 0.")
                 raise ValueError(
                     f"{key} must lie in [0, {limit}); got {bad.size} id(s) outside it, "
                     f"e.g. {int(bad.flat[0])}. Was the text tokenized with this model's vocabulary?"
@@ -186,7 +234,8 @@ class BertBackbone(keras.Model):
             preset: str, path or `kbert.saving.ModelSource`, one of:
                 - a preset name from `kbert.PRESETS` (random weights);
                 - "all_minilm_l6_v2", the real pretrained checkpoint;
-                - a Hugging Face BERT folder (`config.json`, `model.safetensors`);
+                - a Hugging Face folder (`config.json`, `model.safetensors`) of BERT, RoBERTa, ALBERT,
+                  ELECTRA or DistilBERT;
                 - a kbert backbone folder written by `kbert.save_backbone` (e.g. by apps/pretrain.py);
                 - a task run folder (`model.keras`, e.g. from apps/qa.py): its fine-tuned backbone,
                   without the task's head, to fine-tune further;
@@ -204,7 +253,8 @@ class BertBackbone(keras.Model):
 
     @classmethod
     def from_hf(cls, path, **overrides):
-        """Loads a Hugging Face BERT folder: `config.json` + `model.safetensors`, no torch.
+        """Loads a Hugging Face folder of BERT or its family (`kbert.config.FAMILIES`): `config.json` +
+        `model.safetensors`, no torch.
 
         Args:
             path: folder of the checkpoint, or a `kbert.convert.HFCheckpoint` of it.
@@ -217,9 +267,9 @@ class BertBackbone(keras.Model):
         return backbone
 
     def export_to_transformers(self, path, tokenizer=None):
-        """Writes this backbone as a Hugging Face `BertModel` folder (config.json,
-        model.safetensors, and the `tokenizer`'s files if given) that `from_hf` and
-        `transformers.BertModel.from_pretrained` read back.
+        """Writes this backbone as a Hugging Face folder of its family's base model (`BertModel`, `RobertaModel`,
+        `AlbertModel`, `ElectraModel`, `DistilBertModel`: config.json, model.safetensors, and the `tokenizer`'s
+        files if given) that `from_hf` and `transformers.AutoModel.from_pretrained` read back.
 
         Example:
         >>> import tempfile

@@ -10,6 +10,7 @@ from kbert.tasks.bert_task import BertTask
 from kbert.tasks.bert_text_classifier_preprocessor import BertTextClassifierPreprocessor
 from kbert.tasks.raw_datasets import is_dataset
 from kbert.tasks.table_inputs import raw_inputs
+from kbert.tasks.unread_pooler import pooled_output
 from kbert_core.classification import EMPTY_TEXT, class_probabilities, is_blank
 from kbert_core.windows import combine_windows
 
@@ -78,7 +79,7 @@ class BertClassifier(BertTask):
             raise ValueError(f"label_names must be distinct: {twice} appear more than once in {list(label_names)} "
                              "(a class whose name is taken could never be a target).")
         inputs = backbone.input
-        x = backbone(inputs)["pooled_output"]
+        x = pooled_output(backbone, backbone(inputs), "BertClassifier")
         x = keras.layers.Dropout(dropout, name="head_dropout")(x)
         logits = keras.layers.Dense(
             num_classes, kernel_initializer=keras.initializers.TruncatedNormal(stddev=0.02),

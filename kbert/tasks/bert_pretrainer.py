@@ -7,6 +7,7 @@ from kbert.models.bert_backbone import INPUT_KEYS
 from kbert.tasks.bert_classifier import class_ids
 from kbert.tasks.bert_masked_lm_preprocessor import BertMaskedLMPreprocessor
 from kbert.tasks.bert_task import BertTask
+from kbert.tasks.unread_pooler import pooled_output
 
 
 @keras.saving.register_keras_serializable(package="kbert")
@@ -70,7 +71,7 @@ class BertPretrainer(BertTask):
         if next_sentence:
             outputs["nsp"] = keras.layers.Dense(
                 2, kernel_initializer=initializer, dtype="float32", name="nsp_head",
-            )(encoded["pooled_output"])
+            )(pooled_output(backbone, encoded, "BertPretrainer(next_sentence=True)"))
         super().__init__(inputs, outputs, backbone, preprocessor, config={"next_sentence": next_sentence},
                          **kwargs)
 

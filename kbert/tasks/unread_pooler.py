@@ -41,6 +41,24 @@ class UnreadPooler:
     def _unread_weights(self):
         """Ids of the backbone weights no output depends on: the pooler, for most tasks."""
         backbone = getattr(self, "backbone", None)
-        if backbone is None or self.reads_pooled_output:
+        if backbone is None or self.reads_pooled_output or backbone.pooler is None:
             return set()
         return {id(v) for v in backbone.pooler.weights}
+
+
+def pooled_output(backbone, outputs, task):
+    """`outputs["pooled_output"]` of `backbone`, which the head of `task` (its class name) reads; a backbone
+    without a pooler (ELECTRA's, DistilBERT's) raises a ValueError naming its family.
+
+    Example:
+    >>> from kbert import BertBackbone
+    >>> backbone = BertBackbone.from_preset("distilbert_base", num_layers=1)
+    >>> pooled_output(backbone, backbone(backbone.input), "BertClassifier")
+    Traceback (most recent call last):
+    ValueError: BertClassifier reads the backbone's pooled output, which a distilbert backbone has none of
+    (pooler=False): the distilbert family's own task heads are not built yet.
+    """
+    if backbone.pooler is None:
+        raise ValueError(f"{task} reads the backbone's pooled output, which a {backbone.family} backbone has none "
+                         f"of (pooler=False): the {backbone.family} family's own task heads are not built yet.")
+    return outputs["pooled_output"]

@@ -111,6 +111,9 @@ def test_check_mesh_hidden_and_intermediate():
     config = kbert.BertConfig(num_heads=4, hidden_dim=16, intermediate_dim=42)
     with pytest.raises(ValueError, match="does not divide intermediate_dim=42"):
         kbert.distribution.check_mesh(config, (1, 4))
+    config = kbert.BertConfig(num_heads=4, hidden_dim=16, intermediate_dim=48, embedding_dim=6)  # ALBERT's tables
+    with pytest.raises(ValueError, match="does not divide embedding_dim=6"):
+        kbert.distribution.check_mesh(config, (1, 4))
 
 
 def test_bad_names_meshes_and_backends(monkeypatch):

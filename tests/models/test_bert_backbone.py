@@ -168,3 +168,74 @@ def test_a_folder_of_no_known_kind_names_the_kinds_and_presets(tmp_path):
                                                         "a Hugging Face folder with config.json, a kbert folder "
                                                         "with backbone.keras or model.keras, nor a .keras file"):
                 load(init)
+
+
+# --- the family's settings (kbert.BertConfig): each a change of the same layers ------------------------------
+
+ALBERT_LIKE = {**TINY, "embedding_dim": 6, "num_layers": 3, "num_layer_groups": 1, "activation": "gelu_approximate"}
+
+
+def test_blocks_that_share_weights_compute_as_blocks_given_the_same_weights():
+    """One layer called three times (ALBERT's one group) is three blocks with equal weights, the embedding
+    projected up first; its weights are in the model once."""
+    shared = BertBackbone(**ALBERT_LIKE)
+    separate = BertBackbone(**{**ALBERT_LIKE, "num_layer_groups": None})
+    values = {w.path: ops.convert_to_numpy(w) for w in shared.weights}
+    for weight in separate.weights:
+        weight.assign(values[weight.path.replace("transformer_layer_1", "transformer_layer_0")
+                             .replace("transformer_layer_2", "transformer_layer_0")])
+    batch = tiny_batch()
+    for key, value in numpy_outputs(shared, batch).items():
+        np.testing.assert_allclose(value, numpy_outputs(separate, batch)[key], atol=1e-6)
+    block_weights = len(separate.get_layer("transformer_layer_1").weights)
+    assert len(shared.weights) == len(separate.weights) - 2 * block_weights
+    assert [layer.name for layer in shared.transformer_layers] == ["transformer_layer_0"] * 3
+    assert tuple(shared.get_layer("embeddings_projection").kernel.shape) == (6, 8)
+
+
+def test_shared_blocks_train_and_save(tmp_path):
+    """Rematerialized (the blocks recomputed in the backward pass) they train as without; a saved one loads back
+    with its settings and outputs."""
+    from kbert.training.remat import rematerialized
+
+    losses = []
+    for remat in (False, True):
+        keras.utils.set_random_seed(0)  # the same weights both times
+        with rematerialized(remat):
+            backbone = BertBackbone(**{**ALBERT_LIKE, "dropout": 0.0})
+        classifier = BertClassifier(backbone, 2, dropout=0.0)
+        classifier.compile(optimizer=keras.optimizers.SGD(0.1),
+                           loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        losses.append(classifier.fit(tiny_batch(), np.array([0, 1, 0]), epochs=3, verbose=0).history["loss"])
+    np.testing.assert_allclose(losses[0], losses[1], rtol=1e-5)
+    assert losses[0][-1] < losses[0][0]
+    backbone.save(tmp_path / "albert.keras")
+    back = keras.saving.load_model(tmp_path / "albert.keras")
+    assert back.get_config() == backbone.get_config() and back.num_layer_groups == 1
+    np.testing.assert_allclose(numpy_outputs(back, tiny_batch())["sequence_output"],
+                               numpy_outputs(backbone, tiny_batch())["sequence_output"], atol=1e-6)
+
+
+def test_without_segments_or_pooler_the_outputs_are_the_sequence_alone():
+    """DistilBERT's: no segment table (the segment ids, all 0, are still taken), no pooler and no `pooled_output`."""
+    backbone = BertBackbone(**TINY, num_segments=0, pooler=False)
+    batch = tiny_batch()
+    batch["segment_ids"][:] = 0
+    assert list(numpy_outputs(backbone, batch)) == ["sequence_output"]
+    assert backbone.pooler is None and not {"segment_embedding", "pooled_dense"} & {
+        layer.name for layer in backbone.layers}
+    with pytest.raises(ValueError, match=r"segment_ids must all be 0: this bert model has no token types "
+                                         r"\(num_segments=0\); got 2 other id\(s\), e.g. 1\."):
+        backbone(tiny_batch())
+
+
+def test_offset_positions_leave_real_positions_unchanged_by_padding():
+    """RoBERTa's positions count along the real tokens: padding in front of them changes nothing."""
+    backbone = BertBackbone(**TINY, position_offset=2, num_segments=1)
+    batch = tiny_batch()
+    batch["segment_ids"][:] = 0
+    shifted = {key: np.roll(value, 1, axis=1) for key, value in batch.items()}  # the first row's last id wraps
+    shifted["padding_mask"][0, 0] = 0  # padding in front: ids move one place to the right
+    out, moved = numpy_outputs(backbone, batch), numpy_outputs(backbone, shifted)
+    np.testing.assert_allclose(moved["sequence_output"][1:, 1:][batch["padding_mask"][1:, :-1] == 1],
+                               out["sequence_output"][1:, :-1][batch["padding_mask"][1:, :-1] == 1], atol=1e-5)

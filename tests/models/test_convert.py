@@ -49,9 +49,15 @@ def test_unknown_config_field_names_file_and_field(checkpoint):
 
 
 def test_other_activation_is_refused(checkpoint):
-    edit_config(checkpoint, hidden_act="gelu_new")
-    with pytest.raises(ValueError, match="hidden_act='gelu_new'"):
+    edit_config(checkpoint, hidden_act="relu")
+    with pytest.raises(ValueError, match=r"config\.json: hidden_act='relu' is not supported; kbert computes gelu, "
+                                         "gelu_new, gelu_pytorch_tanh"):
         BertBackbone.from_hf(checkpoint)
+
+
+def test_the_tanh_gelu_is_read_as_the_approximate_activation(checkpoint):
+    edit_config(checkpoint, hidden_act="gelu_pytorch_tanh")
+    assert BertBackbone.from_hf(checkpoint).activation == "gelu_approximate"
 
 
 def test_wrong_shape_names_the_weight(checkpoint):

@@ -232,7 +232,9 @@ def test_an_extra_weight_is_named(classifier_checkpoint):
 
 @pytest.mark.parametrize("changes, message", [
     ({"architectures": ["BertForNextSentencePrediction"]}, "BertForNextSentencePrediction.*is not supported"),
-    ({"model_type": "roberta"}, "model_type='roberta' is not supported"),
+    ({"model_type": "deberta-v2"}, "model_type='deberta-v2' is not supported; kbert reads bert, roberta, albert"),
+    ({"model_type": "roberta"}, r"architectures=\['BertForSequenceClassification'\] is not supported for "
+                                "model_type 'roberta'"),
     ({"problem_type": "ranking"}, "problem_type='ranking' is not supported"),
 ])
 def test_unsupported_checkpoints_are_refused_by_name(classifier_checkpoint, changes, message):
