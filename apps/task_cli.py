@@ -34,7 +34,20 @@ def task_parser(description=None):
 
 def add_train_command(commands, data_format, unit="examples", epochs=3, learning_rate=3e-5,
                       max_length=128, held_out=True):
-    """Adds the `train` command with the options every task takes; returns it to add more.
+    """Adds the `train` command with the options every task takes (`add_train_options`); returns it to add more.
+
+    Args:
+        commands: the subparsers of `task_parser`.
+        data_format, unit, epochs, learning_rate, max_length, held_out: as `add_train_options`'s.
+    """
+    train = commands.add_parser("train", help="fine-tune and write a run folder", formatter_class=HelpFormatter)
+    return add_train_options(train, data_format, unit, epochs, learning_rate, max_length, held_out)
+
+
+def add_train_options(train, data_format, unit="examples", epochs=3, learning_rate=3e-5, max_length=128,
+                      held_out=True, init=True):
+    """Adds the options every task's training takes to `train` (the `train` command of a task app, or the parser of
+    an app that only trains: apps/distill.py); returns it.
 
     Options: --data --init --out --epochs --batch-size --lr --max-length --mixed-precision
     --distribution --mesh --gradient-accumulation --remat (`add_distribution_options`) --limit
@@ -43,20 +56,21 @@ def add_train_command(commands, data_format, unit="examples", epochs=3, learning
     default, watched by early stopping). `validation_limit(args)` reads --validation-limit.
 
     Args:
-        commands: the subparsers of `task_parser`.
+        train: an argparse parser.
         data_format: str. What --data (and --valid) hold, for the help.
         unit: str. What --limit counts ("examples", "sentences", "questions").
         epochs, learning_rate, max_length: the task's defaults.
         held_out: bool. Add the validation options.
+        init: bool. Add --init (a distillation names its student otherwise).
     """
-    train = commands.add_parser("train", help="fine-tune and write a run folder", formatter_class=HelpFormatter)
     train.add_argument("--data", required=True, help=f"training {data_format}")
     if held_out:
         train.add_argument("--valid", help=f"validation {data_format} (default: a seeded split of --data)")
-    train.add_argument("--init", default="all_minilm_l6_v2",
-                       help="preset, 'all_minilm_l6_v2', a folder from apps/pretrain.py, or a run folder "
-                            "of a fine-tuned model (of the same task and labels: trained further, head "
-                            "included; of another: its backbone, with a new head)")
+    if init:
+        train.add_argument("--init", default="all_minilm_l6_v2",
+                           help="preset, 'all_minilm_l6_v2', a folder from apps/pretrain.py, or a run folder "
+                                "of a fine-tuned model (of the same task and labels: trained further, head "
+                                "included; of another: its backbone, with a new head)")
     train.add_argument("--out", required=True,
                        help="run folder to write (e.g. saved_models/NAME), checked before training; an existing "
                             "one must be a run folder (it is replaced at the end), and one run at a time writes it")

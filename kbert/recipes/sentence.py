@@ -53,7 +53,8 @@ MULTI_LABEL = SentenceProblem("multi_label", 1, multi_label=True)  # classes fro
 
 def train(problem, data, init, out, valid=None, max_length=DEFAULT_SEQUENCE_LENGTH, lora_rank=None,
           validation_fraction=0.1, limit=None, validation_limit=None, patience=1, labels=None, skip_bad_rows=False,
-          doc_stride=None, train_windows="first", window_pooling="mean", layout=None, callbacks=(), **training):
+          doc_stride=None, train_windows="first", window_pooling="mean", layout=None, callbacks=(), distillation=None,
+          **training):
     """Fine-tunes a `BertClassifier` with BERT's recipe and writes the run folder `out`.
 
     A thin layer over the task API: `BertClassifier.from_preset(init, ...)` builds the
@@ -94,6 +95,9 @@ def train(problem, data, init, out, valid=None, max_length=DEFAULT_SEQUENCE_LENG
         train_windows: "first" or "all". With `doc_stride`, the windows of a text that train.
         window_pooling: "mean" or "max". With `doc_stride`, how a text's window logits combine.
         skip_bad_rows: bool. Skip unreadable TSV rows (counted) instead of failing.
+        distillation: a `kbert.training.distillation.Distillation`, or None. Distil its teacher into the model
+            `init` names (its `student`) instead, on the teacher's outputs and the labels
+            (`kbert.recipes.distillation`); the run folder is the same.
         **training: the `kbert.training.fine_tuning.FineTuning` settings (epochs, batch_size, learning_rate,
             seed, mixed_precision, gradient_accumulation, remat, backup_steps, backup_minutes, restart, verbose;
             a backup of a run with other settings is refused, naming them, unless `restart`).
@@ -108,10 +112,11 @@ def train(problem, data, init, out, valid=None, max_length=DEFAULT_SEQUENCE_LENG
     read["label_names"] = train_examples.label_names
     valid_examples = read_sentences(valid, **read) if valid else None
 
-    model = training.task_model(
-        BertClassifier, init, num_classes=1 if problem.regression else len(train_examples.label_names),
-        label_names=train_examples.label_names, multi_label=problem.multi_label, sequence_length=max_length,
-        window_pooling=window_pooling)
+    arguments = dict(num_classes=1 if problem.regression else len(train_examples.label_names),
+                     label_names=train_examples.label_names, multi_label=problem.multi_label,
+                     sequence_length=max_length, window_pooling=window_pooling)
+    model = (distillation.student(training, init, **arguments) if distillation
+             else training.task_model(BertClassifier, init, **arguments))
     if doc_stride:
         model.preprocessor = BertTextClassifierPreprocessor(model.preprocessor.tokenizer,
                                                             model.preprocessor.sequence_length, doc_stride,
@@ -141,10 +146,15 @@ def train(problem, data, init, out, valid=None, max_length=DEFAULT_SEQUENCE_LENG
            "valid": str(valid) if valid else f"{validation_fraction:.0%} of data (seed {training.seed})",
            "train_examples": len(train_examples), "validation_examples": len(valid_examples),
            "label_names": model.label_names, "max_length": max_length, "doc_stride": doc_stride,
-           "train_windows": train_windows, "window_pooling": window_pooling, **(layout.settings() if layout else {})}
+           "train_windows": train_windows, "window_pooling": window_pooling, **(layout.settings() if layout else {}),
+           **(distillation.settings() if distillation else {})}
+    x, y, files, title = _inputs(train_examples), train_examples.labels, (data, valid), f"{problem.name} from {init}"
+    if distillation:
+        x, y = distillation.targets(model, x, y)  # the teacher's outputs, which the model's loss now holds
+        files, title = (*files, *distillation.files), f"{problem.name} distilled from {distillation.source} into {init}"
     metrics, validation = fine_tuning_run(
-        model, _inputs(train_examples), train_examples.labels, out, training, problem.name, run, inputs=(data, valid),
-        title=f"{problem.name} from {init}", data={"train": data, "validation": valid},
+        model, x, y, out, training, problem.name, run, inputs=files, title=title,
+        data={"train": data, "validation": valid},
         hyperparameters={"lora_rank": lora_rank, "patience": patience, "limit": limit,
                          "validation_limit": validation_limit},
         scorer=scorer, stopping=stopping, callbacks=callbacks)

@@ -8,6 +8,7 @@ from kbert.tasks import task_data
 from kbert.tasks.bert_preprocessor import text_pairs
 from kbert.tasks.bert_task import BertTask
 from kbert.tasks.bert_text_classifier_preprocessor import BertTextClassifierPreprocessor
+from kbert.tasks.distillation_loss import DistillationLoss, TeacherRows
 from kbert.tasks.raw_datasets import is_dataset
 from kbert.tasks.table_inputs import raw_inputs
 from kbert.tasks.unread_pooler import pooled_output
@@ -159,6 +160,11 @@ class BertClassifier(BertTask):
     def check_labels(self, y):
         if y is None:
             return None
+        if isinstance(y, TeacherRows):  # a student's rows into the outputs of its teacher, which its loss holds
+            if not isinstance(self.loss, DistillationLoss):
+                raise ValueError("BertClassifier.fit got TeacherRows as labels: compile the model with the "
+                                 "DistillationLoss that made them (loss=...), which reads the teacher's outputs.")
+            return np.asarray(y, "int32")
         if self.regression:
             scores = np.asarray(y, "float32").reshape(-1, 1)
             if not np.isfinite(scores).all():
@@ -206,6 +212,23 @@ class BertClassifier(BertTask):
             checks.append(tf.debugging.assert_equal(y, tf.round(y), message=message))
         with tf.control_dependencies(checks):
             return tf.identity(y)
+
+    def logits(self, x, batch_size=None, verbose=0):
+        """The model's outputs on the raw inputs `x` (texts, or `(texts, pairs)`), one row per text, before the
+        softmax or sigmoid of `predict`: logits (texts, classes), or a regressor's scores (texts, 1); a long text's
+        windows combined by `window_pooling`, as `predict` combines them (what a teacher gives a student:
+        `kbert.tasks.distillation_loss`).
+
+        Example:
+        >>> model = BertClassifier.from_preset("bert_tiny", num_classes=2)
+        >>> logits = model.logits(["a gripping film"])
+        >>> softmax = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+        >>> bool(np.allclose(softmax, model.predict(["a gripping film"], verbose=0), atol=1e-6))
+        True
+        """
+        prepared = self.preprocessor.prepare(raw_inputs(self, x, call="predict")[0])
+        batches = PaddedBatches(prepared.inputs, batch_size=batch_size or DEFAULT_BATCH_SIZE)
+        return self.combined_logits(batches.predict(self, verbose, token_outputs=False), prepared)
 
     def combined_logits(self, outputs, prepared):
         """The model's `outputs` (numpy) on the rows of `prepared`, one row per text: a long text's windows

@@ -51,10 +51,16 @@ class FineTuning:
 
     def task_model(self, task_class, init, **arguments):
         """`task_class.from_preset(init, **arguments)`, seeded, built in bfloat16 compute and with remat as asked,
-        and compiled with `bert_adamw` at `learning_rate` with `gradient_accumulation`."""
+        and compiled with `bert_adamw` at `learning_rate` with `gradient_accumulation` (`built`)."""
+        return self.built(lambda: task_class.from_preset(init, compile=False, **arguments))
+
+    def built(self, build):
+        """The uncompiled task model `build()` returns, built seeded, in bfloat16 compute and with remat as asked,
+        and compiled with `bert_adamw` at `learning_rate` with `gradient_accumulation` (a distillation's student:
+        `kbert.training.distillation`)."""
         keras.utils.set_random_seed(self.seed)
         with bfloat16_compute(self.mixed_precision), rematerialized(self.remat):
-            model = task_class.from_preset(init, compile=False, **arguments)
+            model = build()
         model.compile(optimizer=bert_adamw(self.learning_rate or model.default_learning_rate, total_steps=None,
                                            gradient_accumulation_steps=self.gradient_accumulation))
         return model
