@@ -10,8 +10,8 @@ import pytest
 
 from kbert.data.readers.conll import read_conll
 from tests.apps.test_app_errors import APPS, call
-from tests.data.test_squad import squad_rows
-from tests.data.test_tagged_table import CONLL2003_TAGS, conll2003_dataset
+from tests.data.readers.test_squad import squad_rows
+from tests.data.readers.test_tagged_table import CONLL2003_TAGS, conll2003_dataset
 from tests.recipes.conftest import write_conll, write_squad
 from tests.tasks.conftest import tiny_init, write_nli_tsv, write_sentiment_tsv  # noqa: F401 (a fixture)
 

@@ -52,7 +52,8 @@ def test_each_kind_is_told_apart(sources):
 
 def test_what_is_no_source_is_refused_naming_the_kinds(tmp_path):
     for path in (tmp_path / "missing", tmp_path):  # a path that does not exist, a folder holding nothing
-        with pytest.raises(FileNotFoundError, match=r"neither a preset \(bert_base, .*all_minilm_l6_v2\).*\.keras file"):
+        kinds = r"neither a preset \(albert_base, bert_base, .*roberta_base, all_minilm_l6_v2\).*\.keras file"
+        with pytest.raises(FileNotFoundError, match=kinds):
             model_source(path)
 
 
