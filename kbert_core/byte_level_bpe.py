@@ -7,9 +7,7 @@ import pathlib
 import re
 import unicodedata
 
-import numpy as np
-
-from kbert_core.wordpiece import kept_lengths
+from kbert_core.packing import Layout, pack
 
 SPECIAL_TOKENS = ("<s>", "<pad>", "</s>", "<unk>", "<mask>")
 CACHE_SIZE = 10_000  # words kept with their pieces, as Hugging Face's BPE cache
@@ -122,6 +120,7 @@ class ByteLevelBPE:
                                      "not in the vocabulary.")
             self.ranks[first, second] = rank  # a repeated pair takes its last rank, as in Hugging Face
         self.cls, self.sep, self.pad = (self.ids[t] for t in ("<s>", "</s>", "<pad>"))
+        self.layout = Layout.roberta(self.cls, self.sep, self.pad)
         self._byte_chars = bytes_to_unicode()
         self._pattern = gpt2_pattern()
         self._cache = {}
@@ -191,36 +190,9 @@ class ByteLevelBPE:
         padding), `offsets` (rows, max_length, 2) and `truncated` (bool per row). Truncation
         cuts pairs as Hugging Face does (`kept_lengths`).
         """
-        rows = [self.tokenize(text) for text in texts]
-        second = [self.tokenize(pair) for pair in pairs] if pairs is not None else None
-        out = {key: np.zeros((len(texts), max_length), "int32")
-               for key in ("token_ids", "segment_ids", "padding_mask", "word_ids")}
-        out["offsets"] = np.zeros((len(texts), max_length, 2), "int32")
-        out["token_ids"][:] = self.pad
-        out["word_ids"][:] = -1
-        out["truncated"] = np.zeros(len(texts), bool)
-        specials = 2 if second is None else 4
-        if max_length < specials:
-            raise ValueError(f"max_length={max_length} leaves no room for the {specials} special tokens.")
-        for r, row in enumerate(rows):
-            segments = [row] if second is None else [row, second[r]]
-            lengths = [len(s[0]) for s in segments]
-            kept = kept_lengths(lengths, max_length - specials, truncation, max_first_length)
-            out["truncated"][r] = sum(lengths) + specials > max_length
-            out["token_ids"][r, 0] = self.cls
-            position = 1
-            for s, ((ids, spans, word_ids), n) in enumerate(zip(segments, kept)):
-                if s:
-                    out["token_ids"][r, position] = self.sep
-                    position += 1
-                stop = position + n
-                out["token_ids"][r, position:stop] = ids[:n]
-                out["offsets"][r, position:stop] = spans[:n] if n else np.zeros((0, 2))
-                out["word_ids"][r, position:stop] = word_ids[:n]
-                out["token_ids"][r, stop] = self.sep
-                position = stop + 1
-            out["padding_mask"][r, :position] = 1
-        return out
+        second = None if pairs is None else [self.tokenize(pair) for pair in pairs]
+        return pack([self.tokenize(text) for text in texts], self.layout, max_length, second, truncation,
+                    max_first_length)
 
 
 def _merge(parts, ranks):

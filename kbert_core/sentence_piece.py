@@ -15,9 +15,7 @@ import re
 import struct
 import unicodedata
 
-import numpy as np
-
-from kbert_core.wordpiece import kept_lengths
+from kbert_core.packing import Layout, pack
 
 SPACE = "▁"  # U+2581: SentencePiece's mark of a word's start
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED = 1, 2, 3, 4  # SentencePiece's piece types
@@ -322,6 +320,7 @@ class SentencePiece:
         if self.unk != 1:
             raise ValueError(f"<unk> has id {self.unk}: Hugging Face's ALBERT tokenizer reads unknown characters as "
                              "id 1.")
+        self.layout = Layout.bert(self.cls, self.sep, self.pad)
         self.lowercase, self.keep_accents = lowercase, keep_accents
         self.charsmap = Charsmap(charsmap or b"")
         if split_pieces is None:
@@ -522,31 +521,9 @@ class SentencePiece:
         B and its [SEP]), `padding_mask`, `word_ids` (-1 on special tokens and padding), `offsets`
         (rows, max_length, 2) and `truncated` (bool per row).
         """
-        rows = [self.tokenize(text) for text in texts]
-        second = [self.tokenize(pair) for pair in pairs] if pairs is not None else None
-        out = {key: np.zeros((len(texts), max_length), "int32")
-               for key in ("token_ids", "segment_ids", "padding_mask", "word_ids")}
-        out["offsets"] = np.zeros((len(texts), max_length, 2), "int32")
-        out["token_ids"][:] = self.pad
-        out["word_ids"][:] = -1
-        out["truncated"] = np.zeros(len(texts), bool)
-        for r, row in enumerate(rows):
-            segments = [row] if second is None else [row, second[r]]
-            lengths = [len(s[0]) for s in segments]
-            kept = kept_lengths(lengths, max_length - len(segments) - 1, truncation, max_first_length)
-            out["truncated"][r] = sum(lengths) + len(segments) + 1 > max_length
-            position = 1
-            out["token_ids"][r, 0] = self.cls
-            for s, ((ids, spans, word_ids), n) in enumerate(zip(segments, kept)):
-                stop = position + n
-                out["token_ids"][r, position:stop] = ids[:n]
-                out["offsets"][r, position:stop] = spans[:n] if n else np.zeros((0, 2))
-                out["word_ids"][r, position:stop] = word_ids[:n]
-                out["segment_ids"][r, position : stop + 1] = s
-                out["token_ids"][r, stop] = self.sep
-                position = stop + 1
-            out["padding_mask"][r, :position] = 1
-        return out
+        second = None if pairs is None else [self.tokenize(pair) for pair in pairs]
+        return pack([self.tokenize(text) for text in texts], self.layout, max_length, second, truncation,
+                    max_first_length)
 
 
 @functools.lru_cache(maxsize=65536)

@@ -4,7 +4,7 @@ import functools
 import pathlib
 import unicodedata
 
-import numpy as np
+from kbert_core.packing import Layout, pack
 
 MAX_WORD_CHARS = 100
 # Rust's `char::is_whitespace` (the White_Space property) minus the control characters,
@@ -73,6 +73,7 @@ class WordPiece:
         self.ids = {token: i for i, token in enumerate(vocabulary)}
         self.lowercase = lowercase
         self.unk, self.cls, self.sep, self.pad = (self.ids[t] for t in ("[UNK]", "[CLS]", "[SEP]", "[PAD]"))
+        self.layout = Layout.bert(self.cls, self.sep, self.pad)
 
     def tokenize(self, text):
         """(ids, [start, end) char spans, word indices) of one text's pieces, no special tokens."""
@@ -114,58 +115,11 @@ class WordPiece:
         return pieces
 
     def encode(self, texts, pairs=None, max_length=128, truncation="longest_first", max_first_length=None):
-        """Packs `[CLS] A [SEP] (B [SEP])`, padded to `max_length`: int32 arrays like kbert's tokenizer.
+        """Packs `[CLS] A [SEP] (B [SEP])`, padded with [PAD] to `max_length`: int32 arrays like kbert's tokenizer.
 
         Returns dict `token_ids`, `segment_ids`, `padding_mask`, `word_ids` (-1 on special
         tokens and padding), `offsets` (rows, max_length, 2) and `truncated` (bool per row).
         """
-        rows = [self.tokenize(text) for text in texts]
-        second = [self.tokenize(pair) for pair in pairs] if pairs is not None else None
-        out = {key: np.zeros((len(texts), max_length), "int32")
-               for key in ("token_ids", "segment_ids", "padding_mask", "word_ids")}
-        out["offsets"] = np.zeros((len(texts), max_length, 2), "int32")
-        out["word_ids"][:] = -1
-        out["truncated"] = np.zeros(len(texts), bool)
-        for r, row in enumerate(rows):
-            segments = [row] if second is None else [row, second[r]]
-            lengths = [len(s[0]) for s in segments]
-            kept = kept_lengths(lengths, max_length - len(segments) - 1, truncation, max_first_length)
-            out["truncated"][r] = sum(lengths) + len(segments) + 1 > max_length
-            position = 1
-            out["token_ids"][r, 0] = self.cls
-            for s, ((ids, spans, word_ids), n) in enumerate(zip(segments, kept)):
-                stop = position + n
-                out["token_ids"][r, position:stop] = ids[:n]
-                out["offsets"][r, position:stop] = spans[:n] if n else np.zeros((0, 2))
-                out["word_ids"][r, position:stop] = word_ids[:n]
-                out["segment_ids"][r, position : stop + 1] = s
-                out["token_ids"][r, stop] = self.sep
-                position = stop + 1
-            out["padding_mask"][r, :position] = 1
-        return out
-
-
-def kept_lengths(lengths, budget, truncation="longest_first", max_first_length=None):
-    """Tokens kept per segment: the rule of `kbert.text.packing.truncation_lengths` (Hugging Face's), on ints.
-
-    Example:
-    >>> kept_lengths([5, 5], 5), kept_lengths([5, 5], 5, "only_second")
-    ([2, 3], [5, 0])
-    """
-    if len(lengths) == 1:
-        return [min(lengths[0], budget)]
-    first, second = lengths
-    if max_first_length is not None:
-        first = min(first, max_first_length)
-    if truncation == "only_second" or max_first_length is not None:
-        kept = min(first, budget)
-        return [kept, min(second, max(budget - kept, 0))]
-    shorter = min(first, second)
-    longer_kept = shorter if shorter > budget else max(shorter, budget - shorter)
-    if shorter + longer_kept > budget:
-        shorter_kept, longer_kept = budget // 2, budget // 2 + budget % 2
-    else:
-        shorter_kept = shorter
-    if first > second:
-        return [min(first, longer_kept), min(second, shorter_kept)]
-    return [min(first, shorter_kept), min(second, longer_kept)]
+        second = None if pairs is None else [self.tokenize(pair) for pair in pairs]
+        return pack([self.tokenize(text) for text in texts], self.layout, max_length, second, truncation,
+                    max_first_length)

@@ -1,8 +1,10 @@
-"""Truncating and packing token rows into `[CLS] A [SEP] B [SEP]`, in ops TFLite runs."""
+"""Truncating and packing token rows into `[CLS] A [SEP] B [SEP]`, in ops TFLite runs, and what kbert's in-graph
+tokenizers share: their `encode` (`encode_texts`) and their call on Python strings (`encode_batch`)."""
 
 import tensorflow as tf
 
 TRUNCATIONS = ("longest_first", "only_second")
+PADDINGS = ("max_length", "longest")
 
 
 def truncation_lengths(lengths, budget, truncation="longest_first"):
@@ -89,3 +91,115 @@ def pack_segments(segments, kept, start_row, end_row, pad_row, width):
     # A select, not a cast: with a cast from bool, the TFLite converter emitted a bool
     # zeros_like (for Embedding's index check), which TFLite lacks.
     return packed, tf.where(second, 1, 0), padding_mask
+
+
+def encode_texts(tokenize, texts, pairs, special_ids, max_length, padding="max_length", truncation="longest_first",
+                 *, max_first_length=None, return_lengths=False, pad_to_multiple_of=None, columns=None):
+    """Tokenizes string tensors with `tokenize`, truncates and packs them: the `encode` of kbert's in-graph tokenizers.
+
+    Args:
+        tokenize: function from a string tensor (batch,) to `(values, row_splits)` as `pack_segments`
+            takes them: each token's id, then its values of `columns`.
+        texts: string tensor of shape (batch,) or () (then the outputs lose the batch axis).
+        pairs: None or a string tensor shaped like `texts`.
+        special_ids: (cls, sep, pad). The ids of [CLS], [SEP] and padding.
+        max_length, padding, truncation, max_first_length, return_lengths, pad_to_multiple_of: as
+            `kbert.text.BertTokenizer.encode` takes them.
+        columns: None or dict {name: value on special tokens and padding}: the tokens' further
+            columns, in order. An int is one column (output (batch, width)); a list of n ints, n
+            columns (output (batch, width, n)).
+
+    Returns:
+        dict of int32 tensors `token_ids`, `segment_ids`, `padding_mask`, the `columns` and, with
+        `return_lengths`, `lengths` (batch,) and `segment_lengths` (batch, segments): the tokens
+        before truncation, of each row (special tokens included) and of each of its texts.
+
+    Example:
+    >>> def characters(texts):  # a token per character, its code point as id, and its index as a column
+    ...     chars = tf.strings.unicode_decode(texts, "UTF-8")
+    ...     index = tf.cast(tf.ragged.range(chars.row_lengths()).flat_values, tf.int32)
+    ...     return tf.stack([chars.flat_values, index], 1), tf.cast(chars.row_splits, tf.int32)
+    >>> out = encode_texts(characters, tf.constant(["ab", "c"]), tf.constant(["d", ""]), (1, 2, 0), max_length=6,
+    ...                    padding="longest", columns={"index": -1})
+    >>> out["token_ids"].numpy().tolist(), out["index"].numpy().tolist()
+    ([[1, 97, 98, 2, 100, 2], [1, 99, 2, 2, 0, 0]], [[-1, 0, 1, -1, 0, -1], [-1, 0, -1, -1, -1, -1]])
+    """
+    if padding not in PADDINGS:
+        raise ValueError(f"padding must be one of {PADDINGS}, got {padding!r}.")
+    if truncation not in TRUNCATIONS:
+        raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {truncation!r}.")
+    texts = tf.convert_to_tensor(texts, tf.string)
+    scalar = texts.shape.rank == 0
+    segments = [texts] if pairs is None else [texts, tf.convert_to_tensor(pairs, tf.string)]
+    if scalar:
+        segments = [segment[tf.newaxis] for segment in segments]
+    budget = max_length - len(segments) - 1
+    if budget < 0:
+        raise ValueError(f"max_length={max_length} leaves no room for the special tokens.")
+    rows = [tokenize(segment) for segment in segments]
+    lengths = [row_splits[1:] - row_splits[:-1] for _, row_splits in rows]
+    cut = lengths if max_first_length is None else [tf.minimum(lengths[0], max_first_length), *lengths[1:]]
+    kept = truncation_lengths(cut, budget, truncation)
+    width = max_length
+    if padding == "longest":
+        width = tf.reduce_max(tf.concat([sum(kept) + len(segments) + 1, [0]], 0))
+        if pad_to_multiple_of:
+            width = tf.minimum(-(-width // pad_to_multiple_of) * pad_to_multiple_of, max_length)
+    columns = columns or {}
+    specials = [v for value in columns.values() for v in (value if isinstance(value, list) else [value])]
+    cls, sep, pad = special_ids
+    packed, segment_ids, padding_mask = pack_segments(
+        rows, kept, [cls, *specials], [sep, *specials], [pad, *specials], width)
+    outputs = {"token_ids": packed[..., 0], "segment_ids": segment_ids,
+               "padding_mask": tf.cast(padding_mask, tf.int32)}
+    column = 1
+    for name, value in columns.items():
+        if isinstance(value, list):
+            outputs[name] = packed[..., column : column + len(value)]
+            column += len(value)
+        else:
+            outputs[name] = packed[..., column]
+            column += 1
+    if return_lengths:
+        outputs["lengths"] = sum(lengths) + len(segments) + 1
+        outputs["segment_lengths"] = tf.stack(lengths, axis=-1)
+    return {key: value[0] for key, value in outputs.items()} if scalar else outputs
+
+
+def encode_batch(encode, graphs, texts, pairs=None, **options):
+    """Runs a tokenizer's `encode` on Python strings, in one `tf.function` per `options` (kept in the dict `graphs`),
+    and returns numpy arrays: what calling kbert's in-graph tokenizers does.
+
+    A str is a batch of one. Bytes are decoded as UTF-8, with each invalid sequence read as U+FFFD;
+    a lone surrogate in a str counts as "?". Anything else raises a TypeError naming the text.
+
+    Example:
+    >>> def encode(texts, pairs=None, unit="BYTE"):
+    ...     return {"length": tf.strings.length(texts, unit)}
+    >>> encode_batch(encode, {}, ["ab", b"c\\xff"]), encode_batch(encode, {}, "né", unit="UTF8_CHAR")
+    ({'length': array([2, 4], dtype=int32)}, {'length': array([2], dtype=int32)})
+    """
+    texts = _utf8_batch(texts, "texts")
+    inputs = [texts] if pairs is None else [texts, _utf8_batch(pairs, "pairs")]
+    if len(inputs[-1]) != len(texts):
+        raise ValueError(f"Got {len(texts)} texts but {len(inputs[-1])} pairs.")
+    key = (len(inputs), *sorted(options.items()))
+    if key not in graphs:
+        graphs[key] = tf.function(lambda *segments: encode(*segments, **options),
+                                  input_signature=[tf.TensorSpec([None], tf.string)] * len(inputs))
+    outputs = graphs[key](*[tf.constant(batch, tf.string) for batch in inputs])
+    return {name: value.numpy() for name, value in outputs.items()}
+
+
+def _utf8_batch(texts, name):
+    """A list of valid UTF-8 bytes from a str, bytes or a sequence of them."""
+    if isinstance(texts, (str, bytes)):
+        texts = [texts]
+    batch = []
+    for i, text in enumerate(texts):
+        if isinstance(text, bytes):
+            text = text.decode("utf-8", "replace")
+        if not isinstance(text, str):
+            raise TypeError(f"{name}[{i}] is {type(text).__name__}, not str: pass '' for an empty text.")
+        batch.append(text.encode("utf-8", "replace"))
+    return batch

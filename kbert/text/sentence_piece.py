@@ -21,12 +21,11 @@ import tensorflow_text as tf_text
 
 from kbert.config import DEFAULT_SEQUENCE_LENGTH
 from kbert.text.double_array import build_double_array
-from kbert.text.packing import TRUNCATIONS, pack_segments, truncation_lengths
+from kbert.text.packing import encode_batch, encode_texts
 from kbert_core.sentence_piece import SPACE, USER_DEFINED, WHITE_SPACE, SentencePiece
 
 # The tensorflow-text op in `SentencePieceTokenizer.encode`'s graph, which TFLite runs as a custom op.
 CUSTOM_OPS = ("TFText>FastSentencepieceTokenize",)
-PADDINGS = ("max_length", "longest")
 _PLACEHOLDERS = 0xF0000  # Supplementary Private Use Area-A: the user-defined symbols' stand-ins
 _UNKNOWN = "\U0010FFFD"  # what a stand-in typed in a text becomes: a character no model holds
 
@@ -113,18 +112,8 @@ class SentencePieceTokenizer:
         >>> out["token_ids"].tolist(), out["segment_ids"].tolist()
         ([[2, 5, 3, 5, 5, 3], [2, 5, 3, 3, 0, 0]], [[0, 0, 0, 1, 1, 1], [0, 0, 0, 1, 0, 0]])
         """
-        texts = _utf8_batch(texts)
-        inputs = [texts] if pairs is None else [texts, _utf8_batch(pairs)]
-        if len(inputs[-1]) != len(texts):
-            raise ValueError(f"Got {len(texts)} texts but {len(inputs[-1])} pairs.")
-        options = (len(inputs), max_length, padding, truncation, return_lengths)
-        if options not in self._graphs:
-            self._graphs[options] = tf.function(
-                lambda *segments: self.encode(*segments, max_length=max_length, padding=padding,
-                                              truncation=truncation, return_lengths=return_lengths),
-                input_signature=[tf.TensorSpec([None], tf.string)] * len(inputs))
-        outputs = self._graphs[options](*[tf.constant(batch, tf.string) for batch in inputs])
-        return {key: value.numpy() for key, value in outputs.items()}
+        return encode_batch(self.encode, self._graphs, texts, pairs, max_length=max_length, padding=padding,
+                            truncation=truncation, return_lengths=return_lengths)
 
     def encode(self, texts, pairs=None, max_length=DEFAULT_SEQUENCE_LENGTH, padding="max_length",
                truncation="longest_first", *, max_first_length=None, return_lengths=False):
@@ -136,37 +125,15 @@ class SentencePieceTokenizer:
         >>> SentencePieceTokenizer(SentencePiece(pieces, b"")).encode("hi hi hi", max_length=4)["token_ids"]
         <tf.Tensor: shape=(4,), dtype=int32, numpy=array([2, 5, 5, 3], dtype=int32)>
         """
-        if padding not in PADDINGS:
-            raise ValueError(f"padding must be one of {PADDINGS}, got {padding!r}.")
-        if truncation not in TRUNCATIONS:
-            raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {truncation!r}.")
-        texts = tf.convert_to_tensor(texts, tf.string)
-        scalar = texts.shape.rank == 0
-        segments = [texts] if pairs is None else [texts, tf.convert_to_tensor(pairs, tf.string)]
-        if scalar:
-            segments = [segment[tf.newaxis] for segment in segments]
-        budget = max_length - len(segments) - 1
-        if budget < 0:
-            raise ValueError(f"max_length={max_length} leaves no room for the special tokens.")
-        rows = []
-        for segment in segments:
-            pieces = self._tokenizer.tokenize(segment)
-            ids = tf.gather(self._lookup, tf.cast(pieces.flat_values, tf.int32))
-            rows.append((ids[:, tf.newaxis], tf.cast(pieces.row_splits, tf.int32)))
-        lengths = [row_splits[1:] - row_splits[:-1] for _, row_splits in rows]
-        cut = lengths if max_first_length is None else [tf.minimum(lengths[0], max_first_length), *lengths[1:]]
-        kept = truncation_lengths(cut, budget, truncation)
-        width = max_length
-        if padding == "longest":
-            width = tf.reduce_max(tf.concat([sum(kept) + len(segments) + 1, [0]], 0))
-        packed, segment_ids, padding_mask = pack_segments(
-            rows, kept, [self.cls_token_id], [self.sep_token_id], [self.pad_token_id], width)
-        outputs = {"token_ids": packed[..., 0], "segment_ids": segment_ids,
-                   "padding_mask": tf.cast(padding_mask, tf.int32)}
-        if return_lengths:
-            outputs["lengths"] = sum(lengths) + len(segments) + 1
-            outputs["segment_lengths"] = tf.stack(lengths, axis=-1)
-        return {key: value[0] for key, value in outputs.items()} if scalar else outputs
+        return encode_texts(self._tokenize, texts, pairs, (self.cls_token_id, self.sep_token_id, self.pad_token_id),
+                            max_length, padding, truncation, max_first_length=max_first_length,
+                            return_lengths=return_lengths)
+
+    def _tokenize(self, texts):
+        """Flat pieces with Hugging Face's ids: int32 (pieces, 1), row_splits."""
+        pieces = self._tokenizer.tokenize(texts)
+        ids = tf.gather(self._lookup, tf.cast(pieces.flat_values, tf.int32))
+        return ids[:, tf.newaxis], tf.cast(pieces.row_splits, tf.int32)
 
 
 def op_model(sentence_piece):
@@ -248,17 +215,3 @@ def _varint(value):
         value >>= 7
     out.append(value)
     return bytes(out)
-
-
-def _utf8_batch(texts):
-    """A list of valid UTF-8 bytes from a str, bytes or a sequence of them (as `BertTokenizer`'s call)."""
-    if isinstance(texts, (str, bytes)):
-        texts = [texts]
-    batch = []
-    for i, text in enumerate(texts):
-        if isinstance(text, bytes):
-            text = text.decode("utf-8", "replace")
-        if not isinstance(text, str):
-            raise TypeError(f"texts[{i}] is {type(text).__name__}, not str: pass '' for an empty text.")
-        batch.append(text.encode("utf-8", "replace"))
-    return batch

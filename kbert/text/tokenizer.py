@@ -10,11 +10,10 @@ import tensorflow_text as tf_text
 from kbert.config import DEFAULT_SEQUENCE_LENGTH
 from kbert.saving import model_source
 from kbert.text.bert_normalizer import fast_bert_normalizer_model
-from kbert.text.packing import TRUNCATIONS, pack_segments, truncation_lengths
+from kbert.text.packing import encode_batch, encode_texts
 from kbert.text.wordpieces import merge_long_words, to_char_offsets
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
-PADDINGS = ("max_length", "longest")
 MAX_WORD_CHARS = 100  # longer words become one [UNK], as in BERT
 # The tensorflow-text ops in `BertTokenizer.encode`'s graph, which TFLite runs as custom ops.
 CUSTOM_OPS = ("FastBertNormalize", "FastWordpieceTokenizeWithOffsets",
@@ -209,19 +208,8 @@ class BertTokenizer:
         >>> tokenizer(["hi hi hi"], max_length=4, return_lengths=True)["lengths"].tolist()
         [5]
         """
-        texts = _utf8_batch(texts, "texts")
-        inputs = [texts] if pairs is None else [texts, _utf8_batch(pairs, "pairs")]
-        if len(inputs[-1]) != len(texts):
-            raise ValueError(f"Got {len(texts)} texts but {len(inputs[-1])} pairs.")
-        options = (len(inputs), max_length, padding, truncation, return_offsets, return_lengths)
-        if options not in self._graphs:
-            self._graphs[options] = tf.function(
-                lambda *segments: self.encode(*segments, max_length=max_length, padding=padding,
-                                              truncation=truncation, return_offsets=return_offsets,
-                                              return_lengths=return_lengths),
-                input_signature=[tf.TensorSpec([None], tf.string)] * len(inputs))
-        outputs = self._graphs[options](*[tf.constant(batch, tf.string) for batch in inputs])
-        return {key: value.numpy() for key, value in outputs.items()}
+        return encode_batch(self.encode, self._graphs, texts, pairs, max_length=max_length, padding=padding,
+                            truncation=truncation, return_offsets=return_offsets, return_lengths=return_lengths)
 
     def encode(self, texts, pairs=None, max_length=DEFAULT_SEQUENCE_LENGTH, padding="max_length",
                truncation="longest_first", return_offsets=False, *, max_first_length=None,
@@ -259,40 +247,11 @@ class BertTokenizer:
         >>> int(tokenizer.encode("hi hi hi", max_length=4, return_lengths=True)["lengths"])
         5
         """
-        if padding not in PADDINGS:
-            raise ValueError(f"padding must be one of {PADDINGS}, got {padding!r}.")
-        if truncation not in TRUNCATIONS:
-            raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {truncation!r}.")
-        texts = tf.convert_to_tensor(texts, tf.string)
-        scalar = texts.shape.rank == 0
-        segments = [texts] if pairs is None else [texts, tf.convert_to_tensor(pairs, tf.string)]
-        if scalar:
-            segments = [segment[tf.newaxis] for segment in segments]
-        budget = max_length - len(segments) - 1
-        if budget < 0:
-            raise ValueError(f"max_length={max_length} leaves no room for the special tokens.")
-        rows = [self._tokenize(segment, return_offsets) for segment in segments]
-        lengths = [row_splits[1:] - row_splits[:-1] for _, row_splits in rows]
-        cut = lengths if max_first_length is None else [
-            tf.minimum(lengths[0], max_first_length), *lengths[1:]]
-        kept = truncation_lengths(cut, budget, truncation)
-        width = max_length
-        if padding == "longest":
-            width = tf.reduce_max(tf.concat([sum(kept) + len(segments) + 1, [0]], 0))
-            if pad_to_multiple_of:
-                width = tf.minimum(-(-width // pad_to_multiple_of) * pad_to_multiple_of, max_length)
-        specials = [0, 0, -1] if return_offsets else []  # offsets (0, 0), word id -1
-        packed, segment_ids, padding_mask = pack_segments(
-            rows, kept, [self.cls_token_id, *specials], [self.sep_token_id, *specials],
-            [self.pad_token_id, *specials], width)
-        outputs = {"token_ids": packed[..., 0], "segment_ids": segment_ids,
-                   "padding_mask": tf.cast(padding_mask, tf.int32)}
-        if return_offsets:
-            outputs.update(offsets=packed[..., 1:3], word_ids=packed[..., 3])
-        if return_lengths:
-            outputs["lengths"] = sum(lengths) + len(segments) + 1
-            outputs["segment_lengths"] = tf.stack(lengths, axis=-1)
-        return {key: value[0] for key, value in outputs.items()} if scalar else outputs
+        return encode_texts(
+            lambda segment: self._tokenize(segment, return_offsets), texts, pairs,
+            (self.cls_token_id, self.sep_token_id, self.pad_token_id), max_length, padding, truncation,
+            max_first_length=max_first_length, return_lengths=return_lengths, pad_to_multiple_of=pad_to_multiple_of,
+            columns={"offsets": [0, 0], "word_ids": -1} if return_offsets else None)  # offsets (0, 0), word id -1
 
     def _tokenize(self, texts, return_offsets):
         """Flat wordpieces: int32 (pieces, columns) [id(, start, end, word id)], row_splits."""
@@ -316,18 +275,3 @@ def _read_vocabulary(vocabulary):
         tokens = text.split("\n")
         return tokens[:-1] if tokens[-1] == "" else tokens
     return [str(token) for token in vocabulary]
-
-
-def _utf8_batch(texts, name):
-    """A list of valid UTF-8 bytes from a str, bytes or a sequence of them."""
-    if isinstance(texts, (str, bytes)):
-        texts = [texts]
-    batch = []
-    for i, text in enumerate(texts):
-        if isinstance(text, bytes):
-            text = text.decode("utf-8", "replace")
-        if not isinstance(text, str):
-            raise TypeError(f"{name}[{i}] is {type(text).__name__}, not str: pass '' for an "
-                            "empty text.")
-        batch.append(text.encode("utf-8", "replace"))
-    return batch

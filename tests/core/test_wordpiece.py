@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 
-from kbert_core import WordPiece, kept_lengths
+from kbert_core import WordPiece
 
 pytestmark = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")
 
@@ -50,10 +50,3 @@ def test_tokenize_gives_whole_texts(tokenizers):
         assert words == expected["word_ids"][i, 1 : n + 1].tolist()
     assert wordpiece.tokenize("x" * 101) == ([wordpiece.unk], [(0, 101)], [0])
 
-
-def test_kept_lengths_by_hand():
-    assert kept_lengths([10], 6) == [6]
-    assert kept_lengths([2, 10], 6) == [2, 4]  # the longer gives way
-    assert kept_lengths([10, 10], 7) == [3, 4]  # both too long: halves, the odd token to the second
-    assert kept_lengths([9, 4], 7, "only_second") == [7, 0]
-    assert kept_lengths([9, 4], 7, max_first_length=3) == [3, 4]

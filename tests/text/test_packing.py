@@ -1,10 +1,11 @@
-"""kbert.text.packing: Hugging Face's truncation rule and [CLS] A [SEP] B [SEP] packing, by hand."""
+"""kbert.text.packing: Hugging Face's truncation rule, [CLS] A [SEP] B [SEP] packing, `encode_texts` and
+`encode_batch`, by hand."""
 
 import keras
 import pytest
 import tensorflow as tf
 
-from kbert.text.packing import pack_segments, truncation_lengths
+from kbert.text.packing import encode_batch, encode_texts, pack_segments, truncation_lengths
 
 once = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")
 
@@ -56,3 +57,47 @@ def test_pack_one_segment_and_a_batch_of_empty_texts():
     packed, _, padding_mask = pack_segments([empty], [tf.constant([0, 0])], [1], [2], [0], width=3)
     assert packed[..., 0].numpy().tolist() == [[1, 2, 0]] * 2
     assert padding_mask.numpy().tolist() == [[True, True, False]] * 2
+
+
+def characters(texts):
+    """A token per character: its code point, then (index, -index) as two columns."""
+    chars = tf.strings.unicode_decode(texts, "UTF-8")
+    index = tf.cast(tf.ragged.range(chars.row_lengths()).flat_values, tf.int32)
+    return tf.stack([chars.flat_values, index, -index], 1), tf.cast(chars.row_splits, tf.int32)
+
+
+@once
+def test_encode_texts_columns_scalars_and_widths():
+    out = encode_texts(characters, "abc", None, (1, 2, 0), max_length=4, columns={"both": [7, 8]},
+                       return_lengths=True)
+    assert out["token_ids"].numpy().tolist() == [1, 97, 98, 2]
+    assert out["both"].numpy().tolist() == [[7, 8], [0, 0], [1, -1], [7, 8]]
+    assert (int(out["lengths"]), out["segment_lengths"].numpy().tolist()) == (5, [3])
+    texts = tf.constant(["a", "abcdefg"])
+    widths = [encode_texts(characters, texts[:n], None, (1, 2, 0), 8, "longest", pad_to_multiple_of=3)
+              ["token_ids"].shape[1] for n in (1, 2)]
+    assert widths == [3, 8]  # 3 tokens: 3; 8 tokens round up to 9, over max_length: 8
+    out = encode_texts(characters, texts, texts, (1, 2, 0), 6, truncation="only_second", max_first_length=1)
+    assert out["token_ids"].numpy().tolist() == [[1, 97, 2, 97, 2, 0], [1, 97, 2, 97, 98, 2]]
+    for options, message in (({"padding": "shortest"}, "padding must be one of"),
+                             ({"truncation": "only_first"}, "truncation must be one of"),
+                             ({"max_length": 2}, "leaves no room")):
+        with pytest.raises(ValueError, match=message):
+            encode_texts(characters, texts, texts, (1, 2, 0), **{"max_length": 6, **options})
+
+
+@once
+def test_encode_batch_caches_a_graph_per_options_and_names_bad_texts():
+    def encode(texts, pairs=None, max_length=4):
+        return encode_texts(characters, texts, pairs, (1, 2, 0), max_length)
+
+    graphs = {}
+    out = encode_batch(encode, graphs, ["ab", b"\xffc"], ["d", "e"], max_length=5)
+    assert out["token_ids"].tolist() == [[1, 97, 2, 100, 2], [1, 0xFFFD, 2, 101, 2]]
+    encode_batch(encode, graphs, "x", max_length=5)
+    encode_batch(encode, graphs, ["y", "z"], max_length=5)
+    assert len(graphs) == 2  # (one segment or two) x max_length=5
+    with pytest.raises(TypeError, match=r"pairs\[1\] is NoneType, not str"):
+        encode_batch(encode, graphs, ["a", "b"], ["c", None])
+    with pytest.raises(ValueError, match="Got 2 texts but 1 pairs"):
+        encode_batch(encode, graphs, ["a", "b"], ["c"])
