@@ -141,8 +141,9 @@ class BertBackbone(keras.Model):
         self.token_embedding = token_embedding
         self.torch_compiled = False  # kbert's compiled mode on torch: set by BertTask.compile(jit_compile=True)
         for name, value in config.to_dict().items():
-            setattr(self, name, value)
-        self.pooler = pooler_layer  # the layer (None without one); `config.pooler` says whether there is one
+            if name != "pooler":  # `pooler` is the layer (None without one); `config.pooler` says whether there is one
+                setattr(self, name, value)
+        self.pooler = pooler_layer
 
     @property
     def transformer_layers(self):
