@@ -9,8 +9,9 @@ class MaskedLMHead(keras.layers.Layer):
     """BERT's masked-LM head at chosen positions: dense, GELU, LayerNorm, tied decoder (and the heads of its
     family: RoBERTa's `lm_head`, ALBERT's `predictions`, ELECTRA's generator, DistilBERT's `vocab_transform`).
 
-    The dense layer maps the hidden width to the embedding's (ALBERT's and ELECTRA's narrower one). The decoder is the transpose of `token_embedding`'s matrix plus an output bias, so the
-    input and output vocabularies share one table. Only the rows at `mask_positions` are
+    The dense layer maps the hidden width to the embedding's (ALBERT's and ELECTRA's narrower one). The decoder
+    is the transpose of `token_embedding`'s matrix plus an output bias, so the input and output vocabularies share
+    one table. Only the rows at `mask_positions` are
     transformed, which costs (batch, predictions) instead of (batch, length) decoder rows.
     Logits come out in float32 even under a mixed precision policy. After
     `keras.Model.quantize`, the decoder reads the embedding's dequantized table.

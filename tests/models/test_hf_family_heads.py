@@ -153,8 +153,8 @@ def test_a_family_preset_gets_its_familys_heads():
         names = [layer.name for layer in kbert.BertClassifier(backbone, 2, compile=False).layers]
         heads[backbone.family] = names[names.index(backbone.name) + 1:]
         if backbone.family == "albert":
-            kernel = kbert.BertPretrainer(backbone, next_sentence=False, compile=False).get_layer("mlm_head").dense.kernel
-            assert tuple(kernel.shape) == (32, backbone.config.embedding_dim)
+            head = kbert.BertPretrainer(backbone, next_sentence=False, compile=False).get_layer("mlm_head")
+            assert tuple(head.dense.kernel.shape) == (32, backbone.config.embedding_dim)
     assert heads == {"roberta": ["first_token_dropout", "head_dense", "head_dropout", "logits"],
                      "albert": ["head_dropout", "logits"],
                      "electra": ["first_token_dropout", "head_dense", "head_dropout", "logits"],
