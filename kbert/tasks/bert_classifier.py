@@ -312,7 +312,6 @@ class BertClassifier(BertTask):
         return results
 
 
-
 def sentence_vector(backbone, encoded, dropout):
     """What the classifier's last Dense layer (`logits`) reads of the backbone's outputs `encoded`: the pooled
     output after dropout, or the first token through the family's dense layer (`FIRST_TOKEN_HEADS`, the layer
@@ -333,6 +332,7 @@ def sentence_vector(backbone, encoded, dropout):
     x = keras.layers.Dense(backbone.hidden_dim, activation=activation, dtype="float32", name="head_dense",
                            kernel_initializer=keras.initializers.TruncatedNormal(stddev=0.02))(x)
     return keras.layers.Dropout(dropout, name="head_dropout")(x)
+
 
 def labelled_values(labels, multi_label=False):
     """`(place, label)` for each label of `labels` (multi-label: each of a row's), its place "label i" (or
