@@ -12,7 +12,8 @@ from kbert.optimizers import bert_adamw
 from kbert.tasks.bert_masked_lm_preprocessor import BertMaskedLMPreprocessor
 from kbert.tasks.electra_pretrainer import ElectraPretrainer, generator_dimensions
 from kbert.text import BertTokenizer
-from tests.conftest import TINY, tiny_batch
+from kbert.training import AtomicBackupAndRestore
+from tests.conftest import TINY, Kill, tiny_batch
 from tests.tasks.test_bert_pretrainer import VOCAB, corpus  # noqa: F401 (a fixture)
 
 ELECTRA = {**TINY, "num_layers": 1, "hidden_dim": 16, "intermediate_dim": 32, "embedding_dim": 8, "family": "electra",
@@ -43,7 +44,7 @@ def certain_model(**kwargs):
 
 
 def numpy_outputs(model, x):
-    return {key: ops.convert_to_numpy(value) for key, value in model(x).items()}
+    return {key: ops.convert_to_numpy(value) for key, value in model.predict_on_batch(x).items()}
 
 
 def test_the_samples_replace_exactly_the_masked_positions():
@@ -108,20 +109,17 @@ def test_a_generator_wider_than_the_discriminator_is_refused():
     assert generator_dimensions(1024, 1 / 4) == (256, 4, 1024)  # ELECTRA-Large's generator
 
 
-def test_fit_trains_generator_and_discriminator(corpus):  # noqa: F811
+def tiny_electra(steps):
     keras.utils.set_random_seed(0)
     model = ElectraPretrainer(BertBackbone(**{**ELECTRA, "vocabulary_size": len(VOCAB), "max_sequence_length": 24}),
                               generator_fraction=0.5, seed=0)
-    model.compile(optimizer=bert_adamw(3e-3, total_steps=16, warmup_ratio=0.1))
-    before = {weight.path: ops.convert_to_numpy(weight) for weight in model.trainable_weights}
-    data = pretraining_dataset([corpus], BertTokenizer(VOCAB), batch_size=8, max_seq_length=24, max_predictions=4,
-                               objective="mlm", shuffle_buffer=64, seed=0)
-    history = model.fit(data, epochs=2, steps_per_epoch=8, shuffle=False, verbose=0).history
-    assert history["loss"][-1] < history["loss"][0]
-    assert history["mlm_loss"][-1] < history["mlm_loss"][0]
-    after = {weight.path: ops.convert_to_numpy(weight) for weight in model.trainable_weights}
-    unchanged = [path for path in before if np.array_equal(before[path], after[path])]
-    assert not unchanged, unchanged  # every weight learns: the generator's, the heads', the shared embeddings'
+    model.compile(optimizer=bert_adamw(3e-3, total_steps=steps, warmup_ratio=0.1))
+    return model
+
+
+def tiny_data(corpus, skip_batches=0):
+    return pretraining_dataset([corpus], BertTokenizer(VOCAB), batch_size=8, max_seq_length=24, max_predictions=4,
+                               objective="mlm", shuffle_buffer=64, seed=0, skip_batches=skip_batches)
 
 
 def test_fit_on_texts_and_the_keras_file(tmp_path):
@@ -138,3 +136,29 @@ def test_fit_on_texts_and_the_keras_file(tmp_path):
     np.testing.assert_array_equal(got["corrupted_ids"], expected["corrupted_ids"])
     np.testing.assert_allclose(got["rtd"], expected["rtd"], atol=1e-6)
     assert loaded.generator_fraction == 0.5 and loaded.discriminator_weight == 50.0
+
+
+def test_fit_trains_every_weight_and_a_killed_run_resumes_with_the_samples_it_would_have_drawn(
+        corpus, tmp_path):  # noqa: F811
+    """`fit` lowers the loss and moves every weight (the generator's, the heads', the shared embeddings'). The
+    generator's seed state is restored with the backup (`kbert.training.random_state`): with the data stream read
+    past the batches trained, a run killed and resumed ends with the weights of the run never killed."""
+    whole = tiny_electra(steps=6)
+    before = [ops.convert_to_numpy(weight) for weight in whole.trainable_weights]
+    history = whole.fit(tiny_data(corpus), epochs=3, steps_per_epoch=2, shuffle=False, verbose=0).history
+    assert history["loss"][-1] < history["loss"][0]
+    unchanged = [weight.path for weight, value in zip(whole.trainable_weights, before)
+                 if np.array_equal(ops.convert_to_numpy(weight), value)]
+    assert not unchanged, unchanged
+
+    killed = tiny_electra(steps=6)
+    with pytest.raises(KeyboardInterrupt):
+        killed.fit(tiny_data(corpus), epochs=3, steps_per_epoch=2, shuffle=False, verbose=0,
+                   callbacks=[AtomicBackupAndRestore(tmp_path, 2), Kill(0)])  # after its first epoch
+    resumed = tiny_electra(steps=6)
+    resumed.fit(tiny_data(corpus, skip_batches=2), epochs=3, steps_per_epoch=2, shuffle=False, verbose=0,
+                callbacks=[AtomicBackupAndRestore(tmp_path, 2)])
+    assert int(ops.convert_to_numpy(resumed.optimizer.iterations)) == 6
+    for expected, got in zip(whole.weights, resumed.weights, strict=True):
+        np.testing.assert_allclose(ops.convert_to_numpy(got), ops.convert_to_numpy(expected), atol=1e-5,
+                                   err_msg=expected.path)
