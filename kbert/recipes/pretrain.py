@@ -1,5 +1,6 @@
 """Pretrain BERT (masked LM, beside next-sentence or sentence-order prediction, or alone; or ELECTRA's replaced-token
-detection) on text files: the library side of apps/pretrain.py, on the skeleton every training run shares (`kbert.training.training_run`).
+detection) on text files: the library side of apps/pretrain.py, on the skeleton every training run shares
+(`kbert.training.training_run`).
 
 A pretraining run folder grows as the run goes: `settings.json` first (`kbert.training.resume_policy`, which decides
 whether a rerun resumes, is refused or starts over, as for every training run), the vocabulary (`prepare`),

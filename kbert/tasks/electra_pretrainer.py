@@ -32,7 +32,7 @@ hidden_dim 256: give a fraction in (0, 1] (ELECTRA uses 1/4 to 1/2).
     """
     width = round(fraction * hidden_dim)
     if not 0 < fraction <= 1 or width < 1:
-        problem = f"wider than" if fraction > 1 else "no wider than 0 for"
+        problem = "wider than" if fraction > 1 else "for"
         raise ValueError(f"ElectraPretrainer: generator_fraction {fraction} makes a generator {width} wide, {problem} "
                          f"the discriminator's hidden_dim {hidden_dim}: give a fraction in (0, 1] (ELECTRA uses 1/4 "
                          "to 1/2).")
@@ -47,7 +47,8 @@ def replace_at(token_ids, mask_positions, values):
 
     Example:
     >>> import numpy as np
-    >>> replace_at(np.array([[2, 7, 8, 9]]), np.array([[1, 3, 0]]), np.array([[5, 6, 4]])).tolist()
+    >>> replaced = replace_at(np.array([[2, 7, 8, 9]]), np.array([[1, 3, 0]]), np.array([[5, 6, 4]]))
+    >>> ops.convert_to_numpy(replaced).tolist()
     [[2, 5, 8, 6]]
     """
     positions = ops.expand_dims(ops.cast(mask_positions, "int32"), -1)  # (batch, predictions, 1)
@@ -64,8 +65,9 @@ def replaced_token_labels(token_ids, mask_positions, mask_ids, corrupted_ids):
 
     Example:
     >>> import numpy as np
-    >>> replaced_token_labels(np.array([[2, 4, 4, 3]]), np.array([[1, 2]]), np.array([[7, 8]]),
-    ...                       np.array([[2, 7, 9, 3]])).tolist()
+    >>> labels = replaced_token_labels(np.array([[2, 4, 4, 3]]), np.array([[1, 2]]), np.array([[7, 8]]),
+    ...                                np.array([[2, 7, 9, 3]]))
+    >>> ops.convert_to_numpy(labels).tolist()
     [[0.0, 0.0, 1.0, 0.0]]
     """
     original = replace_at(token_ids, mask_positions, mask_ids)
