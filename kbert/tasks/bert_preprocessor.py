@@ -37,16 +37,18 @@ class Prepared:
 
 
 class BertPreprocessor(keras.layers.Layer):
-    """Base of kbert's preprocessors: a `BertTokenizer` and a sequence length, saved with the task.
+    """Base of kbert's preprocessors: a tokenizer and a sequence length, saved with the task.
 
     A preprocessor turns a task's raw inputs into the backbone's dict of token ids. Its
-    vocabulary and settings are part of its config, so a task's `.keras` file carries them.
+    tokenizer (its kind and what rebuilds it: `kbert.text.tokenizer_from_config`) and settings
+    are part of its config, so a task's `.keras` file carries them.
     `prepare` works on Python inputs (lists, numpy arrays) and returns numpy arrays; `call`
     does the same on a batch of string tensors in TensorFlow ops, so that it maps over a
     `tf.data.Dataset` under any backend.
 
     Args:
-        tokenizer: `kbert.BertTokenizer`, or its config (`{"vocabulary": [...], "lowercase": bool}`).
+        tokenizer: a `kbert.text` tokenizer (`BertTokenizer`: WordPiece; `SentencePieceTokenizer`: ALBERT's;
+            `ByteLevelBPETokenizer`: RoBERTa's), or its `get_config()`.
         sequence_length: int. Most tokens per model input, special tokens included.
     """
 
@@ -56,9 +58,9 @@ class BertPreprocessor(keras.layers.Layer):
         self._allow_non_tensor_positional_args = True
         self.built = True
         if isinstance(tokenizer, dict):  # from get_config
-            from kbert.text.tokenizer import BertTokenizer  # TensorFlow, loaded on first use
+            from kbert.text.hf_tokenizers import tokenizer_from_config  # TensorFlow, loaded on first use
 
-            tokenizer = BertTokenizer(**tokenizer)
+            tokenizer = tokenizer_from_config(tokenizer)
         if sequence_length < 3:
             raise ValueError(f"sequence_length={sequence_length} leaves no room for text besides "
                              "[CLS] and [SEP].")
@@ -89,8 +91,7 @@ class BertPreprocessor(keras.layers.Layer):
 
     def get_config(self):
         return {**super().get_config(), "sequence_length": self.sequence_length,
-                "tokenizer": {"vocabulary": self.tokenizer.vocabulary(),
-                              "lowercase": self.tokenizer.lowercase}}
+                "tokenizer": self.tokenizer.get_config()}
 
 
 def text_list(values, name="texts"):

@@ -1,7 +1,12 @@
 """Truncating and packing token rows into `[CLS] A [SEP] B [SEP]`, in ops TFLite runs, and what kbert's in-graph
-tokenizers share: their `encode` (`encode_texts`) and their call on Python strings (`encode_batch`)."""
+tokenizers share: their `encode` (`encode_texts`) and their call on Python strings (`encode_batch`); and the same
+calls over `kbert_core`'s pure-Python tokenizers (`pack_python`, `python_encode`), for offsets ALBERT's op does not
+give and for RoBERTa's byte-level BPE, which has no TensorFlow op."""
 
+import numpy as np
 import tensorflow as tf
+
+from kbert_core.packing import pack
 
 TRUNCATIONS = ("longest_first", "only_second")
 PADDINGS = ("max_length", "longest")
@@ -203,3 +208,85 @@ def _utf8_batch(texts, name):
             raise TypeError(f"{name}[{i}] is {type(text).__name__}, not str: pass '' for an empty text.")
         batch.append(text.encode("utf-8", "replace"))
     return batch
+
+
+def pack_python(tokenizer, texts, pairs=None, max_length=128, padding="max_length", truncation="longest_first",
+                return_offsets=False, return_lengths=False, max_first_length=None, pad_to_multiple_of=None):
+    """Tokenizes and packs with a pure-Python tokenizer of `kbert_core` (`ByteLevelBPE`, `SentencePiece`): what
+    calling kbert's tokenizers over them returns, numpy arrays with the keys and options of
+    `kbert.text.BertTokenizer`'s call, laid out by the tokenizer's `layout` (`kbert_core.Layout`).
+
+    Texts as `encode_batch` reads them (a str is a batch of one, bytes decoded with replacement).
+
+    Example:
+    >>> from kbert_core import SentencePiece
+    >>> pieces = [("<pad>", 0, 3), ("<unk>", 0, 2), ("[CLS]", 0, 3), ("[SEP]", 0, 3), ("[MASK]", 0, 3),
+    ...           ("▁hi", -3, 1)]
+    >>> out = pack_python(SentencePiece(pieces, b""), ["hi", "hi hi"], padding="longest", return_offsets=True)
+    >>> out["token_ids"].tolist(), out["offsets"][1, 1:3].tolist()
+    ([[2, 5, 3, 0], [2, 5, 5, 3]], [[0, 2], [3, 5]])
+    """
+    if padding not in PADDINGS:
+        raise ValueError(f"padding must be one of {PADDINGS}, got {padding!r}.")
+    texts = [text.decode("utf-8") for text in _utf8_batch(texts, "texts")]
+    segments = [[tokenizer.tokenize(text) for text in texts]]
+    if pairs is not None:
+        pairs = [pair.decode("utf-8") for pair in _utf8_batch(pairs, "pairs")]
+        if len(pairs) != len(texts):
+            raise ValueError(f"Got {len(texts)} texts but {len(pairs)} pairs.")
+        segments.append([tokenizer.tokenize(pair) for pair in pairs])
+    specials = tokenizer.layout.specials(len(segments))
+    segment_lengths = np.array([[len(row[0]) for row in rows] for rows in zip(*segments)], "int32").reshape(
+        len(texts), len(segments))
+    lengths = segment_lengths.sum(axis=1, dtype="int32") + specials
+    width = max_length
+    if padding == "longest":  # no row is cut shorter than max_length allows
+        width = int(min(max_length, lengths.max(initial=specials)))
+    out = pack(segments[0], tokenizer.layout, width, segments[1] if pairs is not None else None, truncation,
+               max_first_length)
+    if padding == "longest":
+        used = int(out["padding_mask"].sum(axis=1).max(initial=specials))
+        if pad_to_multiple_of:
+            used = min(-(-used // pad_to_multiple_of) * pad_to_multiple_of, max_length)
+        out = {key: value[:, :used] for key, value in out.items() if key != "truncated"}
+        if used > width:
+            out = {key: np.pad(value, [(0, 0), (0, used - width)] + [(0, 0)] * (value.ndim - 2),
+                               constant_values=tokenizer.layout.pad if key == "token_ids" else
+                               -1 if key == "word_ids" else 0) for key, value in out.items()}
+    keys = ["token_ids", "segment_ids", "padding_mask"] + (["offsets", "word_ids"] if return_offsets else [])
+    result = {key: out[key] for key in keys}
+    if return_lengths:
+        result.update(lengths=lengths, segment_lengths=segment_lengths)
+    return result
+
+
+def python_encode(call, texts, pairs=None, return_offsets=False, return_lengths=False, **options):
+    """A tokenizer's `encode` on string tensors by its call on Python strings (`call`, which returns numpy arrays)
+    in a `tf.numpy_function`: it maps over `tf.data` under any backend, but runs in Python, and a graph holding it
+    cannot be saved (SavedModel, TFLite) for string inputs.
+
+    Example:
+    >>> def call(texts, pairs=None, **options):
+    ...     return {"token_ids": np.array([[len(text)] for text in texts], "int32")}
+    >>> python_encode(call, tf.constant(["ab", "c"]))["token_ids"].numpy().tolist()
+    [[2], [1]]
+    """
+    texts = tf.convert_to_tensor(texts, tf.string)
+    scalar = texts.shape.rank == 0
+    inputs = [texts] if pairs is None else [texts, tf.convert_to_tensor(pairs, tf.string)]
+    if scalar:
+        inputs = [value[tf.newaxis] for value in inputs]
+
+    def run(*batches):
+        decoded = [[text.decode("utf-8", "replace") for text in batch.tolist()] for batch in batches]
+        out = call(*decoded, return_offsets=return_offsets, return_lengths=return_lengths, **options)
+        return [np.asarray(value, "int32") for value in out.values()]
+
+    example = call([""], [""] if pairs is not None else None, return_offsets=return_offsets,
+                   return_lengths=return_lengths, **{**options, "padding": "longest"})
+    values = tf.numpy_function(run, inputs, [tf.int32] * len(example), stateful=False)
+    outputs = {}
+    for name, value, shape in zip(example, values, (v.shape for v in example.values())):
+        value.set_shape([None] * len(shape))
+        outputs[name] = value[0] if scalar else value
+    return outputs

@@ -11,7 +11,9 @@ symbol's. Hugging Face's ids result, except for U+0000 before a character that t
 deleted control character): the op drops it, where Hugging Face reads <unk>.
 """
 
+import base64
 import functools
+import json
 import pathlib
 import struct
 
@@ -21,13 +23,14 @@ import tensorflow_text as tf_text
 
 from kbert.config import DEFAULT_SEQUENCE_LENGTH
 from kbert.text.double_array import build_double_array
-from kbert.text.packing import encode_batch, encode_texts
-from kbert_core.sentence_piece import SPACE, USER_DEFINED, WHITE_SPACE, SentencePiece
+from kbert.text.packing import encode_batch, encode_texts, pack_python, python_encode
+from kbert_core.sentence_piece import NORMAL, SPACE, USER_DEFINED, WHITE_SPACE, SentencePiece
 
 # The tensorflow-text op in `SentencePieceTokenizer.encode`'s graph, which TFLite runs as a custom op.
 CUSTOM_OPS = ("TFText>FastSentencepieceTokenize",)
 _PLACEHOLDERS = 0xF0000  # Supplementary Private Use Area-A: the user-defined symbols' stand-ins
 _UNKNOWN = "\U0010FFFD"  # what a stand-in typed in a text becomes: a character no model holds
+CONFIG_KIND = "sentence_piece"  # the `kind` of its config in a task's .keras file
 
 
 class SentencePieceTokenizer:
@@ -35,7 +38,8 @@ class SentencePieceTokenizer:
 
     `encode` works inside `tf.data` and exported graphs, TFLite included (the custom op
     `CUSTOM_OPS`); calling the tokenizer runs the same graph and returns numpy arrays. The op gives
-    no character offsets: `kbert_core.SentencePiece` (pure Python, the same ids) gives them.
+    no character offsets: with `return_offsets`, `kbert_core.SentencePiece` (pure Python, the same ids) tokenizes,
+    and `encode` runs it in a `tf.numpy_function`, which no saved graph can hold.
 
     Args:
         sentence_piece: `kbert_core.SentencePiece`, the tokenizer whose ids to give (with
@@ -48,6 +52,8 @@ class SentencePieceTokenizer:
     >>> tokenizer("His hi!", max_length=8)["token_ids"].tolist()
     [[2, 6, 7, 6, 8, 3, 0, 0]]
     """
+
+    FILES = ("spiece.model",)
 
     def __init__(self, sentence_piece):
         if isinstance(sentence_piece, (str, pathlib.Path)):
@@ -76,6 +82,51 @@ class SentencePieceTokenizer:
         """Pickles as its `kbert_core.SentencePiece` (e.g. for a child process that makes batches)."""
         return type(self), (self.sentence_piece,)
 
+    @classmethod
+    def from_config(cls, config):
+        """The tokenizer of `get_config`'s dict."""
+        return cls(SentencePiece([tuple(piece) for piece in config["pieces"]], base64.b64decode(config["charsmap"]),
+                                 lowercase=config["lowercase"], keep_accents=config["keep_accents"],
+                                 split_pieces=config["split_pieces"]))
+
+    def get_config(self):
+        """What rebuilds it (`from_config`), as a task's .keras file holds it: the pieces, the character map, the
+        normalization and the pieces cut out of raw text.
+
+        Example:
+        >>> pieces = [("<pad>", 0, 3), ("<unk>", 0, 2), ("[CLS]", 0, 3), ("[SEP]", 0, 3), ("[MASK]", 0, 3),
+        ...           ("▁hi", -3, 1)]
+        >>> tokenizer = SentencePieceTokenizer.from_config(SentencePieceTokenizer(SentencePiece(pieces, b"")).get_config())
+        >>> tokenizer("hi", padding="longest")["token_ids"].tolist()
+        [[2, 5, 3]]
+        """
+        sentence_piece = self.sentence_piece
+        return {"kind": CONFIG_KIND, "pieces": [list(piece) for piece in sentence_piece.pieces],
+                "charsmap": base64.b64encode(sentence_piece.charsmap.blob).decode("ascii"),
+                "lowercase": sentence_piece.lowercase, "keep_accents": sentence_piece.keep_accents,
+                "split_pieces": list(sentence_piece.split_pieces)}
+
+    def save(self, path):
+        """Writes spiece.model and tokenizer_config.json into the folder `path`, as Hugging Face's ALBERT tokenizer
+        reads them; `from_hf(path)` reads them back. The pieces cut out of raw text are the model's user-defined
+        pieces (the others of that kind become normal pieces, with their scores)."""
+        path = pathlib.Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        sentence_piece = self.sentence_piece
+        split = set(sentence_piece.split_pieces)
+        pieces = [(piece, score, USER_DEFINED if piece in split else NORMAL if kind == USER_DEFINED else kind)
+                  for piece, score, kind in sentence_piece.pieces]
+        (path / "spiece.model").write_bytes(_model_bytes(pieces, sentence_piece.unk, sentence_piece.charsmap.blob))
+        config = {"tokenizer_class": "AlbertTokenizer", "do_lower_case": sentence_piece.lowercase,
+                  "keep_accents": sentence_piece.keep_accents, "bos_token": "[CLS]", "cls_token": "[CLS]",
+                  "eos_token": "[SEP]", "sep_token": "[SEP]", "pad_token": "<pad>", "unk_token": "<unk>",
+                  "mask_token": "[MASK]"}
+        (path / "tokenizer_config.json").write_text(json.dumps(config, indent=2), "utf-8")
+
+    @property
+    def lowercase(self):
+        return self.sentence_piece.lowercase
+
     @property
     def vocabulary_size(self):
         return len(self.sentence_piece.pieces)
@@ -101,9 +152,12 @@ class SentencePieceTokenizer:
         return self.sentence_piece.ids["[MASK]"]
 
     def __call__(self, texts, pairs=None, max_length=DEFAULT_SEQUENCE_LENGTH, padding="max_length",
-                 truncation="longest_first", return_lengths=False):
+                 truncation="longest_first", return_offsets=False, return_lengths=False, *, max_first_length=None,
+                 pad_to_multiple_of=None):
         """Tokenizes and packs a batch; returns int32 numpy arrays `token_ids`, `segment_ids` and `padding_mask`
-        of shape (batch, length), as `kbert.text.BertTokenizer` does (its arguments, without offsets).
+        of shape (batch, length), as `kbert.text.BertTokenizer` does (its arguments, and `encode`'s
+        `max_first_length` and `pad_to_multiple_of`). With `return_offsets`, `kbert_core.SentencePiece` tokenizes
+        (the op gives no offsets) and `offsets` and `word_ids` come too.
 
         Example:
         >>> pieces = [("<pad>", 0, 3), ("<unk>", 0, 2), ("[CLS]", 0, 3), ("[SEP]", 0, 3), ("[MASK]", 0, 3),
@@ -112,12 +166,18 @@ class SentencePieceTokenizer:
         >>> out["token_ids"].tolist(), out["segment_ids"].tolist()
         ([[2, 5, 3, 5, 5, 3], [2, 5, 3, 3, 0, 0]], [[0, 0, 0, 1, 1, 1], [0, 0, 0, 1, 0, 0]])
         """
+        if return_offsets:
+            return pack_python(self.sentence_piece, texts, pairs, max_length, padding, truncation, True,
+                               return_lengths, max_first_length, pad_to_multiple_of)
         return encode_batch(self.encode, self._graphs, texts, pairs, max_length=max_length, padding=padding,
-                            truncation=truncation, return_lengths=return_lengths)
+                            truncation=truncation, return_lengths=return_lengths, max_first_length=max_first_length,
+                            pad_to_multiple_of=pad_to_multiple_of)
 
     def encode(self, texts, pairs=None, max_length=DEFAULT_SEQUENCE_LENGTH, padding="max_length",
-               truncation="longest_first", *, max_first_length=None, return_lengths=False):
-        """Like calling the tokenizer, on string tensors of shape (batch,) or (), in ops that TFLite also runs.
+               truncation="longest_first", return_offsets=False, *, max_first_length=None, return_lengths=False,
+               pad_to_multiple_of=None):
+        """Like calling the tokenizer, on string tensors of shape (batch,) or (), in ops that TFLite also runs
+        (with `return_offsets`, Python code in a `tf.numpy_function`, which no saved graph can hold).
 
         Example:
         >>> pieces = [("<pad>", 0, 3), ("<unk>", 0, 2), ("[CLS]", 0, 3), ("[SEP]", 0, 3), ("[MASK]", 0, 3),
@@ -125,9 +185,13 @@ class SentencePieceTokenizer:
         >>> SentencePieceTokenizer(SentencePiece(pieces, b"")).encode("hi hi hi", max_length=4)["token_ids"]
         <tf.Tensor: shape=(4,), dtype=int32, numpy=array([2, 5, 5, 3], dtype=int32)>
         """
+        if return_offsets:
+            return python_encode(self, texts, pairs, True, return_lengths, max_length=max_length, padding=padding,
+                                 truncation=truncation, max_first_length=max_first_length,
+                                 pad_to_multiple_of=pad_to_multiple_of)
         return encode_texts(self._tokenize, texts, pairs, (self.cls_token_id, self.sep_token_id, self.pad_token_id),
                             max_length, padding, truncation, max_first_length=max_first_length,
-                            return_lengths=return_lengths)
+                            return_lengths=return_lengths, pad_to_multiple_of=pad_to_multiple_of)
 
     def _tokenize(self, texts):
         """Flat pieces with Hugging Face's ids: int32 (pieces, 1), row_splits."""

@@ -40,6 +40,8 @@ class BertTokenizer:
     [[2, 5, 6, 5, 1, 3]]
     """
 
+    FILES = ("vocab.txt",)
+
     def __init__(self, vocabulary, lowercase=True):
         tokens = _read_vocabulary(vocabulary)
         missing = [token for token in SPECIAL_TOKENS if token not in tokens]
@@ -64,6 +66,15 @@ class BertTokenizer:
         [[2, 5, 3]]
         """
         return type(self), (list(self._tokens), self.lowercase)
+
+    @classmethod
+    def from_config(cls, config):
+        """The tokenizer of `get_config`'s dict (`{"vocabulary": [...], "lowercase": bool}`)."""
+        return cls(**config)
+
+    def get_config(self):
+        """What rebuilds it (`from_config`), as a task's .keras file holds it: the tokens and `lowercase`."""
+        return {"vocabulary": self.vocabulary(), "lowercase": self.lowercase}
 
     @classmethod
     def from_preset(cls, preset):

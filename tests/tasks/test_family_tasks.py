@@ -1,0 +1,121 @@
+"""Each family's own tokenizer through the tasks, from a Hugging Face folder: RoBERTa's byte-level BPE, ALBERT's
+SentencePiece, ELECTRA's and DistilBERT's WordPiece give the token ids of Hugging Face's `AutoTokenizer` of the same
+folder (built by `family_folders_reference.py` in a process of its own), and a classifier fits, predicts, saves and
+loads back on raw text with them."""
+
+import importlib.util
+import json
+
+import keras
+import numpy as np
+import pytest
+
+import kbert
+from kbert import BertBackbone, BertClassifier
+from kbert.data.windows.token_rows import UNLIMITED
+from kbert.saving import load_run, model_source
+from tests.conftest import run_python
+from tests.tasks import family_folders_reference as reference
+from tests.text.test_parity import HARD_STRINGS
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("transformers") is None,
+                                reason="transformers is a test-only dependency")
+
+# Not U+0000, which ALBERT's in-graph op drops before a space (kbert.text.sentence_piece's known difference).
+TEXTS = ["A gripping film.", "The plot (such as it is) drags - badly.", "naïve CAFÉ déjà vu", "  two  spaces ",
+         "东京 and 😀!", "", "x" * 70, *[text for text in HARD_STRINGS[:30] if "\x00" not in text]]
+PAIRS = [text[::-1] for text in TEXTS]
+CASES = [{"texts": TEXTS, "pairs": None}, {"texts": TEXTS, "pairs": PAIRS}]
+KINDS = {"roberta": "ByteLevelBPETokenizer", "albert": "SentencePieceTokenizer", "electra": "BertTokenizer",
+         "distilbert": "BertTokenizer"}
+LENGTH = 48  # below the texts' longest pair: truncation too
+
+
+@pytest.fixture(scope="module")
+def folders(data_dir, tmp_path_factory):
+    """(folder of the families' folders, Hugging Face's rows per family per call)."""
+    pytest.importorskip("sentencepiece", reason="sentencepiece trains ALBERT's model")
+    folder = tmp_path_factory.mktemp("family_folders")
+    (folder / "cases.json").write_text(json.dumps(CASES), "utf-8")
+    run_python(reference.__file__, data_dir / "sst2" / "train.tsv", folder / "hf", folder / "cases.json",
+               folder / "out.json")
+    return folder / "hf", json.loads((folder / "out.json").read_text("utf-8"))
+
+
+def unpadded(out):
+    lengths = out["padding_mask"].sum(axis=1)
+    return [(ids[:n].tolist(), types[:n].tolist()) for ids, types, n in zip(out["token_ids"], out["segment_ids"],
+                                                                            lengths)]
+
+
+@pytest.mark.parametrize("family", reference.FAMILIES)
+def test_each_folder_gives_its_familys_tokenizer_with_hugging_faces_ids(folders, family):
+    root, expected = folders
+    backbone = BertBackbone.from_preset(root / family)
+    tokenizer = model_source(root / family).load_tokenizer(model=backbone)
+    assert type(tokenizer).__name__ == KINDS[family]
+    assert tokenizer.vocabulary_size == reference.SIZES[family] == backbone.vocabulary_size
+    for call, rows in zip(CASES, expected[family]):
+        out = tokenizer(call["texts"], call["pairs"], max_length=UNLIMITED, padding="longest")
+        assert unpadded(out) == [(row["ids"], row["type_ids"]) for row in rows]
+        offsets = tokenizer(call["texts"], call["pairs"], max_length=UNLIMITED, padding="longest", return_offsets=True)
+        np.testing.assert_array_equal(offsets["token_ids"], out["token_ids"])
+
+
+@pytest.mark.parametrize("family", ["roberta", "albert"])
+def test_a_classifier_fits_predicts_saves_and_loads_with_its_familys_tokenizer(folders, family, tmp_path):
+    root, expected = folders
+    model = BertClassifier.from_preset(root / family, num_classes=2, sequence_length=LENGTH)
+    assert type(model.preprocessor.tokenizer).__name__ == KINDS[family]
+    for call, rows in zip(CASES, expected[family]):
+        x = call["texts"] if call["pairs"] is None else (call["texts"], call["pairs"])
+        inputs = model.preprocessor.prepare(x).inputs
+        first = [(row["ids"], row["type_ids"]) for row in rows]
+        got = unpadded(inputs)
+        fits = [len(row[0]) <= LENGTH for row in first]
+        assert [g for g, f in zip(got, fits) if f] == [e for e, f in zip(first, fits) if f]
+        assert all(len(g[0]) == LENGTH for g, f in zip(got, fits) if not f)  # cut
+        assert all(g[0][-1] == model.preprocessor.tokenizer.sep_token_id for g in got)
+    texts = ["a gripping film", "dull and slow", "fun", "awful"]
+    history = model.fit(texts, [1, 0, 1, 0], batch_size=4, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
+    pairs = (texts, texts[::-1])
+    before = model.predict(texts, verbose=0), model.predict(pairs, verbose=0)
+    model.save(tmp_path / "model.keras")
+    loaded = keras.saving.load_model(tmp_path / "model.keras")
+    assert type(loaded.preprocessor.tokenizer).__name__ == KINDS[family]
+    assert loaded.preprocessor.tokenizer.get_config() == model.preprocessor.tokenizer.get_config()
+    np.testing.assert_allclose(loaded.predict(texts, verbose=0), before[0], atol=1e-6)
+    np.testing.assert_allclose(loaded.predict(pairs, verbose=0), before[1], atol=1e-6)
+
+
+@pytest.mark.parametrize("family", ["roberta", "albert"])
+def test_tf_data_gives_what_prepare_gives(folders, family):
+    import tensorflow as tf
+
+    root, _ = folders
+    model = BertClassifier.from_preset(root / family, num_classes=2, sequence_length=LENGTH)
+    texts = TEXTS[:8]
+    data = tf.data.Dataset.from_tensor_slices(((texts, PAIRS[:8]), [0, 1] * 4)).batch(8)
+    x, _ = next(iter(data.map(model.preprocessor)))
+    prepared = model.preprocessor.prepare((texts, PAIRS[:8])).inputs
+    width = prepared["token_ids"].shape[1]
+    for key in ("token_ids", "segment_ids", "padding_mask"):
+        np.testing.assert_array_equal(x[key].numpy()[:, :width], prepared[key])
+
+
+@pytest.mark.parametrize("family", ["roberta", "albert"])
+def test_a_run_folder_writes_the_familys_tokenizer_files_and_reads_them_back(folders, family, tmp_path):
+    from kbert.training import write_run_folder
+
+    root, _ = folders
+    model = BertClassifier.from_preset(root / family, num_classes=2, sequence_length=LENGTH)
+    write_run_folder(tmp_path / "run", model, model.preprocessor.tokenizer, {"max_length": LENGTH}, {"loss": [1.0]})
+    for name in type(model.preprocessor.tokenizer).FILES:
+        assert (tmp_path / "run" / name).is_file()
+    loaded = load_run(tmp_path / "run")
+    np.testing.assert_allclose(loaded.predict(TEXTS[:4], verbose=0), model.predict(TEXTS[:4], verbose=0), atol=1e-6)
+    tokenizer = model_source(tmp_path / "run").load_tokenizer(model=loaded)  # the files beside the model
+    assert tokenizer.get_config() == model.preprocessor.tokenizer.get_config()
+    encoder = kbert.BertTokenClassifier.from_preset(tmp_path / "run", label_names=["O", "B-X"])  # another task
+    assert type(encoder.preprocessor.tokenizer).__name__ == KINDS[family]
