@@ -65,14 +65,16 @@ def _where_named(path, name):
 
 
 def check_vocabulary(backbone, tokenizer, source):
-    """Raises a ValueError unless `tokenizer` has as many tokens as `backbone` has token ids.
+    """Raises a ValueError unless `tokenizer` has as many tokens as `backbone` has token ids, and lays out
+    RoBERTa's inputs (byte-level BPE) exactly when the backbone is RoBERTa's.
 
     A longer vocabulary gives ids past the embedding table (an error on TensorFlow, NaN on
-    JAX), a shorter one silently wrong tokens: the two do not belong together.
+    JAX), a shorter one silently wrong tokens: the two do not belong together. RoBERTa has no
+    token types and puts `</s></s>` between a pair's texts; the other tokenizers give token types.
 
     Args:
         backbone: `kbert.BertBackbone`.
-        tokenizer: `kbert.BertTokenizer`.
+        tokenizer: a `kbert.text` tokenizer.
         source: str or path. Where the vocabulary comes from, for the message.
 
     Example:
@@ -86,6 +88,10 @@ def check_vocabulary(backbone, tokenizer, source):
         raise ValueError(f"{source} has {tokenizer.vocabulary_size} tokens but the model's "
                          f"vocabulary_size is {backbone.vocabulary_size}: the vocabulary and "
                          "the model do not belong together.")
+    family = getattr(backbone, "family", "bert")
+    if (family == "roberta") != (getattr(tokenizer, "kind", None) == "byte_level_bpe"):
+        raise ValueError(f"{source}: a {type(tokenizer).__name__} for a {family} model: RoBERTa models, and they "
+                         "alone, read RoBERTa's byte-level BPE (kbert.text.ByteLevelBPETokenizer), without token types.")
 
 
 def under_global_policy(backbone):

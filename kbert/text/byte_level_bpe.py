@@ -13,8 +13,6 @@ from kbert.config import DEFAULT_SEQUENCE_LENGTH
 from kbert.text.packing import pack_python, python_encode
 from kbert_core.byte_level_bpe import ByteLevelBPE
 
-CONFIG_KIND = "byte_level_bpe"  # the `kind` of its config in a task's .keras file
-
 
 class ByteLevelBPETokenizer:
     """Turns text into RoBERTa inputs, `<s> A </s>` or `<s> A </s></s> B </s>` (all segment ids 0, padded with
@@ -32,6 +30,7 @@ class ByteLevelBPETokenizer:
     [[0, 70, 262, 2, 2, 109, 110, 2]]
     """
 
+    kind = "byte_level_bpe"  # `kbert.text.hf_tokenizers.KIND_FILES`, and its config's in a task's .keras file
     FILES = ("vocab.json", "merges.txt")
     lowercase = False  # for `kbert_core.is_blank`: RoBERTa keeps case
 
@@ -53,7 +52,7 @@ class ByteLevelBPETokenizer:
 
     def get_config(self):
         """What rebuilds it (`from_config`), as a task's .keras file holds it: its vocabulary and merges."""
-        return {"kind": CONFIG_KIND, "vocabulary": dict(self.byte_level_bpe.ids),
+        return {"kind": self.kind, "vocabulary": dict(self.byte_level_bpe.ids),
                 "merges": [f"{first} {second}" for first, second in self._merges]}
 
     def __reduce__(self):

@@ -30,7 +30,6 @@ from kbert_core.sentence_piece import NORMAL, SPACE, USER_DEFINED, WHITE_SPACE, 
 CUSTOM_OPS = ("TFText>FastSentencepieceTokenize",)
 _PLACEHOLDERS = 0xF0000  # Supplementary Private Use Area-A: the user-defined symbols' stand-ins
 _UNKNOWN = "\U0010FFFD"  # what a stand-in typed in a text becomes: a character no model holds
-CONFIG_KIND = "sentence_piece"  # the `kind` of its config in a task's .keras file
 
 
 class SentencePieceTokenizer:
@@ -53,6 +52,7 @@ class SentencePieceTokenizer:
     [[2, 6, 7, 6, 8, 3, 0, 0]]
     """
 
+    kind = "sentence_piece"  # `kbert.text.hf_tokenizers.KIND_FILES`, and its config's in a task's .keras file
     FILES = ("spiece.model",)
 
     def __init__(self, sentence_piece):
@@ -101,7 +101,7 @@ class SentencePieceTokenizer:
         [[2, 5, 3]]
         """
         sentence_piece = self.sentence_piece
-        return {"kind": CONFIG_KIND, "pieces": [list(piece) for piece in sentence_piece.pieces],
+        return {"kind": self.kind, "pieces": [list(piece) for piece in sentence_piece.pieces],
                 "charsmap": base64.b64encode(sentence_piece.charsmap.blob).decode("ascii"),
                 "lowercase": sentence_piece.lowercase, "keep_accents": sentence_piece.keep_accents,
                 "split_pieces": list(sentence_piece.split_pieces)}

@@ -40,6 +40,7 @@ class BertTokenizer:
     [[2, 5, 6, 5, 1, 3]]
     """
 
+    kind = "wordpiece"  # `kbert.text.hf_tokenizers.KIND_FILES` (its config has no `kind`, as before the others)
     FILES = ("vocab.txt",)
 
     def __init__(self, vocabulary, lowercase=True):
