@@ -231,6 +231,8 @@ class BertTask(UnreadPooler, keras.Model):
         if dtype != "float32":
             return with_compute_dtype(self, dtype).predict(x, batch_size=batch_size, verbose=verbose, **kwargs)
         if task_data.takes_as_is(self, x):
+            if isinstance(x, dict):
+                self.backbone.check_inputs(x)  # as `fit` does: e.g. token types a RoBERTa model has none of
             return super().predict(x, batch_size=batch_size, verbose=verbose, **kwargs)
         return task_data.predict_raw(self, super().predict, x, batch_size, verbose, **kwargs)
 

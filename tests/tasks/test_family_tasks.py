@@ -119,3 +119,29 @@ def test_a_run_folder_writes_the_familys_tokenizer_files_and_reads_them_back(fol
     assert tokenizer.get_config() == model.preprocessor.tokenizer.get_config()
     encoder = kbert.BertTokenClassifier.from_preset(tmp_path / "run", label_names=["O", "B-X"])  # another task
     assert type(encoder.preprocessor.tokenizer).__name__ == KINDS[family]
+
+
+def test_bad_input_is_one_clear_line(folders, tmp_path):
+    import shutil
+
+    from kbert.tasks import BertTextClassifierPreprocessor
+    from kbert.text import BertTokenizer
+
+    root, _ = folders
+    shutil.copytree(root / "roberta", tmp_path / "roberta")
+    vocabulary = json.loads((root / "roberta" / "vocab.json").read_text("utf-8"))
+    (tmp_path / "roberta" / "vocab.json").write_text(json.dumps({**vocabulary, "extra": len(vocabulary)}), "utf-8")
+    with pytest.raises(ValueError, match=r"roberta/vocab.json has 401 tokens but the model's vocabulary_size is 400"):
+        BertClassifier.from_preset(tmp_path / "roberta", num_classes=2)
+    (tmp_path / "roberta" / "vocab.json").unlink()
+    with pytest.raises(FileNotFoundError, match=r"has no vocab.json: a roberta model's tokenizer \(byte_level_bpe\)"):
+        BertClassifier.from_preset(tmp_path / "roberta", num_classes=2)
+    wordpiece = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *[f"w{i}" for i in range(395)]])
+    with pytest.raises(ValueError, match="a BertTokenizer for a roberta model: RoBERTa models, and they alone, read"):
+        BertClassifier.from_preset(root / "roberta", num_classes=2,
+                                   preprocessor=BertTextClassifierPreprocessor(wordpiece, sequence_length=16))
+    model = BertClassifier.from_preset(root / "roberta", num_classes=2, sequence_length=16)
+    inputs = model.preprocessor.prepare((["a film"], ["a plot"])).inputs
+    with pytest.raises(ValueError, match="segment_ids must all be 0: this roberta model has no token types"):
+        model.predict({**inputs, "segment_ids": (np.arange(inputs["token_ids"].shape[1]) > 3)[None].astype("int32")},
+                      verbose=0)

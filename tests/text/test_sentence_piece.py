@@ -97,3 +97,43 @@ def test_refuses_what_it_cannot_do(albert):
         tokenizer(["a", "b"], ["c"])
     with pytest.raises(ValueError, match="max_length=2 leaves no room"):
         tokenizer("a", "b", max_length=2)
+
+
+@pytest.mark.parametrize("name", ["albert", "albert_hub"])
+def test_offsets_come_from_the_python_tokenizer_with_hugging_faces_values(albert, name):
+    """With `return_offsets`, calling it and `encode` (tf.data) give Hugging Face's ids, offsets and word ids."""
+    folder, cases, expected = albert[name]
+    tokenizer = SentencePieceTokenizer.from_hf(folder)
+    call, rows = (cases[1], expected[1]) if len(cases) > 1 else (cases[0], expected[0])  # hard strings in pairs
+    out = tokenizer(call["texts"], call["pairs"], max_length=4096, padding="longest", return_offsets=True)
+    lengths = out["padding_mask"].sum(axis=1)
+    assert [ids[:n].tolist() for ids, n in zip(out["token_ids"], lengths)] == [row["ids"] for row in rows]
+    assert [o[:n].tolist() for o, n in zip(out["offsets"], lengths)] == [row["offsets"] for row in rows]
+    assert [w[:n].tolist() for w, n in zip(out["word_ids"], lengths)] == [row["word_ids"] for row in rows]
+    texts, pairs = call["texts"][:16], (call["pairs"] or call["texts"][::-1])[:16]
+    data = tf.data.Dataset.from_tensor_slices((texts, pairs)).batch(16)
+    graph = next(iter(data.map(lambda a, b: tokenizer.encode(a, b, max_length=64, padding="longest",
+                                                             return_offsets=True, pad_to_multiple_of=8))))
+    python = tokenizer(texts, pairs, max_length=64, padding="longest", return_offsets=True, pad_to_multiple_of=8)
+    for key, value in python.items():
+        np.testing.assert_array_equal(graph[key].numpy(), value, err_msg=key)
+
+
+@pytest.mark.parametrize("name", ["albert", "albert_hub"])
+def test_save_and_config_give_the_same_tokenizer(albert, name, tmp_path):
+    """spiece.model written back (the hub folder's split pieces as its user-defined ones) and the config a task's
+    .keras file holds rebuild the same tokenizer."""
+    folder, cases, _ = albert[name]
+    tokenizer = SentencePieceTokenizer.from_hf(folder)
+    tokenizer.save(tmp_path)
+    texts = cases[0]["texts"][:200]
+    expected = tokenizer(texts, max_length=64, return_offsets=True)
+    for again in (SentencePieceTokenizer.from_hf(tmp_path), SentencePieceTokenizer.from_config(tokenizer.get_config())):
+        assert again.sentence_piece.split_pieces == tokenizer.sentence_piece.split_pieces
+        assert [p for p, _, _ in again.sentence_piece.pieces] == [p for p, _, _ in tokenizer.sentence_piece.pieces]
+        np.testing.assert_allclose([s for _, s, _ in again.sentence_piece.pieces],
+                                   [s for _, s, _ in tokenizer.sentence_piece.pieces], rtol=1e-6)  # float32 in files
+        for key, value in again(texts, max_length=64, return_offsets=True).items():
+            np.testing.assert_array_equal(value, expected[key], err_msg=key)
+        np.testing.assert_array_equal(again(texts, max_length=64)["token_ids"],  # the op's
+                                      tokenizer(texts, max_length=64)["token_ids"])
