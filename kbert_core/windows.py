@@ -3,6 +3,8 @@ classifier's strided windows over long texts, and the word-aligned windows of NE
 
 import numpy as np
 
+from kbert_core.packing import Layout
+
 # NER and QA: the most windows read per input, unless an export says otherwise (its export.json's
 # `max_windows`; `kbert.export.ExportSpec` and `apps/export.py --max-windows` default to this).
 # Inputs that need more are read up to there and flagged `truncated`.
@@ -22,18 +24,19 @@ def question_tokens_kept(max_question_length, max_length):
     return max(min(max_question_length, max_length - 4), 0)
 
 
-def question_windows(question_length, context_length, max_length, doc_stride):
+def question_windows(question_length, context_length, max_length, doc_stride, specials=3):
     """[begin, end) context token ranges of BERT's sliding windows for one question.
 
-    Each window holds `max_length - question_length - 3` context tokens (room for
-    `[CLS] question [SEP] ... [SEP]`) and starts `doc_stride` tokens after the previous one;
-    the last ends at the context's end. An empty context gets one empty window.
+    Each window holds `max_length - question_length - specials` context tokens (room for
+    `[CLS] question [SEP] ... [SEP]`; RoBERTa's `<s> question </s></s> ... </s>` has 4) and starts
+    `doc_stride` tokens after the previous one; the last ends at the context's end. An empty context
+    gets one empty window.
 
     Example:
     >>> question_windows(2, 10, 9, 3)
     [(0, 4), (3, 7), (6, 10)]
     """
-    budget = max_length - question_length - 3
+    budget = max_length - question_length - specials
     if budget < 1:
         raise ValueError(f"max_length={max_length} leaves no room for the context after a "
                          f"{question_length}-token question.")
@@ -92,7 +95,7 @@ def max_context(windows):
     return [owner[begin:end] == w for w, (begin, end) in enumerate(windows)]
 
 
-def pack_question_windows(questions, cls_id, sep_id, pad_id, width=None):
+def pack_question_windows(questions, cls_id, sep_id, pad_id, width=None, layout=None):
     """`[CLS] question [SEP] context window [SEP]` rows for every window of every question.
 
     Args:
@@ -101,6 +104,8 @@ def pack_question_windows(questions, cls_id, sep_id, pad_id, width=None):
             `question_windows`.
         cls_id, sep_id, pad_id: int. The special tokens.
         width: int or None. Row length (default: the longest row).
+        layout: None, or a `kbert_core.Layout` to lay rows out by instead of `cls_id`, `sep_id` and
+            `pad_id` (RoBERTa's: `<s> question </s></s> context window </s>`, segment ids all 0).
 
     Returns: dict of arrays with one row per window, questions in order: `token_ids`,
     `segment_ids`, `padding_mask` (rows, width) int32; `offsets` (rows, width, 2) int32,
@@ -112,24 +117,27 @@ def pack_question_windows(questions, cls_id, sep_id, pad_id, width=None):
     >>> packed["token_ids"].tolist(), packed["offsets"][1, :, 0].tolist()
     ([[2, 7, 3, 8, 9, 3], [2, 7, 3, 9, 8, 3]], [-1, -1, -1, 2, 4, -1])
     """
+    layout = layout or Layout.bert(cls_id, sep_id, pad_id)
     rows = [(question, ids, offsets, begin, end, mask) for question, ids, offsets, windows in questions
             for (begin, end), mask in zip(windows, max_context(windows))]
+    specials = layout.specials(2)
     if width is None:
-        width = max((len(q) + (end - begin) + 3 for q, _, _, begin, end, _ in rows), default=3)
+        width = max((len(q) + (end - begin) + specials for q, _, _, begin, end, _ in rows), default=specials)
     count = len(rows)
-    out = {"token_ids": np.full((count, width), pad_id, "int32"),
+    out = {"token_ids": np.full((count, width), layout.pad, "int32"),
            "segment_ids": np.zeros((count, width), "int32"),
            "padding_mask": np.zeros((count, width), "int32"),
            "offsets": np.full((count, width, 2), -1, "int32"),
            "max_context": np.zeros((count, width), bool)}
     for r, (question, ids, offsets, begin, end, mask) in enumerate(rows):
-        first = len(question) + 2  # the position of the first context token
-        n = first + end - begin + 1
-        out["token_ids"][r, :n] = [cls_id, *question, sep_id, *ids[begin:end], sep_id]
-        out["segment_ids"][r, first:n] = 1
+        first = len(layout.start) + len(question) + len(layout.middle)  # the position of the first context token
+        n = first + end - begin + len(layout.end)
+        out["token_ids"][r, :n] = [*layout.start, *question, *layout.middle, *ids[begin:end], *layout.end]
+        if layout.count_segments:
+            out["segment_ids"][r, len(layout.start) + len(question) + 1:n] = 1  # after the first [SEP]
         out["padding_mask"][r, :n] = 1
-        out["offsets"][r, first : n - 1] = np.asarray(offsets, "int32").reshape(-1, 2)[begin:end]
-        out["max_context"][r, first : n - 1] = mask
+        out["offsets"][r, first : first + end - begin] = np.asarray(offsets, "int32").reshape(-1, 2)[begin:end]
+        out["max_context"][r, first : first + end - begin] = mask
     return out
 
 

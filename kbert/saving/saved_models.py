@@ -91,7 +91,8 @@ def check_vocabulary(backbone, tokenizer, source):
     family = getattr(backbone, "family", "bert")
     if (family == "roberta") != (getattr(tokenizer, "kind", None) == "byte_level_bpe"):
         raise ValueError(f"{source}: a {type(tokenizer).__name__} for a {family} model: RoBERTa models, and they "
-                         "alone, read RoBERTa's byte-level BPE (kbert.text.ByteLevelBPETokenizer), without token types.")
+                         "alone, read RoBERTa's byte-level BPE (kbert.text.ByteLevelBPETokenizer), without token "
+                         "types.")
 
 
 def under_global_policy(backbone):

@@ -27,7 +27,7 @@ class ByteLevelBPETokenizer:
     >>> vocabulary = {t: i for i, t in enumerate([*SPECIAL_TOKENS, *bytes_to_unicode().values(), "Ġh", "Ġhi"])}
     >>> tokenizer = ByteLevelBPETokenizer(ByteLevelBPE(vocabulary, [("Ġ", "h"), ("Ġh", "i")]))
     >>> tokenizer(["a hi"], ["hi"], padding="longest")["token_ids"].tolist()
-    [[0, 70, 262, 2, 2, 109, 110, 2]]
+    [[0, 102, 262, 2, 2, 109, 110, 2]]
     """
 
     kind = "byte_level_bpe"  # `kbert.text.hf_tokenizers.KIND_FILES`, and its config's in a task's .keras file
@@ -74,6 +74,11 @@ class ByteLevelBPETokenizer:
     @property
     def vocabulary_size(self):
         return len(self.byte_level_bpe.ids)
+
+    @property
+    def layout(self):
+        """`<s> A </s>(</s> B </s>)`, padded with <pad>, no token types: a `kbert_core.Layout`."""
+        return self.byte_level_bpe.layout
 
     @property
     def pad_token_id(self):

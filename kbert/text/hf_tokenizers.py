@@ -79,10 +79,10 @@ def tokenizer_from_config(config):
     (none: WordPiece, as kbert wrote it before RoBERTa and ALBERT).
 
     Example:
-    >>> tokenizer = tokenizer_from_config({"vocabulary": ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"],
+    >>> tokenizer = tokenizer_from_config({"vocabulary": ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi"],
     ...                                    "lowercase": True})
     >>> type(tokenizer).__name__, tokenizer.vocabulary_size
-    ('BertTokenizer', 5)
+    ('BertTokenizer', 6)
     """
     config = dict(config)
     return tokenizer_class(config.pop("kind", "wordpiece")).from_config(config)
@@ -93,7 +93,7 @@ def tokenizer_files(tokenizer):
 
     Example:
     >>> from kbert.text import BertTokenizer
-    >>> tokenizer_files(BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]))
+    >>> tokenizer_files(BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi"]))
     ('vocab.txt', 'tokenizer_config.json')
     """
     return (*type(tokenizer).FILES, "tokenizer_config.json")

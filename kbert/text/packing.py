@@ -260,6 +260,7 @@ def pack_python(tokenizer, texts, pairs=None, max_length=128, padding="max_lengt
     return result
 
 
+@tf.autograph.experimental.do_not_convert  # Python code, called while a graph is traced, not converted into it
 def python_encode(call, texts, pairs=None, return_offsets=False, return_lengths=False, **options):
     """A tokenizer's `encode` on string tensors by its call on Python strings (`call`, which returns numpy arrays)
     in a `tf.numpy_function`: it maps over `tf.data` under any backend, but runs in Python, and a graph holding it
@@ -284,7 +285,7 @@ def python_encode(call, texts, pairs=None, return_offsets=False, return_lengths=
 
     example = call([""], [""] if pairs is not None else None, return_offsets=return_offsets,
                    return_lengths=return_lengths, **{**options, "padding": "longest"})
-    values = tf.numpy_function(run, inputs, [tf.int32] * len(example), stateful=False)
+    values = tf.nest.flatten(tf.numpy_function(run, inputs, [tf.int32] * len(example), stateful=False))  # 1: a tensor
     outputs = {}
     for name, value, shape in zip(example, values, (v.shape for v in example.values())):
         value.set_shape([None] * len(shape))

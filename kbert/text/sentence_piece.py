@@ -96,8 +96,8 @@ class SentencePieceTokenizer:
         Example:
         >>> pieces = [("<pad>", 0, 3), ("<unk>", 0, 2), ("[CLS]", 0, 3), ("[SEP]", 0, 3), ("[MASK]", 0, 3),
         ...           ("▁hi", -3, 1)]
-        >>> tokenizer = SentencePieceTokenizer.from_config(SentencePieceTokenizer(SentencePiece(pieces, b"")).get_config())
-        >>> tokenizer("hi", padding="longest")["token_ids"].tolist()
+        >>> config = SentencePieceTokenizer(SentencePiece(pieces, b"")).get_config()
+        >>> SentencePieceTokenizer.from_config(config)("hi", padding="longest")["token_ids"].tolist()
         [[2, 5, 3]]
         """
         sentence_piece = self.sentence_piece
@@ -130,6 +130,11 @@ class SentencePieceTokenizer:
     @property
     def vocabulary_size(self):
         return len(self.sentence_piece.pieces)
+
+    @property
+    def layout(self):
+        """`[CLS] A [SEP] (B [SEP])`, padded with <pad>: a `kbert_core.Layout`."""
+        return self.sentence_piece.layout
 
     @property
     def pad_token_id(self):

@@ -12,6 +12,7 @@ from kbert.saving import model_source
 from kbert.text.bert_normalizer import fast_bert_normalizer_model
 from kbert.text.packing import encode_batch, encode_texts
 from kbert.text.wordpieces import merge_long_words, to_char_offsets
+from kbert_core.packing import Layout
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 MAX_WORD_CHARS = 100  # longer words become one [UNK], as in BERT
@@ -150,6 +151,11 @@ class BertTokenizer:
     @property
     def vocabulary_size(self):
         return len(self._tokens)
+
+    @property
+    def layout(self):
+        """`[CLS] A [SEP] (B [SEP])`, padded with [PAD]: a `kbert_core.Layout`."""
+        return Layout.bert(self.cls_token_id, self.sep_token_id, self.pad_token_id)
 
     @property
     def pad_token_id(self):

@@ -145,3 +145,37 @@ def test_bad_input_is_one_clear_line(folders, tmp_path):
     with pytest.raises(ValueError, match="segment_ids must all be 0: this roberta model has no token types"):
         model.predict({**inputs, "segment_ids": (np.arange(inputs["token_ids"].shape[1]) > 3)[None].astype("int32")},
                       verbose=0)
+
+
+@pytest.mark.parametrize("family", ["roberta", "albert"])
+def test_token_classifier_and_qa_read_offsets_of_their_familys_tokenizer(folders, family, tmp_path):
+    root, _ = folders
+    tagger = kbert.BertTokenClassifier.from_preset(root / family, label_names=["O", "B-X", "I-X"], sequence_length=12)
+    words = [["A", "gripping", "film", "by", "Tom", "Hanks"], ["Dull", "!"], ["x" * 30, "y"]]
+    tagger.fit(words, [[0, 0, 0, 0, 1, 2], [0, 0], [1, 0]], batch_size=2, epochs=1, verbose=0)
+    tagged = tagger.predict(words, verbose=0) + tagger.predict(["Tom Hanks plays, in a film."], verbose=0)
+    assert [len(answer["tags"]) for answer in tagged][:3] == [6, 2, 2]  # a tag per word, long words in windows
+    assert len(tagged[3]["tags"]) == (8 if family == "roberta" else 7)  # the tokenizer's words: "plays," or ","
+    for answer in tagged:
+        assert all(answer["text"][e["start"]:e["end"]] == e["text"] for e in answer["entities"])
+    tagger.save(tmp_path / "tagger.keras")
+    assert keras.saving.load_model(tmp_path / "tagger.keras").predict(words, verbose=0) == tagger.predict(words,
+                                                                                                         verbose=0)
+    reader = kbert.BertQuestionAnswerer.from_preset(root / family, sequence_length=24, doc_stride=8)
+    questions, contexts = ["who plays?", "what?"], ["Tom Hanks plays in a long film about nothing at all.", "A film."]
+    windows = reader.preprocessor.prepare((questions, contexts))
+    tokenizer = reader.preprocessor.tokenizer
+    question = tokenizer(questions[:1], max_length=UNLIMITED, padding="longest")["token_ids"][0, 1:-1].tolist()
+    separators = [tokenizer.sep_token_id] * (2 if family == "roberta" else 1)
+    first = windows.inputs["token_ids"][0].tolist()
+    assert first[:len(question) + 1 + len(separators)] == [tokenizer.cls_token_id, *question, *separators]
+    assert windows.inputs["segment_ids"].any() == (family == "albert")
+    assert len(windows.windows) > 2  # the long context in several windows
+    reader.fit((questions, contexts), [{"text": ["Tom Hanks"], "answer_start": [0]}, {"text": ["film"],
+                                                                                    "answer_start": [2]}],
+               batch_size=2, epochs=1, verbose=0)
+    answers = reader.predict((questions, contexts), verbose=0)
+    for answer, context in zip(answers, contexts):
+        assert context[answer["start"]:answer["end"]] == answer["text"]
+    reader.save(tmp_path / "reader.keras")
+    assert keras.saving.load_model(tmp_path / "reader.keras").predict((questions, contexts), verbose=0) == answers

@@ -47,10 +47,11 @@ class SquadWindows:
         context_rows = token_rows(tokenizer, list(contexts))
         question_rows = token_rows(tokenizer, [example.question for example in self.examples])
         questions, owners, self.skipped = [], [], 0
+        layout = tokenizer.layout  # BERT's [CLS] q [SEP] c [SEP], or RoBERTa's <s> q </s></s> c </s>
         for i, example in enumerate(self.examples):
             question = question_rows[i][0][:max_question_length]
             ids, offsets = context_rows[contexts[example.context]]
-            windows = question_windows(len(question), len(ids), max_length, doc_stride)
+            windows = question_windows(len(question), len(ids), max_length, doc_stride, layout.specials(2))
             answer = _answer_tokens(offsets, example.answer_span) if training else None
             if training and answer is None:
                 self.skipped += 1
@@ -58,7 +59,7 @@ class SquadWindows:
             questions.append((question, ids, offsets, windows))
             owners.append((i, answer))
         packed = pack_question_windows(questions, tokenizer.cls_token_id, tokenizer.sep_token_id,
-                                       tokenizer.pad_token_id)
+                                       tokenizer.pad_token_id, layout=layout)
         self.offsets, self.max_context = packed.pop("offsets"), packed.pop("max_context")
         self.inputs = packed
         self.window_examples = np.repeat([i for i, _ in owners], [len(q[3]) for q in questions]).astype("int32")
@@ -66,7 +67,7 @@ class SquadWindows:
         self.end_positions = np.zeros(len(self.window_examples), "int32")
         r = 0
         for (_, answer), (question, _, _, windows) in zip(owners, questions):
-            first = len(question) + 2  # the position of the first context token
+            first = len(layout.start) + len(question) + len(layout.middle)  # the position of the first context token
             for begin, end in windows:
                 if answer is not None and begin <= answer[0] and answer[1] < end:
                     self.start_positions[r] = first + answer[0] - begin
