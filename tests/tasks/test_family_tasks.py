@@ -171,6 +171,12 @@ def test_token_classifier_and_qa_read_offsets_of_their_familys_tokenizer(folders
     assert first[:len(question) + 1 + len(separators)] == [tokenizer.cls_token_id, *question, *separators]
     assert windows.inputs["segment_ids"].any() == (family == "albert")
     assert len(windows.windows) > 2  # the long context in several windows
+    if family == "roberta":  # QA windows in TensorFlow ops are BERT's layout only
+        import tensorflow as tf
+
+        data = tf.data.Dataset.from_tensor_slices((questions, contexts)).batch(2)
+        with pytest.raises(ValueError, match="lays out RoBERTa's: give the questions and contexts as lists"):
+            data.map(lambda q, c: reader.preprocessor((q, c)))
     reader.fit((questions, contexts), [{"text": ["Tom Hanks"], "answer_start": [0]}, {"text": ["film"],
                                                                                     "answer_start": [2]}],
                batch_size=2, epochs=1, verbose=0)

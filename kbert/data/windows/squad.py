@@ -67,7 +67,7 @@ class SquadWindows:
         self.end_positions = np.zeros(len(self.window_examples), "int32")
         r = 0
         for (_, answer), (question, _, _, windows) in zip(owners, questions):
-            first = len(layout.start) + len(question) + len(layout.middle)  # the position of the first context token
+            first = len(layout.start) + len(question) + len(layout.middle)  # the first context token's position
             for begin, end in windows:
                 if answer is not None and begin <= answer[0] and answer[1] < end:
                     self.start_positions[r] = first + answer[0] - begin

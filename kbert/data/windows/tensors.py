@@ -85,8 +85,8 @@ def question_window_rows(tokenizer, questions, contexts, sequence_length, doc_st
     """
     if not tokenizer.layout.count_segments:
         raise ValueError(f"Question windows in TensorFlow ops are BERT's [CLS] q [SEP] c [SEP]; a "
-                         f"{type(tokenizer).__name__} lays out RoBERTa's: give the questions and contexts as lists (the preprocessor's prepare "
-                         "makes its windows), not a tf.data.Dataset.")
+                         f"{type(tokenizer).__name__} lays out RoBERTa's: give the questions and contexts as lists "
+                         "(the preprocessor's prepare makes its windows), not a tf.data.Dataset.")
     asked = tokenizer.encode(questions, max_length=max_question_length + 2, padding="longest", return_lengths=True)
     question_ids = asked["token_ids"][:, 1:]
     question_length = tf.reduce_sum(asked["padding_mask"], axis=1) - 2
