@@ -127,24 +127,30 @@ class ByteLevelBPE:
 
     @classmethod
     def from_hf(cls, path):
-        """Reads a Hugging Face RoBERTa tokenizer folder: vocab.json, merges.txt and tokenizer_config.json if any.
+        """Reads a Hugging Face RoBERTa tokenizer folder: vocab.json and merges.txt, or else tokenizer.json (all
+        that `transformers` 5 saves), and tokenizer_config.json if any.
 
         Example:
         >>> ByteLevelBPE.from_hf("no/such/folder")
         Traceback (most recent call last):
-        FileNotFoundError: no/such/folder/vocab.json does not exist: a byte-level BPE tokenizer folder needs ...
+        FileNotFoundError: no/such/folder holds neither vocab.json and merges.txt nor tokenizer.json: a byte-level ...
         """
         path = pathlib.Path(path)
-        for name in ("vocab.json", "merges.txt"):
-            if not (path / name).is_file():
-                raise FileNotFoundError(f"{path / name} does not exist: a byte-level BPE tokenizer folder needs "
-                                        "vocab.json and merges.txt.")
         config_file = path / "tokenizer_config.json"
         config = _read_json(config_file) if config_file.is_file() else {}
         for key, supported in (("add_prefix_space", False), ("trim_offsets", True)):
             if config.get(key, supported) != supported:
                 raise ValueError(f"{config_file}: {key}={config[key]} is not supported (only {supported}).")
-        return cls(path / "vocab.json", path / "merges.txt")
+        if (path / "vocab.json").is_file() and (path / "merges.txt").is_file():
+            return cls(path / "vocab.json", path / "merges.txt")
+        if not (path / "tokenizer.json").is_file():
+            raise FileNotFoundError(f"{path} holds neither vocab.json and merges.txt nor tokenizer.json: a byte-level "
+                                    "BPE tokenizer folder needs them.")
+        model = _read_json(path / "tokenizer.json").get("model", {})
+        if model.get("type") != "BPE" or not isinstance(model.get("vocab"), dict):
+            raise ValueError(f"{path / 'tokenizer.json'}: its model is {model.get('type')!r}, not a byte-level BPE.")
+        merges = [tuple(merge.split(" ")) if isinstance(merge, str) else tuple(merge) for merge in model["merges"]]
+        return cls(model["vocab"], merges)
 
     def tokenize(self, text):
         """(ids, [start, end) char spans, word indices) of one text's pieces, no special tokens.

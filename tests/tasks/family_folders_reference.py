@@ -9,6 +9,8 @@ DistilBERT: a WordPiece vocab.txt with `tokenizers`), writes its files into FOLD
 1-layer base model of that family (`save_pretrained`, vocab_size the tokenizer's), loads the folder's tokenizer
 back with `AutoTokenizer.from_pretrained` (its length checked) and encodes each call of the JSON file CASES
 ({"texts", "pairs" or null}): OUT gets {family: [[{"ids", "type_ids"} per text] per call]}, unpadded.
+FOLDER/roberta_json holds RoBERTa's model and tokenizer as `transformers` 5 saves them (tokenizer.json, no
+vocab.json), OUT its rows too.
 """
 
 import itertools
@@ -80,12 +82,25 @@ def main(corpus, folder, cases, out):
         if len(tokenizer) != SIZES[family]:
             raise AssertionError(f"{family}: {type(tokenizer).__name__} has {len(tokenizer)} tokens, not "
                                  f"{SIZES[family]}")
-        outputs[family] = []
-        for call in cases:
-            encoding = tokenizer(call["texts"], call["pairs"], return_token_type_ids=True)
-            outputs[family].append([{"ids": ids, "type_ids": types} for ids, types in
-                                    zip(encoding["input_ids"], encoding["token_type_ids"])])
+        outputs[family] = encode(tokenizer, cases)
+        if family == "roberta":  # as `transformers` 5 saves a tokenizer: tokenizer.json alone
+            saved = path.parent / "roberta_json"
+            make_model(family, saved)
+            tokenizer.save_pretrained(saved)
+            if (saved / "vocab.json").exists():
+                raise AssertionError("save_pretrained wrote vocab.json: roberta_json tests nothing new")
+            outputs["roberta_json"] = encode(transformers.AutoTokenizer.from_pretrained(saved), cases)
     pathlib.Path(out).write_text(json.dumps(outputs), "utf-8")
+
+
+def encode(tokenizer, cases):
+    """Hugging Face's unpadded rows of each call."""
+    rows = []
+    for call in cases:
+        encoding = tokenizer(call["texts"], call["pairs"], return_token_type_ids=True)
+        rows.append([{"ids": ids, "type_ids": types} for ids, types in
+                     zip(encoding["input_ids"], encoding["token_type_ids"])])
+    return rows
 
 
 if __name__ == "__main__":

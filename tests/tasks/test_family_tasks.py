@@ -26,7 +26,7 @@ TEXTS = ["A gripping film.", "The plot (such as it is) drags - badly.", "naïve 
          "东京 and 😀!", "", "x" * 70, *[text for text in HARD_STRINGS[:30] if "\x00" not in text]]
 PAIRS = [text[::-1] for text in TEXTS]
 CASES = [{"texts": TEXTS, "pairs": None}, {"texts": TEXTS, "pairs": PAIRS}]
-KINDS = {"roberta": "ByteLevelBPETokenizer", "albert": "SentencePieceTokenizer", "electra": "BertTokenizer",
+KINDS = {"roberta": "ByteLevelBPETokenizer", "roberta_json": "ByteLevelBPETokenizer", "albert": "SentencePieceTokenizer", "electra": "BertTokenizer",
          "distilbert": "BertTokenizer"}
 LENGTH = 48  # below the texts' longest pair: truncation too
 
@@ -48,13 +48,13 @@ def unpadded(out):
                                                                             lengths)]
 
 
-@pytest.mark.parametrize("family", reference.FAMILIES)
+@pytest.mark.parametrize("family", [*reference.FAMILIES, "roberta_json"])
 def test_each_folder_gives_its_familys_tokenizer_with_hugging_faces_ids(folders, family):
     root, expected = folders
     backbone = BertBackbone.from_preset(root / family)
     tokenizer = model_source(root / family).load_tokenizer(model=backbone)
     assert type(tokenizer).__name__ == KINDS[family]
-    assert tokenizer.vocabulary_size == reference.SIZES[family] == backbone.vocabulary_size
+    assert tokenizer.vocabulary_size == reference.SIZES[backbone.family] == backbone.vocabulary_size
     for call, rows in zip(CASES, expected[family]):
         out = tokenizer(call["texts"], call["pairs"], max_length=UNLIMITED, padding="longest")
         assert unpadded(out) == [(row["ids"], row["type_ids"]) for row in rows]

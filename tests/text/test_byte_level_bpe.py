@@ -87,5 +87,5 @@ def test_save_config_and_pickle_give_the_same_tokenizer(tokenizer, tmp_path):
 def test_bad_input():
     with pytest.raises(ValueError, match="lacks 260 tokens of byte-level BPE"):
         ByteLevelBPETokenizer(ByteLevelBPE({"<s>": 0}, []))
-    with pytest.raises(FileNotFoundError, match="vocab.json does not exist"):
+    with pytest.raises(FileNotFoundError, match="holds neither vocab.json and merges.txt nor tokenizer.json"):
         ByteLevelBPETokenizer("no/such/folder")
