@@ -75,6 +75,17 @@ class ByteLevelBPETokenizer:
     def vocabulary_size(self):
         return len(self.byte_level_bpe.ids)
 
+    def vocabulary(self):
+        """The tokens, in id order."""
+        tokens = dict((i, token) for token, i in self.byte_level_bpe.ids.items())
+        return [tokens[i] for i in range(len(tokens))]
+
+    @staticmethod
+    def continues_word(token):
+        """Whether `token` goes on the word before it (whole-word masking): byte-level BPE marks a word's first
+        token with the space before it ("\u0120"), so a text's first word counts as going on the <s> before it."""
+        return not token.startswith("\u0120")
+
     @property
     def layout(self):
         """`<s> A </s>(</s> B </s>)`, padded with <pad>, no token types: a `kbert_core.Layout`."""

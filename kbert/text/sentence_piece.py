@@ -131,6 +131,16 @@ class SentencePieceTokenizer:
     def vocabulary_size(self):
         return len(self.sentence_piece.pieces)
 
+    def vocabulary(self):
+        """The pieces, in id order."""
+        return [piece for piece, _, _ in self.sentence_piece.pieces]
+
+    @staticmethod
+    def continues_word(piece):
+        """Whether `piece` goes on the word before it (whole-word masking): a word's first piece starts with
+        "\u2581"."""
+        return not piece.startswith("\u2581")
+
     @property
     def layout(self):
         """`[CLS] A [SEP] (B [SEP])`, padded with <pad>: a `kbert_core.Layout`."""

@@ -181,6 +181,11 @@ class BertTokenizer:
         """The tokens, in id order."""
         return list(self._tokens)
 
+    @staticmethod
+    def continues_word(token):
+        """Whether `token` goes on the word before it (whole-word masking): WordPiece's "##" pieces."""
+        return token.startswith("##")
+
     def token_to_id(self, token):
         """The id of `token`; a KeyError names tokens outside the vocabulary."""
         if token not in self._ids:

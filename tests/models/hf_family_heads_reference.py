@@ -2,7 +2,7 @@
 transformers, never beside TensorFlow):
 
     python hf_family_heads_reference.py make FOLDER     # a tiny random model of each family's task classes in
-                                                        # FOLDER/<name>/ (`save_pretrained`, a vocab.txt beside),
+                                                        # FOLDER/<name>/ (`save_pretrained`, its tokenizer beside),
                                                         # its outputs in FOLDER/<name>.npz
     python hf_family_heads_reference.py run FOLDER...   # `from_pretrained` of the class each folder's config
                                                         # names: its outputs and the weights it did not find or
@@ -67,6 +67,8 @@ def make(folder):
     for index, (name, (family, class_name, problem)) in enumerate(names().items()):
         torch.manual_seed(index)
         config_class, settings = CONFIGS[family]
+        if family == "roberta":  # a byte-level BPE vocabulary holds the 256 byte characters
+            settings = {**settings, "vocab_size": ROBERTA_VOCABULARY_SIZE}
         labels = {"id2label": dict(enumerate(LABELS)), "label2id": {label: i for i, label in enumerate(LABELS)}}
         if problem == "regression":
             labels = {"num_labels": 1}
@@ -79,9 +81,40 @@ def make(folder):
                 if "position_embeddings" not in parameter_name or family != "distilbert":  # sinusoidal: kept
                     parameter.add_(0.2 * torch.randn_like(parameter))
         model.save_pretrained(folder / name)
-        vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"word{i}" for i in range(config.vocab_size - 5)]
-        (folder / name / "vocab.txt").write_text("".join(f"{token}\n" for token in vocabulary))
+        write_tokenizer(family, folder / name, config.vocab_size)
         np.savez(folder / f"{name}.npz", **outputs(model, family))
+
+
+ROBERTA_VOCABULARY_SIZE = 300
+
+
+def write_tokenizer(family, folder, size):
+    """The family's tokenizer files in `folder`, `size` tokens each (kbert's task models are read with their
+    tokenizer): RoBERTa's vocab.json and merges.txt (no merges), ALBERT's spiece.model (pieces written as
+    sentencepiece's ModelProto), else a WordPiece vocab.txt."""
+    words = [f"word{i}" for i in range(size - 5)]
+    if family == "roberta":
+        from kbert_core.byte_level_bpe import bytes_to_unicode
+
+        vocabulary = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"] + list(bytes_to_unicode().values())
+        vocabulary += [f"\u0120word{i}" for i in range(size - len(vocabulary))]
+        (folder / "vocab.json").write_text(json.dumps({token: i for i, token in enumerate(vocabulary)}))
+        (folder / "merges.txt").write_text("#version: 0.2\n")
+    elif family == "albert":
+        from sentencepiece import sentencepiece_model_pb2
+
+        model = sentencepiece_model_pb2.ModelProto()
+        for text, kind in [("<pad>", 3), ("<unk>", 2), ("[CLS]", 3), ("[SEP]", 3), ("[MASK]", 3)]:
+            model.pieces.add(piece=text, score=0.0, type=kind)  # 3: control, 2: unknown
+        for i, word in enumerate(words):
+            model.pieces.add(piece=f"\u2581{word}", score=-float(i), type=1)  # 1: normal
+        model.trainer_spec.model_type, model.trainer_spec.unk_id, model.trainer_spec.pad_id = 1, 1, 0  # unigram
+        model.trainer_spec.bos_id = model.trainer_spec.eos_id = -1
+        model.normalizer_spec.name, model.normalizer_spec.add_dummy_prefix = "identity", True
+        (folder / "spiece.model").write_bytes(model.SerializeToString())
+    else:
+        vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + words
+        (folder / "vocab.txt").write_text("".join(f"{token}\n" for token in vocabulary))
 
 
 def run(folders):

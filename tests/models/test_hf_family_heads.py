@@ -171,8 +171,9 @@ def test_a_family_class_kbert_does_not_read_is_named_with_those_it_reads(checkpo
     folder = tmp_path / family
     folder.mkdir()
     source = checkpoints / f"{family}_ForSequenceClassification"
-    for name in ("model.safetensors", "vocab.txt"):
-        (folder / name).write_bytes((source / name).read_bytes())
+    for name in ("model.safetensors", "vocab.txt", "vocab.json", "merges.txt", "spiece.model"):
+        if (source / name).exists():
+            (folder / name).write_bytes((source / name).read_bytes())
     config = json.loads((source / "config.json").read_text())
     (folder / "config.json").write_text(json.dumps({**config, "architectures": [architecture]}))
     prefix = reference.PREFIXES[family]

@@ -14,7 +14,6 @@ from kbert.start_up import import_tensorflow
 tf = import_tensorflow()  # quietly; under torch or JAX, off the GPUs
 
 MASKINGS = ("dynamic", "static")
-_NEVER_MASKED = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
 def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=DEFAULT_SEQUENCE_LENGTH, objective="nsp",
@@ -245,10 +244,13 @@ def _pack(tokenizer, first, second, label, max_seq_length):
 
 
 def masking_vocabulary(tokenizer):
-    """`mask_batch`'s vocabulary arguments: (ids never masked, is-suffix flag per id, ids a
-    random replacement may take: all but the special and [unused] tokens)."""
+    """`mask_batch`'s vocabulary arguments for any of kbert's tokenizers (WordPiece, SentencePiece, byte-level
+    BPE): (ids never masked: padding, unknown, the two separators and the mask; a flag per id, whether the token
+    goes on the word before it (`continues_word`); ids a random replacement may take: all but those never masked
+    and WordPiece's [unused] tokens)."""
     vocabulary = tokenizer.vocabulary()
-    special_ids = [tokenizer.token_to_id(token) for token in _NEVER_MASKED]
+    special_ids = [tokenizer.pad_token_id, tokenizer.unk_token_id, tokenizer.cls_token_id, tokenizer.sep_token_id,
+                   tokenizer.mask_token_id]
     replacement_ids = [i for i, token in enumerate(vocabulary)
-                       if token not in _NEVER_MASKED and not token.startswith("[unused")]
-    return special_ids, [token.startswith("##") for token in vocabulary], replacement_ids
+                       if i not in special_ids and not token.startswith("[unused")]
+    return special_ids, [tokenizer.continues_word(token) for token in vocabulary], replacement_ids
