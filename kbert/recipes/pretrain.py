@@ -22,6 +22,7 @@ from kbert.config import PRESETS, BertConfig
 from kbert.data.batches.child_process import process_batches
 from kbert.data.pretraining.dataset import held_out_then_training
 from kbert.data.pretraining.instances import HOLDOUT_PASSAGE_LINES, survey_corpus
+from kbert.data.pretraining.masking import check_masking
 from kbert.distribution import chief_first, is_chief, process_share, torch_data_parallel, writing_alone
 from kbert.distribution.data_shares import shares
 from kbert.models.bert_backbone import BertBackbone
@@ -143,8 +144,8 @@ def prepare(folder, tokenizer=None, vocabulary=None, vocabulary_sample=(), vocab
 
 
 def train(files, out, settings, init=None, preset="bert_mini", config=None, vocabulary=None, vocabulary_sample=(),
-          vocabulary_size=8192, objective="nsp", whole_word_masking=False, duplication_factor=0, steps=10000,
-          checkpoint_every=200, batch_size=32, sequence_length=128, learning_rate=1e-4, warmup_ratio=0.01,
+          vocabulary_size=8192, objective="nsp", mask_unit="token", span_p=0.2, max_span=10, duplication_factor=0,
+          steps=10000, checkpoint_every=200, batch_size=32, sequence_length=128, learning_rate=1e-4, warmup_ratio=0.01,
           holdout_fraction=0.02, mixed_precision=False, seed=0, gradient_accumulation=1, remat=False, restart=False,
           verbose="auto"):
     """Pretrains a `BertPretrainer` on the text files `files` to `steps` optimizer steps; writes the run folder `out`.
@@ -172,7 +173,9 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
             weights of `config` (a dict of `BertConfig` fields) or else `preset`.
         vocabulary, vocabulary_sample, vocabulary_size: as `prepare`'s (without `init`).
         objective: "nsp", "sop" or "mlm": what is learned beside masked LM.
-        whole_word_masking, duplication_factor: masking (`duplication_factor` > 0: static, that many copies).
+        mask_unit, span_p, max_span: what is masked: "token", "whole_word" or "span" (SpanBERT's spans, of lengths
+            drawn from `kbert.data.pretraining.masking.span_length_pmf(span_p, max_span)`); checked first.
+        duplication_factor: masking (`duplication_factor` > 0: static, that many copies).
         steps, checkpoint_every: optimizer steps of the whole run, a multiple of `checkpoint_every`.
         batch_size, sequence_length, learning_rate, warmup_ratio, gradient_accumulation: the optimization.
         holdout_fraction: float. Share of the text held out for evaluation (0: none).
@@ -184,6 +187,7 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
     Returns: the metrics written to `metrics.json` (None in a process other than process 0).
     """
     folder = pathlib.Path(out)
+    check_masking(mask_unit, span_p=span_p, max_span=max_span)
     if steps % checkpoint_every:
         raise ValueError(f"steps {steps} is not a multiple of checkpoint_every {checkpoint_every} (a run trains whole "
                          "checkpoint intervals).")
@@ -206,7 +210,8 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
                                        gradient_accumulation_steps=gradient_accumulation))
 
     data_options = dict(tokenizer=tokenizer, batch_size=batch_size, max_seq_length=sequence_length,
-                        objective=objective, whole_word_masking=whole_word_masking, holdout=holdout_fraction)
+                        objective=objective, mask_unit=mask_unit, span_p=span_p, max_span=max_span,
+                        holdout=holdout_fraction)
     masking = dict(masking="static", duplication_factor=duplication_factor) if duplication_factor else {}
     # The tf.data pipeline runs in a child process (see process_batches: in this one it would slow torch's steps about
     # 2x). A resumed run reads the stream of the run it resumes (same seed) past the batches trained already: the same
@@ -274,7 +279,8 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
            "config": backbone.config.to_dict()}
     hyperparameters = {"steps": steps, "checkpoint_every": checkpoint_every, "batch_size": batch_size,
                        "sequence_length": sequence_length, "learning_rate": learning_rate, "warmup_ratio": warmup_ratio,
-                       "objective": objective, "whole_word_masking": whole_word_masking,
+                       "objective": objective, "mask_unit": mask_unit,
+                       **({"span_p": span_p, "max_span": max_span} if mask_unit == "span" else {}),
                        "duplication_factor": duplication_factor, "holdout_fraction": holdout_fraction,
                        "mixed_precision": mixed_precision, "gradient_accumulation": gradient_accumulation,
                        "remat": remat, "seed": seed}

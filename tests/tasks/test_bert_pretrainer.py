@@ -72,15 +72,17 @@ def tiny_pretrainer(steps):
     return model
 
 
-def tiny_data(corpus, seed=0):
+def tiny_data(corpus, seed=0, mask_unit="token"):
     return pretraining_dataset([corpus], BertTokenizer(VOCAB), batch_size=8, max_seq_length=24,
-                               max_predictions=4, shuffle_buffer=64, seed=seed)
+                               max_predictions=4, shuffle_buffer=64, seed=seed, mask_unit=mask_unit)
 
 
-def test_fit_lowers_the_loss(corpus):
+@pytest.mark.parametrize("mask_unit", ["token", "span"])
+def test_fit_lowers_the_loss(corpus, mask_unit):
     keras.utils.set_random_seed(0)
     model = tiny_pretrainer(steps=45)
-    history = model.fit(tiny_data(corpus), epochs=3, steps_per_epoch=15, shuffle=False, verbose=0).history
+    history = model.fit(tiny_data(corpus, mask_unit=mask_unit), epochs=3, steps_per_epoch=15, shuffle=False,
+                        verbose=0).history
     assert history["mlm_loss"][-1] < history["mlm_loss"][0] - 0.2
     assert history["mlm_perplexity"][-1] == pytest.approx(np.exp(history["mlm_loss"][-1]), rel=1e-5)
     assert history["loss"][-1] == pytest.approx(history["mlm_loss"][-1] + history["nsp_loss"][-1], rel=1e-3)

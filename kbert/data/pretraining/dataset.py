@@ -7,7 +7,7 @@ import numpy as np
 
 from kbert.config import DEFAULT_SEQUENCE_LENGTH
 from kbert.data.pretraining.instances import OBJECTIVES, document_instances, read_documents
-from kbert.data.pretraining.masking import mask_batch, prediction_slots
+from kbert.data.pretraining.masking import check_masking, mask_batch, prediction_slots
 from kbert.data.readers.text_file import check_utf8
 from kbert.start_up import import_tensorflow
 
@@ -18,7 +18,7 @@ _NEVER_MASKED = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
 def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=DEFAULT_SEQUENCE_LENGTH, objective="nsp",
-                        masking="dynamic", duplication_factor=10, whole_word_masking=False,
+                        masking="dynamic", duplication_factor=10, mask_unit="token", span_p=0.2, max_span=10,
                         mask_rate=0.15, max_predictions=None, short_seq_prob=0.1, repeat=True,
                         shuffle_buffer=10000, window_chars=4_000_000, cache=None, holdout=0.0,
                         held_out=False, seed=None, skip_batches=0):
@@ -47,8 +47,9 @@ def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=DEFAULT_SEQ
             segment per row, no `nsp` target).
         masking: str. "dynamic" or "static".
         duplication_factor: int. Masked copies per pair with static masking.
-        whole_word_masking: bool. Mask all the WordPieces of a word together.
-        mask_rate, max_predictions: see `mask_batch`. `max_predictions` None: as many as a row
+        mask_unit: str. What is masked: "token", "whole_word" (all the WordPieces of a word together) or
+            "span" (SpanBERT's spans of whole words, `span_p` and `max_span` their lengths' distribution).
+        span_p, mask_rate, max_predictions: see `mask_batch`. `max_predictions` None: as many as a row
             can get (`prediction_slots(max_seq_length, mask_rate)`: 10 at 64 tokens, 19 at 128).
         short_seq_prob: float. Probability of a shorter target length (see
             `document_instances`).
@@ -85,6 +86,7 @@ def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=DEFAULT_SEQ
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}.")
     if masking not in MASKINGS:
         raise ValueError(f"masking must be one of {MASKINGS}, got {masking!r}.")
+    check_masking(mask_unit, mask_rate, span_p, max_span)
     paths = [str(path) for path in ([paths] if isinstance(paths, str) else paths)]
     _check_corpus(paths, objective, holdout, held_out)
     seed = int(np.random.default_rng(seed).integers(2**31))
@@ -104,7 +106,7 @@ def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=DEFAULT_SEQ
     def mask(step, batch):
         masked = mask_batch(batch["token_ids"], batch["padding_mask"], tf.stack([seed, step]),
                             special_ids, is_suffix, tokenizer.mask_token_id, replacement_ids, mask_rate,
-                            max_predictions, whole_word_masking)
+                            max_predictions, mask_unit, span_p, max_span)
         return {**batch, **masked}
 
     if masking == "static":
