@@ -22,6 +22,11 @@ README.md (the model card: versions, corpus checksums, settings, metrics) and, a
 backbone.keras: `--init saved_models/<run>` for the task apps. The checkpoint lives beside the run
 folder, as every app's backup: saved_models/.<run>.backup/ (kept at the end, to train further).
 
+--mask-unit chooses what masked LM masks: single WordPieces (token, BERT's default), whole words
+(whole_word), or SpanBERT's spans (span: runs of whole words of a length drawn from a geometric
+distribution, --span-p 0.2 cut at --max-span 10 words, until 15% of the tokens are chosen; the span,
+not each token, becomes [MASK], random tokens or stays, 80/10/10).
+
 --init continues pretraining from a checkpoint instead of random weights (e.g. --init all_minilm_l6_v2:
 its config and vocabulary; the MLM head starts fresh, its decoder tied to the embeddings).
 
@@ -105,7 +110,8 @@ def parse_args(argv=None):
     parser.add_argument("--span-p", type=probability, default=0.2,
                         help="with --mask-unit span: span lengths in words follow a geometric distribution of this "
                              "parameter, in (0, 1], cut at --max-span (0.2 and 10: a mean of 3.8 words)")
-    parser.add_argument("--max-span", type=positive_int, default=10, help="with --mask-unit span: the longest span, in words")
+    parser.add_argument("--max-span", type=positive_int, default=10,
+                        help="with --mask-unit span: the longest span, in words")
     parser.add_argument("--duplication-factor", type=non_negative_int, default=0, help="static masking with this many copies (default: dynamic)")
     parser.add_argument("--steps", type=non_negative_int, default=10000,
                         help="optimizer steps of the whole run, a multiple of --checkpoint-every (0: save the "
@@ -128,8 +134,8 @@ def parse_args(argv=None):
     from kbert.data.pretraining.instances import OBJECTIVES
     from kbert.data.pretraining.masking import MASK_UNITS
 
-    for option, value, names in (("--preset", args.preset, sorted(PRESETS)), ("--objective", args.objective, OBJECTIVES),
-                                 ("--mask-unit", args.mask_unit, MASK_UNITS)):
+    for option, value, names in (("--preset", args.preset, sorted(PRESETS)),
+                                 ("--objective", args.objective, OBJECTIVES), ("--mask-unit", args.mask_unit, MASK_UNITS)):
         if value not in names:
             parser.error(f"argument {option}: invalid choice: {value!r} (choose from {', '.join(names)})")
     for option in ("span_p", "max_span"):
