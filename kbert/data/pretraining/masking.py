@@ -99,7 +99,9 @@ def mask_batch(token_ids, padding_mask, seed, special_ids, is_suffix, mask_id, r
     Returns:
         dict: `token_ids` (corrupted), `mask_positions` and `mask_ids` (batch,
         max_predictions) int32, in position order, padded with 0, and `mask_weights`
-        (float32, 1 for a real prediction).
+        (float32, 1 for a real prediction). With "span", also what the span-boundary objective reads
+        (`kbert.layers.span_boundary_head.SpanBoundaryHead`), for each prediction of a span s..e at i:
+        `span_left` (s - 1), `span_right` (e + 1) and `span_offset` (i - s), int32, 0 where `mask_weights` is 0.
 
     Example:
     >>> out = mask_batch(tf.constant([[2, 7, 8, 9, 3, 0]]), tf.constant([[1, 1, 1, 1, 1, 0]]),
@@ -120,8 +122,8 @@ def mask_batch(token_ids, padding_mask, seed, special_ids, is_suffix, mask_id, r
 
     draw = tf.random.stateless_uniform(shape, seeds[1])  # [MASK] below 0.8, a random token below 0.9
     if mask_unit == "span":
-        chosen, draw = _choose_spans(token_ids, candidate, budget, is_suffix, seeds[0], span_p, max_span,
-                                     max_predictions)
+        chosen, draw, spans = _choose_spans(token_ids, candidate, budget, is_suffix, seeds[0], span_p, max_span,
+                                            max_predictions)
     elif mask_unit == "whole_word":
         chosen = _choose_words(token_ids, candidate, budget, is_suffix, seeds[0])
     else:
@@ -141,12 +143,16 @@ def mask_batch(token_ids, padding_mask, seed, special_ids, is_suffix, mask_id, r
     weights = tf.gather(tf.pad(chosen, [[0, 0], [0, 1]]), tf.minimum(positions, shape[1]),
                         batch_dims=1)
     positions = tf.where(weights, positions, 0)
-    return {
+    out = {
         "token_ids": corrupted,
         "mask_positions": positions,
         "mask_ids": tf.where(weights, tf.gather(token_ids, positions, batch_dims=1), 0),
         "mask_weights": tf.cast(weights, tf.float32),
     }
+    if mask_unit == "span":
+        out.update({key: tf.where(weights, tf.gather(value, positions, batch_dims=1), 0)
+                    for key, value in _span_boundaries(spans, max_predictions).items()})
+    return out
 
 
 def _words(token_ids, candidate, is_suffix):
@@ -203,15 +209,15 @@ def span_lengths(count, seed, span_p=0.2, max_span=10):
 
 
 def _choose_spans(token_ids, candidate, budget, is_suffix, seed, span_p, max_span, max_predictions):
-    """SpanBERT's spans (see `mask_batch`): the chosen tokens, and for each the draw that decides [MASK], random or
-    kept, one per span. Each round adds a span to every row with budget left and a word that fits it, so
+    """SpanBERT's spans (see `mask_batch`): the chosen tokens, for each the draw that decides [MASK], random or
+    kept, one per span, and the round that chose it (-1 where none did): a span's number in its row. Each round adds a span to every row with budget left and a word that fits it, so
     `max_predictions` rounds suffice."""
     shape = tf.shape(token_ids)
     slots = shape[1] + 1
     words, lengths, segments = _words(token_ids, candidate, is_suffix)
     numbers = tf.range(slots)[None, :]
 
-    def add_span(round_, taken, used, draws):
+    def add_span(round_, taken, used, draws, rounds):
         round_seeds = tf.random.experimental.stateless_split(
             tf.random.experimental.stateless_fold_in(seed, round_), 3)
         left = budget - used
@@ -227,13 +233,26 @@ def _choose_spans(token_ids, candidate, budget, is_suffix, seed, span_p, max_spa
         span &= tf.cumsum(tf.where(span, lengths, 0), axis=1) <= left[:, None]  # whole words within the budget
         draw = tf.random.stateless_uniform([shape[0], 1], round_seeds[2])
         return (round_ + 1, taken | span, used + tf.reduce_sum(tf.where(span, lengths, 0), axis=1),
-                tf.where(span, draw, draws))
+                tf.where(span, draw, draws), tf.where(span, round_, rounds))
 
-    def budget_left(round_, taken, used, draws):
+    def budget_left(round_, taken, used, draws, rounds):
         return tf.reduce_any((lengths > 0) & ~taken & (lengths <= (budget - used)[:, None]))
 
-    _, taken, _, draws = tf.while_loop(
+    _, taken, _, draws, rounds = tf.while_loop(
         budget_left, add_span,
-        (tf.constant(0), tf.zeros([shape[0], slots], tf.bool), tf.zeros_like(budget), tf.ones([shape[0], slots])),
+        (tf.constant(0), tf.zeros([shape[0], slots], tf.bool), tf.zeros_like(budget), tf.ones([shape[0], slots]),
+         tf.fill([shape[0], slots], -1)),
         maximum_iterations=max_predictions)
-    return tf.gather(taken, words, batch_dims=1) & candidate, tf.gather(draws, words, batch_dims=1)
+    chosen = tf.gather(taken, words, batch_dims=1) & candidate
+    return chosen, tf.gather(draws, words, batch_dims=1), tf.where(chosen, tf.gather(rounds, words, batch_dims=1), -1)
+
+
+def _span_boundaries(spans, max_spans):
+    """For each token of a span (`spans`: its number in the row, -1 outside any, fewer than `max_spans`): the positions
+    just before and after its span and its offset from the span's start."""
+    shape = tf.shape(spans)
+    positions = tf.broadcast_to(tf.range(shape[1])[None, :], shape)
+    keys = tf.where(spans >= 0, tf.range(shape[0])[:, None] * max_spans + spans, shape[0] * max_spans)
+    starts = tf.gather(tf.math.unsorted_segment_min(positions, keys, shape[0] * max_spans + 1), keys)
+    ends = tf.gather(tf.math.unsorted_segment_max(positions, keys, shape[0] * max_spans + 1), keys)
+    return {"span_left": starts - 1, "span_right": ends + 1, "span_offset": positions - starts}

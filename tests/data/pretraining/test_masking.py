@@ -160,3 +160,45 @@ def test_settings_out_of_range_are_refused_in_one_line(setting, message):
     token_ids, padding_mask = random_rows(rows=2)
     with pytest.raises(ValueError, match=message):
         mask(token_ids, padding_mask, **{"mask_unit": "span", **setting})
+
+
+@pytest.mark.parametrize("max_span", [10, 2])
+def test_span_boundaries_frame_whole_words_within_a_segment(max_span):
+    """Each prediction's span s..e (from `span_left` s - 1, `span_right` e + 1 and `span_offset`): the prediction
+    inside it, every token of it chosen, no special token in it (a span never crosses [SEP]), whole words (it starts
+    at a word's first piece and the token after it starts a word), at most `max_span` words. Row 0 by hand."""
+    token_ids, padding_mask = random_rows(rows=300)
+    token_ids[:, 20] = SEP  # two segments
+    padding_mask[:, :21] = 1
+    out = mask(token_ids, padding_mask, "span", max_span=max_span)
+    suffix = np.isin(token_ids, [VOCAB.index(t) for t in ("##s", "##ed", "##ing")])
+    special = np.isin(token_ids, [0, 1, 2, 3, 4])
+    chosen = np.zeros_like(token_ids, bool)
+    weights = out["mask_weights"].astype(bool)
+    chosen[np.nonzero(weights)[0], out["mask_positions"][weights]] = True
+    for row, slot in zip(*np.nonzero(weights)):
+        left, right = out["span_left"][row, slot], out["span_right"][row, slot]
+        position, offset = out["mask_positions"][row, slot], out["span_offset"][row, slot]
+        assert left < position < right and position == left + 1 + offset
+        inside = slice(left + 1, right)
+        assert chosen[row, inside].all() and not special[row, inside].any()
+        assert not suffix[row, left + 1] or special[row, left]
+        assert not suffix[row, right] or special[row, right - 1] or special[row, right]
+        starts = ~suffix[row, inside] | np.r_[True, special[row, left + 1:right - 1]]
+        assert starts.sum() <= max_span
+
+
+def test_span_boundaries_by_hand():
+    """[CLS] a b c ##s d [SEP] e f [SEP]: with 70% to mask of 7 tokens (5) and spans of one word, one-word spans
+    (c ##s a single word: 2 tokens): every word's boundaries are its neighbours."""
+    vocab = SPECIAL + ["a", "b", "c", "d", "e", "f", "##s"]
+    token_ids = np.array([[2, 5, 6, 7, 11, 8, 3, 9, 10, 3]], "int32")
+    out = mask(token_ids, np.ones_like(token_ids), "span", mask_rate=0.7, max_predictions=5, vocab=vocab,
+               span_p=1.0)
+    weights = out["mask_weights"][0].astype(bool)
+    positions = out["mask_positions"][0][weights].tolist()
+    expected = {1: (0, 2, 0), 2: (1, 3, 0), 3: (2, 5, 0), 4: (2, 5, 1), 5: (4, 6, 0), 7: (6, 8, 0), 8: (7, 9, 0)}
+    assert len(positions) == 5 and set(positions) <= set(expected)
+    got = {p: (out["span_left"][0][i], out["span_right"][0][i], out["span_offset"][0][i])
+           for i, p in enumerate(out["mask_positions"][0]) if weights[i]}
+    assert got == {p: expected[p] for p in positions}
