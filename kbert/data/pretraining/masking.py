@@ -8,6 +8,8 @@ from kbert.start_up import import_tensorflow
 
 tf = import_tensorflow()  # quietly; under torch or JAX, off the GPUs
 
+# For each prediction of a span, what the span-boundary objective reads (`mask_batch` with "span")
+SPAN_BOUNDARY_KEYS = ("span_left", "span_right", "span_offset")
 # What a masked-LM target is drawn as: single WordPieces (BERT), whole words (BERT's whole-word masking) or
 # SpanBERT's spans of whole words.
 MASK_UNITS = ("token", "whole_word", "span")
@@ -150,8 +152,9 @@ def mask_batch(token_ids, padding_mask, seed, special_ids, is_suffix, mask_id, r
         "mask_weights": tf.cast(weights, tf.float32),
     }
     if mask_unit == "span":
-        out.update({key: tf.where(weights, tf.gather(value, positions, batch_dims=1), 0)
-                    for key, value in _span_boundaries(spans, max_predictions).items()})
+        boundaries = _span_boundaries(spans, max_predictions)
+        out.update({key: tf.where(weights, tf.gather(boundaries[key], positions, batch_dims=1), 0)
+                    for key in SPAN_BOUNDARY_KEYS})
     return out
 
 
