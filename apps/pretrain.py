@@ -25,7 +25,8 @@ folder, as every app's backup: saved_models/.<run>.backup/ (kept at the end, to 
 --mask-unit chooses what masked LM masks: single WordPieces (token, BERT's default), whole words
 (whole_word), or SpanBERT's spans (span: runs of whole words of a length drawn from a geometric
 distribution, --span-p 0.2 cut at --max-span 10 words, until 15% of the tokens are chosen; the span,
-not each token, becomes [MASK], random tokens or stays, 80/10/10).
+not each token, becomes [MASK], random tokens or stays, 80/10/10); --span-boundary-objective adds
+SpanBERT's second loss (each masked token predicted from the two tokens around its span).
 
 --init continues pretraining from a checkpoint instead of random weights (e.g. --init all_minilm_l6_v2:
 its config and vocabulary; the MLM head starts fresh, its decoder tied to the embeddings).
@@ -112,6 +113,9 @@ def parse_args(argv=None):
                              "parameter, in (0, 1], cut at --max-span (0.2 and 10: a mean of 3.8 words)")
     parser.add_argument("--max-span", type=positive_int, default=10,
                         help="with --mask-unit span: the longest span, in words")
+    parser.add_argument("--span-boundary-objective", action="store_true",
+                        help="with --mask-unit span: also SpanBERT's span-boundary objective (each masked token "
+                             "predicted from the tokens around its span and its place in it; loss added to MLM's)")
     parser.add_argument("--duplication-factor", type=non_negative_int, default=0, help="static masking with this many copies (default: dynamic)")
     parser.add_argument("--steps", type=non_negative_int, default=10000,
                         help="optimizer steps of the whole run, a multiple of --checkpoint-every (0: save the "
@@ -138,9 +142,9 @@ def parse_args(argv=None):
                                  ("--objective", args.objective, OBJECTIVES), ("--mask-unit", args.mask_unit, MASK_UNITS)):
         if value not in names:
             parser.error(f"argument {option}: invalid choice: {value!r} (choose from {', '.join(names)})")
-    for option in ("span_p", "max_span"):
+    for option in ("span_p", "max_span", "span_boundary_objective"):
         if args.mask_unit != "span" and getattr(args, option) != parser.get_default(option):
-            parser.error(f"--{option.replace('_', '-')} sets span lengths: give it with --mask-unit span")
+            parser.error(f"--{option.replace('_', '-')} is a setting of span masking: give it with --mask-unit span")
     if args.steps % args.checkpoint_every:
         parser.error(f"--steps {args.steps} is not a multiple of --checkpoint-every {args.checkpoint_every} "
                      f"(a run trains whole checkpoint intervals)")
@@ -212,7 +216,7 @@ def run_settings(args, files):
     # resume); span, with its lengths' settings, beside it
     settings["whole_word_masking"] = settings["mask_unit"] == "whole_word"
     if args.mask_unit != "span":
-        for name in ("mask_unit", "span_p", "max_span"):
+        for name in ("mask_unit", "span_p", "max_span", "span_boundary_objective"):
             del settings[name]
     settings.update(corpus=[{"path": str(path.resolve()), "bytes": path.stat().st_size, "sha256": sha256(path)}
                             for path in files],
@@ -276,6 +280,7 @@ def main(argv=None):
                 files, folder, settings, init=init or None, preset=args.preset, config=settings["config"],
                 vocabulary=args.vocab, vocabulary_sample=sample, vocabulary_size=args.vocab_size,
                 objective=args.objective, mask_unit=args.mask_unit, span_p=args.span_p, max_span=args.max_span,
+                span_boundary=args.span_boundary_objective,
                 duplication_factor=args.duplication_factor, steps=args.steps, checkpoint_every=args.checkpoint_every,
                 batch_size=args.batch_size, sequence_length=args.seq_len, learning_rate=args.lr,
                 warmup_ratio=args.warmup_ratio, holdout_fraction=args.holdout_fraction,

@@ -144,10 +144,10 @@ def prepare(folder, tokenizer=None, vocabulary=None, vocabulary_sample=(), vocab
 
 
 def train(files, out, settings, init=None, preset="bert_mini", config=None, vocabulary=None, vocabulary_sample=(),
-          vocabulary_size=8192, objective="nsp", mask_unit="token", span_p=0.2, max_span=10, duplication_factor=0,
-          steps=10000, checkpoint_every=200, batch_size=32, sequence_length=128, learning_rate=1e-4, warmup_ratio=0.01,
-          holdout_fraction=0.02, mixed_precision=False, seed=0, gradient_accumulation=1, remat=False, restart=False,
-          verbose="auto"):
+          vocabulary_size=8192, objective="nsp", mask_unit="token", span_p=0.2, max_span=10, span_boundary=False,
+          duplication_factor=0, steps=10000, checkpoint_every=200, batch_size=32, sequence_length=128,
+          learning_rate=1e-4, warmup_ratio=0.01, holdout_fraction=0.02, mixed_precision=False, seed=0,
+          gradient_accumulation=1, remat=False, restart=False, verbose="auto"):
     """Pretrains a `BertPretrainer` on the text files `files` to `steps` optimizer steps; writes the run folder `out`.
 
     The corpus streams through `tf.data` in a child process (`process_batches`); `holdout_fraction`
@@ -175,6 +175,7 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
         objective: "nsp", "sop" or "mlm": what is learned beside masked LM.
         mask_unit, span_p, max_span: what is masked: "token", "whole_word" or "span" (SpanBERT's spans, of lengths
             drawn from `kbert.data.pretraining.masking.span_length_pmf(span_p, max_span)`); checked first.
+        span_boundary: bool. With "span", also SpanBERT's span-boundary objective (`BertPretrainer(span_boundary)`).
         duplication_factor: masking (`duplication_factor` > 0: static, that many copies).
         steps, checkpoint_every: optimizer steps of the whole run, a multiple of `checkpoint_every`.
         batch_size, sequence_length, learning_rate, warmup_ratio, gradient_accumulation: the optimization.
@@ -188,6 +189,9 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
     """
     folder = pathlib.Path(out)
     check_masking(mask_unit, span_p=span_p, max_span=max_span)
+    if span_boundary and mask_unit != "span":
+        raise ValueError(f"span_boundary=True predicts spans from their boundaries: give mask_unit='span', not "
+                         f"{mask_unit!r}.")
     if steps % checkpoint_every:
         raise ValueError(f"steps {steps} is not a multiple of checkpoint_every {checkpoint_every} (a run trains whole "
                          "checkpoint intervals).")
@@ -204,14 +208,14 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
         if backbone is None:
             fields = (BertConfig.from_dict(config) if config else PRESETS[preset]).to_dict()
             backbone = BertBackbone(**{**fields, "vocabulary_size": tokenizer.vocabulary_size})
-        model = BertPretrainer(backbone, next_sentence=objective != "mlm")
+        model = BertPretrainer(backbone, next_sentence=objective != "mlm", span_boundary=span_boundary)
     epochs = steps // checkpoint_every
     model.compile(optimizer=bert_adamw(learning_rate, max(steps, 1), warmup_ratio,
                                        gradient_accumulation_steps=gradient_accumulation))
 
     data_options = dict(tokenizer=tokenizer, batch_size=batch_size, max_seq_length=sequence_length,
                         objective=objective, mask_unit=mask_unit, span_p=span_p, max_span=max_span,
-                        holdout=holdout_fraction)
+                        span_boundaries=span_boundary, holdout=holdout_fraction)
     masking = dict(masking="static", duplication_factor=duplication_factor) if duplication_factor else {}
     # The tf.data pipeline runs in a child process (see process_batches: in this one it would slow torch's steps about
     # 2x). A resumed run reads the stream of the run it resumes (same seed) past the batches trained already: the same
@@ -280,7 +284,8 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
     hyperparameters = {"steps": steps, "checkpoint_every": checkpoint_every, "batch_size": batch_size,
                        "sequence_length": sequence_length, "learning_rate": learning_rate, "warmup_ratio": warmup_ratio,
                        "objective": objective, "mask_unit": mask_unit,
-                       **({"span_p": span_p, "max_span": max_span} if mask_unit == "span" else {}),
+                       **({"span_p": span_p, "max_span": max_span, "span_boundary": span_boundary}
+                          if mask_unit == "span" else {}),
                        "duplication_factor": duplication_factor, "holdout_fraction": holdout_fraction,
                        "mixed_precision": mixed_precision, "gradient_accumulation": gradient_accumulation,
                        "remat": remat, "seed": seed}

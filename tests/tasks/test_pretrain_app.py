@@ -174,8 +174,8 @@ def test_span_masking_is_a_setting_of_the_run(tmp_path, capsys):
     command = tiny_run_command(tmp_path, "tiny", steps=0, checkpoint_every=1, holdout=0)[2:]
     app.main([*command, "--mask-unit", "span", "--span-p", "0.3"])
     settings = json.loads((tmp_path / "tiny" / "settings.json").read_text())
-    assert (settings["mask_unit"], settings["span_p"], settings["max_span"], settings["whole_word_masking"]) == (
-        "span", 0.3, 10, False)
+    assert (settings["mask_unit"], settings["span_p"], settings["max_span"], settings["whole_word_masking"],
+            settings["span_boundary_objective"]) == ("span", 0.3, 10, False, False)
     with pytest.raises(RunFolderError, match="started with --mask-unit 'span', not None"):
         app.main(command)
     assert {"whole_word_masking": True}.items() <= app.run_settings(app.parse_args(
@@ -187,7 +187,8 @@ def test_span_masking_is_a_setting_of_the_run(tmp_path, capsys):
                            (["--mask-unit", "span", "--span-p", "1.2"], "--span-p"),
                            (["--mask-unit", "span", "--max-span", "0"], "--max-span"),
                            (["--mask-unit", "spans"], "--mask-unit: invalid choice: 'spans'"),
-                           (["--max-span", "4"], "--max-span sets span lengths: give it with --mask-unit span")):
+                           (["--max-span", "4"], "--max-span is a setting of span masking: give it with --mask-unit "),
+                           (["--span-boundary-objective"], "--span-boundary-objective is a setting of span masking")):
         with pytest.raises(SystemExit):
             app.parse_args([*command, *flags])
         assert message in capsys.readouterr().err

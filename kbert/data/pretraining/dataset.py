@@ -49,10 +49,10 @@ def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=DEFAULT_SEQ
         duplication_factor: int. Masked copies per pair with static masking.
         mask_unit: str. What is masked: "token", "whole_word" (all the WordPieces of a word together) or
             "span" (SpanBERT's spans of whole words, `span_p` and `max_span` their lengths' distribution).
-        span_p, mask_rate, max_predictions: see `mask_batch`.
-        span_boundaries: bool. With "span": x also holds `span_left`, `span_right` and `span_offset`, and y
-            `sbo` (the `mlm` targets and weights again), for `BertPretrainer(span_boundary=True)`. `max_predictions` None: as many as a row
+        span_p, mask_rate, max_predictions: see `mask_batch`. `max_predictions` None: as many as a row
             can get (`prediction_slots(max_seq_length, mask_rate)`: 10 at 64 tokens, 19 at 128).
+        span_boundaries: bool. With "span": x also holds `span_left`, `span_right` and `span_offset`, and y
+            `sbo` (the `mlm` targets and weights again), for `BertPretrainer(span_boundary=True)`.
         short_seq_prob: float. Probability of a shorter target length (see
             `document_instances`).
         repeat: bool. Loop over the corpus forever (train) or once (evaluation: one pass up

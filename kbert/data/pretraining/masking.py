@@ -42,7 +42,7 @@ def span_length_pmf(span_p=0.2, max_span=10):
     Example:
     >>> pmf = span_length_pmf()
     >>> round(float(pmf @ np.arange(1, 11)), 2), round(float(pmf[0]), 3)
-    (3.79, 0.224)
+    (3.8, 0.224)
     """
     lengths = np.arange(max_span)
     pmf = span_p * (1.0 - span_p) ** lengths
@@ -213,8 +213,8 @@ def span_lengths(count, seed, span_p=0.2, max_span=10):
 
 def _choose_spans(token_ids, candidate, budget, is_suffix, seed, span_p, max_span, max_predictions):
     """SpanBERT's spans (see `mask_batch`): the chosen tokens, for each the draw that decides [MASK], random or
-    kept, one per span, and the round that chose it (-1 where none did): a span's number in its row. Each round adds a span to every row with budget left and a word that fits it, so
-    `max_predictions` rounds suffice."""
+    kept, one per span, and the round that chose it (-1 where none did): a span's number in its row. Each round
+    adds a span to every row with budget left and a word that fits it, so `max_predictions` rounds suffice."""
     shape = tf.shape(token_ids)
     slots = shape[1] + 1
     words, lengths, segments = _words(token_ids, candidate, is_suffix)
