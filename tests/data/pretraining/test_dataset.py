@@ -61,6 +61,11 @@ def test_dataset_layout_and_masking_modes(corpus, tokenizer):
         positions = x["mask_positions"].numpy()[weights["mlm"].numpy() > 0]
         assert len(positions) and not np.isin(y["mlm"].numpy()[weights["mlm"].numpy() > 0], [2, 3]).any()
         assert (np.diff(np.sort(positions)) == 1).mean() > 0.3  # token masking: about 0.15 at 32 tokens
+    x, y, weights = next(iter(pretraining_dataset([corpus], mask_unit="span", span_boundaries=True, **options)))
+    assert {"span_left", "span_right", "span_offset"} <= set(x) and set(y) == set(weights) == {"mlm", "nsp", "sbo"}
+    assert (y["sbo"].numpy() == y["mlm"].numpy()).all() and x["span_left"].shape == (4, 5)
+    with pytest.raises(ValueError, match="span_boundaries=True .* give mask_unit='span', not 'whole_word'"):
+        pretraining_dataset([corpus], mask_unit="whole_word", span_boundaries=True, **options)
 
 
 def test_bad_corpora_are_refused_before_training(tmp_path, tokenizer):
