@@ -28,6 +28,11 @@ distribution, --span-p 0.2 cut at --max-span 10 words, until 15% of the tokens a
 not each token, becomes [MASK], random tokens or stays, 80/10/10); --span-boundary-objective adds
 SpanBERT's second loss (each masked token predicted from the two tokens around its span).
 
+--objective electra trains ELECTRA's replaced-token detection (Clark et al. 2020) instead of masked LM: a generator
+--generator-fraction of the model's width (default 0.25, ELECTRA-Small's) fills the masked positions with its samples,
+and the model learns from every token whether it was replaced (loss = generator's masked LM + 50 x replaced-token
+loss); the model saved as backbone.keras is that discriminator, the generator is dropped.
+
 --init continues pretraining from a checkpoint instead of random weights (e.g. --init all_minilm_l6_v2:
 its config and vocabulary; the MLM head starts fresh, its decoder tied to the embeddings).
 
@@ -100,7 +105,11 @@ def parse_args(argv=None):
     parser.add_argument("--vocab-lines", type=positive_int, default=20000,
                         help="training lines (drawn at random) the vocabulary is learned from")
     parser.add_argument("--objective", default="nsp",
-                        help="beside masked LM: nsp (next sentence), sop (ALBERT's sentence order) or mlm (none)")
+                        help="beside masked LM: nsp (next sentence), sop (ALBERT's sentence order) or mlm (none); or "
+                             "electra (replaced-token detection, with a generator of its own)")
+    parser.add_argument("--generator-fraction", type=float,
+                        help="with --objective electra: the generator's width as a fraction of the model's, in (0, 1] "
+                             "(default 0.25, ELECTRA-Small's; the paper finds 1/4 to 1/2 best)")
     parser.add_argument("--task", dest="objective", action=FormerName, help=argparse.SUPPRESS)
     parser.add_argument("--mask-unit", default="token",
                         help="what masked LM masks: token (single WordPieces, BERT), whole_word (every piece of a "
@@ -135,8 +144,11 @@ def parse_args(argv=None):
     add_distribution_options(parser)
     args = parse_app_args(parser, argv)
     from kbert.config import PRESETS
-    from kbert.data.pretraining.instances import OBJECTIVES
+    from kbert.data.pretraining.instances import OBJECTIVES as DATA_OBJECTIVES
     from kbert.data.pretraining.masking import MASK_UNITS
+    from kbert.tasks.electra_pretrainer import GENERATOR_FRACTION
+
+    OBJECTIVES = (*DATA_OBJECTIVES, "electra")  # kbert.recipes.pretrain.OBJECTIVES, whose module loads TensorFlow
 
     for option, value, names in (("--preset", args.preset, sorted(PRESETS)),
                                  ("--objective", args.objective, OBJECTIVES), ("--mask-unit", args.mask_unit, MASK_UNITS)):
@@ -145,6 +157,15 @@ def parse_args(argv=None):
     for option in ("span_p", "max_span", "span_boundary_objective"):
         if args.mask_unit != "span" and getattr(args, option) != parser.get_default(option):
             parser.error(f"--{option.replace('_', '-')} is a setting of span masking: give it with --mask-unit span")
+    if args.generator_fraction is not None and args.objective != "electra":
+        parser.error(f"argument --generator-fraction: sizes ELECTRA's generator; give it with --objective electra "
+                     f"(not {args.objective}).")
+    if args.generator_fraction is not None and not 0 < args.generator_fraction <= 1:
+        parser.error(f"argument --generator-fraction: {args.generator_fraction} would make the generator "
+                     f"{'wider than the model' if args.generator_fraction > 1 else 'of no width'}: give a fraction in "
+                     "(0, 1] of the model's width (ELECTRA uses 1/4 to 1/2).")
+    if args.objective == "electra" and args.generator_fraction is None:
+        args.generator_fraction = GENERATOR_FRACTION  # recorded in settings.json: a rerun must repeat it
     if args.steps % args.checkpoint_every:
         parser.error(f"--steps {args.steps} is not a multiple of --checkpoint-every {args.checkpoint_every} "
                      f"(a run trains whole checkpoint intervals)")
@@ -218,6 +239,8 @@ def run_settings(args, files):
     if args.mask_unit != "span":
         for name in ("mask_unit", "span_p", "max_span", "span_boundary_objective"):
             del settings[name]
+    if args.objective != "electra":
+        del settings["generator_fraction"]  # ELECTRA's alone: runs from before the option resume
     settings.update(corpus=[{"path": str(path.resolve()), "bytes": path.stat().st_size, "sha256": sha256(path)}
                             for path in files],
                     vocab=args.vocab and str(pathlib.Path(args.vocab).resolve()), config=read_config(args.config),
@@ -285,7 +308,8 @@ def main(argv=None):
                 batch_size=args.batch_size, sequence_length=args.seq_len, learning_rate=args.lr,
                 warmup_ratio=args.warmup_ratio, holdout_fraction=args.holdout_fraction,
                 mixed_precision=args.mixed_precision, seed=args.seed, gradient_accumulation=args.gradient_accumulation,
-                remat=args.remat, restart=args.restart, verbose=0 if args.quiet else "auto")
+                remat=args.remat, restart=args.restart, verbose=0 if args.quiet else "auto",
+                generator_fraction=args.generator_fraction)  # None unless --objective electra, which alone reads it
         print(f"Fine-tune it: --init {folder} in the task apps.")
     if args.json and is_chief():
         emit(args, [metrics])

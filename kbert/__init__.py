@@ -14,7 +14,7 @@ from kbert.models import BertBackbone
 from kbert.tasks import (BertClassifier, BertMaskedLMPreprocessor, BertPreprocessor, BertPretrainer,
                          BertQuestionAnswerer, BertQuestionAnswererPreprocessor, BertSentenceEncoder,
                          BertSentenceEncoderPreprocessor, BertTask, BertTextClassifierPreprocessor,
-                         BertTokenClassifier, BertTokenClassifierPreprocessor)
+                         BertTokenClassifier, BertTokenClassifierPreprocessor, ElectraPretrainer)
 from kbert.optimizers import BertAdamW, bert_adamw  # registers them for load_model
 from kbert.optimizers.schedules import WarmupLinearDecay
 from kbert.saving import save_backbone

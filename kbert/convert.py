@@ -8,8 +8,10 @@ Heads come with their task: `BertForSequenceClassification` <-> `BertClassifier`
 `BertQuestionAnswerer`, `BertForPreTraining` and `BertForMaskedLM` <-> `BertPretrainer`
 (with and without its next-sentence head), `BertModel` <-> `BertBackbone`, a
 sentence-transformers folder (its pooling and normalisation modules) <-> `BertSentenceEncoder`.
-`RobertaModel`, `AlbertModel`, `ElectraModel` and `DistilBertModel` <-> `BertBackbone` of that family; their
-task classes are refused by name for now, as is every other `model_type` (DeBERTa, XLM-R, ...).
+The same classes of RoBERTa, ALBERT, ELECTRA and DistilBERT (`RobertaModel`, `RobertaForSequenceClassification`,
+..., `DistilBertForMaskedLM`) <-> the same kbert models on a backbone of that family, with that family's heads;
+their other classes (`ElectraForPreTraining`, `AlbertForPreTraining`, `...ForMultipleChoice`) are refused by name,
+as is every other `model_type` (DeBERTa, XLM-R, ...).
 """
 
 import collections
@@ -20,7 +22,7 @@ import pathlib
 import keras
 import numpy as np
 
-from kbert.config import BertConfig
+from kbert.config import FAMILIES, BertConfig
 from kbert.hf_families import KBERT_SETTINGS_KEY, config_fields, encoder_weights, family_of, hf_config_values
 
 # Each setting `_kbert_settings` writes under "kbert": (the types `hf_kbert_settings` accepts, as said to people).
@@ -47,37 +49,67 @@ def _dense_head(hf_name, layer):
     return {f"{layer}/kernel": (f"{hf_name}.weight", True), f"{layer}/bias": (f"{hf_name}.bias", False)}
 
 
-_MASKED_LM_HEAD = {
-    **_dense_head("cls.predictions.transform.dense", "mlm_head/dense"),
-    "mlm_head/layer_norm/gamma": ("cls.predictions.transform.LayerNorm.weight", False),
-    "mlm_head/layer_norm/beta": ("cls.predictions.transform.LayerNorm.bias", False),
-    "mlm_head/bias": ("cls.predictions.bias", False),
+def _masked_lm_head(dense, layer_norm, bias):
+    """{kbert variable path: (Hugging Face weight, transposed)} of a masked-LM head (`kbert.layers.MaskedLMHead`):
+    its transform's dense layer and LayerNorm, and its output bias (the decoder is tied to the word embeddings)."""
+    return {**_dense_head(dense, "mlm_head/dense"), "mlm_head/layer_norm/gamma": (f"{layer_norm}.weight", False),
+            "mlm_head/layer_norm/beta": (f"{layer_norm}.bias", False), "mlm_head/bias": (bias, False)}
+
+
+# Each family's heads by Hugging Face's names: masked LM; sequence classification, and whether it has the pooler
+# (BERT's and ALBERT's read it; the others' the first token through `head_dense`:
+# `kbert.tasks.bert_classifier.FIRST_TOKEN_HEADS`).
+_MASKED_LM_HEADS = {
+    "bert": _masked_lm_head("cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm",
+                            "cls.predictions.bias"),
+    "roberta": _masked_lm_head("lm_head.dense", "lm_head.layer_norm", "lm_head.bias"),
+    "albert": _masked_lm_head("predictions.dense", "predictions.LayerNorm", "predictions.bias"),
+    "electra": _masked_lm_head("generator_predictions.dense", "generator_predictions.LayerNorm",
+                               "generator_lm_head.bias"),
+    "distilbert": _masked_lm_head("vocab_transform", "vocab_layer_norm", "vocab_projector.bias"),
 }
+_FIRST_TOKEN_CLASSIFIER = {**_dense_head("classifier.dense", "head_dense"),
+                           **_dense_head("classifier.out_proj", "logits")}
+_CLASSIFIERS = {"bert": (_dense_head("classifier", "logits"), True), "roberta": (_FIRST_TOKEN_CLASSIFIER, False),
+                "albert": (_dense_head("classifier", "logits"), True), "electra": (_FIRST_TOKEN_CLASSIFIER, False),
+                "distilbert": ({**_dense_head("pre_classifier", "head_dense"), **_dense_head("classifier", "logits")},
+                               False)}
 # Copies that Hugging Face may save of tied weights: (copy, the weight it must equal).
-_TIED_COPIES = {"cls.predictions.decoder.weight": "embeddings.word_embeddings.weight",
-                "cls.predictions.decoder.bias": "cls.predictions.bias"}
+_WORDS = "embeddings.word_embeddings.weight"
+_TIED_COPIES = {"cls.predictions.decoder.weight": _WORDS, "cls.predictions.decoder.bias": "cls.predictions.bias",
+                "lm_head.decoder.weight": _WORDS, "lm_head.decoder.bias": "lm_head.bias",
+                "predictions.decoder.weight": _WORDS, "predictions.decoder.bias": "predictions.bias",
+                "generator_lm_head.weight": _WORDS, "vocab_projector.weight": _WORDS}
 
 
 class _Architecture(collections.namedtuple("_Architecture", ["task", "head", "pooler", "family"])):
     """A Hugging Face class: the kbert class it loads into, its head, whether it has a pooler, its family."""
 
 
-ARCHITECTURES = {
-    "BertModel": _Architecture("BertBackbone", {}, True, "bert"),
-    "BertForSequenceClassification": _Architecture("BertClassifier", _dense_head("classifier", "logits"), True,
-                                                   "bert"),
-    "BertForTokenClassification": _Architecture("BertTokenClassifier", _dense_head("classifier", "logits"), False,
-                                                "bert"),
-    "BertForQuestionAnswering": _Architecture("BertQuestionAnswerer", _dense_head("qa_outputs", "span_logits"),
-                                              False, "bert"),
-    "BertForMaskedLM": _Architecture("BertPretrainer", _MASKED_LM_HEAD, False, "bert"),
-    "BertForPreTraining": _Architecture(
-        "BertPretrainer", {**_MASKED_LM_HEAD, **_dense_head("cls.seq_relationship", "nsp_head")}, True, "bert"),
-    "RobertaModel": _Architecture("BertBackbone", {}, True, "roberta"),
-    "AlbertModel": _Architecture("BertBackbone", {}, True, "albert"),
-    "ElectraModel": _Architecture("BertBackbone", {}, False, "electra"),
-    "DistilBertModel": _Architecture("BertBackbone", {}, False, "distilbert"),
-}
+def _architectures():
+    """{Hugging Face class: `_Architecture`} of every class kbert reads and writes: each family's base model,
+    sequence and token classifiers, question answerer and masked LM, and BERT's pretraining model."""
+    rows = {}
+    for model_type in FAMILIES:
+        family = family_of({"model_type": model_type}, "config")
+        classifier, reads_pooler = _CLASSIFIERS[model_type]
+        rows.update({
+            family.base_class: _Architecture("BertBackbone", {}, family.pooler is not None, model_type),
+            f"{family.class_prefix}ForSequenceClassification": _Architecture(
+                "BertClassifier", classifier, reads_pooler, model_type),
+            f"{family.class_prefix}ForTokenClassification": _Architecture(
+                "BertTokenClassifier", _dense_head("classifier", "logits"), False, model_type),
+            f"{family.class_prefix}ForQuestionAnswering": _Architecture(
+                "BertQuestionAnswerer", _dense_head("qa_outputs", "span_logits"), False, model_type),
+            f"{family.class_prefix}ForMaskedLM": _Architecture(
+                "BertPretrainer", _MASKED_LM_HEADS[model_type], False, model_type),
+        })
+    rows["BertForPreTraining"] = _Architecture(
+        "BertPretrainer", {**_MASKED_LM_HEADS["bert"], **_dense_head("cls.seq_relationship", "nsp_head")}, True, "bert")
+    return rows
+
+
+ARCHITECTURES = _architectures()
 
 
 def read_hf_config(path):
@@ -174,18 +206,9 @@ def read_hf_architecture(path):
     file, names = checkpoint.config_file, checkpoint.config.get("architectures") or [family.base_class]
     if len(names) == 1 and names[0] in ARCHITECTURES and ARCHITECTURES[names[0]].family == family.model_type:
         return names[0]
-    if len(names) == 1 and family.model_type != "bert" and names[0].startswith(family.class_prefix):
-        raise _family_task_not_yet(f"{file}: architectures={names}", family.model_type)
-    readable = sorted(name for name, architecture in ARCHITECTURES.items() if architecture.family == family.model_type)
+    readable = [name for name, architecture in ARCHITECTURES.items() if architecture.family == family.model_type]
     raise ValueError(f"{file}: architectures={names} is not supported for model_type {family.model_type!r}; "
                      f"kbert reads one of {readable}.")
-
-
-def _family_task_not_yet(what, family):
-    """The ValueError of a task model of a family other than BERT, which kbert reads and writes as its encoder
-    alone for now."""
-    return ValueError(f"{what}: kbert reads and writes a {family} encoder alone (its base model) for now; the "
-                      f"task heads of {family} checkpoints are not built yet.")
 
 
 def hf_task_arguments(path):
@@ -204,7 +227,7 @@ def hf_task_arguments(path):
     architecture = read_hf_architecture(checkpoint)
     task = ARCHITECTURES[architecture].task
     file, values = checkpoint.config_file, checkpoint.config
-    dropout = values.get("classifier_dropout")
+    dropout = values.get(family_of(values, file).classifier_dropout)
     dropout = {} if dropout is None else {"dropout": dropout}
     labels = [str(name) for _, name in sorted(
         (int(i), name) for i, name in (values.get("id2label") or {"0": "LABEL_0", "1": "LABEL_1"}).items())]
@@ -392,7 +415,7 @@ def save_hf(model, path, tokenizer=None):
 
     The folder holds `config.json`, `model.safetensors` and, with a `tokenizer` (a task's
     own by default), its files: `AutoModel...from_pretrained` of the matching class (`BertModel`,
-    `BertForSequenceClassification`, ..., a backbone of another family its base class, `RobertaModel`, ...)
+    `BertForSequenceClassification`, ..., another family's: `RobertaModel`, `RobertaForSequenceClassification`, ...)
     computes what `model` computes. `BertTask.export_to_transformers` calls this.
 
     Example:
@@ -435,33 +458,31 @@ def _architecture_of(model):
     """The Hugging Face class of a kbert model (`ARCHITECTURES` backwards)."""
     kind = type(model).__name__
     family = getattr(model, "family", None) or getattr(getattr(model, "backbone", None), "family", "bert")
-    if kind == "BertBackbone":
-        return family_of({"model_type": family}, "config").base_class
-    if family != "bert":
-        raise _family_task_not_yet(f"{kind} of a {family} backbone", family)
-    if kind == "BertPretrainer":
-        return "BertForPreTraining" if model.next_sentence else "BertForMaskedLM"
-    for architecture, (task, _, _, _) in ARCHITECTURES.items():
-        if task == kind:
+    prefix = family_of({"model_type": family}, "config").class_prefix
+    if kind == "BertPretrainer" and model.next_sentence:
+        if family != "bert":
+            raise ValueError(f"BertPretrainer(next_sentence=True) of a {family} backbone: kbert writes a {family} "
+                             f"masked LM alone ({prefix}ForMaskedLM: next_sentence=False), not its pretraining head.")
+        return "BertForPreTraining"
+    for architecture, (task, _, _, of_family) in ARCHITECTURES.items():
+        if task == kind and of_family == family and architecture != "BertForPreTraining":
             return architecture
     raise TypeError(f"{kind} has no Hugging Face counterpart; kbert writes "
                     f"{sorted({a.task for a in ARCHITECTURES.values()})}.")
 
 
 def _hf_head_config(model):
-    """The label keys of a task model's config.json."""
+    """The label keys of a task model's config.json, and its classifier's dropout under its family's key."""
     label_names = getattr(model, "label_names", None)
-    if getattr(model, "num_classes", None) == 1:
-        return {"problem_type": "regression", "id2label": {"0": "LABEL_0"}, "label2id": {"LABEL_0": 0},
-                "classifier_dropout": model.dropout}
-    if label_names is None and hasattr(model, "num_classes"):
-        label_names = [f"LABEL_{i}" for i in range(model.num_classes)]
-    if label_names is None:
+    if label_names is None and not hasattr(model, "num_classes"):
         return {}
+    dropout = {family_of({"model_type": model.backbone.family}, "config").classifier_dropout: model.dropout}
+    if model.num_classes == 1:
+        return {"problem_type": "regression", "id2label": {"0": "LABEL_0"}, "label2id": {"LABEL_0": 0}, **dropout}
+    label_names = label_names or [f"LABEL_{i}" for i in range(model.num_classes)]
     problem = {"problem_type": "multi_label_classification"} if getattr(model, "multi_label", False) else {}
     return {**problem, "id2label": {str(i): name for i, name in enumerate(label_names)},
-            "label2id": {name: i for i, name in enumerate(label_names)},
-            "classifier_dropout": model.dropout}
+            "label2id": {name: i for i, name in enumerate(label_names)}, **dropout}
 
 
 def _kbert_settings(model):

@@ -52,7 +52,7 @@ _BLOCK_PATHS = ("self_attention/qkv_dense", "self_attention/output_dense", "atte
 
 class Family(collections.namedtuple("Family", [
         "model_type", "class_prefix", "keys", "optional", "ignored", "fixed", "blocks", "block_names", "projection",
-        "pooler"])):
+        "pooler", "classifier_dropout"])):
     """One family's Hugging Face names.
 
     Attributes:
@@ -66,6 +66,7 @@ class Family(collections.namedtuple("Family", [
         block_names: the names of a block's weights after that prefix, in `_BERT_BLOCK`'s order.
         projection: str or None. Name of the embeddings' projection to the hidden width.
         pooler: str or None. Name of the pooler's dense layer.
+        classifier_dropout: str. The config.json key of its classification heads' dropout.
     """
 
     @property
@@ -81,26 +82,28 @@ class Family(collections.namedtuple("Family", [
 
 _FAMILIES = {
     "bert": Family("bert", "Bert", _BERT_KEYS, _OPTIONAL_BERT_KEYS, set(), {}, "encoder.layer.{}", _BERT_BLOCK,
-                   None, "pooler.dense"),
+                   None, "pooler.dense", "classifier_dropout"),
     "roberta": Family("roberta", "Roberta", _BERT_KEYS, {**_OPTIONAL_BERT_KEYS, "pad_token_id": 1}, set(), {},
-                      "encoder.layer.{}", _BERT_BLOCK, None, "pooler.dense"),
+                      "encoder.layer.{}", _BERT_BLOCK, None, "pooler.dense", "classifier_dropout"),
     "albert": Family(
         "albert", "Albert", {**_BERT_KEYS, "embedding_size": "embedding_dim", "num_hidden_groups": "num_layer_groups"},
         {**_OPTIONAL_BERT_KEYS, "hidden_act": "gelu_new", "num_hidden_groups": 1, "inner_group_num": 1},
         {"classifier_dropout_prob", "down_scale_factor", "gap_size", "net_structure_type", "num_memory_blocks"}, {},
         "encoder.albert_layer_groups.{}.albert_layers.0",
         (("attention.query", "attention.key", "attention.value"), "attention.dense", "attention.LayerNorm", "ffn",
-         "ffn_output", "full_layer_layer_norm"), "encoder.embedding_hidden_mapping_in", "pooler"),
+         "ffn_output", "full_layer_layer_norm"), "encoder.embedding_hidden_mapping_in", "pooler",
+        "classifier_dropout_prob"),
     "electra": Family("electra", "Electra", {**_BERT_KEYS, "embedding_size": "embedding_dim"}, _OPTIONAL_BERT_KEYS,
                       {"summary_type", "summary_use_proj", "summary_activation", "summary_last_dropout"},
-                      {"pooler": False}, "encoder.layer.{}", _BERT_BLOCK, "embeddings_project", None),
+                      {"pooler": False}, "encoder.layer.{}", _BERT_BLOCK, "embeddings_project", None,
+                      "classifier_dropout"),
     "distilbert": Family(
         "distilbert", "DistilBert", _DISTILBERT_KEYS,
         {"dropout": 0.1, "initializer_range": 0.02, "activation": "gelu", "sinusoidal_pos_embds": False},
         {"attention_dropout", "qa_dropout", "seq_classif_dropout", "tie_weights_"},
         {"num_segments": 0, "layer_norm_epsilon": 1e-12, "pooler": False}, "transformer.layer.{}",
         (("attention.q_lin", "attention.k_lin", "attention.v_lin"), "attention.out_lin", "sa_layer_norm",
-         "ffn.lin1", "ffn.lin2", "output_layer_norm"), None, None),
+         "ffn.lin1", "ffn.lin2", "output_layer_norm"), None, None, "seq_classif_dropout"),
 }
 
 

@@ -1,13 +1,17 @@
 import keras
 from keras import ops
 
+from kbert.config import ACTIVATIONS
+
 
 @keras.saving.register_keras_serializable(package="kbert")
 class MaskedLMHead(keras.layers.Layer):
-    """BERT's masked-LM head at chosen positions: dense, exact GELU, LayerNorm, tied decoder.
+    """BERT's masked-LM head at chosen positions: dense, GELU, LayerNorm, tied decoder (and the heads of its
+    family: RoBERTa's `lm_head`, ALBERT's `predictions`, ELECTRA's generator, DistilBERT's `vocab_transform`).
 
-    The decoder is the transpose of `token_embedding`'s matrix plus an output bias, so the
-    input and output vocabularies share one table. Only the rows at `mask_positions` are
+    The dense layer maps the hidden width to the embedding's (ALBERT's and ELECTRA's narrower one). The decoder
+    is the transpose of `token_embedding`'s matrix plus an output bias, so the input and output vocabularies share
+    one table. Only the rows at `mask_positions` are
     transformed, which costs (batch, predictions) instead of (batch, length) decoder rows.
     Logits come out in float32 even under a mixed precision policy. After
     `keras.Model.quantize`, the decoder reads the embedding's dequantized table.
@@ -16,6 +20,8 @@ class MaskedLMHead(keras.layers.Layer):
         token_embedding: `keras.layers.Embedding`. The table to tie the decoder to.
         layer_norm_epsilon: float.
         kernel_initializer: initializer of the dense transform.
+        activation: str. One of `kbert.config.ACTIVATIONS`: GELU exact ("gelu", BERT's) or its tanh
+            approximation ("gelu_approximate", ALBERT's).
 
     Example:
     >>> import numpy as np
@@ -28,10 +34,13 @@ class MaskedLMHead(keras.layers.Layer):
     """
 
     def __init__(self, token_embedding, layer_norm_epsilon=1e-12,
-                 kernel_initializer="glorot_uniform", **kwargs):
+                 kernel_initializer="glorot_uniform", activation="gelu", **kwargs):
         super().__init__(**kwargs)
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"MaskedLMHead: activation={activation!r} is not one of {ACTIVATIONS}.")
         self.token_embedding = token_embedding
         self.layer_norm_epsilon = layer_norm_epsilon
+        self.activation = activation
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.dense = keras.layers.Dense(
             token_embedding.output_dim, kernel_initializer=self.kernel_initializer,
@@ -49,7 +58,7 @@ class MaskedLMHead(keras.layers.Layer):
     def call(self, sequence_output, mask_positions):
         positions = ops.expand_dims(ops.cast(mask_positions, "int32"), -1)
         x = ops.take_along_axis(sequence_output, positions, axis=1)
-        x = self.layer_norm(ops.gelu(self.dense(x), approximate=False))
+        x = self.layer_norm(ops.gelu(self.dense(x), approximate=self.activation == "gelu_approximate"))
         embedding = self.token_embedding
         if embedding.quantization_mode:  # integer rows with scales: the layer dequantizes them
             table = embedding(ops.arange(embedding.input_dim))
@@ -65,4 +74,5 @@ class MaskedLMHead(keras.layers.Layer):
     def get_config(self):
         # The embedding is the backbone's: BertPretrainer rebuilds the head from it.
         return {**super().get_config(), "layer_norm_epsilon": self.layer_norm_epsilon,
-                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer)}
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "activation": self.activation}

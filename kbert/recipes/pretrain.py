@@ -1,5 +1,6 @@
-"""Pretrain BERT (masked LM, beside next-sentence or sentence-order prediction, or alone) on text files: the library
-side of apps/pretrain.py, on the skeleton every training run shares (`kbert.training.training_run`).
+"""Pretrain BERT (masked LM, beside next-sentence or sentence-order prediction, or alone; or ELECTRA's replaced-token
+detection) on text files: the library side of apps/pretrain.py, on the skeleton every training run shares
+(`kbert.training.training_run`).
 
 A pretraining run folder grows as the run goes: `settings.json` first (`kbert.training.resume_policy`, which decides
 whether a rerun resumes, is refused or starts over, as for every training run), the vocabulary (`prepare`),
@@ -21,7 +22,7 @@ import keras
 from kbert.config import PRESETS, BertConfig
 from kbert.data.batches.child_process import process_batches
 from kbert.data.pretraining.dataset import held_out_then_training
-from kbert.data.pretraining.instances import HOLDOUT_PASSAGE_LINES, survey_corpus
+from kbert.data.pretraining.instances import HOLDOUT_PASSAGE_LINES, OBJECTIVES as DATA_OBJECTIVES, survey_corpus
 from kbert.data.pretraining.masking import check_masking
 from kbert.distribution import chief_first, is_chief, process_share, torch_data_parallel, writing_alone
 from kbert.distribution.data_shares import shares
@@ -30,6 +31,7 @@ from kbert.optimizers import bert_adamw
 from kbert.saving import (BACKBONE_FILE, CHECKSUMS_FILE, METRICS_FILE, model_source, read_json, record_checksums,
                           save_backbone, write_json_atomic)
 from kbert.tasks.bert_pretrainer import BertPretrainer
+from kbert.tasks.electra_pretrainer import GENERATOR_FRACTION, ElectraPretrainer, generator_dimensions
 from kbert.text import BertTokenizer, train_wordpiece_vocabulary
 from kbert.training.curves import plot_history
 from kbert.training.model_card import write_model_card
@@ -43,6 +45,9 @@ VOCABULARY_FILE = "vocab.txt"  # written last by `prepare`: marks a prepared run
 # What marks a pretraining run folder beside settings.json: older kbert's too (its corpus split, its backup inside)
 MARKS = (VOCABULARY_FILE, BACKBONE_FILE, HISTORY_FILE, "train.txt", "backup")
 RENAMED = {"task": "objective"}  # the settings of runs started before a rename: former name -> name now
+# What is learned: the data's objectives (masked LM beside NSP, SOP or nothing), or ELECTRA's replaced-token detection
+# (`ElectraPretrainer`, on the masked-LM data of "mlm")
+OBJECTIVES = (*DATA_OBJECTIVES, "electra")
 
 
 def check_corpus(files, holdout_fraction=0.0, vocabulary_lines=0, seed=0, objective="nsp", named=str):
@@ -147,8 +152,9 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
           vocabulary_size=8192, objective="nsp", mask_unit="token", span_p=0.2, max_span=10, span_boundary=False,
           duplication_factor=0, steps=10000, checkpoint_every=200, batch_size=32, sequence_length=128,
           learning_rate=1e-4, warmup_ratio=0.01, holdout_fraction=0.02, mixed_precision=False, seed=0,
-          gradient_accumulation=1, remat=False, restart=False, verbose="auto"):
-    """Pretrains a `BertPretrainer` on the text files `files` to `steps` optimizer steps; writes the run folder `out`.
+          gradient_accumulation=1, remat=False, restart=False, verbose="auto", generator_fraction=GENERATOR_FRACTION):
+    """Pretrains a `BertPretrainer` (an `ElectraPretrainer` for objective "electra") on the text files `files` to
+    `steps` optimizer steps; writes the run folder `out`.
 
     The corpus streams through `tf.data` in a child process (`process_batches`); `holdout_fraction`
     of its text (by a hash of it) is held out, and scored before and after training. The run is
@@ -172,7 +178,9 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
         init: `(backbone, tokenizer)` to continue pretraining from (`load_init`), or None: random
             weights of `config` (a dict of `BertConfig` fields) or else `preset`.
         vocabulary, vocabulary_sample, vocabulary_size: as `prepare`'s (without `init`).
-        objective: "nsp", "sop" or "mlm": what is learned beside masked LM.
+        objective: one of `OBJECTIVES`: "nsp", "sop" or "mlm", what is learned beside masked LM; or "electra",
+            replaced-token detection (the saved backbone is the discriminator).
+        generator_fraction: float in (0, 1]. With "electra", the generator's width over the backbone's.
         mask_unit, span_p, max_span: what is masked: "token", "whole_word" or "span" (SpanBERT's spans, of lengths
             drawn from `kbert.data.pretraining.masking.span_length_pmf(span_p, max_span)`); checked first.
         span_boundary: bool. With "span", also SpanBERT's span-boundary objective (`BertPretrainer(span_boundary)`).
@@ -188,10 +196,18 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
     Returns: the metrics written to `metrics.json` (None in a process other than process 0).
     """
     folder = pathlib.Path(out)
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, not {objective!r}.")
+    if objective == "electra":  # a generator wider than the discriminator is refused before anything is written
+        generator_dimensions((init[0].config if init else BertConfig.from_dict(config) if config
+                              else PRESETS[preset]).hidden_dim, generator_fraction)
     check_masking(mask_unit, span_p=span_p, max_span=max_span)
     if span_boundary and mask_unit != "span":
         raise ValueError(f"span_boundary=True predicts spans from their boundaries: give mask_unit='span', not "
                          f"{mask_unit!r}.")
+    if span_boundary and objective == "electra":
+        raise ValueError("span_boundary=True adds a head to BERT's masked LM, which objective 'electra' does not "
+                         "train: drop one.")
     if steps % checkpoint_every:
         raise ValueError(f"steps {steps} is not a multiple of checkpoint_every {checkpoint_every} (a run trains whole "
                          "checkpoint intervals).")
@@ -208,14 +224,17 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
         if backbone is None:
             fields = (BertConfig.from_dict(config) if config else PRESETS[preset]).to_dict()
             backbone = BertBackbone(**{**fields, "vocabulary_size": tokenizer.vocabulary_size})
-        model = BertPretrainer(backbone, next_sentence=objective != "mlm", span_boundary=span_boundary)
+        if objective == "electra":
+            model = ElectraPretrainer(backbone, generator_fraction=generator_fraction, seed=seed)
+        else:
+            model = BertPretrainer(backbone, next_sentence=objective != "mlm", span_boundary=span_boundary)
     epochs = steps // checkpoint_every
     model.compile(optimizer=bert_adamw(learning_rate, max(steps, 1), warmup_ratio,
                                        gradient_accumulation_steps=gradient_accumulation))
 
     data_options = dict(tokenizer=tokenizer, batch_size=batch_size, max_seq_length=sequence_length,
-                        objective=objective, mask_unit=mask_unit, span_p=span_p, max_span=max_span,
-                        span_boundaries=span_boundary, holdout=holdout_fraction)
+                        objective="mlm" if objective == "electra" else objective, mask_unit=mask_unit,
+                        span_p=span_p, max_span=max_span, span_boundaries=span_boundary, holdout=holdout_fraction)
     masking = dict(masking="static", duplication_factor=duplication_factor) if duplication_factor else {}
     # The tf.data pipeline runs in a child process (see process_batches: in this one it would slow torch's steps about
     # 2x). A resumed run reads the stream of the run it resumes (same seed) past the batches trained already: the same
@@ -289,6 +308,8 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
                        "duplication_factor": duplication_factor, "holdout_fraction": holdout_fraction,
                        "mixed_precision": mixed_precision, "gradient_accumulation": gradient_accumulation,
                        "remat": remat, "seed": seed}
+    if objective == "electra":
+        hyperparameters["generator_fraction"] = generator_fraction
     metrics = training_run(model, "pretrain", run, hyperparameters, backup, fit, scores, write,
                            logs=contextlib.nullcontext(training_logs(folder)), title="pretrain", verbose=verbose,
                            keep_backup=True)

@@ -12,3 +12,4 @@ from kbert.tasks.bert_task import BertTask
 from kbert.tasks.bert_text_classifier_preprocessor import BertTextClassifierPreprocessor
 from kbert.tasks.bert_token_classifier import BertTokenClassifier
 from kbert.tasks.bert_token_classifier_preprocessor import BertTokenClassifierPreprocessor
+from kbert.tasks.electra_pretrainer import ElectraPretrainer

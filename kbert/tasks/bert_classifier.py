@@ -16,11 +16,17 @@ from kbert_core.classification import EMPTY_TEXT, class_probabilities, is_blank
 from kbert_core.windows import combine_windows
 
 WINDOW_POOLINGS = ("mean", "max")
+# The families whose classifiers read the first token, not the pooler, through a dense layer of the hidden width:
+# {family: (its activation, whether dropout also comes before that layer)}, as Hugging Face's heads compute
+# (RobertaClassificationHead's tanh, ElectraClassificationHead's exact GELU, DistilBERT's pre_classifier and ReLU).
+FIRST_TOKEN_HEADS = {"roberta": ("tanh", True), "electra": ("gelu", True), "distilbert": ("relu", False)}
 
 
 @keras.saving.register_keras_serializable(package="kbert")
 class BertClassifier(BertTask):
-    """Sentence (or sentence-pair) classifier: backbone, dropout, a Dense head on `pooled_output`.
+    """Sentence (or sentence-pair) classifier: backbone, dropout, a Dense head on `pooled_output` (BERT's and
+    ALBERT's); RoBERTa's, ELECTRA's and DistilBERT's read the first token through a dense layer of their own
+    (`FIRST_TOKEN_HEADS`), as their Hugging Face classifiers do.
 
     On raw inputs, `fit` takes a list of texts, or `(premises, hypotheses)` for pairs (NLI)
     (or a DataFrame of one or two text columns: see `BertTask`), with labels as class ids or as
@@ -61,7 +67,6 @@ class BertClassifier(BertTask):
     """
 
     preprocessor_class = BertTextClassifierPreprocessor
-    reads_pooled_output = True
     default_learning_rate = 3e-5
 
     def __init__(self, backbone, num_classes, preprocessor=None, dropout=0.1, label_names=None, multi_label=False,
@@ -80,8 +85,7 @@ class BertClassifier(BertTask):
             raise ValueError(f"label_names must be distinct: {twice} appear more than once in {list(label_names)} "
                              "(a class whose name is taken could never be a target).")
         inputs = backbone.input
-        x = pooled_output(backbone, backbone(inputs), "BertClassifier")
-        x = keras.layers.Dropout(dropout, name="head_dropout")(x)
+        x = sentence_vector(backbone, backbone(inputs), dropout)
         logits = keras.layers.Dense(
             num_classes, kernel_initializer=keras.initializers.TruncatedNormal(stddev=0.02),
             dtype="float32", name="logits",
@@ -90,6 +94,11 @@ class BertClassifier(BertTask):
         super().__init__(inputs, logits, backbone, preprocessor, config={
             "num_classes": num_classes, "dropout": dropout, "label_names": label_names, "multi_label": multi_label,
             "threshold": threshold, "window_pooling": window_pooling}, **kwargs)
+
+    @property
+    def reads_pooled_output(self):
+        """BERT's and ALBERT's heads read the pooler; the first-token heads (`FIRST_TOKEN_HEADS`) leave it out."""
+        return self.backbone.family not in FIRST_TOKEN_HEADS
 
     @property
     def regression(self):
@@ -301,6 +310,28 @@ class BertClassifier(BertTask):
             if cut:
                 result["note"] = f"long input: read its first {self.preprocessor.sequence_length} tokens"
         return results
+
+
+def sentence_vector(backbone, encoded, dropout):
+    """What the classifier's last Dense layer (`logits`) reads of the backbone's outputs `encoded`: the pooled
+    output after dropout, or the first token through the family's dense layer (`FIRST_TOKEN_HEADS`, the layer
+    `head_dense`), computed in float32 as the logits.
+
+    Example:
+    >>> from kbert import BertBackbone
+    >>> backbone = BertBackbone.from_preset("distilbert_base", num_layers=1)
+    >>> sentence_vector(backbone, backbone(backbone.input), 0.1).shape
+    (None, 768)
+    """
+    if backbone.family not in FIRST_TOKEN_HEADS:
+        return keras.layers.Dropout(dropout, name="head_dropout")(pooled_output(backbone, encoded, "BertClassifier"))
+    activation, dropout_first = FIRST_TOKEN_HEADS[backbone.family]
+    x = encoded["sequence_output"][:, 0, :]
+    if dropout_first:
+        x = keras.layers.Dropout(dropout, name="first_token_dropout")(x)
+    x = keras.layers.Dense(backbone.hidden_dim, activation=activation, dtype="float32", name="head_dense",
+                           kernel_initializer=keras.initializers.TruncatedNormal(stddev=0.02))(x)
+    return keras.layers.Dropout(dropout, name="head_dropout")(x)
 
 
 def labelled_values(labels, multi_label=False):

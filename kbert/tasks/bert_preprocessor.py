@@ -23,6 +23,8 @@ class Prepared:
         windows: None, or the `NerWindows` / `SquadWindows` the rows were cut into.
         examples: None, or what decoding needs of each example (e.g. its text and word spans).
         truncated: None, or a bool array: whether each row was cut to the sequence length.
+        token_aligned: bool. `y` and `sample_weight` have the inputs' token axis (a token classifier's), so
+            batches cut them like the inputs (`kbert.data.PaddedBatches`).
     """
 
     inputs: dict
@@ -31,6 +33,7 @@ class Prepared:
     windows: object = None
     examples: list = None
     truncated: object = None
+    token_aligned: bool = False
 
 
 class BertPreprocessor(keras.layers.Layer):

@@ -11,6 +11,9 @@ from kbert.tasks.bert_masked_lm_preprocessor import BertMaskedLMPreprocessor
 from kbert.tasks.bert_task import BertTask
 from kbert.tasks.unread_pooler import pooled_output
 
+# Families whose masked-LM head computes the exact GELU whatever their encoder's activation (Hugging Face's
+# RobertaLMHead, ElectraGeneratorPredictions); the others' heads take the encoder's.
+EXACT_GELU_HEADS = ("roberta", "electra")
 
 @keras.saving.register_keras_serializable(package="kbert")
 class MaskedTokensLoss(keras.losses.SparseCategoricalCrossentropy):
@@ -34,7 +37,8 @@ class BertPretrainer(BertTask):
     (or sentence-order) labels as y when the model has that head. On token ids the inputs
     are the backbone's dict plus `mask_positions` (batch, predictions), the indices of the
     masked tokens. Outputs: a dict with `mlm`, logits (batch, predictions,
-    vocabulary_size) from a `MaskedLMHead` tied to the token embedding, and, unless
+    vocabulary_size) from a `MaskedLMHead` tied to the token embedding (its dense layer to the embedding's width
+    and its activation as the backbone's family has them), and, unless
     `next_sentence=False`, `nsp`, logits (batch, 2) on the pooled output.
     The default loss is MLM cross-entropy averaged over the masked positions (weighted by
     `mask_weights`, passed as the sample weight of `mlm`; `MaskedTokensLoss`) plus NSP cross-entropy; the
@@ -70,9 +74,10 @@ class BertPretrainer(BertTask):
                   for key in (*INPUT_KEYS, "mask_positions", *(SPAN_BOUNDARY_KEYS if span_boundary else ()))}
         encoded = backbone({key: inputs[key] for key in INPUT_KEYS})
         initializer = keras.initializers.TruncatedNormal(stddev=backbone.initializer_range)
+        activation = "gelu" if backbone.family in EXACT_GELU_HEADS else backbone.activation
         outputs = {"mlm": MaskedLMHead(
             backbone.token_embedding, layer_norm_epsilon=backbone.layer_norm_epsilon,
-            kernel_initializer=initializer, dtype=backbone.dtype_policy, name="mlm_head",
+            kernel_initializer=initializer, activation=activation, dtype=backbone.dtype_policy, name="mlm_head",
         )(encoded["sequence_output"], inputs["mask_positions"])}
         if next_sentence:
             outputs["nsp"] = keras.layers.Dense(

@@ -45,7 +45,7 @@ class BertTokenClassifierPreprocessor(BertPreprocessor):
                     raise ValueError(f"Example {i} has {len(word_spans)} words but {len(labels)} tags.")
         windows = NerWindows(self.tokenizer, texts, spans, self.sequence_length, y)
         return Prepared(windows.inputs, None if y is None else windows.labels, windows.sample_weight,
-                        windows, list(zip(texts, spans)))
+                        windows, list(zip(texts, spans)), token_aligned=True)
 
     def call(self, x, y=None, sample_weight=None):
         import tensorflow as tf

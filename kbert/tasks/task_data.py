@@ -175,7 +175,7 @@ def raw_batches(task, x, y, sample_weight, batch_size, shuffle=False, shard=Fals
                         num_parallel_calls=tf.data.AUTOTUNE).prefetch(2), None
     batches = PaddedBatches(prepared.inputs, prepared.y, prepared.sample_weight, batch_size,
                             shuffle=shuffle, seed=seed, group_by_length=shuffle,
-                            batch_multiple=split)
+                            batch_multiple=split, token_aligned=prepared.token_aligned)
     if shuffle:
         batches.set_epoch(*start)
     if shard and torch_data_parallel.active() is not None:

@@ -48,17 +48,18 @@ class UnreadPooler:
 
 def pooled_output(backbone, outputs, task):
     """`outputs["pooled_output"]` of `backbone`, which the head of `task` (its class name) reads; a backbone
-    without a pooler (ELECTRA's, DistilBERT's) raises a ValueError naming its family.
+    without a pooler (ELECTRA's, DistilBERT's, a BERT's built with `pooler=False`) raises a ValueError naming its
+    family.
 
     Example:
     >>> from kbert import BertBackbone
     >>> backbone = BertBackbone.from_preset("distilbert_base", num_layers=1)
-    >>> pooled_output(backbone, backbone(backbone.input), "BertClassifier")
+    >>> pooled_output(backbone, backbone(backbone.input), "BertPretrainer(next_sentence=True)")
     Traceback (most recent call last):
-    ValueError: BertClassifier reads the backbone's pooled output, which a distilbert backbone has none of
-    (pooler=False): the distilbert family's own task heads are not built yet.
+    ValueError: BertPretrainer(next_sentence=True) reads the backbone's pooled output, which a distilbert backbone
+    has none of (pooler=False).
     """
     if backbone.pooler is None:
         raise ValueError(f"{task} reads the backbone's pooled output, which a {backbone.family} backbone has none "
-                         f"of (pooler=False): the {backbone.family} family's own task heads are not built yet.")
+                         "of (pooler=False).")
     return outputs["pooled_output"]

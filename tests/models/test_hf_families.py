@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file, save_file
 
-import kbert
 from kbert import BertBackbone
 from tests.conftest import run_python
 from tests.models import hf_families_reference as reference
@@ -158,15 +157,14 @@ def copy_of(checkpoints, family, tmp_path, **config_changes):
                                                "roberta, albert, electra, distilbert."),
     ("bert", {"model_type": "deberta-v2"}, "model_type='deberta-v2' is not supported; kbert reads bert, "),
     ("bert", {"model_type": "modernbert"}, "model_type='modernbert' is not supported; kbert reads bert, "),
-    ("roberta", {"architectures": ["RobertaForSequenceClassification"]},
-     "architectures=['RobertaForSequenceClassification']: kbert reads and writes a roberta encoder alone (its base "
-     "model) for now; the task heads of roberta checkpoints are not built yet."),
     ("albert", {"inner_group_num": 2}, "inner_group_num=2 is not supported; kbert needs 1."),
     ("distilbert", {"activation": "relu"}, "activation='relu' is not supported; kbert computes gelu, gelu_new"),
     ("electra", {"summary_typo": "first"}, "unknown config field(s) ['summary_typo']"),
     ("roberta", {"pad_token_id": None}, "pad_token_id=None: RoBERTa's positions count from it"),
     ("albert", {"architectures": ["BertModel"]}, "architectures=['BertModel'] is not supported for model_type "
-                                                 "'albert'; kbert reads one of ['AlbertModel']."),
+                                                 "'albert'; kbert reads one of ['AlbertModel', "
+                                                 "'AlbertForSequenceClassification', 'AlbertForTokenClassification', "
+                                                 "'AlbertForQuestionAnswering', 'AlbertForMaskedLM']."),
 ])
 def test_a_folder_kbert_does_not_read_is_named_in_one_line(checkpoints, tmp_path, family, changes, message):
     folder = copy_of(checkpoints, family, tmp_path, **changes)
@@ -212,20 +210,6 @@ def test_a_backbone_its_familys_class_cannot_hold_is_not_written(tmp_path, prese
     with pytest.raises(ValueError, match=re.escape(f"Hugging Face's {message}")):
         backbone.export_to_transformers(tmp_path)
     assert not list(tmp_path.iterdir())  # nothing written
-
-
-@pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="settings only: runs once")
-def test_tasks_of_the_other_families_are_refused_for_now(tmp_path):
-    """Their own heads come next: a classifier needs a pooler that ELECTRA and DistilBERT have not, and no task of
-    another family is written as BERT's."""
-    with pytest.raises(ValueError, match=re.escape("BertClassifier reads the backbone's pooled output, which a "
-                                                   "distilbert backbone has none of (pooler=False)")):
-        kbert.BertClassifier(BertBackbone.from_preset("distilbert_base", num_layers=1), num_classes=2)
-    tagger = kbert.BertTokenClassifier(BertBackbone.from_preset("roberta_base", num_layers=1), ["O", "B-X"])
-    with pytest.raises(ValueError, match=re.escape("BertTokenClassifier of a roberta backbone: kbert reads and "
-                                                   "writes a roberta encoder alone")):
-        tagger.export_to_transformers(tmp_path)
-    assert tagger.trainable_weights  # no pooler to leave out of training: the token model trains the rest
 
 
 if __name__ == "__main__":  # the parity report: python -m tests.models.test_hf_families (each KERAS_BACKEND)

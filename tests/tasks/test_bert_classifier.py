@@ -124,6 +124,24 @@ def test_multi_label_fits_names_ids_and_matrices_alike_and_keeps_its_threshold(t
     np.testing.assert_allclose(loaded.predict(texts, verbose=0), model.predict(texts, verbose=0), atol=1e-6)
 
 
+def test_multi_label_rows_wider_than_the_texts_train_whole():
+    """12 classes, texts of 4 tokens: each batch's label rows keep all 12 columns (not cut to its 8 tokens), so
+    the loss `fit` reports is the mean binary cross-entropy over every class, worked in numpy."""
+    from kbert.tasks import BertTextClassifierPreprocessor
+    from kbert.text import BertTokenizer
+    from tests.tasks.conftest import VOCABULARY
+
+    preprocessor = BertTextClassifierPreprocessor(BertTokenizer(VOCABULARY), sequence_length=8)
+    model = BertClassifier(BertBackbone(**{**TINY, "dropout": 0.0}), 12, preprocessor=preprocessor, dropout=0.0,
+                           multi_label=True)
+    texts, targets = ["a film", "fun"], np.eye(12, dtype="float32")[[3, 11]]
+    model.compile(optimizer=keras.optimizers.SGD(0.0))
+    probabilities = model.predict(texts, verbose=0).astype("float64")
+    expected = -np.mean(targets * np.log(probabilities) + (1 - targets) * np.log(1 - probabilities))
+    history = model.fit(texts, targets, batch_size=2, epochs=1, verbose=0)
+    assert history.history["loss"][0] == pytest.approx(expected, rel=1e-4)
+
+
 @pytest.mark.parametrize("labels, message", [
     ([["a", "d"], ["b"]], "Label row 0 names 'd', not one of the label names ['a', 'b', 'c']"),
     ([[0], [3]], "Label row 1 holds 3, outside the 3 classes (ids 0 to 2)"),

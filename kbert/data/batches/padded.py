@@ -10,9 +10,10 @@ from kbert.progress import ProgressLines, progress_mode
 class PaddedBatches(keras.utils.PyDataset):
     """Batches of already tokenized rows, each cut to its longest row (rounded up), any backend.
 
-    Arrays of rank 2 or more in `y` and `sample_weight` are token-aligned (batch, length,
-    ...) and are cut like the inputs; rank-1 arrays (one value per row) are not. `y` may be
-    a dict of arrays, for models with several outputs. Inputs of rank 3 (rows, texts, length)
+    With `token_aligned`, arrays of rank 2 or more in `y` and `sample_weight` are token-aligned
+    (batch, length, ...) and are cut like the inputs; otherwise they hold one value or one row per
+    input row (a multi-label classifier's classes, a teacher's probabilities) and are kept whole.
+    `y` may be a dict of arrays, for models with several outputs. Inputs of rank 3 (rows, texts, length)
     hold several texts a row (a bi-encoder's pairs): a batch of B rows serves their B x texts
     token rows, each row's texts one after another, cut to the batch's longest text.
 
@@ -21,6 +22,8 @@ class PaddedBatches(keras.utils.PyDataset):
         y: array, dict of arrays, or None. Targets.
         sample_weight: array or None. Per-row or per-token weights (0 = ignored).
         batch_size: int.
+        token_aligned: bool. `y` and `sample_weight` of rank 2 or more have the inputs' token axis
+            (a token classifier's tags and weights).
         shuffle: bool. Shuffle every epoch (for training). The order of epoch e is a function
             of `seed` and e alone (`set_epoch`), so a run resumed at any epoch, or part-way
             through one, sees the batches the uninterrupted run saw.
@@ -37,18 +40,21 @@ class PaddedBatches(keras.utils.PyDataset):
     Example:
     >>> inputs = {"token_ids": np.ones((3, 16), "int32"), "padding_mask": np.zeros((3, 16), "int32")}
     >>> inputs["padding_mask"][:, :5] = 1
-    >>> batches = PaddedBatches(inputs, y=np.zeros((3, 16)), batch_size=2)
+    >>> batches = PaddedBatches(inputs, y=np.zeros((3, 16)), batch_size=2, token_aligned=True)
     >>> x, y = batches[0]
     >>> tuple(x["token_ids"].shape), tuple(y.shape), len(batches)
     ((2, 8), (2, 8), 2)
+    >>> tuple(PaddedBatches(inputs, y=np.zeros((3, 12)), batch_size=2)[0][1].shape)  # 12 labels a row
+    (2, 12)
     """
 
     def __init__(self, inputs, y=None, sample_weight=None, batch_size=32, shuffle=False, seed=0,
-                 length_multiple=8, group_by_length=False, batch_multiple=1, **kwargs):
+                 length_multiple=8, group_by_length=False, batch_multiple=1, token_aligned=False, **kwargs):
         super().__init__(**kwargs)
         self.inputs = inputs
         self.y = y
         self.sample_weight = sample_weight
+        self.token_aligned = token_aligned
         lengths = inputs["padding_mask"].sum(axis=-1)
         self.lengths = lengths.max(axis=-1) if lengths.ndim > 1 else lengths  # a row's longest text
         self.width = inputs["padding_mask"].shape[-1]
@@ -81,12 +87,13 @@ class PaddedBatches(keras.utils.PyDataset):
         padded = -(-real // self.batch_multiple) * self.batch_multiple
         rows = np.concatenate([rows, rows[np.arange(padded - real) % real]])
         cut = lambda value: value[rows, :width] if value.ndim > 1 else value[rows]  # noqa: E731
+        target = cut if self.token_aligned else (lambda value: value[rows])  # noqa: E731
         texts = lambda value: value[rows][..., :width].reshape(-1, width)  # noqa: E731 (rows of several texts)
         batch = ({key: (texts if value.ndim > 2 else cut)(value) for key, value in self.inputs.items()},)
         if self.y is not None:
-            batch += ({k: cut(v) for k, v in self.y.items()} if isinstance(self.y, dict) else cut(self.y),)
+            batch += ({k: target(v) for k, v in self.y.items()} if isinstance(self.y, dict) else target(self.y),)
         if self.sample_weight is not None or (self.batch_multiple > 1 and self.y is not None):
-            weight = np.ones(len(rows), "float32") if self.sample_weight is None else cut(self.sample_weight)
+            weight = np.ones(len(rows), "float32") if self.sample_weight is None else target(self.sample_weight)
             if self.batch_multiple > 1:
                 weight = weight.astype("float32") * (padded / real)
                 weight[real:] = 0

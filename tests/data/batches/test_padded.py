@@ -11,7 +11,7 @@ def inputs(lengths, width=16):
 
 def test_cut_to_longest_and_targets_by_rank():
     batches = PaddedBatches(inputs([3, 9, 2]), {"a": np.arange(3), "b": np.ones((3, 16))},
-                            np.ones((3, 16)), batch_size=2)
+                            np.ones((3, 16)), batch_size=2, token_aligned=True)
     x, y, weights = batches[0]
     assert x["token_ids"].shape == (2, 16) and y["a"].tolist() == [0, 1] and y["b"].shape == (2, 16)
     assert batches[1][0]["token_ids"].shape == (1, 8) and weights.shape == (2, 16)
