@@ -22,6 +22,12 @@ README.md (the model card: versions, corpus checksums, settings, metrics) and, a
 backbone.keras: `--init saved_models/<run>` for the task apps. The checkpoint lives beside the run
 folder, as every app's backup: saved_models/.<run>.backup/ (kept at the end, to train further).
 
+--mask-unit chooses what masked LM masks: single WordPieces (token, BERT's default), whole words
+(whole_word), or SpanBERT's spans (span: runs of whole words of a length drawn from a geometric
+distribution, --span-p 0.2 cut at --max-span 10 words, until 15% of the tokens are chosen; the span,
+not each token, becomes [MASK], random tokens or stays, 80/10/10); --span-boundary-objective adds
+SpanBERT's second loss (each masked token predicted from the two tokens around its span).
+
 --objective electra trains ELECTRA's replaced-token detection (Clark et al. 2020) instead of masked LM: a generator
 --generator-fraction of the model's width (default 0.25, ELECTRA-Small's) fills the masked positions with its samples,
 and the model learns from every token whether it was replaced (loss = generator's masked LM + 50 x replaced-token
@@ -60,7 +66,7 @@ from app_cli import app_parser, emit, for_people
 from app_cli import parse_args as parse_app_args
 from cli_errors import run
 from task_cli import (add_distribution_options, apply_distribution, non_negative_int, positive_float, positive_int,
-                      ratio, sequence_length)
+                      probability, ratio, sequence_length)
 
 # How it runs, not what it trains: a run may resume on another mesh.
 NOT_SETTINGS = ("run", "output", "restart", "json", "verbose", "quiet", "distribution", "mesh", "remat")
@@ -105,7 +111,20 @@ def parse_args(argv=None):
                         help="with --objective electra: the generator's width as a fraction of the model's, in (0, 1] "
                              "(default 0.25, ELECTRA-Small's; the paper finds 1/4 to 1/2 best)")
     parser.add_argument("--task", dest="objective", action=FormerName, help=argparse.SUPPRESS)
-    parser.add_argument("--whole-word-masking", action="store_true", help="mask every piece of a chosen word")
+    parser.add_argument("--mask-unit", default="token",
+                        help="what masked LM masks: token (single WordPieces, BERT), whole_word (every piece of a "
+                             "chosen word) or span (SpanBERT: spans of whole words, --span-p and --max-span their "
+                             "lengths, until 15%% of the tokens are chosen; [MASK], random or kept decided per span)")
+    parser.add_argument("--whole-word-masking", dest="mask_unit", action="store_const", const="whole_word",
+                        help="the same as --mask-unit whole_word")
+    parser.add_argument("--span-p", type=probability, default=0.2,
+                        help="with --mask-unit span: span lengths in words follow a geometric distribution of this "
+                             "parameter, in (0, 1], cut at --max-span (0.2 and 10: a mean of 3.8 words)")
+    parser.add_argument("--max-span", type=positive_int, default=10,
+                        help="with --mask-unit span: the longest span, in words")
+    parser.add_argument("--span-boundary-objective", action="store_true",
+                        help="with --mask-unit span: also SpanBERT's span-boundary objective (each masked token "
+                             "predicted from the tokens around its span and its place in it; loss added to MLM's)")
     parser.add_argument("--duplication-factor", type=non_negative_int, default=0, help="static masking with this many copies (default: dynamic)")
     parser.add_argument("--steps", type=non_negative_int, default=10000,
                         help="optimizer steps of the whole run, a multiple of --checkpoint-every (0: save the "
@@ -126,13 +145,18 @@ def parse_args(argv=None):
     args = parse_app_args(parser, argv)
     from kbert.config import PRESETS
     from kbert.data.pretraining.instances import OBJECTIVES as DATA_OBJECTIVES
+    from kbert.data.pretraining.masking import MASK_UNITS
     from kbert.tasks.electra_pretrainer import GENERATOR_FRACTION
 
     OBJECTIVES = (*DATA_OBJECTIVES, "electra")  # kbert.recipes.pretrain.OBJECTIVES, whose module loads TensorFlow
 
-    for option, value, names in (("--preset", args.preset, sorted(PRESETS)), ("--objective", args.objective, OBJECTIVES)):
+    for option, value, names in (("--preset", args.preset, sorted(PRESETS)),
+                                 ("--objective", args.objective, OBJECTIVES), ("--mask-unit", args.mask_unit, MASK_UNITS)):
         if value not in names:
             parser.error(f"argument {option}: invalid choice: {value!r} (choose from {', '.join(names)})")
+    for option in ("span_p", "max_span", "span_boundary_objective"):
+        if args.mask_unit != "span" and getattr(args, option) != parser.get_default(option):
+            parser.error(f"--{option.replace('_', '-')} is a setting of span masking: give it with --mask-unit span")
     if args.generator_fraction is not None and args.objective != "electra":
         parser.error(f"argument --generator-fraction: sizes ELECTRA's generator; give it with --objective electra "
                      f"(not {args.objective}).")
@@ -209,6 +233,12 @@ def run_settings(args, files):
     settings = {key: value for key, value in vars(args).items() if key not in NOT_SETTINGS}
     if args.gradient_accumulation == 1:
         del settings["gradient_accumulation"]  # recorded when used: runs from before the option resume
+    # --mask-unit token or whole_word recorded as runs from before --mask-unit recorded --whole-word-masking (they
+    # resume); span, with its lengths' settings, beside it
+    settings["whole_word_masking"] = settings["mask_unit"] == "whole_word"
+    if args.mask_unit != "span":
+        for name in ("mask_unit", "span_p", "max_span", "span_boundary_objective"):
+            del settings[name]
     if args.objective != "electra":
         del settings["generator_fraction"]  # ELECTRA's alone: runs from before the option resume
     settings.update(corpus=[{"path": str(path.resolve()), "bytes": path.stat().st_size, "sha256": sha256(path)}
@@ -272,7 +302,8 @@ def main(argv=None):
             metrics = recipe.train(
                 files, folder, settings, init=init or None, preset=args.preset, config=settings["config"],
                 vocabulary=args.vocab, vocabulary_sample=sample, vocabulary_size=args.vocab_size,
-                objective=args.objective, whole_word_masking=args.whole_word_masking,
+                objective=args.objective, mask_unit=args.mask_unit, span_p=args.span_p, max_span=args.max_span,
+                span_boundary=args.span_boundary_objective,
                 duplication_factor=args.duplication_factor, steps=args.steps, checkpoint_every=args.checkpoint_every,
                 batch_size=args.batch_size, sequence_length=args.seq_len, learning_rate=args.lr,
                 warmup_ratio=args.warmup_ratio, holdout_fraction=args.holdout_fraction,

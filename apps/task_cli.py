@@ -407,6 +407,11 @@ def fraction(text):
     return _checked(float, text, lambda value: 0 < value < 1, "a number between 0 and 1 (exclusive)")
 
 
+def probability(text):
+    """argparse type: a number above 0, at most 1."""
+    return _checked(float, text, lambda value: 0 < value <= 1, "a number above 0 and at most 1")
+
+
 def ratio(text):
     """argparse type: a number from 0 to 1."""
     return _checked(float, text, lambda value: 0 <= value <= 1, "a number from 0 to 1")

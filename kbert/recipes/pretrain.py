@@ -23,6 +23,7 @@ from kbert.config import PRESETS, BertConfig
 from kbert.data.batches.child_process import process_batches
 from kbert.data.pretraining.dataset import held_out_then_training
 from kbert.data.pretraining.instances import HOLDOUT_PASSAGE_LINES, OBJECTIVES as DATA_OBJECTIVES, survey_corpus
+from kbert.data.pretraining.masking import check_masking
 from kbert.distribution import chief_first, is_chief, process_share, torch_data_parallel, writing_alone
 from kbert.distribution.data_shares import shares
 from kbert.models.bert_backbone import BertBackbone
@@ -148,10 +149,10 @@ def prepare(folder, tokenizer=None, vocabulary=None, vocabulary_sample=(), vocab
 
 
 def train(files, out, settings, init=None, preset="bert_mini", config=None, vocabulary=None, vocabulary_sample=(),
-          vocabulary_size=8192, objective="nsp", whole_word_masking=False, duplication_factor=0, steps=10000,
-          checkpoint_every=200, batch_size=32, sequence_length=128, learning_rate=1e-4, warmup_ratio=0.01,
-          holdout_fraction=0.02, mixed_precision=False, seed=0, gradient_accumulation=1, remat=False, restart=False,
-          verbose="auto", generator_fraction=GENERATOR_FRACTION):
+          vocabulary_size=8192, objective="nsp", mask_unit="token", span_p=0.2, max_span=10, span_boundary=False,
+          duplication_factor=0, steps=10000, checkpoint_every=200, batch_size=32, sequence_length=128,
+          learning_rate=1e-4, warmup_ratio=0.01, holdout_fraction=0.02, mixed_precision=False, seed=0,
+          gradient_accumulation=1, remat=False, restart=False, verbose="auto", generator_fraction=GENERATOR_FRACTION):
     """Pretrains a `BertPretrainer` (an `ElectraPretrainer` for objective "electra") on the text files `files` to
     `steps` optimizer steps; writes the run folder `out`.
 
@@ -180,7 +181,10 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
         objective: one of `OBJECTIVES`: "nsp", "sop" or "mlm", what is learned beside masked LM; or "electra",
             replaced-token detection (the saved backbone is the discriminator).
         generator_fraction: float in (0, 1]. With "electra", the generator's width over the backbone's.
-        whole_word_masking, duplication_factor: masking (`duplication_factor` > 0: static, that many copies).
+        mask_unit, span_p, max_span: what is masked: "token", "whole_word" or "span" (SpanBERT's spans, of lengths
+            drawn from `kbert.data.pretraining.masking.span_length_pmf(span_p, max_span)`); checked first.
+        span_boundary: bool. With "span", also SpanBERT's span-boundary objective (`BertPretrainer(span_boundary)`).
+        duplication_factor: masking (`duplication_factor` > 0: static, that many copies).
         steps, checkpoint_every: optimizer steps of the whole run, a multiple of `checkpoint_every`.
         batch_size, sequence_length, learning_rate, warmup_ratio, gradient_accumulation: the optimization.
         holdout_fraction: float. Share of the text held out for evaluation (0: none).
@@ -197,6 +201,13 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
     if objective == "electra":  # a generator wider than the discriminator is refused before anything is written
         generator_dimensions((init[0].config if init else BertConfig.from_dict(config) if config
                               else PRESETS[preset]).hidden_dim, generator_fraction)
+    check_masking(mask_unit, span_p=span_p, max_span=max_span)
+    if span_boundary and mask_unit != "span":
+        raise ValueError(f"span_boundary=True predicts spans from their boundaries: give mask_unit='span', not "
+                         f"{mask_unit!r}.")
+    if span_boundary and objective == "electra":
+        raise ValueError("span_boundary=True adds a head to BERT's masked LM, which objective 'electra' does not "
+                         "train: drop one.")
     if steps % checkpoint_every:
         raise ValueError(f"steps {steps} is not a multiple of checkpoint_every {checkpoint_every} (a run trains whole "
                          "checkpoint intervals).")
@@ -216,14 +227,14 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
         if objective == "electra":
             model = ElectraPretrainer(backbone, generator_fraction=generator_fraction, seed=seed)
         else:
-            model = BertPretrainer(backbone, next_sentence=objective != "mlm")
+            model = BertPretrainer(backbone, next_sentence=objective != "mlm", span_boundary=span_boundary)
     epochs = steps // checkpoint_every
     model.compile(optimizer=bert_adamw(learning_rate, max(steps, 1), warmup_ratio,
                                        gradient_accumulation_steps=gradient_accumulation))
 
     data_options = dict(tokenizer=tokenizer, batch_size=batch_size, max_seq_length=sequence_length,
-                        objective="mlm" if objective == "electra" else objective,
-                        whole_word_masking=whole_word_masking, holdout=holdout_fraction)
+                        objective="mlm" if objective == "electra" else objective, mask_unit=mask_unit,
+                        span_p=span_p, max_span=max_span, span_boundaries=span_boundary, holdout=holdout_fraction)
     masking = dict(masking="static", duplication_factor=duplication_factor) if duplication_factor else {}
     # The tf.data pipeline runs in a child process (see process_batches: in this one it would slow torch's steps about
     # 2x). A resumed run reads the stream of the run it resumes (same seed) past the batches trained already: the same
@@ -291,7 +302,9 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
            "config": backbone.config.to_dict()}
     hyperparameters = {"steps": steps, "checkpoint_every": checkpoint_every, "batch_size": batch_size,
                        "sequence_length": sequence_length, "learning_rate": learning_rate, "warmup_ratio": warmup_ratio,
-                       "objective": objective, "whole_word_masking": whole_word_masking,
+                       "objective": objective, "mask_unit": mask_unit,
+                       **({"span_p": span_p, "max_span": max_span, "span_boundary": span_boundary}
+                          if mask_unit == "span" else {}),
                        "duplication_factor": duplication_factor, "holdout_fraction": holdout_fraction,
                        "mixed_precision": mixed_precision, "gradient_accumulation": gradient_accumulation,
                        "remat": remat, "seed": seed}

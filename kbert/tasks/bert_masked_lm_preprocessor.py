@@ -59,7 +59,7 @@ class BertMaskedLMPreprocessor(BertPreprocessor):
         seed = tf.random.uniform([2], maxval=2**31 - 1, dtype=tf.int64)
         masked = mask_batch(inputs["token_ids"], inputs["padding_mask"], seed, special_ids, is_suffix,
                             self.tokenizer.mask_token_id, replacement_ids, self.mask_rate,
-                            self.max_predictions, self.whole_word)
+                            self.max_predictions, "whole_word" if self.whole_word else "token")
         x = {**inputs, "token_ids": masked["token_ids"], "mask_positions": masked["mask_positions"]}
         targets, weights = {"mlm": masked["mask_ids"]}, {"mlm": masked["mask_weights"]}
         if y is not None:

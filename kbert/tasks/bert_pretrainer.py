@@ -1,8 +1,10 @@
 import keras
 from keras import ops
 
+from kbert.data.pretraining.masking import SPAN_BOUNDARY_KEYS
 from kbert.distribution.torch_data_parallel import global_share
 from kbert.layers.masked_lm_head import MaskedLMHead
+from kbert.layers.span_boundary_head import SpanBoundaryHead
 from kbert.models.bert_backbone import INPUT_KEYS
 from kbert.tasks.bert_classifier import class_ids
 from kbert.tasks.bert_masked_lm_preprocessor import BertMaskedLMPreprocessor
@@ -51,6 +53,10 @@ class BertPretrainer(BertTask):
         preprocessor: `BertMaskedLMPreprocessor` or None (token ids only).
         next_sentence: bool. Add the 2-way head (NSP or SOP); False for MLM only, whose
             training leaves the backbone's pooler out (nothing reads it).
+        span_boundary: bool. Add SpanBERT's span-boundary objective: inputs `span_left`, `span_right` and
+            `span_offset` too, output `sbo` (logits at the masked positions, from `SpanBoundaryHead`), its loss
+            `MaskedTokensLoss` added to the MLM loss. Fit on `kbert.data.pretraining.dataset.pretraining_dataset`
+            batches with `mask_unit="span", span_boundaries=True`.
 
     Example:
     >>> model = BertPretrainer.from_preset("bert_tiny", next_sentence=False)
@@ -63,9 +69,9 @@ class BertPretrainer(BertTask):
     needs_labels = False  # masked LM: the text is its own target
     default_learning_rate = 1e-4
 
-    def __init__(self, backbone, preprocessor=None, next_sentence=True, **kwargs):
+    def __init__(self, backbone, preprocessor=None, next_sentence=True, span_boundary=False, **kwargs):
         inputs = {key: keras.Input(shape=(None,), dtype="int32", name=key)
-                  for key in (*INPUT_KEYS, "mask_positions")}
+                  for key in (*INPUT_KEYS, "mask_positions", *(SPAN_BOUNDARY_KEYS if span_boundary else ()))}
         encoded = backbone({key: inputs[key] for key in INPUT_KEYS})
         initializer = keras.initializers.TruncatedNormal(stddev=backbone.initializer_range)
         activation = "gelu" if backbone.family in EXACT_GELU_HEADS else backbone.activation
@@ -77,8 +83,13 @@ class BertPretrainer(BertTask):
             outputs["nsp"] = keras.layers.Dense(
                 2, kernel_initializer=initializer, dtype="float32", name="nsp_head",
             )(pooled_output(backbone, encoded, "BertPretrainer(next_sentence=True)"))
-        super().__init__(inputs, outputs, backbone, preprocessor, config={"next_sentence": next_sentence},
-                         **kwargs)
+        if span_boundary:  # SpanBERT's span-boundary objective
+            outputs["sbo"] = SpanBoundaryHead(
+                backbone.token_embedding, layer_norm_epsilon=backbone.layer_norm_epsilon,
+                kernel_initializer=initializer, dtype=backbone.dtype_policy, name="span_boundary_head",
+            )(encoded["sequence_output"], *(inputs[key] for key in SPAN_BOUNDARY_KEYS))
+        super().__init__(inputs, outputs, backbone, preprocessor,
+                         config={"next_sentence": next_sentence, "span_boundary": span_boundary}, **kwargs)
 
     @property
     def reads_pooled_output(self):
@@ -99,9 +110,16 @@ class BertPretrainer(BertTask):
         if self.next_sentence:
             loss["nsp"] = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
             arguments["metrics"] = {"nsp": [keras.metrics.SparseCategoricalAccuracy("accuracy")]}
+        if self.span_boundary:
+            loss["sbo"] = MaskedTokensLoss(from_logits=True, reduction="mean_with_sample_weight")
+            arguments["weighted_metrics"]["sbo"] = [keras.metrics.SparseCategoricalAccuracy("accuracy")]
         return arguments
 
     def check_labels(self, y):
+        if self.span_boundary:
+            raise ValueError("A pretrainer with the span-boundary objective (span_boundary=True) reads span boundaries "
+                             "that raw texts do not give: fit it on kbert.data.pretraining.dataset.pretraining_dataset "
+                             "batches with mask_unit='span' and span_boundaries=True.")
         if self.next_sentence and y is None:
             raise ValueError("This pretrainer predicts the next sentence: fit it on "
                              "(first segments, second segments) with 0/1 labels as y, or build it "

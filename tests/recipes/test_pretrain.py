@@ -63,3 +63,14 @@ def test_a_run_of_steps_not_a_multiple_of_its_interval_is_refused(tmp_path):
         recipe.train([], tmp_path / "run", {}, steps=3, checkpoint_every=2)
     assert list(tmp_path.iterdir()) == []
 
+
+
+@pytest.mark.parametrize("masking, message", [
+    (dict(mask_unit="span", span_p=0.0), "span_p 0.0: .* in \\(0, 1\\]"),
+    (dict(mask_unit="span", max_span=0), "max_span 0: .* >= 1"),
+    (dict(mask_unit="word"), "mask_unit must be one of"),
+    (dict(mask_unit="whole_word", span_boundary=True), "span_boundary=True .* give mask_unit='span'")])
+def test_masking_settings_out_of_range_are_refused_before_anything_is_written(tmp_path, masking, message):
+    with pytest.raises(ValueError, match=message):
+        recipe.train([], tmp_path / "run", {}, steps=2, checkpoint_every=2, **masking)
+    assert list(tmp_path.iterdir()) == []

@@ -64,26 +64,43 @@ def corpus(tmp_path_factory):
     return path
 
 
-def tiny_pretrainer(steps):
+def tiny_pretrainer(steps, **options):
     backbone = BertBackbone(**{**TINY, "vocabulary_size": len(VOCAB), "max_sequence_length": 24,
                                "hidden_dim": 32, "intermediate_dim": 64})
-    model = BertPretrainer(backbone)
+    model = BertPretrainer(backbone, **options)
     model.compile(optimizer=bert_adamw(3e-3, total_steps=steps, warmup_ratio=0.1))
     return model
 
 
-def tiny_data(corpus, seed=0):
+def tiny_data(corpus, seed=0, **masking):
     return pretraining_dataset([corpus], BertTokenizer(VOCAB), batch_size=8, max_seq_length=24,
-                               max_predictions=4, shuffle_buffer=64, seed=seed)
+                               max_predictions=4, shuffle_buffer=64, seed=seed, **masking)
 
 
-def test_fit_lowers_the_loss(corpus):
+@pytest.mark.parametrize("mask_unit", ["token", "span"])
+def test_fit_lowers_the_loss(corpus, mask_unit):
     keras.utils.set_random_seed(0)
     model = tiny_pretrainer(steps=45)
-    history = model.fit(tiny_data(corpus), epochs=3, steps_per_epoch=15, shuffle=False, verbose=0).history
+    history = model.fit(tiny_data(corpus, mask_unit=mask_unit), epochs=3, steps_per_epoch=15, shuffle=False,
+                        verbose=0).history
     assert history["mlm_loss"][-1] < history["mlm_loss"][0] - 0.2
     assert history["mlm_perplexity"][-1] == pytest.approx(np.exp(history["mlm_loss"][-1]), rel=1e-5)
     assert history["loss"][-1] == pytest.approx(history["mlm_loss"][-1] + history["nsp_loss"][-1], rel=1e-3)
+
+
+def test_span_boundary_objective_adds_its_loss_and_learns(corpus):
+    """SpanBERT's objective: its loss, over the masked tokens, is added to the MLM and NSP losses, and falls; raw
+    texts, which give no spans, are refused before any step."""
+    keras.utils.set_random_seed(0)
+    model = tiny_pretrainer(steps=30, span_boundary=True)
+    data = tiny_data(corpus, mask_unit="span", span_boundaries=True)
+    history = model.fit(data, epochs=2, steps_per_epoch=15, shuffle=False, verbose=0).history
+    assert history["sbo_loss"][-1] < history["sbo_loss"][0] - 0.1
+    total = history["mlm_loss"][-1] + history["nsp_loss"][-1] + history["sbo_loss"][-1]
+    assert history["loss"][-1] == pytest.approx(total, rel=1e-3) and "sbo_accuracy" in history
+    raw = BertPretrainer.from_preset("bert_tiny", next_sentence=False, span_boundary=True)
+    with pytest.raises(ValueError, match="span-boundary objective .* raw texts"):
+        raw.fit(["a first text to mask", "and another one"], verbose=0)
 
 
 def test_perplexity_is_exp_of_the_masked_cross_entropy(corpus):

@@ -165,6 +165,35 @@ def test_a_run_started_as_task_resumes_as_objective(tmp_path, capsys):
     assert app.parse_args([*command, "--task", "sop"]).objective == "sop"
     assert "--task is now --objective" in capsys.readouterr().err
 
+@pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="the settings check is backend-independent")
+def test_span_masking_is_a_setting_of_the_run(tmp_path, capsys):
+    """--mask-unit span (with --span-p and --max-span) is recorded in settings.json, and a rerun without it is
+    refused; --mask-unit token or whole_word records whole_word_masking alone, as runs from before --mask-unit
+    did (they resume). Span settings out of range, or without span, are one line each before anything is done."""
+    app = app_module("pretrain")
+    command = tiny_run_command(tmp_path, "tiny", steps=0, checkpoint_every=1, holdout=0)[2:]
+    app.main([*command, "--mask-unit", "span", "--span-p", "0.3"])
+    settings = json.loads((tmp_path / "tiny" / "settings.json").read_text())
+    assert (settings["mask_unit"], settings["span_p"], settings["max_span"], settings["whole_word_masking"],
+            settings["span_boundary_objective"]) == ("span", 0.3, 10, False, False)
+    with pytest.raises(RunFolderError, match="started with --mask-unit 'span', not None"):
+        app.main(command)
+    assert {"whole_word_masking": True}.items() <= app.run_settings(app.parse_args(
+        [*command, "--whole-word-masking"]), []).items()
+    assert "mask_unit" not in app.run_settings(app.parse_args([*command, "--mask-unit", "whole_word"]), [])
+    capsys.readouterr()
+    for flags, message in ((["--mask-unit", "span", "--span-p", "0"],
+                            "--span-p: expected a number above 0 and at most 1, got '0'"),
+                           (["--mask-unit", "span", "--span-p", "1.2"], "--span-p"),
+                           (["--mask-unit", "span", "--max-span", "0"], "--max-span"),
+                           (["--mask-unit", "spans"], "--mask-unit: invalid choice: 'spans'"),
+                           (["--max-span", "4"], "--max-span is a setting of span masking: give it with --mask-unit "),
+                           (["--span-boundary-objective"], "--span-boundary-objective is a setting of span masking")):
+        with pytest.raises(SystemExit):
+            app.parse_args([*command, *flags])
+        assert message in capsys.readouterr().err
+
+
 def reviews(folder, name, count):
     """A file of one-line documents with blank lines between them, as IMDB's unsup.txt; returns the lines."""
     lines = [f"Review {name}{i}: the {SENTENCES[i % 6].lower()}" for i in range(count)]

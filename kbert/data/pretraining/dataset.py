@@ -7,7 +7,7 @@ import numpy as np
 
 from kbert.config import DEFAULT_SEQUENCE_LENGTH
 from kbert.data.pretraining.instances import OBJECTIVES, document_instances, read_documents
-from kbert.data.pretraining.masking import mask_batch, prediction_slots
+from kbert.data.pretraining.masking import SPAN_BOUNDARY_KEYS, check_masking, mask_batch, prediction_slots
 from kbert.data.readers.text_file import check_utf8
 from kbert.start_up import import_tensorflow
 
@@ -17,8 +17,8 @@ MASKINGS = ("dynamic", "static")
 
 
 def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=DEFAULT_SEQUENCE_LENGTH, objective="nsp",
-                        masking="dynamic", duplication_factor=10, whole_word_masking=False,
-                        mask_rate=0.15, max_predictions=None, short_seq_prob=0.1, repeat=True,
+                        masking="dynamic", duplication_factor=10, mask_unit="token", span_p=0.2, max_span=10,
+                        span_boundaries=False, mask_rate=0.15, max_predictions=None, short_seq_prob=0.1, repeat=True,
                         shuffle_buffer=10000, window_chars=4_000_000, cache=None, holdout=0.0,
                         held_out=False, seed=None, skip_batches=0):
     """Streams BERT pretraining batches from text files, for `BertPretrainer.fit`.
@@ -46,9 +46,12 @@ def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=DEFAULT_SEQ
             segment per row, no `nsp` target).
         masking: str. "dynamic" or "static".
         duplication_factor: int. Masked copies per pair with static masking.
-        whole_word_masking: bool. Mask all the WordPieces of a word together.
-        mask_rate, max_predictions: see `mask_batch`. `max_predictions` None: as many as a row
+        mask_unit: str. What is masked: "token", "whole_word" (all the WordPieces of a word together) or
+            "span" (SpanBERT's spans of whole words, `span_p` and `max_span` their lengths' distribution).
+        span_p, mask_rate, max_predictions: see `mask_batch`. `max_predictions` None: as many as a row
             can get (`prediction_slots(max_seq_length, mask_rate)`: 10 at 64 tokens, 19 at 128).
+        span_boundaries: bool. With "span": x also holds `span_left`, `span_right` and `span_offset`, and y
+            `sbo` (the `mlm` targets and weights again), for `BertPretrainer(span_boundary=True)`.
         short_seq_prob: float. Probability of a shorter target length (see
             `document_instances`).
         repeat: bool. Loop over the corpus forever (train) or once (evaluation: one pass up
@@ -84,6 +87,10 @@ def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=DEFAULT_SEQ
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}.")
     if masking not in MASKINGS:
         raise ValueError(f"masking must be one of {MASKINGS}, got {masking!r}.")
+    check_masking(mask_unit, mask_rate, span_p, max_span)
+    if span_boundaries and mask_unit != "span":
+        raise ValueError(f"span_boundaries=True reads the boundaries of spans: give mask_unit='span', not "
+                         f"{mask_unit!r}.")
     paths = [str(path) for path in ([paths] if isinstance(paths, str) else paths)]
     _check_corpus(paths, objective, holdout, held_out)
     seed = int(np.random.default_rng(seed).integers(2**31))
@@ -103,7 +110,7 @@ def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=DEFAULT_SEQ
     def mask(step, batch):
         masked = mask_batch(batch["token_ids"], batch["padding_mask"], tf.stack([seed, step]),
                             special_ids, is_suffix, tokenizer.mask_token_id, replacement_ids, mask_rate,
-                            max_predictions, whole_word_masking)
+                            max_predictions, mask_unit, span_p, max_span)
         return {**batch, **masked}
 
     if masking == "static":
@@ -127,7 +134,7 @@ def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=DEFAULT_SEQ
         # ends the loop after n steps.
         batches = int(data.reduce(0, lambda count, _: count + 1))
         data = data.apply(tf.data.experimental.assert_cardinality(batches))
-    return data.map(lambda batch: _fit_layout(batch, objective)).prefetch(tf.data.AUTOTUNE)
+    return data.map(lambda batch: _fit_layout(batch, objective, span_boundaries)).prefetch(tf.data.AUTOTUNE)
 
 
 def held_out_then_training(paths, held_out_options=None, **training_options):
@@ -153,9 +160,12 @@ def held_out_then_training(paths, held_out_options=None, **training_options):
     yield from pretraining_dataset(paths, **training_options).as_numpy_iterator()
 
 
-def _fit_layout(batch, objective):
-    x = {key: batch[key] for key in ("token_ids", "segment_ids", "padding_mask", "mask_positions")}
+def _fit_layout(batch, objective, span_boundaries=False):
+    x = {key: batch[key] for key in ("token_ids", "segment_ids", "padding_mask", "mask_positions",
+                                     *(SPAN_BOUNDARY_KEYS if span_boundaries else ()))}
     y, weights = {"mlm": batch["mask_ids"]}, {"mlm": batch["mask_weights"]}
+    if span_boundaries:  # SpanBERT's span-boundary objective predicts the same targets
+        y["sbo"], weights["sbo"] = batch["mask_ids"], batch["mask_weights"]
     if objective != "mlm":
         y["nsp"] = batch["label"]
         weights["nsp"] = tf.ones_like(batch["label"], tf.float32)

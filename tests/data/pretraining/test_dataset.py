@@ -56,6 +56,22 @@ def test_dataset_layout_and_masking_modes(corpus, tokenizer):
     x, y, _ = next(iter(mlm_only))
     assert set(y) == {"mlm"} and x["segment_ids"].numpy().max() == 0
 
+    for masking in ("dynamic", "static"):  # SpanBERT's spans: runs of masked tokens, never [CLS] or [SEP]
+        after_chosen, chosen_count = 0, 0
+        for x, y, weights in pretraining_dataset([corpus], masking=masking, mask_unit="span", **options).take(5):
+            real = weights["mlm"].numpy() > 0
+            chosen = np.zeros(x["token_ids"].shape, bool)
+            chosen[np.nonzero(real)[0], x["mask_positions"].numpy()[real]] = True
+            assert not np.isin(y["mlm"].numpy()[real], [2, 3]).any()
+            after_chosen += (chosen[:, 1:] & chosen[:, :-1]).sum()
+            chosen_count += real.sum()
+        assert after_chosen / chosen_count > 0.3  # half of the chosen tokens follow one (token masking: 0.04 to 0.13)
+    x, y, weights = next(iter(pretraining_dataset([corpus], mask_unit="span", span_boundaries=True, **options)))
+    assert {"span_left", "span_right", "span_offset"} <= set(x) and set(y) == set(weights) == {"mlm", "nsp", "sbo"}
+    assert (y["sbo"].numpy() == y["mlm"].numpy()).all() and x["span_left"].shape == (4, 5)
+    with pytest.raises(ValueError, match="span_boundaries=True .* give mask_unit='span', not 'whole_word'"):
+        pretraining_dataset([corpus], mask_unit="whole_word", span_boundaries=True, **options)
+
 
 def test_bad_corpora_are_refused_before_training(tmp_path, tokenizer):
     empty = tmp_path / "empty.txt"
@@ -67,6 +83,9 @@ def test_bad_corpora_are_refused_before_training(tmp_path, tokenizer):
     with pytest.raises(ValueError, match="one document"):
         pretraining_dataset([one], tokenizer, 2)
     assert pretraining_dataset([one], tokenizer, 2, objective="sop") is not None
+    for setting, message in (("span_p", "span_p 0"), ("max_span", "max_span 0"), ("mask_rate", "mask_rate 0")):
+        with pytest.raises(ValueError, match=message):  # out of range: refused before the corpus is read
+            pretraining_dataset([empty], tokenizer, 2, mask_unit="span", **{setting: 0})
     with pytest.raises(ValueError, match="special tokens"):
         BertTokenizer(["the", "cat"])
 
@@ -122,11 +141,13 @@ def test_the_training_stream_goes_on_past_one_pass_over_several_files(tmp_path, 
 
 
 @ONCE
-@pytest.mark.parametrize("masking", ["dynamic", "static"])
-def test_a_stream_resumed_past_its_batches_reads_what_the_whole_stream_reads(corpus, tokenizer, masking):
+@pytest.mark.parametrize("masking, mask_unit", [("dynamic", "token"), ("static", "token"), ("dynamic", "span"),
+                                                ("static", "span")])
+def test_a_stream_resumed_past_its_batches_reads_what_the_whole_stream_reads(corpus, tokenizer, masking, mask_unit):
     """Issue 43: a resumed pretraining run passes the batches it trained on as `skip_batches`; with the same seed
-    it then reads the uninterrupted run's batches: the same pairs, shuffle and masks."""
-    options = dict(tokenizer=tokenizer, batch_size=4, max_seq_length=32, seed=3, masking=masking, duplication_factor=2)
+    it then reads the uninterrupted run's batches: the same pairs, shuffle and masks (SpanBERT's spans too)."""
+    options = dict(tokenizer=tokenizer, batch_size=4, max_seq_length=32, seed=3, masking=masking, duplication_factor=2,
+                   mask_unit=mask_unit)
 
     def flat(batches):
         return [np.concatenate([np.ravel(part[key]) for part in batch for key in sorted(part)]) for batch in batches]
