@@ -3,6 +3,7 @@ from keras import ops
 
 from kbert.backend_speedups import active
 from kbert.layers.dropout import Dropout
+from kbert.layers.initializers import clone_initializer
 from kbert.layers.sublayer_calls import sublayer_call
 
 
@@ -46,14 +47,14 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.head_dim = hidden_dim // self.num_heads
         self.qkv_dense = keras.layers.Dense(
             3 * hidden_dim,
-            kernel_initializer=self.kernel_initializer,
+            kernel_initializer=clone_initializer(self.kernel_initializer),
             dtype=self.dtype_policy,
             name="qkv_dense",
         )
         self.qkv_dense.build(input_shape)
         self.output_dense = keras.layers.Dense(
             hidden_dim,
-            kernel_initializer=self.kernel_initializer,
+            kernel_initializer=clone_initializer(self.kernel_initializer),
             dtype=self.dtype_policy,
             name="output_dense",
         )

@@ -1,6 +1,8 @@
 import keras
 from keras import ops
 
+from kbert.layers.initializers import clone_initializer
+
 
 @keras.saving.register_keras_serializable(package="kbert")
 class SpanBoundaryHead(keras.layers.Layer):
@@ -37,10 +39,12 @@ class SpanBoundaryHead(keras.layers.Layer):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         width = token_embedding.output_dim
-        self.position_embedding = keras.layers.Embedding(max_offsets, width, embeddings_initializer=kernel_initializer,
-                                                         dtype=self.dtype_policy, name="position_embedding")
-        self.dense_1, self.dense_2 = (keras.layers.Dense(width, kernel_initializer=kernel_initializer,
-                                                         dtype=self.dtype_policy, name=f"dense_{n}") for n in (1, 2))
+        self.position_embedding = keras.layers.Embedding(
+            max_offsets, width, embeddings_initializer=clone_initializer(self.kernel_initializer),
+            dtype=self.dtype_policy, name="position_embedding")
+        self.dense_1, self.dense_2 = (
+            keras.layers.Dense(width, kernel_initializer=clone_initializer(self.kernel_initializer),
+                               dtype=self.dtype_policy, name=f"dense_{n}") for n in (1, 2))
         self.layer_norm_1, self.layer_norm_2 = (keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name=f"layer_norm_{n}") for n in (1, 2))
 

@@ -5,6 +5,7 @@ from keras import ops
 
 from kbert.backend_speedups import active
 from kbert.layers.dropout import Dropout
+from kbert.layers.initializers import clone_initializer
 from kbert.layers.multi_head_self_attention import MultiHeadSelfAttention
 from kbert.layers.sublayer_calls import sublayer_call
 
@@ -75,7 +76,7 @@ class TransformerEncoder(keras.layers.Layer):
 
     def build(self, input_shape):
         hidden_dim = input_shape[-1]
-        common = dict(kernel_initializer=self.kernel_initializer, dtype=self.dtype_policy)
+        common = dict(kernel_initializer=self.kernel_initializer, dtype=self.dtype_policy)  # cloned by each layer
         self.self_attention = MultiHeadSelfAttention(
             self.num_heads, dropout=self.dropout, name="self_attention", **common
         )
@@ -85,10 +86,14 @@ class TransformerEncoder(keras.layers.Layer):
         )
         self.attention_layer_norm.build(input_shape)
         self.intermediate_dense = keras.layers.Dense(
-            self.intermediate_dim, name="intermediate_dense", **common
+            self.intermediate_dim, name="intermediate_dense",
+            **{**common, "kernel_initializer": clone_initializer(self.kernel_initializer)}
         )
         self.intermediate_dense.build(input_shape)
-        self.output_dense = keras.layers.Dense(hidden_dim, name="output_dense", **common)
+        self.output_dense = keras.layers.Dense(
+            hidden_dim, name="output_dense",
+            **{**common, "kernel_initializer": clone_initializer(self.kernel_initializer)}
+        )
         self.output_dense.build(input_shape[:-1] + (self.intermediate_dim,))
         self.output_layer_norm = keras.layers.LayerNormalization(
             epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="output_layer_norm"

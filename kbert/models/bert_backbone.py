@@ -5,6 +5,7 @@ from keras import ops
 from kbert.config import BertConfig
 from kbert.keywords import check_keywords
 from kbert.layers.dropout import Dropout
+from kbert.layers.initializers import clone_initializer
 from kbert.layers.position_embedding import PositionEmbedding
 from kbert.layers.transformer_encoder import TransformerEncoder
 from kbert.saving import model_source
@@ -88,17 +89,17 @@ class BertBackbone(keras.Model):
 
         inputs = {key: keras.Input(shape=(None,), dtype="int32", name=key) for key in INPUT_KEYS}
         token_embedding = keras.layers.Embedding(
-            vocabulary_size, width, embeddings_initializer=initializer,
+            vocabulary_size, width, embeddings_initializer=clone_initializer(initializer),
             dtype=dtype, name="token_embedding",
         )
         x = token_embedding(inputs["token_ids"])
         if num_segments:  # else the segment ids, all 0, add nothing (`check_inputs`)
             x = x + keras.layers.Embedding(
-                num_segments, width, embeddings_initializer=initializer,
+                num_segments, width, embeddings_initializer=clone_initializer(initializer),
                 dtype=dtype, name="segment_embedding",
             )(inputs["segment_ids"])
         position_embedding = PositionEmbedding(
-            max_sequence_length + position_offset, initializer=initializer, offset=position_offset,
+            max_sequence_length + position_offset, initializer=clone_initializer(initializer), offset=position_offset,
             dtype=dtype, name="position_embedding",
         )
         x = x + (position_embedding(x, padding_mask=inputs["padding_mask"]) if position_offset
@@ -109,7 +110,8 @@ class BertBackbone(keras.Model):
         x = Dropout(dropout, dtype=dtype, name="embeddings_dropout")(x)
         if embedding_dim is not None:
             x = keras.layers.Dense(
-                hidden_dim, kernel_initializer=initializer, dtype=dtype, name="embeddings_projection",
+                hidden_dim, kernel_initializer=clone_initializer(initializer), dtype=dtype,
+                name="embeddings_projection",
             )(x)
         blocks = [
             TransformerEncoder(
@@ -117,7 +119,7 @@ class BertBackbone(keras.Model):
                 intermediate_dim=intermediate_dim,
                 dropout=dropout,
                 layer_norm_epsilon=layer_norm_epsilon,
-                kernel_initializer=initializer,
+                kernel_initializer=clone_initializer(initializer),
                 activation=activation,
                 dtype=dtype,
                 name=f"transformer_layer_{group}",
@@ -130,7 +132,7 @@ class BertBackbone(keras.Model):
         pooler_layer = None
         if pooler:
             pooler_layer = keras.layers.Dense(
-                hidden_dim, activation="tanh", kernel_initializer=initializer,
+                hidden_dim, activation="tanh", kernel_initializer=clone_initializer(initializer),
                 dtype=dtype, name="pooled_dense",
             )
             outputs["pooled_output"] = pooler_layer(x[:, 0, :])

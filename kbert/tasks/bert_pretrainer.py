@@ -3,6 +3,7 @@ from keras import ops
 
 from kbert.data.pretraining.masking import SPAN_BOUNDARY_KEYS
 from kbert.distribution.torch_data_parallel import global_share
+from kbert.layers.initializers import clone_initializer
 from kbert.layers.masked_lm_head import MaskedLMHead
 from kbert.layers.span_boundary_head import SpanBoundaryHead
 from kbert.models.bert_backbone import INPUT_KEYS
@@ -77,16 +78,18 @@ class BertPretrainer(BertTask):
         activation = "gelu" if backbone.family in EXACT_GELU_HEADS else backbone.activation
         outputs = {"mlm": MaskedLMHead(
             backbone.token_embedding, layer_norm_epsilon=backbone.layer_norm_epsilon,
-            kernel_initializer=initializer, activation=activation, dtype=backbone.dtype_policy, name="mlm_head",
+            kernel_initializer=clone_initializer(initializer), activation=activation, dtype=backbone.dtype_policy,
+            name="mlm_head",
         )(encoded["sequence_output"], inputs["mask_positions"])}
         if next_sentence:
             outputs["nsp"] = keras.layers.Dense(
-                2, kernel_initializer=initializer, dtype="float32", name="nsp_head",
+                2, kernel_initializer=clone_initializer(initializer), dtype="float32", name="nsp_head",
             )(pooled_output(backbone, encoded, "BertPretrainer(next_sentence=True)"))
         if span_boundary:  # SpanBERT's span-boundary objective
             outputs["sbo"] = SpanBoundaryHead(
                 backbone.token_embedding, layer_norm_epsilon=backbone.layer_norm_epsilon,
-                kernel_initializer=initializer, dtype=backbone.dtype_policy, name="span_boundary_head",
+                kernel_initializer=clone_initializer(initializer), dtype=backbone.dtype_policy,
+                name="span_boundary_head",
             )(encoded["sequence_output"], *(inputs[key] for key in SPAN_BOUNDARY_KEYS))
         super().__init__(inputs, outputs, backbone, preprocessor,
                          config={"next_sentence": next_sentence, "span_boundary": span_boundary}, **kwargs)

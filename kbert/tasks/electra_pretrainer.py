@@ -5,6 +5,7 @@ import keras
 from keras import ops
 
 from kbert.distribution.torch_data_parallel import global_share
+from kbert.layers.initializers import clone_initializer
 from kbert.layers.masked_lm_head import MaskedLMHead
 from kbert.layers.transformer_encoder import ACTIVATION_FUNCTIONS, TransformerEncoder
 from kbert.models.bert_backbone import INPUT_KEYS
@@ -132,9 +133,9 @@ class DiscriminatorHead(keras.layers.Layer):
         self.hidden_dim = hidden_dim
         self.activation = activation
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.dense = keras.layers.Dense(hidden_dim, kernel_initializer=self.kernel_initializer,
+        self.dense = keras.layers.Dense(hidden_dim, kernel_initializer=clone_initializer(self.kernel_initializer),
                                         dtype=self.dtype_policy, name="dense")
-        self.dense_prediction = keras.layers.Dense(1, kernel_initializer=self.kernel_initializer,
+        self.dense_prediction = keras.layers.Dense(1, kernel_initializer=clone_initializer(self.kernel_initializer),
                                                    dtype=self.dtype_policy, name="dense_prediction")
 
     def build(self, sequence_output_shape):
@@ -202,7 +203,8 @@ class ElectraPretrainer(BertTask):
         generator = _generator(backbone, width, heads, intermediate)
         initializer = keras.initializers.TruncatedNormal(stddev=backbone.initializer_range)
         mlm = MaskedLMHead(
-            backbone.token_embedding, layer_norm_epsilon=backbone.layer_norm_epsilon, kernel_initializer=initializer,
+            backbone.token_embedding, layer_norm_epsilon=backbone.layer_norm_epsilon,
+            kernel_initializer=clone_initializer(initializer),
             dtype=backbone.dtype_policy, name="generator_predictions",
         )(generator(features), inputs["mask_positions"])
         corrupted = GeneratorSamples(seed, name="generator_samples")(
@@ -261,11 +263,12 @@ def _generator(backbone, width, heads, intermediate):
     initializer = keras.initializers.TruncatedNormal(stddev=backbone.initializer_range)
     dtype = backbone.dtype_policy
     if x.shape[-1] != width:
-        x = keras.layers.Dense(width, kernel_initializer=initializer, dtype=dtype,
+        x = keras.layers.Dense(width, kernel_initializer=clone_initializer(initializer), dtype=dtype,
                                name="generator_embeddings_projection")(x)
     for index in range(backbone.num_layers):
         x = TransformerEncoder(num_heads=heads, intermediate_dim=intermediate, dropout=backbone.dropout,
-                               layer_norm_epsilon=backbone.layer_norm_epsilon, kernel_initializer=initializer,
+                               layer_norm_epsilon=backbone.layer_norm_epsilon,
+                               kernel_initializer=clone_initializer(initializer),
                                activation=backbone.activation, dtype=dtype, name=f"generator_layer_{index}",
                                )(x, padding_mask=backbone.input["padding_mask"])
     return keras.Model(backbone.input, x, name="generator")

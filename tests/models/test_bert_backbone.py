@@ -22,6 +22,22 @@ def test_output_shapes():
     assert out["pooled_output"].shape == (3, 8)
 
 
+def test_every_weight_starts_with_values_of_its_own():
+    """No two kernels or tables of the same shape start equal (an unseeded Keras initializer shared by every layer
+    gave each the same values), and a global seed repeats them all."""
+    keras.utils.set_random_seed(0)
+    model = BertBackbone(**{**TINY, "num_layers": 3})
+    arrays = [ops.convert_to_numpy(w) for w in model.weights if w.path.endswith(("kernel", "embeddings"))]
+    assert len(arrays) > 10
+    for i, first in enumerate(arrays):
+        for second in arrays[i + 1:]:
+            assert first.shape != second.shape or not np.array_equal(first, second)
+    keras.utils.set_random_seed(0)
+    again = BertBackbone(**{**TINY, "num_layers": 3})
+    for weight, repeated in zip(model.weights, again.weights, strict=True):
+        np.testing.assert_array_equal(ops.convert_to_numpy(weight), ops.convert_to_numpy(repeated))
+
+
 def test_config_round_trip():
     config = BertBackbone(**TINY).get_config()
     json.dumps(config)
