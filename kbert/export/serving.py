@@ -53,7 +53,7 @@ def text_model_refusal(tokenizer):
 
     Example:
     >>> from kbert.text import BertTokenizer
-    >>> text_model_refusal(BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])) is None
+    >>> text_model_refusal(BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi"])) is None
     True
     """
     if tokenizer.kind in GRAPH_OPS:
