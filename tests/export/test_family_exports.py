@@ -5,6 +5,7 @@ models and offline-trained tokenizers of `tests/tasks/family_folders_reference.p
 
 import importlib.util
 import json
+import shutil
 
 import keras
 import numpy as np
@@ -89,6 +90,18 @@ def test_the_edge_runner_gives_keras_answers_on_each_familys_exports(exported):
         assert content["custom_ops"] == {"text.tflite": ["TFText>FastSentencepieceTokenize"]}
 
 
+@pytest.mark.parametrize("exported", ["roberta"], indirect=True)
+def test_the_edge_runner_refuses_roberta_question_windows(exported, tmp_path):
+    """kbert_edge packs question windows in BERT's layout: on RoBERTa's token ids, one line says so."""
+    _, _, out = exported
+    shutil.copytree(out / "tflite", tmp_path / "qa")
+    content = json.loads((tmp_path / "qa" / "export.json").read_text())
+    (tmp_path / "qa" / "export.json").write_text(json.dumps({**content, "model_kind": "question_answerer"}))
+    with pytest.raises(ValueError, match=r"reads question windows in BERT's layout \(\[CLS\] Q \[SEP\] C \[SEP\]\); "
+                       "this byte_level_bpe tokenizer lays pairs out otherwise"):
+        EdgeModel(tmp_path / "qa" / "token_ids.tflite")
+
+
 def test_the_saved_model_gives_keras_outputs(exported):
     family, model, out = exported
     loaded = tf.saved_model.load(str(out / "saved"))
@@ -109,12 +122,11 @@ def test_the_saved_model_gives_keras_outputs(exported):
         assert sorted(loaded.signatures["serving_default"].structured_input_signature[1]) == sorted(batch)
 
 
+@pytest.mark.parametrize("exported", ["albert", "roberta"], indirect=True)
 def test_edge_predict_tokenizes_albert_and_roberta_without_tensorflow(exported):
     """apps/edge_predict.py on token_ids.tflite, in a process that cannot import TensorFlow: kbert_core's
-    SentencePiece and ByteLevelBPE give the ids."""
+    SentencePiece and ByteLevelBPE give the ids (WordPiece: test_edge_predict.py)."""
     family, model, out = exported
-    if family not in ("albert", "roberta"):
-        pytest.skip("WordPiece on the edge: test_edge_predict.py")
     args = [TEXTS[0], TEXTS[2]] + ([] if EXPORTS[family][0] == 1 else ["--pair", PAIRS[0], "--pair", PAIRS[2]])
     result = run_edge_predict(out / "tflite" / "token_ids.tflite", *args, "--json")
     got = [json.loads(line) for line in result.stdout.splitlines()]
