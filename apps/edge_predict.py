@@ -5,7 +5,7 @@
     python apps/edge_predict.py exports/nli_tflite/text.tflite "A man sleeps." --pair "Nobody sleeps."
     python apps/edge_predict.py exports/squad_tflite/token_ids.tflite --question "Who?" --context article.txt
 
-Reads `export.json` and `vocab.txt` beside the model (written by apps/export.py). Prints the
+Reads `export.json` and the tokenizer's files beside the model (written by apps/export.py). Prints the
 results for people, or one JSON object a line with `--json`. This script is a thin front to the
 `kbert_edge` and `kbert_core` packages (numpy and the standard library only): to run it on a device, copy this
 file and the `kbert_core/` and `kbert_edge/` folders side by side, with the model folder (and apps/cli_errors.py and
@@ -15,8 +15,10 @@ apps/app_cli.py for one-line errors and hidden start-up lines; --verbose shows t
 
 - `token_ids.tflite` (builtin ops only): text is tokenized by `kbert_core.WordPiece`, a
   pure-Python BERT tokenizer over `vocab.txt` that gives kbert's ids and offsets on ordinary
-  text. NER reads long texts through word-aligned windows and question answering through
-  overlapping windows (`doc_stride`), picking the best span over all of them, as
+  text (ALBERT: `kbert_core.SentencePiece` over `spiece.model`; RoBERTa, whose export is this file
+  alone: `kbert_core.ByteLevelBPE` over `vocab.json` and `merges.txt`). NER reads long texts through
+  word-aligned windows and question answering through overlapping windows (`doc_stride`), picking the best
+  span over all of them, as
   `text.tflite` does inside its graph: up to the export's `max_windows` windows per input
   (`--max-windows` to change it), `truncated` when an input needed more or a question was cut.
 - `text.tflite` (raw strings in): also needs tensorflow-text's TFLite kernels. They are

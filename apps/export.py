@@ -17,6 +17,10 @@ wrote (it holds export.json), or with --overwrite, and never when it is, holds o
 folder (other than an export folder there). See kbert/export/serving.py for each task's inputs and outputs.
 --format onnx writes token_ids.onnx (token ids in, int64, batch and length axes dynamic; kbert/export/onnx.py)
 with vocab.txt beside it: onnxruntime-extensions' tokenizer gives other ids than BERT's, so no string-in model.
+A RoBERTa model's byte-level BPE has no TensorFlow op, so no string-in model holds it: export it with
+--no-text-model (token_ids.tflite, or a SavedModel of the token_ids signature alone, vocab.json and merges.txt
+beside; apps/edge_predict.py tokenizes with kbert_core.ByteLevelBPE). ALBERT's text.tflite holds tensorflow-text's
+SentencePiece op.
 --metadata also writes token_ids_metadata.tflite, which the TFLite Task Library (BertNLClassifier,
 BertQuestionAnswerer) and MediaPipe Tasks (TextClassifier, TextEmbedder) load unchanged
 (kbert/export/runtimes.py); it needs tools/edge_clients_venv.sh run once.
@@ -53,7 +57,8 @@ def parser():
     parser.add_argument("--max-windows", type=int, help="NER and QA: most windows the string-in model reads per "
                         f"input (default {MAX_WINDOWS}; longer inputs are flagged truncated); the model reads all "
                         "windows of a batch at once, so this bounds its memory")
-    parser.add_argument("--no-text-model", action="store_true", help="TFLite: token-id model only")
+    parser.add_argument("--no-text-model", action="store_true", help="the token-id model only (TFLite: "
+                        "token_ids.tflite; SavedModel: the token_ids signature); RoBERTa's exports need it")
     parser.add_argument("--metadata", action="store_true", help="TFLite: also token_ids_metadata.tflite, "
                         "with the TFLite metadata the Task Library and MediaPipe read (classifier, QA at "
                         "--max-length 384, backbone; needs tools/edge_clients_venv.sh)")
@@ -75,6 +80,7 @@ def main(argv=None):
                       {**os.environ, "KERAS_BACKEND": "tensorflow"})
     from kbert.export import ExportError, export_saved_model, export_tflite, load_exportable
     from kbert.export.onnx import export_onnx
+    from kbert.export.serving import text_model_refusal
 
     if args.format == "saved_model" and args.quantize != "none":
         sys.exit("--quantize applies to --format tflite and onnx only: a SavedModel keeps float32 weights.")
@@ -92,8 +98,11 @@ def main(argv=None):
                 spec = dataclasses.replace(spec, max_windows=args.max_windows)
             print(f"{args.model}: {spec.model_kind}, {spec.num_texts} text(s) per input, max_length "
                   f"{spec.max_length}, padding {spec.padding}")
+            if args.format != "onnx" and not args.no_text_model and (reason := text_model_refusal(tokenizer)):
+                sys.exit(f"export failed: {reason}: pass --no-text-model for the token-ids model alone "
+                         "(apps/edge_predict.py tokenizes beside it).")
             if args.format == "saved_model":
-                export_saved_model(model, tokenizer, spec, args.out)
+                export_saved_model(model, tokenizer, spec, args.out, text_model=not args.no_text_model)
             elif args.format == "onnx":
                 export_onnx(model, tokenizer, spec, args.out, args.quantize)
             else:

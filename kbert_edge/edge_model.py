@@ -10,8 +10,11 @@ import sys
 import numpy as np
 
 from kbert_core.answers import best_answers, window_candidates
+from kbert_core.byte_level_bpe import ByteLevelBPE
 from kbert_core.classification import EMPTY_TEXT, class_probabilities, is_blank
 from kbert_core.entities import entity_spans
+from kbert_core.packing import Layout
+from kbert_core.sentence_piece import SentencePiece
 from kbert_core.windows import (MAX_WINDOWS, combine_windows, first_pieces, pack_question_windows, pack_text_windows,
                                 question_tokens_kept, question_windows, text_windows, word_windows)
 from kbert_core.wordpiece import WordPiece
@@ -64,10 +67,34 @@ def _tf_text_registrars():
             module.AddFastSentencepieceTokenize]  # ALBERT's in-graph tokenizer (kbert.text.sentence_piece)
 
 
-class EdgeModel:
-    """An exported .tflite model with its `export.json` and `vocab.txt` (written by apps/export.py).
+def read_tokenizer(folder, kind="wordpiece"):
+    """The `kbert_core` tokenizer of an export folder, by `export.json`'s tokenizer `kind` (exports before kbert
+    recorded it: WordPiece): `WordPiece` over vocab.txt (cased where tokenizer_config.json says so),
+    `SentencePiece` over ALBERT's spiece.model, `ByteLevelBPE` over RoBERTa's vocab.json and merges.txt.
 
-    `token_ids.tflite` (builtin ops only) gets its token ids from `WordPiece`; NER and question
+    Example:
+    >>> read_tokenizer("no/such/folder", "sentence_piece")
+    Traceback (most recent call last):
+    FileNotFoundError: no/such/folder/spiece.model does not exist: an ALBERT tokenizer folder needs it.
+    """
+    folder = pathlib.Path(folder)
+    if kind == "sentence_piece":
+        return SentencePiece.from_hf(folder)
+    if kind == "byte_level_bpe":
+        return ByteLevelBPE.from_hf(folder)
+    if kind != "wordpiece":
+        raise ValueError(f"{folder / 'export.json'}: tokenizer kind {kind!r} is not one of wordpiece, "
+                         "sentence_piece, byte_level_bpe.")
+    config_file = folder / "tokenizer_config.json"
+    lowercase = json.loads(config_file.read_text()).get("do_lower_case", True) if config_file.is_file() else True
+    return WordPiece(folder / "vocab.txt", lowercase)
+
+
+class EdgeModel:
+    """An exported .tflite model with its `export.json` and tokenizer files (written by apps/export.py).
+
+    `token_ids.tflite` (builtin ops only) gets its token ids from the `kbert_core` tokenizer that export.json names
+    (`read_tokenizer`: WordPiece, ALBERT's SentencePiece or RoBERTa's byte-level BPE); NER and question
     answering read long texts through windows here (`word_windows`, `question_windows`) and
     put the answers back together. `text.tflite` takes strings and needs tensorflow-text's
     TFLite kernels; for NER and QA it reads the same windows inside its graph.
@@ -101,14 +128,19 @@ class EdgeModel:
         self.interpreter = load_interpreter(path, self.text_model, num_threads)
         (self.signature, _), = self.interpreter.get_signature_list().items()
         self.runner = self.interpreter.get_signature_runner(self.signature)
-        config_file = path.parent / "tokenizer_config.json"
-        lowercase = json.loads(config_file.read_text()).get("do_lower_case", True) if config_file.is_file() else True
-        self.tokenizer = WordPiece(path.parent / "vocab.txt", lowercase)
+        tokenizer = self.spec.get("tokenizer", {"kind": "wordpiece", "files": ["vocab.txt"]})
+        self.tokenizer = read_tokenizer(path.parent, tokenizer["kind"])
+        # for blank texts, as the Keras classifier's tokenizer says (RoBERTa's keeps case: ByteLevelBPETokenizer)
+        self.lowercase = tokenizer["kind"] != "byte_level_bpe" and self.tokenizer.lowercase
         # the rows of the model's token embeddings (exports before kbert recorded it: unchecked)
         self.vocabulary_size = self.spec.get("vocabulary_size")
         if self.vocabulary_size is not None and len(self.tokenizer.ids) > self.vocabulary_size:
-            raise ValueError(f"{path.parent / 'vocab.txt'} holds {len(self.tokenizer.ids)} tokens, the model "
-                             f"{self.vocabulary_size}: it is not the vocabulary exported with {path.name}.")
+            raise ValueError(f"{path.parent / tokenizer['files'][0]} holds {len(self.tokenizer.ids)} tokens, the "
+                             f"model {self.vocabulary_size}: it is not the vocabulary exported with {path.name}.")
+        bert_layout = self.tokenizer.layout == Layout.bert(self.tokenizer.cls, self.tokenizer.sep, self.tokenizer.pad)
+        if self.model_kind == "question_answerer" and not (self.text_model or bert_layout):
+            raise ValueError(f"{path.name}: kbert_edge reads question windows in BERT's layout ([CLS] Q [SEP] C "
+                             f"[SEP]); this {tokenizer['kind']} tokenizer lays pairs out otherwise.")
         self.max_length = self.spec["max_length"]
         self.label_names = self.spec["label_names"]
 
@@ -151,7 +183,7 @@ class EdgeModel:
         kind = self.model_kind
         if kind == "question_answerer":
             raise ValueError("question answering takes answer_question(question, context)")
-        blank = [kind == "classifier" and is_blank(text, None if pairs is None else pairs[i], self.tokenizer.lowercase)
+        blank = [kind == "classifier" and is_blank(text, None if pairs is None else pairs[i], self.lowercase)
                  for i, text in enumerate(texts)]
         if any(blank):
             kept = [i for i, empty in enumerate(blank) if not empty]

@@ -68,8 +68,8 @@ def export_onnx(model, tokenizer, spec, out, quantize="none"):
         signature = check_onnx(path, tokenizer, spec)
         tokenizer.save(folder)
         sizes = {MODEL_FILE: path.stat().st_size}
-        write_export_json(folder, model, spec, {MODEL_FILE: signature}, "onnx", quantize=quantize, files=sizes,
-                          opset=OPSET)
+        write_export_json(folder, model, tokenizer, spec, {MODEL_FILE: signature}, "onnx", quantize=quantize,
+                          files=sizes, opset=OPSET)
     return sizes
 
 
@@ -77,7 +77,7 @@ def convert(model, tokenizer, spec):
     """The `onnx.ModelProto` of the `token_ids` signature with int64 inputs, its axes named `AXES`."""
     import tf2onnx
 
-    ids_function = serving_functions(model, tokenizer, spec)["token_ids"]
+    ids_function = serving_functions(model, tokenizer, spec, text_model=False)["token_ids"]
     signature = [tf.TensorSpec([None, None], tf.int64, name=key) for key in INPUT_KEYS]
 
     @tf.function(input_signature=signature)

@@ -70,6 +70,8 @@ def unsupported(model, tokenizer, spec):
     if spec.model_kind == "question_answerer" and spec.max_length != TASK_LIBRARY_QA_LENGTH:
         return (f"the Task Library's BertQuestionAnswerer feeds {TASK_LIBRARY_QA_LENGTH} tokens; export "
                 f"with max_length {TASK_LIBRARY_QA_LENGTH} (this model: {spec.max_length})")
+    if tokenizer.kind != "wordpiece":
+        return f"the metadata written here names a WordPiece vocab.txt; this model's tokenizer is {tokenizer.kind}"
     if not tokenizer.lowercase:
         return "the runtimes' BertTokenizer lowercases its input; this tokenizer is cased"
     if clients_python() is None:

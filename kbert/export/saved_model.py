@@ -9,18 +9,22 @@ from kbert.export.serving import serving_functions
 EXPORT_FILE = "export.json"
 
 
-def export_saved_model(model, tokenizer, spec, out):
+def export_saved_model(model, tokenizer, spec, out, text_model=True):
     """Writes a SavedModel of `model` with its tokenizer in the graph to the folder `out`.
 
     The folder appears whole or not at all (built beside `out`, then renamed). It holds the
-    SavedModel, `vocab.txt` and `tokenizer_config.json` (for callers that tokenize
-    themselves) and `export.json` (the `ExportSpec` and the signatures).
+    SavedModel, the tokenizer's files (`vocab.txt`, ALBERT's `spiece.model` or RoBERTa's `vocab.json` and
+    `merges.txt`) and `tokenizer_config.json` (for callers that tokenize themselves) and `export.json`
+    (the `ExportSpec`, the tokenizer and the signatures).
 
     Args:
         model: a kbert task model or backbone, loaded under the TensorFlow backend.
-        tokenizer: `kbert.text.BertTokenizer`.
+        tokenizer: its tokenizer (`kbert.text.BertTokenizer`, `SentencePieceTokenizer` or `ByteLevelBPETokenizer`).
         spec: `kbert.export.serving.ExportSpec`.
         out: path of the folder to write.
+        text_model: bool. Also the string-in signature `serving_default`; RoBERTa's tokenizer has no graph op, so
+            its SavedModel is the `token_ids` signature alone (`text_model=False`, which Keras's `ExportArchive` also
+            names `serving_default`; True raises an ExportError).
 
     Returns: the path written.
 
@@ -34,12 +38,12 @@ def export_saved_model(model, tokenizer, spec, out):
     from kbert.saving import atomic_output_folder, remove_leftovers
 
     require_tensorflow_backend()
-    functions = serving_functions(model, tokenizer, spec)
+    functions = serving_functions(model, tokenizer, spec, text_model=text_model)
     remove_leftovers(out)  # a killed export's .NAME.partial-* folder (25 MB for MiniLM)
     with atomic_output_folder(out) as folder:
         write_saved_model(functions, folder)
         tokenizer.save(folder)
-        write_export_json(folder, model, spec, {name: _signature_summary(function)
+        write_export_json(folder, model, tokenizer, spec, {name: _signature_summary(function)
                                          for name, function in functions.items()}, "saved_model")
     return pathlib.Path(out)
 
@@ -65,11 +69,15 @@ def is_export_folder(path):
     return (pathlib.Path(path) / EXPORT_FILE).is_file()
 
 
-def write_export_json(folder, model, spec, signatures, fmt, **extra):
-    """`export.json`: the format, the `ExportSpec`, the signatures, the rows of the model's token
-    embeddings (`vocabulary_size`: kbert_core.WordPiece refuses a vocab.txt or token ids beyond them) and `extra`."""
+def write_export_json(folder, model, tokenizer, spec, signatures, fmt, **extra):
+    """`export.json`: the format, the `ExportSpec`, the rows of the model's token embeddings (`vocabulary_size`:
+    the edge runner refuses a tokenizer or token ids beyond them), the tokenizer (`tokenizer`: its `kind`, as
+    `kbert.text.hf_tokenizers.KIND_FILES`, and `files`, written beside), the signatures and `extra`."""
+    from kbert.text.hf_tokenizers import tokenizer_files
+
     backbone = getattr(model, "backbone", model)
     content = {"format": fmt, **spec.to_dict(), "vocabulary_size": backbone.vocabulary_size,
+               "tokenizer": {"kind": tokenizer.kind, "files": list(tokenizer_files(tokenizer))},
                "signatures": signatures, **extra}
     (pathlib.Path(folder) / EXPORT_FILE).write_text(json.dumps(content, indent=2))
 

@@ -34,11 +34,32 @@ from kbert.export import long_inputs
 from kbert.export.long_inputs import names_tensor
 from kbert.layers.mean_pooling import mean_pool
 from kbert.models.bert_backbone import INPUT_KEYS
+from kbert.text import sentence_piece, tokenizer as wordpiece
 from kbert_core.answers import MAX_ANSWER_LENGTH, N_BEST
 from kbert_core.windows import MAX_QUESTION_LENGTH, MAX_WINDOWS, QA_DOC_STRIDE
 
 MODEL_KINDS = ("classifier", "backbone", "token_classifier", "question_answerer")
 PADDINGS = ("max_length", "longest")
+# Tokenizer kind -> the tensorflow-text ops its in-graph `encode` holds (TFLite custom ops); byte-level BPE has no op.
+GRAPH_OPS = {"wordpiece": wordpiece.CUSTOM_OPS, "sentence_piece": sentence_piece.CUSTOM_OPS}
+
+
+class ExportError(ValueError):
+    """An export that cannot be done as asked; the message says which part and why."""
+
+
+def text_model_refusal(tokenizer):
+    """Why no string-in model can hold `tokenizer` (None when one can): RoBERTa's byte-level BPE runs in Python.
+
+    Example:
+    >>> from kbert.text import BertTokenizer
+    >>> text_model_refusal(BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi"])) is None
+    True
+    """
+    if tokenizer.kind in GRAPH_OPS:
+        return None
+    return (f"the {tokenizer.kind} tokenizer (RoBERTa's) has no TensorFlow or TFLite op, so no string-in model "
+            "can hold it")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,15 +141,20 @@ def text_input_names(spec):
     return ("texts", "pairs")[: spec.num_texts]
 
 
-def serving_functions(model, tokenizer, spec, tflite=False):
+def serving_functions(model, tokenizer, spec, tflite=False, text_model=True):
     """`{"serving_default": text -> outputs, "token_ids": ids -> outputs}` as `tf.function`s.
 
     Args:
         model: the Keras model (TensorFlow backend).
-        tokenizer: its `kbert.text.BertTokenizer`.
+        tokenizer: its tokenizer (`kbert.text.BertTokenizer`, `SentencePieceTokenizer` or `ByteLevelBPETokenizer`).
         spec: `ExportSpec`.
         tflite: bool. Leave out outputs TFLite cannot compute (substrings of the input).
+        text_model: bool. Also the string-in `serving_default`; an ExportError where the tokenizer has no graph op
+            (`text_model_refusal`).
     """
+    if text_model and (reason := text_model_refusal(tokenizer)):
+        raise ExportError(f"{reason}: export the token-ids model alone (text_model=False) and tokenize beside it "
+                          "with kbert_core.ByteLevelBPE (kbert_edge does).")
     length = spec.max_length if spec.padding == "max_length" else None
     names = text_input_names(spec)
 
@@ -154,8 +180,10 @@ def serving_functions(model, tokenizer, spec, tflite=False):
 
     text_signature = [tf.TensorSpec([None], tf.string, name=name) for name in names]
     id_signature = [tf.TensorSpec([None, length], tf.int32, name=key) for key in INPUT_KEYS]
-    return {"serving_default": tf.function(from_text, input_signature=text_signature),
-            "token_ids": tf.function(from_ids, input_signature=id_signature)}
+    functions = {"token_ids": tf.function(from_ids, input_signature=id_signature)}
+    if text_model:
+        functions["serving_default"] = tf.function(from_text, input_signature=text_signature)
+    return functions
 
 
 def _raw_outputs(model, spec, inputs, outputs):

@@ -4,12 +4,14 @@ Two files, each with one signature named as in the SavedModel (see `kbert.export
 
 - `token_ids.tflite` (signature `token_ids`) takes `token_ids`, `segment_ids`, `padding_mask` (int32, batch x
   max_length) and uses TFLite builtin ops only: any LiteRT interpreter runs it. Tokenize
-  with `vocab.txt`, shipped beside it (`kbert_core.WordPiece` is a pure-Python WordPiece).
-- `text.tflite` (signature `serving_default`) takes raw UTF-8 strings. Besides builtins it needs the tensorflow-text
-  kernels `CUSTOM_OPS` (FastBertNormalize, FastWordpieceTokenizeWithOffsets,
-  TFText>ByteSplitWithOffsets), registered
-  in the interpreter (`tensorflow_text.tflite_registrar`; in an app, link tensorflow-text's
-  TFLite ops). No SELECT_TF_OPS (Flex) op is needed.
+  with the tokenizer's files, shipped beside it: `vocab.txt` (`kbert_core.WordPiece`), ALBERT's `spiece.model`
+  (`kbert_core.SentencePiece`) or RoBERTa's `vocab.json` and `merges.txt` (`kbert_core.ByteLevelBPE`).
+- `text.tflite` (signature `serving_default`) takes raw UTF-8 strings. Besides builtins it needs the
+  tensorflow-text kernels of its tokenizer (`kbert.export.serving.GRAPH_OPS`: WordPiece's FastBertNormalize,
+  FastWordpieceTokenizeWithOffsets and TFText>ByteSplitWithOffsets; ALBERT's TFText>FastSentencepieceTokenize),
+  registered in the interpreter (`tensorflow_text.tflite_registrar`; in an app, link tensorflow-text's
+  TFLite ops). No SELECT_TF_OPS (Flex) op is needed. RoBERTa's byte-level BPE has no op: no text.tflite
+  (`kbert.export.serving.text_model_refusal`).
 
 With `metadata=True` a third file, `token_ids_metadata.tflite`, carries TFLite metadata for the
 TFLite Task Library and MediaPipe Tasks (`kbert.export.runtimes`).
@@ -26,9 +28,8 @@ import tensorflow as tf
 
 from kbert.export.loading import require_tensorflow_backend
 from kbert.export.saved_model import write_export_json, write_saved_model
-from kbert.export.serving import serving_functions, text_input_names
+from kbert.export.serving import GRAPH_OPS, ExportError, serving_functions, text_input_names
 from kbert.progress import ProgressLines
-from kbert.text.tokenizer import CUSTOM_OPS
 from kbert_edge.edge_model import load_interpreter
 
 QUANTIZATIONS = ("none", "float16", "dynamic-int8")
@@ -41,14 +42,11 @@ FULL_INT8_REFUSAL = (
     "than fp32, within 1 point.")
 
 
-class ExportError(ValueError):
-    """An export that cannot be done as asked; the message says which part and why."""
-
-
 def export_tflite(model, tokenizer, spec, out, quantize="none", text_model=True, metadata=False):
     """Writes `token_ids.tflite` and (unless impossible or `text_model=False`) `text.tflite` to `out`.
 
-    The folder also gets `vocab.txt`, `tokenizer_config.json` and `export.json`; it appears
+    The folder also gets the tokenizer's files (`vocab.txt`, `spiece.model` or `vocab.json` and `merges.txt`),
+    `tokenizer_config.json` and `export.json`; it appears
     whole or not at all. Each model is loaded and run on a small batch (an empty string
     among them) before the folder is committed.
 
@@ -56,7 +54,8 @@ def export_tflite(model, tokenizer, spec, out, quantize="none", text_model=True,
         model, tokenizer, spec: from `kbert.export.load_exportable`.
         out: path of the folder to write.
         quantize: one of `QUANTIZATIONS`.
-        text_model: bool. Also write the string-in model.
+        text_model: bool. Also write the string-in model (an ExportError for RoBERTa, whose tokenizer has no op:
+            `kbert.export.serving.text_model_refusal`).
         metadata: bool. Also write `token_ids_metadata.tflite` for the TFLite Task Library and
             MediaPipe (`kbert.export.runtimes`); an ExportError says why a model cannot have it.
 
@@ -73,7 +72,7 @@ def export_tflite(model, tokenizer, spec, out, quantize="none", text_model=True,
         raise ExportError(FULL_INT8_REFUSAL)
     if quantize not in QUANTIZATIONS:
         raise ExportError(f"quantize must be one of {QUANTIZATIONS}, got {quantize!r}.")
-    functions = serving_functions(model, tokenizer, spec, tflite=True)
+    functions = serving_functions(model, tokenizer, spec, tflite=True, text_model=text_model)
     if metadata:
         from kbert.export import runtimes
 
@@ -114,9 +113,9 @@ def export_tflite(model, tokenizer, spec, out, quantize="none", text_model=True,
             sizes[file_name] = (folder / file_name).stat().st_size
             progress.add()
         shutil.rmtree(staging)
-        write_export_json(folder, model, spec, {name: _signature_of(folder / name) for name in sizes},
+        write_export_json(folder, model, tokenizer, spec, {name: _signature_of(folder / name) for name in sizes},
                           "tflite", quantize=quantize, files=sizes,
-                          custom_ops={TEXT_FILE: list(CUSTOM_OPS)} if TEXT_FILE in sizes else {})
+                          custom_ops={TEXT_FILE: list(GRAPH_OPS[tokenizer.kind])} if TEXT_FILE in sizes else {})
     return sizes
 
 

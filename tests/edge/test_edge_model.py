@@ -176,3 +176,14 @@ def test_text_kernels_load_once_beside_tensorflow_text(first):
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=TESTS.parent,
                             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
     assert (result.returncode, result.stdout) == (0, "done\n"), result.stderr[-2000:]
+
+
+def test_read_tokenizer_reads_each_kind_and_refuses_others(tmp_path):
+    (tmp_path / "vocab.txt").write_text("\n".join(VOCAB))
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": False}))
+    wordpiece = edge_model.read_tokenizer(tmp_path, "wordpiece")
+    assert type(wordpiece).__name__ == "WordPiece" and not wordpiece.lowercase
+    with pytest.raises(FileNotFoundError, match="holds neither vocab.json and merges.txt nor tokenizer.json"):
+        edge_model.read_tokenizer(tmp_path, "byte_level_bpe")
+    with pytest.raises(ValueError, match=r"export.json: tokenizer kind 'bpe' is not one of wordpiece, sentence_piece"):
+        edge_model.read_tokenizer(tmp_path, "bpe")

@@ -48,9 +48,15 @@ def clients(monkeypatch):
     (3, ExportSpec("classifier", 24), False, "this tokenizer is cased")])
 def test_what_the_runtimes_cannot_read_is_refused_with_the_reason(clients, num_classes, spec, lowercase, reason):
     model = types.SimpleNamespace(num_classes=num_classes)
-    tokenizer = types.SimpleNamespace(lowercase=lowercase)
+    tokenizer = types.SimpleNamespace(lowercase=lowercase, kind="wordpiece")
     got = runtimes.unsupported(model, tokenizer, spec)
     assert got is None if reason is None else reason in got
+
+
+def test_metadata_is_refused_for_another_tokenizer_than_wordpiece(clients):
+    albert = types.SimpleNamespace(lowercase=True, kind="sentence_piece")
+    assert runtimes.unsupported(types.SimpleNamespace(num_classes=2), albert, ExportSpec("classifier")) == (
+        "the metadata written here names a WordPiece vocab.txt; this model's tokenizer is sentence_piece")
 
 
 def test_the_clients_python_comes_from_the_variable_or_the_clients_virtualenv(tmp_path, monkeypatch):
@@ -62,7 +68,8 @@ def test_the_clients_python_comes_from_the_variable_or_the_clients_virtualenv(tm
     monkeypatch.setattr(runtimes, "CLIENTS_VENV", tmp_path / ".venv-edge-clients")
     assert runtimes.clients_python() is None
     assert "run tools/edge_clients_venv.sh" in runtimes.unsupported(
-        types.SimpleNamespace(num_classes=2), types.SimpleNamespace(lowercase=True), ExportSpec("classifier"))
+        types.SimpleNamespace(num_classes=2), types.SimpleNamespace(lowercase=True, kind="wordpiece"),
+        ExportSpec("classifier"))
     (tmp_path / ".venv-edge-clients" / "bin").mkdir(parents=True)
     (tmp_path / ".venv-edge-clients" / "bin" / "python").write_text("")
     assert runtimes.clients_python() == tmp_path / ".venv-edge-clients" / "bin" / "python"
