@@ -136,8 +136,8 @@ def parse_args(argv=None):
                         help="a wall-clock budget for the training steps: stop at the step whose end lands this many "
                              "minutes after the first, at most --steps (the learning rate decays to 0 there; warmup: "
                              "--warmup-ratio of --steps); the run is then whole (no backup is kept: it neither "
-                             "resumes nor trains further; a killed one needs --restart); equal compute for "
-                             "comparing objectives (benchmarks/pretraining_objectives.py)")
+                             "resumes nor trains further; a rerun, of a whole or a killed one, needs --restart); "
+                             "equal compute for comparing objectives (benchmarks/pretraining_objectives.py)")
     parser.add_argument("--quiet", action="store_true",
                         help="no progress (by default a bar on a terminal, else a line every 30 s with the time left)")
     parser.add_argument("--batch-size", type=positive_int, default=32)

@@ -191,9 +191,9 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
         minutes: float or None. A wall-clock budget for the training steps (the held-out scores and the saving come
             after): the fit stops at the step whose end lands on it (`TimeBudget`, re-planned from the steps' own
             time), at most `steps`, and the learning rate decays to 0 there (warmup: `warmup_ratio` of `steps`).
-            Such a run is whole at its end (its backup is deleted: none resumes, none trains further); one that was
-            killed is refused unless `restart`. `metrics.json` records `time_budget`: the minutes, the steps
-            trained, whether the budget stopped them, the re-plans.
+            Such a run is whole at its end (its backup is deleted: none resumes, none trains further); a rerun of
+            one, whole or killed, is refused unless `restart`. `metrics.json` records `time_budget`: the minutes,
+            the steps trained, whether the budget stopped them, the re-plans.
         batch_size, sequence_length, learning_rate, warmup_ratio, gradient_accumulation: the optimization.
         holdout_fraction: float. Share of the text held out for evaluation (0: none).
         mixed_precision, remat: bfloat16 compute; blocks recomputed in the backward pass.
@@ -225,6 +225,9 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
     keras.utils.set_random_seed(seed)  # the initial weights (a resumed run then loads its own)
     kept = KeptRunFolder("pretraining run", MARKS, steps, may_change=("steps",), renamed=RENAMED)
+    if minutes is not None and not restart and "time_budget" in read_json(folder / METRICS_FILE, missing={}):
+        raise ResumeRefusedError(lambda named: f"{folder} holds a whole run under a time budget, which does not train "
+                                 f"further: start it over ({named('restart')}) or write another run folder.")
     backup = run_backup(folder, settings, steps_per_epoch=checkpoint_every, restart=restart, kept=kept)  # refuses first
     if minutes is not None and backed_up_step(folder):
         raise ResumeRefusedError(lambda named: f"{folder} holds an interrupted run under a time budget of {minutes} "

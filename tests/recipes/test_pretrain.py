@@ -89,6 +89,8 @@ def test_a_time_budget_stops_at_the_step_that_overruns_it_and_keeps_no_backup(tm
     assert metrics["time_budget"]["steps"] == 4 and metrics["time_budget"]["stopped_by_budget"]
     assert metrics["time_budget"]["plans"][-1][2] == 4  # the last plan: stop at step 4
     assert (out / "backbone.keras").is_file() and not (tmp_path / ".run.backup").exists()  # whole: nothing resumes
+    with pytest.raises(ResumeRefusedError, match=r"run holds a whole run under a time budget.*\(restart\)"):
+        recipe.train([corpus], out, {"minutes": 1e-4}, steps=20, minutes=1e-4, **options)
 
     killed = tmp_path / "killed"  # a run's backup, as a kill leaves it: a budget does not resume from it
     recipe.train([corpus], killed, {}, steps=5, **options)

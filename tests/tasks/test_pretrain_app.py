@@ -196,7 +196,7 @@ def test_span_masking_is_a_setting_of_the_run(tmp_path, capsys):
 
 def test_a_time_budget_is_a_setting_of_the_run(tmp_path, capsys):
     """--minutes is recorded in settings.json (and absent without it, as runs from before it were: they resume); a
-    budget of no time is one line before anything is done. The budget's own behaviour: tests/recipes/test_pretrain.py."""
+    budget of no time is one line before anything is done. The budget itself: tests/recipes/test_pretrain.py."""
     app = app_module("pretrain")
     command = tiny_run_command(tmp_path, "tiny", steps=0, checkpoint_every=1, holdout=0)[2:]
     assert app.run_settings(app.parse_args([*command, "--minutes", "2.5"]), [])["minutes"] == 2.5
