@@ -21,6 +21,8 @@ every training run writes, the settings, held-out MLM and NSP accuracy before an
 README.md (the model card: versions, corpus checksums, settings, metrics) and, at the end,
 backbone.keras: `--init saved_models/<run>` for the task apps. The checkpoint lives beside the run
 folder, as every app's backup: saved_models/.<run>.backup/ (kept at the end, to train further).
+--minutes M gives the training steps a wall-clock budget instead (they stop at the step that ends on it, --steps at
+most): equal compute, for comparing objectives; such a run neither resumes nor trains further.
 
 --mask-unit chooses what masked LM masks: single WordPieces (token, BERT's default), whole words
 (whole_word), or SpanBERT's spans (span: runs of whole words of a length drawn from a geometric
@@ -130,6 +132,12 @@ def parse_args(argv=None):
                         help="optimizer steps of the whole run, a multiple of --checkpoint-every (0: save the "
                              "random init); may be raised on a rerun to train further")
     parser.add_argument("--checkpoint-every", type=positive_int, default=200, help="steps between checkpoints (one Keras epoch)")
+    parser.add_argument("--minutes", type=positive_float,
+                        help="a wall-clock budget for the training steps: stop at the step whose end lands this many "
+                             "minutes after the first, at most --steps (the learning rate decays to 0 there; warmup: "
+                             "--warmup-ratio of --steps); the run is then whole (no backup is kept: it neither "
+                             "resumes nor trains further; a rerun, of a whole or a killed one, needs --restart); "
+                             "equal compute for comparing objectives (benchmarks/pretraining_objectives.py)")
     parser.add_argument("--quiet", action="store_true",
                         help="no progress (by default a bar on a terminal, else a line every 30 s with the time left)")
     parser.add_argument("--batch-size", type=positive_int, default=32)
@@ -239,6 +247,8 @@ def run_settings(args, files):
     if args.mask_unit != "span":
         for name in ("mask_unit", "span_p", "max_span", "span_boundary_objective"):
             del settings[name]
+    if args.minutes is None:
+        del settings["minutes"]  # recorded when used: runs from before the option resume
     if args.objective != "electra":
         del settings["generator_fraction"]  # ELECTRA's alone: runs from before the option resume
     settings.update(corpus=[{"path": str(path.resolve()), "bytes": path.stat().st_size, "sha256": sha256(path)}
@@ -309,7 +319,8 @@ def main(argv=None):
                 warmup_ratio=args.warmup_ratio, holdout_fraction=args.holdout_fraction,
                 mixed_precision=args.mixed_precision, seed=args.seed, gradient_accumulation=args.gradient_accumulation,
                 remat=args.remat, restart=args.restart, verbose=0 if args.quiet else "auto",
-                generator_fraction=args.generator_fraction)  # None unless --objective electra, which alone reads it
+                generator_fraction=args.generator_fraction,  # None unless --objective electra, which alone reads it
+                minutes=args.minutes)
         print(f"Fine-tune it: --init {folder} in the task apps.")
     if args.json and is_chief():
         emit(args, [metrics])

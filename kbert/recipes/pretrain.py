@@ -36,7 +36,8 @@ from kbert.text import BertTokenizer, train_wordpiece_vocabulary
 from kbert.training.curves import plot_history
 from kbert.training.model_card import write_model_card
 from kbert.training.remat import rematerialized
-from kbert.training.resume_policy import KeptRunFolder, backed_up_step, run_backup
+from kbert.training.resume_policy import KeptRunFolder, ResumeRefusedError, backed_up_step, run_backup
+from kbert.training.time_budget import TimeBudget
 from kbert.training.training_logs import HISTORY_FILE, training_logs
 from kbert.training.training_run import training_run
 from kbert_core.start_up import START_UP_LINE, verbose as start_up_verbose
@@ -152,7 +153,8 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
           vocabulary_size=8192, objective="nsp", mask_unit="token", span_p=0.2, max_span=10, span_boundary=False,
           duplication_factor=0, steps=10000, checkpoint_every=200, batch_size=32, sequence_length=128,
           learning_rate=1e-4, warmup_ratio=0.01, holdout_fraction=0.02, mixed_precision=False, seed=0,
-          gradient_accumulation=1, remat=False, restart=False, verbose="auto", generator_fraction=GENERATOR_FRACTION):
+          gradient_accumulation=1, remat=False, restart=False, verbose="auto", generator_fraction=GENERATOR_FRACTION,
+          minutes=None):
     """Pretrains a `BertPretrainer` (an `ElectraPretrainer` for objective "electra") on the text files `files` to
     `steps` optimizer steps; writes the run folder `out`.
 
@@ -186,6 +188,12 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
         span_boundary: bool. With "span", also SpanBERT's span-boundary objective (`BertPretrainer(span_boundary)`).
         duplication_factor: masking (`duplication_factor` > 0: static, that many copies).
         steps, checkpoint_every: optimizer steps of the whole run, a multiple of `checkpoint_every`.
+        minutes: float or None. A wall-clock budget for the training steps (the held-out scores and the saving come
+            after): the fit stops at the step whose end lands on it (`TimeBudget`, re-planned from the steps' own
+            time), at most `steps`, and the learning rate decays to 0 there (warmup: `warmup_ratio` of `steps`).
+            Such a run is whole at its end (its backup is deleted: none resumes, none trains further); a rerun of
+            one, whole or killed, is refused unless `restart`. `metrics.json` records `time_budget`: the minutes,
+            the steps trained, whether the budget stopped them, the re-plans.
         batch_size, sequence_length, learning_rate, warmup_ratio, gradient_accumulation: the optimization.
         holdout_fraction: float. Share of the text held out for evaluation (0: none).
         mixed_precision, remat: bfloat16 compute; blocks recomputed in the backward pass.
@@ -208,6 +216,8 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
     if span_boundary and objective == "electra":
         raise ValueError("span_boundary=True adds a head to BERT's masked LM, which objective 'electra' does not "
                          "train: drop one.")
+    if minutes is not None and not minutes > 0:
+        raise ValueError(f"minutes {minutes}: a time budget is a positive number of minutes.")
     if steps % checkpoint_every:
         raise ValueError(f"steps {steps} is not a multiple of checkpoint_every {checkpoint_every} (a run trains whole "
                          "checkpoint intervals).")
@@ -215,7 +225,14 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
     keras.utils.set_random_seed(seed)  # the initial weights (a resumed run then loads its own)
     kept = KeptRunFolder("pretraining run", MARKS, steps, may_change=("steps",), renamed=RENAMED)
+    if minutes is not None and not restart and "time_budget" in read_json(folder / METRICS_FILE, missing={}):
+        raise ResumeRefusedError(lambda named: f"{folder} holds a whole run under a time budget, which does not train "
+                                 f"further: start it over ({named('restart')}) or write another run folder.")
     backup = run_backup(folder, settings, steps_per_epoch=checkpoint_every, restart=restart, kept=kept)  # refuses first
+    if minutes is not None and backed_up_step(folder):
+        raise ResumeRefusedError(lambda named: f"{folder} holds an interrupted run under a time budget of {minutes} "
+                                 f"minutes, which does not resume (the budget is of one uninterrupted fit): start it "
+                                 f"over ({named('restart')}).")
     backbone, init_tokenizer = init or (None, None)
     # process 0 writes the vocabulary; a job's others then read it
     tokenizer = chief_first(lambda: prepare(folder, init_tokenizer, vocabulary, vocabulary_sample, vocabulary_size),
@@ -229,7 +246,9 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
         else:
             model = BertPretrainer(backbone, next_sentence=objective != "mlm", span_boundary=span_boundary)
     epochs = steps // checkpoint_every
-    model.compile(optimizer=bert_adamw(learning_rate, max(steps, 1), warmup_ratio,
+    # Under a time budget the schedule is laid by fit over `steps`, then by the TimeBudget over the steps that fit
+    budget = [] if minutes is None else [TimeBudget(float("inf"), steps)]  # the deadline is set as the fit starts
+    model.compile(optimizer=bert_adamw(learning_rate, None if budget else max(steps, 1), warmup_ratio,
                                        gradient_accumulation_steps=gradient_accumulation))
 
     data_options = dict(tokenizer=tokenizer, batch_size=batch_size, max_seq_length=sequence_length,
@@ -269,9 +288,12 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
             if not epochs:  # steps 0 makes the vocabulary and the initial backbone: no batch is drawn, no child started
                 return keras.callbacks.History()
             mine = shares(data) if torch_data_parallel.active() else process_share(data)
+            for each in budget:
+                each.deadline = each.clock() + 60 * minutes
             # shuffle=False: the pipeline shuffles (Keras would warn that it ignores shuffle=True).
             return model.fit(mine, epochs=epochs, steps_per_epoch=checkpoint_every * gradient_accumulation,
-                             callbacks=callbacks, validation_data=process_share(held_out) if held_out else None,
+                             callbacks=[*budget, *callbacks],
+                             validation_data=process_share(held_out) if held_out else None,
                              shuffle=False, verbose=verbose)
 
     def scores(history):
@@ -281,6 +303,9 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
 
     def write(metrics, history):
         metrics.update(held_out_scores, settings=settings)  # pretraining's own fields, beside every run's
+        if budget:
+            metrics["time_budget"] = {"minutes": minutes, "steps": budget[0].steps,
+                                      "stopped_by_budget": budget[0].steps < steps, "plans": budget[0].plans}
         if not is_chief():  # process 0 saves and reports the weights every process holds
             return
         (folder / CHECKSUMS_FILE).unlink(missing_ok=True)  # a kill before the new record leaves none: nothing checked
@@ -307,12 +332,12 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
                           if mask_unit == "span" else {}),
                        "duplication_factor": duplication_factor, "holdout_fraction": holdout_fraction,
                        "mixed_precision": mixed_precision, "gradient_accumulation": gradient_accumulation,
-                       "remat": remat, "seed": seed}
+                       "remat": remat, "seed": seed, **({"minutes": minutes} if budget else {})}
     if objective == "electra":
         hyperparameters["generator_fraction"] = generator_fraction
     metrics = training_run(model, "pretrain", run, hyperparameters, backup, fit, scores, write,
                            logs=contextlib.nullcontext(training_logs(folder)), title="pretrain", verbose=verbose,
-                           keep_backup=True)
+                           keep_backup=not budget)
     return metrics if is_chief() else None
 
 

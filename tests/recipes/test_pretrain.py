@@ -10,6 +10,7 @@ import pytest
 from kbert.data.batches.child_process import process_batches
 from kbert.recipes import pretrain as recipe
 from kbert.saving import ChangedFileError, SettingsChangedError, model_source, recorded_checksums, sha256
+from kbert.training.resume_policy import ResumeRefusedError
 from tests.recipes.conftest import RUN_FIELDS
 from tests.tasks.test_pretrain_app import write_corpus
 
@@ -74,3 +75,27 @@ def test_masking_settings_out_of_range_are_refused_before_anything_is_written(tm
     with pytest.raises(ValueError, match=message):
         recipe.train([], tmp_path / "run", {}, steps=2, checkpoint_every=2, **masking)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_time_budget_stops_at_the_step_that_overruns_it_and_keeps_no_backup(tmp_path):
+    corpus, out = tmp_path / "corpus.txt", tmp_path / "run"
+    write_corpus(corpus)
+    options = dict(config=CONFIG, vocabulary_sample=corpus.read_text().splitlines(), vocabulary_size=80,
+                   checkpoint_every=5, batch_size=4, sequence_length=32, holdout_fraction=0.25, verbose=0)
+    # 6 ms: past after the 3 untimed first steps (they compile), so the 4th, the first timed, finds the next one
+    # overrunning and stops the fit there, in the first of the 4 epochs
+    metrics = recipe.train([corpus], out, {"minutes": 1e-4}, steps=20, minutes=1e-4, **options)
+    assert metrics["steps"] == 4 and metrics["hyperparameters"]["minutes"] == 1e-4
+    assert metrics["time_budget"]["steps"] == 4 and metrics["time_budget"]["stopped_by_budget"]
+    assert metrics["time_budget"]["plans"][-1][2] == 4  # the last plan: stop at step 4
+    assert (out / "backbone.keras").is_file() and not (tmp_path / ".run.backup").exists()  # whole: nothing resumes
+    with pytest.raises(ResumeRefusedError, match=r"run holds a whole run under a time budget.*\(restart\)"):
+        recipe.train([corpus], out, {"minutes": 1e-4}, steps=20, minutes=1e-4, **options)
+
+    killed = tmp_path / "killed"  # a run's backup, as a kill leaves it: a budget does not resume from it
+    recipe.train([corpus], killed, {}, steps=5, **options)
+    with pytest.raises(ResumeRefusedError, match=r"killed holds an interrupted run under a time budget .*\(restart\)"):
+        recipe.train([corpus], killed, {}, steps=5, minutes=1.0, **options)
+    with pytest.raises(ValueError, match="minutes 0: a time budget is a positive number of minutes"):
+        recipe.train([], tmp_path / "none", {}, steps=2, checkpoint_every=2, minutes=0)
+    assert not (tmp_path / "none").exists()

@@ -194,6 +194,19 @@ def test_span_masking_is_a_setting_of_the_run(tmp_path, capsys):
         assert message in capsys.readouterr().err
 
 
+def test_a_time_budget_is_a_setting_of_the_run(tmp_path, capsys):
+    """--minutes is recorded in settings.json (and absent without it, as runs from before it were: they resume); a
+    budget of no time is one line before anything is done. The budget itself: tests/recipes/test_pretrain.py."""
+    app = app_module("pretrain")
+    command = tiny_run_command(tmp_path, "tiny", steps=0, checkpoint_every=1, holdout=0)[2:]
+    assert app.run_settings(app.parse_args([*command, "--minutes", "2.5"]), [])["minutes"] == 2.5
+    assert "minutes" not in app.run_settings(app.parse_args(command), [])
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        app.parse_args([*command, "--minutes", "0"])
+    assert "--minutes: expected a finite number above 0, got '0'" in capsys.readouterr().err
+
+
 def reviews(folder, name, count):
     """A file of one-line documents with blank lines between them, as IMDB's unsup.txt; returns the lines."""
     lines = [f"Review {name}{i}: the {SENTENCES[i % 6].lower()}" for i in range(count)]
