@@ -37,7 +37,7 @@ _KBERT_SETTING_TYPES = {
 }
 # Config keys that are not such settings: Keras's own, the parts, and what Hugging Face's keys hold.
 _NOT_KBERT_SETTINGS = {"name", "trainable", "dtype", "compile", "backbone", "preprocessor", "tokenizer",
-                       "num_classes", "label_names", "multi_label", "dropout", "next_sentence"}
+                       "num_classes", "label_names", "multi_label", "dropout", "next_sentence", "span_boundary"}
 # Weights a BERT checkpoint may carry that the backbone has no use for.
 _UNUSED_WEIGHTS = ("embeddings.position_ids", "cls.")
 # sentence-transformers' Pooling config key of each of `BertSentenceEncoder`'s poolings.
@@ -459,6 +459,9 @@ def _architecture_of(model):
     kind = type(model).__name__
     family = getattr(model, "family", None) or getattr(getattr(model, "backbone", None), "family", "bert")
     prefix = family_of({"model_type": family}, "config").class_prefix
+    if kind == "BertPretrainer" and model.span_boundary:
+        raise ValueError("BertPretrainer(span_boundary=True): Hugging Face has no class for SpanBERT's span-boundary "
+                         "head; save the backbone (`kbert.save_backbone`) or export a masked LM without it.")
     if kind == "BertPretrainer" and model.next_sentence:
         if family != "bert":
             raise ValueError(f"BertPretrainer(next_sentence=True) of a {family} backbone: kbert writes a {family} "

@@ -289,3 +289,10 @@ def test_every_setting_kbert_writes_has_a_type_to_check(tmp_path):
         model.export_to_transformers(tmp_path / str(i))
         written = json.loads((tmp_path / str(i) / "config.json").read_text())["kbert"]
         assert hf_kbert_settings(tmp_path / str(i)) == (written["task"], written["preprocessor"])
+
+
+def test_a_span_boundary_pretrainer_is_not_written_without_its_head(tmp_path):
+    model = kbert.BertPretrainer(kbert.BertBackbone.from_preset("bert_tiny"), next_sentence=False, span_boundary=True)
+    with pytest.raises(ValueError, match="no class for SpanBERT's span-boundary head"):
+        model.export_to_transformers(tmp_path / "sbo")
+    assert not (tmp_path / "sbo").exists()
