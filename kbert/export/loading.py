@@ -7,7 +7,7 @@ from kbert.config import DEFAULT_SEQUENCE_LENGTH
 from kbert.export.serving import ExportSpec, model_kind_of
 from kbert.models import BertBackbone
 from kbert.saving import load_run, model_source
-from kbert.text import BertTokenizer
+from kbert.text import BertTokenizer, load_hf_tokenizer
 from kbert_core.windows import MAX_QUESTION_LENGTH, QA_DOC_STRIDE
 
 PAIR_TASKS = ("nli", "similarity")
@@ -47,7 +47,7 @@ def load_exportable(path, max_length=None, padding="max_length", num_texts=None)
     model = load_run(source) if source.kind in ("run_folder", "keras_file") else BertBackbone.from_preset(source)
     preprocessor = getattr(model, "preprocessor", None)
     if preprocessor is None:  # a backbone: its folder's tokenizer and max_length (a run's metrics.json)
-        tokenizer = source.load_tokenizer(BertTokenizer, model)
+        tokenizer = source.load_tokenizer(load_hf_tokenizer, model, cls=BertTokenizer)
         saved_length = metrics.get("max_length", DEFAULT_SEQUENCE_LENGTH)
     else:
         tokenizer, saved_length = preprocessor.tokenizer, preprocessor.sequence_length

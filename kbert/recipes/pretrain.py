@@ -32,7 +32,7 @@ from kbert.saving import (BACKBONE_FILE, CHECKSUMS_FILE, METRICS_FILE, model_sou
                           save_backbone, write_json_atomic)
 from kbert.tasks.bert_pretrainer import BertPretrainer
 from kbert.tasks.electra_pretrainer import GENERATOR_FRACTION, ElectraPretrainer, generator_dimensions
-from kbert.text import BertTokenizer, train_wordpiece_vocabulary
+from kbert.text import BertTokenizer, load_hf_tokenizer, train_wordpiece_vocabulary
 from kbert.training.curves import plot_history
 from kbert.training.model_card import write_model_card
 from kbert.training.remat import rematerialized
@@ -110,7 +110,7 @@ def load_init(init, mixed_precision=False, remat=False):
     with rematerialized(remat):
         source = model_source(init)  # its files read once
         backbone = BertBackbone.from_preset(source)
-        return backbone, source.load_tokenizer(BertTokenizer, backbone)
+        return backbone, source.load_tokenizer(load_hf_tokenizer, backbone, cls=BertTokenizer)
 
 
 def is_prepared(folder):

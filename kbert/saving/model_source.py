@@ -14,7 +14,7 @@ what it was given:
 | `"keras_file"` | a `.keras` file | a model saved with `model.save`, its tokenizer beside it |
 
 As keras-hub's preset loaders do, a `ModelSource` is given the class to build (`load_backbone(cls)`,
-`load_tokenizer(cls)`), so that this floor imports no model upward; it loads what it holds at most once
+`load_tokenizer(read)`), so that this floor imports no model or tokenizer; it loads what it holds at most once
 (`saved_model`, `checkpoint`), so that a caller that looks at a source twice (a task of this kind, else
 its backbone) reads no file twice.
 """
@@ -111,26 +111,25 @@ class ModelSource:
             return cls(**{**PRESETS[self.given].to_dict(), **overrides})
         return cls.from_hf(self.checkpoint, **overrides)
 
-    def load_tokenizer(self, cls=None, model=None):
-        """The tokenizer of the source's folder (MiniLM's uncased vocabulary for presets), of the kind its family
-        (a Hugging Face config.json's `model_type`, else the `model`'s) and its files give
-        (`kbert.text.load_hf_tokenizer`): WordPiece (`BertTokenizer`), ALBERT's SentencePiece or RoBERTa's
-        byte-level BPE. `cls`, if given, is the class asked for (`BertTokenizer.from_preset`): a folder of another
-        kind raises a ValueError. Given the `model` it serves (a backbone or a task model), a vocabulary of
-        another size than the model's `vocabulary_size` raises a ValueError naming the file (`check_vocabulary`)."""
-        from kbert.text.hf_tokenizers import load_hf_tokenizer, tokenizer_files  # TensorFlow, loaded on first use
-
+    def load_tokenizer(self, read, model=None, cls=None):
+        """The tokenizer of the source's folder (MiniLM's uncased vocabulary for presets), read by
+        `read(folder, family)` (`kbert.text.load_hf_tokenizer`, given by the caller so that this floor imports no
+        tokenizer): of the kind its family (a Hugging Face config.json's `model_type`, else the `model`'s) and its
+        files give: WordPiece (`BertTokenizer`), ALBERT's SentencePiece or RoBERTa's byte-level BPE. `cls`, if
+        given, is the class asked for (the pretraining recipe's `BertTokenizer`): a folder of another kind raises a
+        ValueError. Given the `model` it serves (a backbone or a task model), a vocabulary of another size than the
+        model's `vocabulary_size` raises a ValueError naming the file (`check_vocabulary`)."""
         backbone = getattr(model, "backbone", model)
         family = getattr(backbone, "family", None) if self.kind != "preset" else None
         if self.checkpoint is not None:
             family = self.checkpoint.config.get("model_type")
-        tokenizer = load_hf_tokenizer(self.folder, family)
+        tokenizer = read(self.folder, family)
         if cls is not None and not isinstance(tokenizer, cls):
             raise ValueError(f"{self.given} holds a {type(tokenizer).__name__} "
                              f"({', '.join(type(tokenizer).FILES)}), not a {cls.__name__}: use "
                              f"{type(tokenizer).__name__}.from_hf, or kbert.text.load_hf_tokenizer.")
         if model is not None:
-            check_vocabulary(backbone, tokenizer, self.folder / tokenizer_files(tokenizer)[0])
+            check_vocabulary(backbone, tokenizer, self.folder / type(tokenizer).FILES[0])
         return tokenizer
 
     def _with_preprocessor(self, model):

@@ -36,8 +36,10 @@ def load_task(cls, preset, preprocessor=None, sequence_length=None, compile=True
         if compile:
             saved.compile()
         return saved
+    from kbert.text import load_hf_tokenizer  # TensorFlow, loaded on first use
+
     backbone = BertBackbone.from_preset(source)
-    tokenizer = source.load_tokenizer(model=backbone)  # the family's: WordPiece, SentencePiece or byte-level BPE
+    tokenizer = source.load_tokenizer(load_hf_tokenizer, backbone)  # the family's: WordPiece, SentencePiece or BPE
     head = hf_head_arguments(cls, source, kwargs)
     settings, preprocessing = {}, {}
     if head is not None:  # the head's checkpoint: the task's and preprocessing's settings kbert wrote beside it

@@ -88,7 +88,7 @@ class BertTokenizer:
         >>> BertTokenizer.from_preset("bert_tiny").vocabulary_size
         30522
         """
-        return model_source(preset).load_tokenizer(cls)
+        return model_source(preset).load_tokenizer(lambda folder, family: cls.from_hf(folder))
 
     @classmethod
     def from_hf(cls, path):

@@ -12,7 +12,7 @@ import safetensors.numpy
 from kbert import BertBackbone, BertClassifier, BertTokenClassifier
 from kbert.saving import MODEL_FILE, ModelSource, load_run, model_source, save_backbone
 from kbert.tasks import BertQuestionAnswerer, BertQuestionAnswererPreprocessor, BertTextClassifierPreprocessor
-from kbert.text import BertTokenizer
+from kbert.text import BertTokenizer, load_hf_tokenizer
 from tests.conftest import TINY
 
 VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *[f"w{i}" for i in range(TINY["vocabulary_size"] - 5)]]
@@ -105,19 +105,19 @@ def test_a_saved_model_is_loaded_once_also_when_its_backbone_is_taken(sources, k
 
 
 def test_a_source_loads_the_backbone_and_tokenizer_of_the_class_it_is_given(sources):
-    tokenizer = model_source("bert_tiny").load_tokenizer(BertTokenizer)
+    tokenizer = model_source("bert_tiny").load_tokenizer(load_hf_tokenizer, cls=BertTokenizer)
     assert tokenizer.vocabulary_size == 30522 and tokenizer.token_to_id("[CLS]") == 101  # MiniLM's uncased vocabulary
     for kind in ("backbone_folder", "run_folder", "keras_file", "hugging_face"):
         source = model_source(sources[kind])
         backbone = source.load_backbone(BertBackbone)
         assert type(backbone) is BertBackbone and backbone.num_layers == TINY["num_layers"]
-        assert source.load_tokenizer(BertTokenizer, backbone).vocabulary() == VOCABULARY
+        assert source.load_tokenizer(load_hf_tokenizer, cls=BertTokenizer, model=backbone).vocabulary() == VOCABULARY
 
 
 def test_a_vocabulary_of_another_size_than_the_model_is_refused(sources):
     source = model_source(sources["backbone_folder"])
     with pytest.raises(ValueError, match=r"vocab.txt has 50 tokens but the model's vocabulary_size is 60"):
-        source.load_tokenizer(BertTokenizer, BertBackbone(**{**TINY, "vocabulary_size": 60}))
+        source.load_tokenizer(load_hf_tokenizer, BertBackbone(**{**TINY, "vocabulary_size": 60}), cls=BertTokenizer)
 
 
 def test_an_old_task_run_gets_its_preprocessor_from_the_folder(tmp_path):

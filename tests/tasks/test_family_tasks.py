@@ -14,6 +14,7 @@ import kbert
 from kbert import BertBackbone, BertClassifier
 from kbert.data.windows.token_rows import UNLIMITED
 from kbert.saving import load_run, model_source
+from kbert.text import load_hf_tokenizer
 from tests.conftest import run_python
 from tests.tasks import family_folders_reference as reference
 from tests.text.test_parity import HARD_STRINGS
@@ -52,7 +53,7 @@ def unpadded(out):
 def test_each_folder_gives_its_familys_tokenizer_with_hugging_faces_ids(folders, family):
     root, expected = folders
     backbone = BertBackbone.from_preset(root / family)
-    tokenizer = model_source(root / family).load_tokenizer(model=backbone)
+    tokenizer = model_source(root / family).load_tokenizer(load_hf_tokenizer, model=backbone)
     assert type(tokenizer).__name__ == KINDS[family]
     assert tokenizer.vocabulary_size == reference.SIZES[backbone.family] == backbone.vocabulary_size
     for call, rows in zip(CASES, expected[family]):
@@ -115,7 +116,7 @@ def test_a_run_folder_writes_the_familys_tokenizer_files_and_reads_them_back(fol
         assert (tmp_path / "run" / name).is_file()
     loaded = load_run(tmp_path / "run")
     np.testing.assert_allclose(loaded.predict(TEXTS[:4], verbose=0), model.predict(TEXTS[:4], verbose=0), atol=1e-6)
-    tokenizer = model_source(tmp_path / "run").load_tokenizer(model=loaded)  # the files beside the model
+    tokenizer = model_source(tmp_path / "run").load_tokenizer(load_hf_tokenizer, model=loaded)  # the files beside the model
     assert tokenizer.get_config() == model.preprocessor.tokenizer.get_config()
     encoder = kbert.BertTokenClassifier.from_preset(tmp_path / "run", label_names=["O", "B-X"])  # another task
     assert type(encoder.preprocessor.tokenizer).__name__ == KINDS[family]
