@@ -3,6 +3,10 @@ from keras import ops
 
 from kbert.layers.initializers import clone_initializer
 
+# For each prediction of a span, what the head reads: the positions of the tokens before and after its span and its
+# place in the span (`kbert.data.pretraining.masking.mask_batch` with "span" gives them).
+SPAN_BOUNDARY_KEYS = ("span_left", "span_right", "span_offset")
+
 
 @keras.saving.register_keras_serializable(package="kbert")
 class SpanBoundaryHead(keras.layers.Layer):

@@ -1,11 +1,10 @@
 import keras
 from keras import ops
 
-from kbert.data.pretraining.masking import SPAN_BOUNDARY_KEYS
 from kbert.distribution.torch_data_parallel import global_share
 from kbert.layers.initializers import clone_initializer
 from kbert.layers.masked_lm_head import MaskedLMHead
-from kbert.layers.span_boundary_head import SpanBoundaryHead
+from kbert.layers.span_boundary_head import SPAN_BOUNDARY_KEYS, SpanBoundaryHead
 from kbert.models.bert_backbone import INPUT_KEYS
 from kbert.tasks.bert_classifier import class_ids
 from kbert.tasks.bert_masked_lm_preprocessor import BertMaskedLMPreprocessor

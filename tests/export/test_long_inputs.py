@@ -89,7 +89,10 @@ def test_ner_bad_inputs_give_flagged_outputs(ner):
         prefix = HUGE[: read_to + 500]  # the windows read are those of any text that starts so
         want = model.predict([prefix], verbose=0)[0]
         assert [tag.decode() for tag in out["tags"][3, :words]] == want["tags"][:words]
-        assert_same_entities(served_entities(out, 3, HUGE), [e for e in want["entities"] if e["end"] <= read_to])
+        # Tags agree on every word read; an entity on the last word read may go on past it in `want`'s longer text.
+        complete = int(out["word_ends"][3, words - 2])
+        assert_same_entities([e for e in served_entities(out, 3, HUGE) if e["end"] <= complete],
+                             [e for e in want["entities"] if e["end"] <= complete])
 
 
 def test_ner_batches_without_entities_or_words(tmp_path_factory, tokenizer):

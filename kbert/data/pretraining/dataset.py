@@ -7,8 +7,9 @@ import numpy as np
 
 from kbert.config import DEFAULT_SEQUENCE_LENGTH
 from kbert.data.pretraining.instances import OBJECTIVES, document_instances, read_documents
-from kbert.data.pretraining.masking import SPAN_BOUNDARY_KEYS, check_masking, mask_batch, prediction_slots
+from kbert.data.pretraining.masking import check_masking, mask_batch, prediction_slots
 from kbert.data.readers.text_file import check_utf8
+from kbert.layers.span_boundary_head import SPAN_BOUNDARY_KEYS
 from kbert.start_up import import_tensorflow
 
 tf = import_tensorflow()  # quietly; under torch or JAX, off the GPUs

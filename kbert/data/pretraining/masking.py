@@ -4,12 +4,11 @@ import math
 
 import numpy as np
 
+from kbert.layers.span_boundary_head import SPAN_BOUNDARY_KEYS
 from kbert.start_up import import_tensorflow
 
 tf = import_tensorflow()  # quietly; under torch or JAX, off the GPUs
 
-# For each prediction of a span, what the span-boundary objective reads (`mask_batch` with "span")
-SPAN_BOUNDARY_KEYS = ("span_left", "span_right", "span_offset")
 # What a masked-LM target is drawn as: single WordPieces (BERT), whole words (BERT's whole-word masking) or
 # SpanBERT's spans of whole words.
 MASK_UNITS = ("token", "whole_word", "span")
