@@ -10,11 +10,11 @@ import json
 import pathlib
 
 from kbert.config import DEFAULT_SEQUENCE_LENGTH
-from kbert.text.packing import pack_python, python_encode
+from kbert.text.packing import CoreSpecialIds, pack_python, python_encode
 from kbert_core.byte_level_bpe import ByteLevelBPE
 
 
-class ByteLevelBPETokenizer:
+class ByteLevelBPETokenizer(CoreSpecialIds):
     """Turns text into RoBERTa inputs, `<s> A </s>` or `<s> A </s></s> B </s>` (all segment ids 0, padded with
     `<pad>`), with the ids and offsets of Hugging Face's `RobertaTokenizerFast`.
 
@@ -32,6 +32,7 @@ class ByteLevelBPETokenizer:
 
     kind = "byte_level_bpe"  # `kbert.text.hf_tokenizers.KIND_FILES`, and its config's in a task's .keras file
     FILES = ("vocab.json", "merges.txt")
+    MASK_TOKEN = "<mask>"
     lowercase = False  # for `kbert_core.is_blank`: RoBERTa keeps case
 
     def __init__(self, byte_level_bpe):
@@ -87,29 +88,14 @@ class ByteLevelBPETokenizer:
         return not token.startswith("\u0120")
 
     @property
+    def core(self):
+        """The `kbert_core` tokenizer it runs."""
+        return self.byte_level_bpe
+
+    @property
     def layout(self):
         """`<s> A </s>(</s> B </s>)`, padded with <pad>, no token types: a `kbert_core.Layout`."""
         return self.byte_level_bpe.layout
-
-    @property
-    def pad_token_id(self):
-        return self.byte_level_bpe.pad
-
-    @property
-    def unk_token_id(self):
-        return self.byte_level_bpe.ids["<unk>"]
-
-    @property
-    def cls_token_id(self):
-        return self.byte_level_bpe.cls
-
-    @property
-    def sep_token_id(self):
-        return self.byte_level_bpe.sep
-
-    @property
-    def mask_token_id(self):
-        return self.byte_level_bpe.ids["<mask>"]
 
     def __call__(self, texts, pairs=None, max_length=DEFAULT_SEQUENCE_LENGTH, padding="max_length",
                  truncation="longest_first", return_offsets=False, return_lengths=False, *, max_first_length=None,

@@ -291,3 +291,32 @@ def python_encode(call, texts, pairs=None, return_offsets=False, return_lengths=
         value.set_shape([None] * len(shape))
         outputs[name] = value[0] if scalar else value
     return outputs
+
+
+class CoreSpecialIds:
+    """The special token ids of a tokenizer on a kbert_core one (`core`: `ByteLevelBPE`, `SentencePiece`), whose
+    `pad`, `cls` and `sep` ids it holds and whose unknown and mask tokens a subclass names (`UNK_TOKEN`,
+    `MASK_TOKEN`)."""
+
+    UNK_TOKEN = "<unk>"
+    MASK_TOKEN = "[MASK]"
+
+    @property
+    def pad_token_id(self):
+        return self.core.pad
+
+    @property
+    def unk_token_id(self):
+        return self.core.ids[self.UNK_TOKEN]
+
+    @property
+    def cls_token_id(self):
+        return self.core.cls
+
+    @property
+    def sep_token_id(self):
+        return self.core.sep
+
+    @property
+    def mask_token_id(self):
+        return self.core.ids[self.MASK_TOKEN]

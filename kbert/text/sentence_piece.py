@@ -23,7 +23,7 @@ import tensorflow_text as tf_text
 
 from kbert.config import DEFAULT_SEQUENCE_LENGTH
 from kbert.text.double_array import build_double_array
-from kbert.text.packing import encode_batch, encode_texts, pack_python, python_encode
+from kbert.text.packing import CoreSpecialIds, encode_batch, encode_texts, pack_python, python_encode
 from kbert_core.sentence_piece import NORMAL, SPACE, USER_DEFINED, WHITE_SPACE, SentencePiece
 
 # The tensorflow-text op in `SentencePieceTokenizer.encode`'s graph, which TFLite runs as a custom op.
@@ -32,7 +32,7 @@ _PLACEHOLDERS = 0xF0000  # Supplementary Private Use Area-A: the user-defined sy
 _UNKNOWN = "\U0010FFFD"  # what a stand-in typed in a text becomes: a character no model holds
 
 
-class SentencePieceTokenizer:
+class SentencePieceTokenizer(CoreSpecialIds):
     """Turns text into ALBERT inputs, `[CLS] A [SEP] (B [SEP])`, with Hugging Face's ids, in TensorFlow ops.
 
     `encode` works inside `tf.data` and exported graphs, TFLite included (the custom op
@@ -142,29 +142,14 @@ class SentencePieceTokenizer:
         return not piece.startswith("\u2581")
 
     @property
+    def core(self):
+        """The `kbert_core` tokenizer it runs."""
+        return self.sentence_piece
+
+    @property
     def layout(self):
         """`[CLS] A [SEP] (B [SEP])`, padded with <pad>: a `kbert_core.Layout`."""
         return self.sentence_piece.layout
-
-    @property
-    def pad_token_id(self):
-        return self.sentence_piece.pad
-
-    @property
-    def unk_token_id(self):
-        return self.sentence_piece.unk
-
-    @property
-    def cls_token_id(self):
-        return self.sentence_piece.cls
-
-    @property
-    def sep_token_id(self):
-        return self.sentence_piece.sep
-
-    @property
-    def mask_token_id(self):
-        return self.sentence_piece.ids["[MASK]"]
 
     def __call__(self, texts, pairs=None, max_length=DEFAULT_SEQUENCE_LENGTH, padding="max_length",
                  truncation="longest_first", return_offsets=False, return_lengths=False, *, max_first_length=None,
