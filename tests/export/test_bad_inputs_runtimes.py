@@ -33,6 +33,7 @@ CONTROL = "good\x07 film\x00 bad\x1b"  # a NUL inside
 INVALID_UTF8 = b"\xff\xfe good \xc3\x28 film\x80"
 NO_ANSWER = "\u200b \u200b"  # zero-width spaces: no token to answer from
 LONG_QUESTION = "who " * 200
+LABELS = ("negative", "positive")
 
 
 def encoded(item):
@@ -60,8 +61,10 @@ def run_each(runtime, path, inputs):
 
 
 def probabilities(result):
+    """The probabilities of LABELS in their order (the clients list categories by score)."""
     out = result["output"]
-    scores = np.array(list((out["probabilities"] if "probabilities" in out else out).values()))
+    named = out["probabilities"] if "probabilities" in out else out
+    scores = np.array([named[label] for label in LABELS])
     np.testing.assert_allclose(scores.sum(), 1.0, atol=1e-5)
     return scores
 
@@ -69,11 +72,15 @@ def probabilities(result):
 @pytest.fixture(scope="module")
 def classifier(tmp_path_factory, tokenizer):
     """A tiny two-class classifier: token_ids.tflite, text.tflite and (with the clients) token_ids_metadata.tflite."""
-    model = BertClassifier(tiny_backbone(), 2, label_names=["negative", "positive"])
+    model = BertClassifier(tiny_backbone(), 2, label_names=list(LABELS))
+    # A random encoder's first token hardly changes from text to text: the head, 400 times its initial weights,
+    # is centred on a few texts, so that the probabilities differ from text to text.
     head = model.get_layer("logits")
-    head.kernel.assign(head.kernel * 40.0)  # outputs that differ from text to text
+    head.kernel.assign(head.kernel * 400.0)
+    encoded_texts = tokenizer.encode(["a bad film " * 20, "good film bad", "\u2603 good film \u2603"], max_length=24)
+    head.bias.assign(-keras.ops.mean(model({k: encoded_texts[k] for k in model.input}), axis=0))
     out = tmp_path_factory.mktemp("bad_inputs") / "classifier"
-    export_tflite(model, tokenizer, ExportSpec("classifier", 24, label_names=("negative", "positive")), out,
+    export_tflite(model, tokenizer, ExportSpec("classifier", 24, label_names=LABELS), out,
                   metadata=runtimes.clients_python() is not None)
     return out
 
@@ -173,13 +180,21 @@ def test_litert_ner_and_qa_bad_inputs(ner, qa):
     assert text[7]["output"]["truncated"] is False
 
 
+def answers_words(result, context, first=6):
+    """Whether each of the Task Library's answers is the context's words at positions `start` to `end` of its input,
+    whose context starts at `first` (`[CLS] who visited paris ? [SEP]` before it), one token per word."""
+    words = context.split()
+    return all(a["text"] == " ".join(words[a["start"] - first:a["end"] - first + 1]) for a in result["output"])
+
+
 @NEEDS_CLIENTS
 def test_task_library_question_answerer_bad_inputs(tmp_path, tokenizer):
     """The Task Library's BertQuestionAnswerer (384 tokens) on a random tiny QA model.
 
-    Observed: no crash; empty inputs, a question over its 64 tokens and a 1 MB context give no
-    answer (an empty list, no flag); a context of zero-width spaces, which has no token, gives
-    one answer, the zero-width space itself (its answers are whitespace-separated words of the
+    Observed: no crash; empty inputs and a question over its 64 tokens give no answer (an empty
+    list, no flag); a 1 MB context is answered from its first window, with no flag that the rest
+    was not read; a context of zero-width spaces, which has no token, is answered all the same,
+    each an unknown token to its tokenizer (its answers are whitespace-separated words of the
     context); lone surrogates raise TypeError; bytes are taken, but a context of invalid UTF-8
     raises UnicodeDecodeError when an answer holding a bad byte becomes the result's `text`."""
     keras.utils.set_random_seed(1)
@@ -191,8 +206,10 @@ def test_task_library_question_answerer_bad_inputs(tmp_path, tokenizer):
              ("Who visited Paris?", "Angela Merkel visited Paris.")]
     got = run_each("task_library_question_answerer", tmp_path / "qa" / runtimes.FILE, pairs)
     assert not any("crash" in r for r in got)
-    assert [r["output"] for r in got[:2]] == [[], []] and got[3]["output"] == []
-    assert [a["text"] for a in got[2]["output"]] == ["\u200b"]
+    assert [r["output"] for r in got[:2]] == [[], []]
+    assert got[3]["output"] and answers_words(got[3], MEGABYTE) and all(a["end"] < 384 for a in got[3]["output"])
+    assert all(set(a) == {"text", "start", "end", "logit"} for a in got[3]["output"])  # no flag
+    assert got[2]["output"] and answers_words(got[2], NO_ANSWER)  # the zero-width spaces
     assert got[4]["error"].startswith("TypeError: answer(): incompatible function arguments")
     # It takes bytes, but an answer holding an invalid byte cannot become the result's str field.
     assert got[5]["error"].startswith("UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff")
