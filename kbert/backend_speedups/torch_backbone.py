@@ -32,12 +32,14 @@ def backbone_forward(backbone, inputs, training=False, compiled=False):
     attention explicitly to drop), and on both residual branches of each block; masks from
     torch's global generator (`torch_dropout`), as `kbert.layers.Dropout` draws them on torch.
     With `compiled`, `forward` runs under `torch.compile` (`compiled_forward`): kbert's compiled
-    mode on torch, which `BertTask.compile(jit_compile=True)` turns on.
+    mode on torch, which `BertTask.compile(jit_compile=True)` turns on (not on Keras's meta tensors).
     Called by `BertBackbone.call` when `_runs_in_plain_torch` allows it.
     """
     token_ids, segment_ids, padding_mask = (ops.convert_to_tensor(inputs[key])
                                             for key in ("token_ids", "segment_ids", "padding_mask"))
-    run = compiled_forward() if compiled else forward
+    # Keras's shape inference (a layer called on symbolic inputs, `fit`'s first build) runs this on meta tensors
+    # without gradients: a program compiled for them would never run again, so it runs uncompiled
+    run = compiled_forward() if compiled and token_ids.device.type != "meta" else forward
     outputs = run(backbone_weights(backbone), token_ids, segment_ids, padding_mask,
                   rate=backbone.dropout if training else 0.0, num_heads=backbone.num_heads,
                   epsilon=backbone.layer_norm_epsilon, dtype=getattr(torch, backbone.token_embedding.compute_dtype),
