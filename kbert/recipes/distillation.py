@@ -22,9 +22,9 @@ def train(teacher, data, student, out, temperature=None, alpha=0.5, unlabeled=No
     The student learns the teacher's outputs on `data`'s texts (and on `unlabeled` texts, which the teacher labels)
     at `temperature`, and `data`'s labels, weighted `alpha` and 1 - alpha (`kbert.tasks.distillation_loss`); it is
     validated, early-stopped, backed up and resumed after a kill as any fine-tuning (a changed teacher or unlabeled
-    file refuses the resume, as a changed training file does), and its run folder is of the teacher's task
-    (`metrics.json` records the teacher, temperature and alpha): the sentence apps evaluate and predict with it,
-    apps/export.py exports it.
+    file refuses the resume, as a changed training file does, before the teacher runs), and its run folder is of
+    the teacher's task (`metrics.json` records the teacher, temperature and alpha): the sentence apps evaluate and
+    predict with it, apps/export.py exports it.
 
     Args:
         teacher: path of a run folder of a sentence problem (or a `.keras` file of a `BertClassifier`, with `problem`).

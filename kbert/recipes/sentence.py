@@ -2,6 +2,7 @@
 apps/nli.py, apps/similarity.py and apps/multi_label.py."""
 
 import dataclasses
+import functools
 
 import keras
 import numpy as np
@@ -150,14 +151,15 @@ def train(problem, data, init, out, valid=None, max_length=DEFAULT_SEQUENCE_LENG
            **(distillation.settings() if distillation else {})}
     x, y, files, title = _inputs(train_examples), train_examples.labels, (data, valid), f"{problem.name} from {init}"
     if distillation:
-        x, y = distillation.targets(model, x, y)  # the teacher's outputs, which the model's loss now holds
         files, title = (*files, *distillation.files), f"{problem.name} distilled from {distillation.source} into {init}"
     metrics, validation = fine_tuning_run(
         model, x, y, out, training, problem.name, run, inputs=files, title=title,
         data={"train": data, "validation": valid},
         hyperparameters={"lora_rank": lora_rank, "patience": patience, "limit": limit,
                          "validation_limit": validation_limit},
-        scorer=scorer, stopping=stopping, callbacks=callbacks)
+        scorer=scorer, stopping=stopping, callbacks=callbacks,
+        # the teacher's outputs, which the model's loss holds: once a rerun's settings are checked
+        prepare=functools.partial(distillation.targets, model) if distillation else None)
     print(format_metrics(validation, f"validation ({len(valid_examples)} examples)"))
     return metrics
 

@@ -64,7 +64,7 @@ def training_run(model, task, run, hyperparameters, backup, fit, scores, write, 
 
 
 def fine_tuning_run(model, x, y, out, training, task, run, inputs, title, data, hyperparameters=None, scorer=None,
-                    stopping=None, final_scores=None, curves=None, measured=None, callbacks=()):
+                    stopping=None, final_scores=None, curves=None, measured=None, callbacks=(), prepare=None):
     """Fits `model` on `(x, y)` and writes the run folder `out`; returns `(metrics, validation scores)`.
 
     `training_run` for a task model trained on raw inputs as `training` (a `FineTuning`) says. The run is backed up
@@ -95,11 +95,16 @@ def fine_tuning_run(model, x, y, out, training, task, run, inputs, title, data, 
         curves: callable from the history dict to the curves to plot (default: the history).
         measured: dict or None. More fields of `metrics.json` that are measured, not settings (never compared).
         callbacks: more callbacks for the fit, whose state no backup keeps (the demo's time budget).
+        prepare: callable `(x, y) -> (x, y)` or None. Run once the resume policy has let the run start or resume,
+            before the fit: the inputs that cost time to make, which a refused rerun must not wait for (a
+            teacher's outputs).
     """
     backed_up = [callback for callback in (scorer, stopping) if callback is not None]
     hyperparameters = training.hyperparameters(model, **(hyperparameters or {}))
     backup = run_backup(out, {**run, **hyperparameters}, backed_up, every_steps=training.backup_steps,
                         every_minutes=training.backup_minutes, inputs=inputs, restart=training.restart)
+    if prepare is not None:
+        x, y = prepare(x, y)
     files = {}
 
     def fit(callbacks, verbose):

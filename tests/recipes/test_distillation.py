@@ -166,7 +166,7 @@ def test_a_killed_distillation_resumes_and_ends_as_if_never_killed(teacher, unin
 
 
 @once
-def test_a_changed_unlabeled_file_refuses_the_resume(teacher, tmp_path):
+def test_a_changed_unlabeled_file_refuses_the_resume_before_the_teacher_runs(teacher, tmp_path, monkeypatch):
     run, data, _ = teacher
     unlabeled = tmp_path / "unsup.txt"
     unlabeled.write_text(UNLABELED)
@@ -177,5 +177,10 @@ def test_a_changed_unlabeled_file_refuses_the_resume(teacher, tmp_path):
                             env={**os.environ, "KERAS_BACKEND": "tensorflow"})
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
     unlabeled.write_text(UNLABELED.replace("boring", "dull"))
+
+    def teacher_runs(*args, **kwargs):  # its outputs take minutes at SST-2's size: not for a run refused anyway
+        raise AssertionError("the teacher labelled the texts of a run its resume policy refuses")
+
+    monkeypatch.setattr(BertClassifier, "logits", teacher_runs)
     with pytest.raises(SettingsChangedError, match="input_sha256"):
         distillation.train(run, data, "every-1", out, **{**RUN, "unlabeled": str(unlabeled)})

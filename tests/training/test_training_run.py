@@ -10,7 +10,9 @@ import pytest
 from kbert import BertBackbone
 from kbert.tasks import BertClassifier, BertTextClassifierPreprocessor
 from kbert.text import BertTokenizer
+from kbert.saving import SettingsChangedError
 from kbert.training.fine_tuning import FineTuning
+from kbert.training.resume_policy import run_backup
 from kbert.training.training_run import fine_tuning_run
 from kbert.training.validation_scores import ValidationScores
 from tests.conftest import TINY
@@ -54,3 +56,24 @@ def test_a_scorer_decides_the_epoch_kept_and_curves_choose_what_is_plotted(tmp_p
                                           **SETTINGS)
     assert validation == {"f1": 0.9} and metrics["best_epoch"] == 1
     assert np.allclose(plotted[0]["val_f1"], [0.9, 0.5, 0.4]) and (tmp_path / "run" / "curves.png").is_file()
+
+
+def test_prepare_makes_the_fitted_inputs_once_the_resume_policy_lets_the_run_start(tmp_path):
+    prepared = []
+
+    def prepare(x, y):  # as a teacher's outputs: what a refused rerun must not wait for
+        prepared.append(len(x))
+        return x[:4], y[:4]
+
+    out = tmp_path / "run"
+    toy = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+    toy.compile("sgd", "mse")
+    toy.fit(np.zeros((2, 1)), np.zeros((2, 1)), callbacks=[run_backup(out, {"epochs": 9})], verbose=0)
+    with pytest.raises(SettingsChangedError, match="epochs 9, not 1"):
+        fine_tuning_run(_model(), TEXTS, LABELS, out, FineTuning(epochs=1, batch_size=2, verbose=0),
+                        final_scores=lambda model: ({}, {}), prepare=prepare, **SETTINGS)
+    assert prepared == []
+    metrics, _ = fine_tuning_run(_model(), TEXTS, LABELS, out, FineTuning(epochs=1, batch_size=2, restart=True,
+                                                                          verbose=0),
+                                 final_scores=lambda model: ({}, {}), prepare=prepare, **SETTINGS)
+    assert prepared == [6] and metrics["steps"] == 2  # 4 of the 6 texts, in batches of 2
