@@ -16,7 +16,7 @@ already trained). One process at a time writes a run folder (a lock, .<run>.lock
 Everything lives in saved_models/<run>/: settings.json (with each corpus file's path, size and
 SHA-256: the corpus is read where it is, never copied, so a resumed run reads the same files and
 a file edited since is refused), vocab.txt (given, or learned from a random sample of
---vocab-lines training lines), logs/ (TensorBoard), history.csv, curves.png, metrics.json (the fields
+--vocab-lines training lines; another family's tokenizer files with --tokenizer), logs/ (TensorBoard), history.csv, curves.png, metrics.json (the fields
 every training run writes, the settings, held-out MLM and NSP accuracy before and after training),
 README.md (the model card: versions, corpus checksums, settings, metrics) and, at the end,
 backbone.keras: `--init saved_models/<run>` for the task apps. The checkpoint lives beside the run
@@ -36,7 +36,19 @@ and the model learns from every token whether it was replaced (loss = generator'
 loss); the model saved as backbone.keras is that discriminator, the generator is dropped.
 
 --init continues pretraining from a checkpoint instead of random weights (e.g. --init all_minilm_l6_v2:
-its config and vocabulary; the MLM head starts fresh, its decoder tied to the embeddings).
+its config and vocabulary; the MLM head starts fresh, its decoder tied to the embeddings). It may be of any family
+(a Hugging Face RoBERTa, ALBERT, ELECTRA or DistilBERT folder): its tokenizer comes with it.
+
+Another family from scratch: a --preset (roberta_base, albert_base, electra_small, distilbert_base) or a --config with
+`family` (and its shape: embedding_dim, num_layer_groups, position_offset, num_segments, pooler, activation), with
+the family's tokenizer: --tokenizer FOLDER, a Hugging Face tokenizer folder of any kind (vocab.txt: WordPiece;
+spiece.model: SentencePiece, ALBERT's; vocab.json and merges.txt: byte-level BPE, RoBERTa's), e.g. one that
+`tokenizers` or `sentencepiece` trained; WordPiece families (BERT, ELECTRA, DistilBERT) may learn theirs. The run
+folder keeps that tokenizer's files beside backbone.keras. What cannot work is refused before any step: NSP or SOP
+on a model without token types (RoBERTa's recipe is --objective mlm), a tokenizer of another kind than the family's,
+a --config vocabulary_size other than the tokenizer's:
+    python apps/pretrain.py --corpus ../shared/data/imdb/unsup.txt --config roberta_small.json \
+        --tokenizer my_bpe/ --objective mlm --run roberta_small
 
 The corpus streams (memory does not grow with its size): several files (or a quoted glob) interleave
 document by document, drawn in proportion to their sizes (seeded by --seed). --holdout-fraction
@@ -95,14 +107,21 @@ def parse_args(argv=None):
     parser.add_argument("--output", default="saved_models", help="parent folder of the run folder")
     parser.add_argument("--restart", action="store_true",
                         help="start the run over: delete what its folder holds (checkpoint included) first")
-    parser.add_argument("--preset", default="bert_mini", help="a size of kbert.config.PRESETS, bert_tiny to bert_large")
+    parser.add_argument("--preset", default="bert_mini",
+                        help="a size of kbert.config.PRESETS, bert_tiny to bert_large, or a family's (roberta_base, "
+                             "albert_base, electra_small, distilbert_base: give its --tokenizer)")
     parser.add_argument("--config", help="a JSON file of BertConfig fields (instead of --preset)")
     parser.add_argument("--vocab", help="a vocab.txt (or a folder with one); default: learn one from the corpus")
+    parser.add_argument("--tokenizer",
+                        help="a Hugging Face tokenizer folder of any kind, for a model of any family: vocab.txt "
+                             "(WordPiece), spiece.model (SentencePiece, ALBERT's) or vocab.json and merges.txt "
+                             "(byte-level BPE, RoBERTa's); needed for a roberta or albert --preset or --config "
+                             "(kbert learns WordPiece vocabularies only); its files are kept in the run folder")
     parser.add_argument("--init", help="continue pretraining from these weights instead of random ones: "
-                                       "'all_minilm_l6_v2', a Hugging Face BERT folder, a folder apps/pretrain.py "
-                                       "wrote, a task run folder; its config and vocabulary replace --preset, "
-                                       "--config and --vocab; the MLM head starts fresh (decoder tied to the "
-                                       "embeddings)")
+                                       "'all_minilm_l6_v2', a Hugging Face folder of any family, a folder "
+                                       "apps/pretrain.py wrote, a task run folder; its config and tokenizer replace "
+                                       "--preset, --config, --vocab and --tokenizer; the MLM head starts fresh "
+                                       "(decoder tied to the embeddings)")
     parser.add_argument("--vocab-size", type=positive_int, default=8192, help="size of the learned vocabulary")
     parser.add_argument("--vocab-lines", type=positive_int, default=20000,
                         help="training lines (drawn at random) the vocabulary is learned from")
@@ -219,12 +238,24 @@ def check_inputs(args):
     vocab = args.vocab and pathlib.Path(args.vocab)
     if vocab and not (vocab.is_file() or (vocab / "vocab.txt").is_file()):
         raise FileNotFoundError(f"--vocab {vocab}: neither a vocab.txt nor a folder holding one.")
+    if args.tokenizer:
+        from kbert.text.hf_tokenizers import tokenizer_kind
+
+        if args.vocab:
+            raise ValueError(f"--tokenizer {args.tokenizer} and --vocab {args.vocab} both give the tokenizer: "
+                             "drop one.")
+        try:
+            tokenizer_kind(args.tokenizer)
+        except FileNotFoundError as error:
+            raise FileNotFoundError(f"--tokenizer: {error}") from None
     if args.init:
         from kbert.saving import model_source
 
-        if args.vocab or args.config:
+        given = [(name, value) for name, value in (("--vocab", args.vocab), ("--tokenizer", args.tokenizer),
+                                                   ("--config", args.config)) if value]
+        if given:
             raise ValueError(f"--init {args.init} brings its own config and vocabulary: drop "
-                             f"{' and '.join(name for name, value in (('--vocab', args.vocab), ('--config', args.config)) if value)}.")
+                             f"{' and '.join(name for name, _ in given)}.")
         try:
             model_source(args.init)
         except FileNotFoundError as error:
@@ -251,6 +282,10 @@ def run_settings(args, files):
         del settings["minutes"]  # recorded when used: runs from before the option resume
     if args.objective != "electra":
         del settings["generator_fraction"]  # ELECTRA's alone: runs from before the option resume
+    if args.tokenizer is None:
+        del settings["tokenizer"]  # recorded when used: runs from before the option resume
+    else:
+        settings["tokenizer"] = str(pathlib.Path(args.tokenizer).resolve())
     settings.update(corpus=[{"path": str(path.resolve()), "bytes": path.stat().st_size, "sha256": sha256(path)}
                             for path in files],
                     vocab=args.vocab and str(pathlib.Path(args.vocab).resolve()), config=read_config(args.config),
@@ -298,8 +333,9 @@ def main(argv=None):
             new = args.restart or not recipe.is_prepared(folder)
             if not new:
                 return []
-            return recipe.check_corpus(files, args.holdout_fraction, 0 if args.vocab else args.vocab_lines, args.seed,
-                                       args.objective, named=flag_names(args))  # lines to learn a vocabulary from
+            learned = 0 if args.vocab or args.tokenizer else args.vocab_lines  # lines to learn a vocabulary from
+            return recipe.check_corpus(files, args.holdout_fraction, learned, args.seed,
+                                       args.objective, named=flag_names(args))
 
         sample = chief_first(claim, list)
         if not is_chief():  # trains with process 0 on its share of each batch; writes and prints nothing
@@ -311,7 +347,7 @@ def main(argv=None):
         with refusing_in_flags(args):
             metrics = recipe.train(
                 files, folder, settings, init=init or None, preset=args.preset, config=settings["config"],
-                vocabulary=args.vocab, vocabulary_sample=sample, vocabulary_size=args.vocab_size,
+                vocabulary=args.vocab or args.tokenizer, vocabulary_sample=sample, vocabulary_size=args.vocab_size,
                 objective=args.objective, mask_unit=args.mask_unit, span_p=args.span_p, max_span=args.max_span,
                 span_boundary=args.span_boundary_objective,
                 duplication_factor=args.duplication_factor, steps=args.steps, checkpoint_every=args.checkpoint_every,
@@ -320,7 +356,7 @@ def main(argv=None):
                 mixed_precision=args.mixed_precision, seed=args.seed, gradient_accumulation=args.gradient_accumulation,
                 remat=args.remat, restart=args.restart, verbose=0 if args.quiet else "auto",
                 generator_fraction=args.generator_fraction,  # None unless --objective electra, which alone reads it
-                minutes=args.minutes)
+                minutes=args.minutes, named=flag_names(args, {"vocabulary": "tokenizer"}))
         print(f"Fine-tune it: --init {folder} in the task apps.")
     if args.json and is_chief():
         emit(args, [metrics])

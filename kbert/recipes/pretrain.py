@@ -3,7 +3,9 @@ detection) on text files: the library side of apps/pretrain.py, on the skeleton 
 (`kbert.training.training_run`).
 
 A pretraining run folder grows as the run goes: `settings.json` first (`kbert.training.resume_policy`, which decides
-whether a rerun resumes, is refused or starts over, as for every training run), the vocabulary (`prepare`),
+whether a rerun resumes, is refused or starts over, as for every training run), the tokenizer (`prepare`: of any
+kind, `kbert.text.hf_tokenizers`: a learned WordPiece vocabulary, or a given one, an ALBERT-shaped model's
+SentencePiece, a RoBERTa-shaped model's byte-level BPE),
 `history.csv` and TensorBoard's `logs/` while it trains, then `backbone.keras`, `curves.png`, `metrics.json` and the
 model card. Its backup lives beside it, as every training run's (`.NAME.backup/`), and stays when the run ends: a rerun
 with more `steps` trains further from it.
@@ -33,6 +35,7 @@ from kbert.saving import (BACKBONE_FILE, CHECKSUMS_FILE, METRICS_FILE, model_sou
 from kbert.tasks.bert_pretrainer import BertPretrainer
 from kbert.tasks.electra_pretrainer import GENERATOR_FRACTION, ElectraPretrainer, generator_dimensions
 from kbert.text import BertTokenizer, load_hf_tokenizer, train_wordpiece_vocabulary
+from kbert.text.hf_tokenizers import FAMILY_KINDS, KIND_FILES, tokenizer_kind
 from kbert.training.curves import plot_history
 from kbert.training.model_card import write_model_card
 from kbert.training.remat import rematerialized
@@ -42,9 +45,10 @@ from kbert.training.training_logs import HISTORY_FILE, training_logs
 from kbert.training.training_run import training_run
 from kbert_core.start_up import START_UP_LINE, verbose as start_up_verbose
 
-VOCABULARY_FILE = "vocab.txt"  # written last by `prepare`: marks a prepared run folder
-# What marks a pretraining run folder beside settings.json: older kbert's too (its corpus split, its backup inside)
-MARKS = (VOCABULARY_FILE, BACKBONE_FILE, HISTORY_FILE, "train.txt", "backup")
+# What marks a pretraining run folder beside settings.json: its tokenizer's files (the last one `prepare` writes marks
+# it prepared), older kbert's too (its corpus split, its backup inside)
+MARKS = (*dict.fromkeys(name for names in KIND_FILES.values() for name in names), BACKBONE_FILE, HISTORY_FILE,
+         "train.txt", "backup")
 RENAMED = {"task": "objective"}  # the settings of runs started before a rename: former name -> name now
 # What is learned: the data's objectives (masked LM beside NSP, SOP or nothing), or ELECTRA's replaced-token detection
 # (`ElectraPretrainer`, on the masked-LM data of "mlm")
@@ -97,8 +101,9 @@ def check_corpus(files, holdout_fraction=0.0, vocabulary_lines=0, seed=0, object
 
 
 def load_init(init, mixed_precision=False, remat=False):
-    """`(backbone, tokenizer)` of `init` (a `BertBackbone.from_preset` source) to continue pretraining from, computing
-    in bfloat16 with `mixed_precision` and recomputing its blocks in the backward pass with `remat`.
+    """`(backbone, tokenizer)` of `init` (a `BertBackbone.from_preset` source, of any family) to continue pretraining
+    from, its tokenizer of its family's kind (`kbert.text.load_hf_tokenizer`), computing in bfloat16 with
+    `mixed_precision` and recomputing its blocks in the backward pass with `remat`.
 
     Example:
     >>> backbone, tokenizer = load_init("bert_tiny")
@@ -110,20 +115,38 @@ def load_init(init, mixed_precision=False, remat=False):
     with rematerialized(remat):
         source = model_source(init)  # its files read once
         backbone = BertBackbone.from_preset(source)
-        return backbone, source.load_tokenizer(load_hf_tokenizer, backbone, cls=BertTokenizer)
+        return backbone, source.load_tokenizer(load_hf_tokenizer, backbone)
 
 
 def is_prepared(folder):
-    """Whether the run folder `folder` holds its vocabulary already (`prepare`): a run to resume, unless started
-    over."""
-    return (pathlib.Path(folder) / VOCABULARY_FILE).is_file()
+    """Whether the run folder `folder` holds its tokenizer already (`prepare`): every file of one kind
+    (`kbert.text.hf_tokenizers.KIND_FILES`): a run to resume, unless started over."""
+    try:
+        tokenizer_kind(folder)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def read_tokenizer(vocabulary):
+    """The tokenizer of `vocabulary`: a vocab.txt file (WordPiece), or a tokenizer folder of any kind
+    (`kbert.text.load_hf_tokenizer`: vocab.txt, spiece.model, or vocab.json and merges.txt).
+
+    Example:
+    >>> read_tokenizer("no/such/folder")
+    Traceback (most recent call last):
+    FileNotFoundError: no/such/folder holds no tokenizer: expected vocab.txt (WordPiece), spiece.model ...
+    """
+    path = pathlib.Path(vocabulary)
+    return BertTokenizer.from_vocab(path) if path.is_file() else load_hf_tokenizer(path)
 
 
 def prepare(folder, tokenizer=None, vocabulary=None, vocabulary_sample=(), vocabulary_size=8192):
-    """Writes the vocabulary of the run folder `folder` once; returns its tokenizer.
+    """Writes the tokenizer of the run folder `folder` once (with its own `save`); returns it.
 
-    The vocabulary is `tokenizer`'s (an init's), else the vocab.txt `vocabulary`, else one of
-    `vocabulary_size` tokens learned from the lines `vocabulary_sample`. A prepared folder keeps it.
+    It is `tokenizer` (an init's, or one given: any kind), else `read_tokenizer(vocabulary)`, else a
+    WordPiece vocabulary of `vocabulary_size` tokens learned from the lines `vocabulary_sample`. A
+    prepared folder keeps its own (`is_prepared`: the kind's files are moved in last).
 
     Example:
     >>> folder = pathlib.Path(tempfile.mkdtemp()) / "run"
@@ -134,9 +157,9 @@ def prepare(folder, tokenizer=None, vocabulary=None, vocabulary_sample=(), vocab
     """
     folder = pathlib.Path(folder)
     if is_prepared(folder):
-        return BertTokenizer.from_hf(folder)
+        return load_hf_tokenizer(folder)
     if tokenizer is None and vocabulary:
-        tokenizer = BertTokenizer.from_vocab(vocabulary)
+        tokenizer = read_tokenizer(vocabulary)
     elif tokenizer is None:
         print(f"Learning a {vocabulary_size}-token WordPiece vocabulary from {len(vocabulary_sample)} training lines",
               flush=True)
@@ -144,9 +167,40 @@ def prepare(folder, tokenizer=None, vocabulary=None, vocabulary_sample=(), vocab
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder) as temporary:
         tokenizer.save(temporary)
-        for name in ("tokenizer_config.json", VOCABULARY_FILE):  # vocab.txt last: marks "prepared"
+        for name in ("tokenizer_config.json", *type(tokenizer).FILES):  # the kind's files last: mark "prepared"
             os.replace(pathlib.Path(temporary) / name, folder / name)
-    return BertTokenizer.from_hf(folder)
+    return load_hf_tokenizer(folder)
+
+
+def check_family(config, objective, tokenizer=None, sized=False, named=str):
+    """Refuses, in one line, what the backbone `config` (a `BertConfig`) cannot pretrain: next-sentence or
+    sentence-order prediction without token types (RoBERTa's shape: masked LM alone), a tokenizer of another kind
+    than its family reads (`kbert.text.hf_tokenizers.FAMILY_KINDS`), none for a family kbert learns no vocabulary
+    of, or, when the config is `sized` (it gives `vocabulary_size`), a tokenizer of another size. Each setting is
+    written `named(name)` (an app names its flags).
+
+    Example:
+    >>> from kbert.config import PRESETS
+    >>> check_family(PRESETS["roberta_base"], "nsp")
+    Traceback (most recent call last):
+    ValueError: objective nsp tells two segments apart by their token types, which a roberta model has none of ...
+    """
+    kind = FAMILY_KINDS.get(config.family, "wordpiece")
+    if objective in ("nsp", "sop") and config.num_segments < 2:
+        raise ValueError(f"{named('objective')} {objective} tells two segments apart by their token types, which a "
+                         f"{config.family} model has none of (num_segments {config.num_segments}): pretrain it with "
+                         f"{named('objective')} mlm (masked LM alone, RoBERTa's recipe) or electra.")
+    if tokenizer is None and kind != "wordpiece":
+        raise ValueError(f"A {config.family} model reads a {kind} tokenizer ({', '.join(KIND_FILES[kind])}), and "
+                         f"kbert learns WordPiece vocabularies only: give one ({named('vocabulary')} FOLDER).")
+    if tokenizer is not None and tokenizer.kind != kind:
+        raise ValueError(f"A {config.family} model reads a {kind} tokenizer ({', '.join(KIND_FILES[kind])}), not a "
+                         f"{tokenizer.kind} one ({', '.join(type(tokenizer).FILES)}): give {named('vocabulary')} "
+                         "of its family's kind.")
+    if sized and tokenizer is not None and tokenizer.vocabulary_size != config.vocabulary_size:
+        raise ValueError(f"{named('config')}: vocabulary_size {config.vocabulary_size} is not the tokenizer's "
+                         f"{tokenizer.vocabulary_size} tokens: give the tokenizer's size, or leave vocabulary_size "
+                         "out (the tokenizer's is taken).")
 
 
 def train(files, out, settings, init=None, preset="bert_mini", config=None, vocabulary=None, vocabulary_sample=(),
@@ -154,7 +208,7 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
           duplication_factor=0, steps=10000, checkpoint_every=200, batch_size=32, sequence_length=128,
           learning_rate=1e-4, warmup_ratio=0.01, holdout_fraction=0.02, mixed_precision=False, seed=0,
           gradient_accumulation=1, remat=False, restart=False, verbose="auto", generator_fraction=GENERATOR_FRACTION,
-          minutes=None):
+          minutes=None, named=str):
     """Pretrains a `BertPretrainer` (an `ElectraPretrainer` for objective "electra") on the text files `files` to
     `steps` optimizer steps; writes the run folder `out`.
 
@@ -165,7 +219,7 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
     order and masks). A rerun with other `settings` than its `settings.json` (but `steps`, which may
     grow, never below the steps trained) is refused before anything is written, unless `restart`
     deletes the run first (`kbert.training.resume_policy`, with `MARKS` and `RENAMED`: a `KeptRunFolder`).
-    The folder gets `settings.json`, the vocabulary (`prepare`), the logs,
+    The folder gets `settings.json`, the tokenizer (`prepare`), the logs,
     `backbone.keras` with the tokenizer (`init` for the task recipes), `curves.png`, the model card
     and `metrics.json`: `run_metrics`'s fields, as every task's, with the held-out scores before
     (`start`) and after (`end`, also `validation`) and `settings`. In a job of several processes
@@ -177,9 +231,11 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
         out: path of the run folder.
         settings: dict of JSON values. What makes the run what it is (`settings.json`): a rerun that
             differs but in `steps` is refused.
-        init: `(backbone, tokenizer)` to continue pretraining from (`load_init`), or None: random
-            weights of `config` (a dict of `BertConfig` fields) or else `preset`.
-        vocabulary, vocabulary_sample, vocabulary_size: as `prepare`'s (without `init`).
+        init: `(backbone, tokenizer)` to continue pretraining from (`load_init`: any family), or None: random
+            weights of `config` (a dict of `BertConfig` fields) or else `preset`, of any family (`check_family`
+            refuses what cannot work before anything is written).
+        vocabulary, vocabulary_sample, vocabulary_size: as `prepare`'s (without `init`): `vocabulary` a vocab.txt or
+            a tokenizer folder of any kind (`read_tokenizer`; RoBERTa- and ALBERT-shaped models need one of theirs).
         objective: one of `OBJECTIVES`: "nsp", "sop" or "mlm", what is learned beside masked LM; or "electra",
             replaced-token detection (the saved backbone is the discriminator).
         generator_fraction: float in (0, 1]. With "electra", the generator's width over the backbone's.
@@ -200,15 +256,16 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
         seed: int. Seeds the initial weights and the data stream.
         restart: bool. Start the run over: delete its folder and backup first (refused for a folder of anything else).
         verbose: as `kbert.training.fit_progress`.
+        named: how the refusals of `check_family` write a setting's name (an app: its flag).
 
     Returns: the metrics written to `metrics.json` (None in a process other than process 0).
     """
     folder = pathlib.Path(out)
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, not {objective!r}.")
+    shape = init[0].config if init else BertConfig.from_dict(config) if config else PRESETS[preset]
     if objective == "electra":  # a generator wider than the discriminator is refused before anything is written
-        generator_dimensions((init[0].config if init else BertConfig.from_dict(config) if config
-                              else PRESETS[preset]).hidden_dim, generator_fraction)
+        generator_dimensions(shape.hidden_dim, generator_fraction)
     check_masking(mask_unit, span_p=span_p, max_span=max_span)
     if span_boundary and mask_unit != "span":
         raise ValueError(f"span_boundary=True predicts spans from their boundaries: give mask_unit='span', not "
@@ -221,6 +278,10 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
     if steps % checkpoint_every:
         raise ValueError(f"steps {steps} is not a multiple of checkpoint_every {checkpoint_every} (a run trains whole "
                          "checkpoint intervals).")
+    backbone, given = init or (None, None)
+    given = given or (load_hf_tokenizer(folder) if is_prepared(folder) and not restart
+                      else read_tokenizer(vocabulary) if vocabulary else None)
+    check_family(shape, objective, given, sized=not init and "vocabulary_size" in (config or {}), named=named)
     if mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
     keras.utils.set_random_seed(seed)  # the initial weights (a resumed run then loads its own)
@@ -233,14 +294,12 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
         raise ResumeRefusedError(lambda named: f"{folder} holds an interrupted run under a time budget of {minutes} "
                                  f"minutes, which does not resume (the budget is of one uninterrupted fit): start it "
                                  f"over ({named('restart')}).")
-    backbone, init_tokenizer = init or (None, None)
-    # process 0 writes the vocabulary; a job's others then read it
-    tokenizer = chief_first(lambda: prepare(folder, init_tokenizer, vocabulary, vocabulary_sample, vocabulary_size),
-                            lambda: BertTokenizer.from_hf(folder))
+    # process 0 writes the tokenizer; a job's others then read it
+    tokenizer = chief_first(lambda: prepare(folder, given, None, vocabulary_sample, vocabulary_size),
+                            lambda: load_hf_tokenizer(folder))
     with rematerialized(remat):
         if backbone is None:
-            fields = (BertConfig.from_dict(config) if config else PRESETS[preset]).to_dict()
-            backbone = BertBackbone(**{**fields, "vocabulary_size": tokenizer.vocabulary_size})
+            backbone = BertBackbone(**{**shape.to_dict(), "vocabulary_size": tokenizer.vocabulary_size})
         if objective == "electra":
             model = ElectraPretrainer(backbone, generator_fraction=generator_fraction, seed=seed)
         else:
@@ -316,7 +375,8 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
             save_backbone(temporary, backbone, tokenizer)
             os.replace(pathlib.Path(temporary) / BACKBONE_FILE, folder / BACKBONE_FILE)
         write_json_atomic(folder / METRICS_FILE, metrics)
-        write_model_card(folder, f"{folder.name}: BERT pretrained from scratch", {"corpus": files, "vocab": vocabulary},
+        write_model_card(folder, f"{folder.name}: {backbone.family} pretrained from scratch",
+                         {"corpus": files, "vocab": vocabulary},
                          {k: v for k, v in settings.items() if k != "corpus"},
                          {k: v for k, v in metrics.items() if k not in ("settings", "hyperparameters", "history")})
         record_checksums(folder)  # loading checks the backbone and vocabulary against it (`kbert.saving.checksums`)
