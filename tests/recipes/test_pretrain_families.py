@@ -84,7 +84,8 @@ def test_a_family_pretrains_with_its_own_tokenizer_resumes_and_fine_tunes(corpus
     ("roberta", dict(objective="nsp"), "objective nsp tells two segments apart by their token types, which a roberta "
                                        "model has none of \\(num_segments 1\\): pretrain it with objective mlm"),
     ("roberta", dict(vocabulary=None), "A roberta model reads a byte_level_bpe tokenizer \\(vocab.json, merges.txt\\), "
-                                       "and kbert learns WordPiece vocabularies only: give one \\(vocabulary FOLDER\\)"),
+                                       "and kbert learns WordPiece vocabularies only: give one \\(vocabulary "
+                                       "FOLDER\\)"),
     ("albert", dict(vocabulary="roberta"), "A albert model reads a sentence_piece tokenizer \\(spiece.model\\), not a "
                                            "byte_level_bpe one"),
     ("albert", dict(config=dict(CONFIGS["albert"], vocabulary_size=999)),
