@@ -14,7 +14,6 @@ from kbert import BertBackbone, BertClassifier
 from kbert.recipes import pretrain as recipe
 from kbert.text import load_hf_tokenizer
 from kbert.text.hf_tokenizers import FAMILY_KINDS, KIND_FILES
-from tests.tasks.family_folders_reference import train_tokenizer
 
 SHARED = dict(num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32, max_sequence_length=32, dropout=0.0)
 CONFIGS = {"roberta": dict(SHARED, family="roberta", num_segments=1, position_offset=2, layer_norm_epsilon=1e-5),
@@ -39,10 +38,12 @@ def tokenizer_folders(corpus, tmp_path_factory):
     """{family: a folder of its tokenizer, trained on the corpus}, as Hugging Face's tokenizers read them."""
     pytest.importorskip("tokenizers", reason="tokenizers trains RoBERTa's byte-level BPE")
     pytest.importorskip("sentencepiece", reason="sentencepiece trains ALBERT's model")
+    # their training as the family task tests' (its module imports transformers, a test-only dependency)
+    reference = pytest.importorskip("tests.tasks.family_folders_reference")
     folders = {}
     for family in CONFIGS:
         folders[family] = tmp_path_factory.mktemp(family)
-        train_tokenizer(family, corpus[1], folders[family])
+        reference.train_tokenizer(family, corpus[1], folders[family])
     return folders
 
 
