@@ -47,6 +47,8 @@ def tokenizer_folders(corpus, tmp_path_factory):
     return folders
 
 
+@pytest.mark.skipif(keras.config.backend() != "tensorflow", reason=(
+    "backend-independent (each family's tasks run on every backend: tests/tasks/test_family_tasks.py); runs once"))
 @pytest.mark.parametrize("family", ["roberta", "albert"])
 def test_a_family_pretrains_with_its_own_tokenizer_resumes_and_fine_tunes(corpus, tokenizer_folders, family, tmp_path,
                                                                           capsys):
