@@ -16,9 +16,9 @@ already trained). One process at a time writes a run folder (a lock, .<run>.lock
 Everything lives in saved_models/<run>/: settings.json (with each corpus file's path, size and
 SHA-256: the corpus is read where it is, never copied, so a resumed run reads the same files and
 a file edited since is refused), vocab.txt (given, or learned from a random sample of
---vocab-lines training lines; another family's tokenizer files with --tokenizer), logs/ (TensorBoard), history.csv, curves.png, metrics.json (the fields
-every training run writes, the settings, held-out MLM and NSP accuracy before and after training),
-README.md (the model card: versions, corpus checksums, settings, metrics) and, at the end,
+--vocab-lines training lines; another family's tokenizer files with --tokenizer), logs/ (TensorBoard), history.csv,
+curves.png, metrics.json (the fields every training run writes, the settings, held-out MLM and NSP accuracy before
+and after training), README.md (the model card: versions, corpus checksums, settings, metrics) and, at the end,
 backbone.keras: `--init saved_models/<run>` for the task apps. The checkpoint lives beside the run
 folder, as every app's backup: saved_models/.<run>.backup/ (kept at the end, to train further).
 --minutes M gives the training steps a wall-clock budget instead (they stop at the step that ends on it, --steps at
