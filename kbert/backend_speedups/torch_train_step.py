@@ -128,7 +128,8 @@ def train_step(model, data):
     from kbert.backend_speedups.torch_foreach_adamw import adamw_step, foreach_clip_by_global_norm
 
     optimizer = model.optimizer
-    if not active("torch_foreach_adamw") or gathered(model, "fused_step_refusal", lambda: fused_step_refusal(model), (id(optimizer), optimizer.built)):
+    refusal = gathered(model, "fused_step_refusal", lambda: fused_step_refusal(model), (id(optimizer), optimizer.built))
+    if refusal or not active("torch_foreach_adamw"):
         return None
     plan = gathered(model, "fused_step_plan", lambda: _Plan(model, optimizer), (id(optimizer),))
     x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
