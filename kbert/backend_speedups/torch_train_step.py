@@ -102,7 +102,7 @@ def fused_step_refusal(model):
 
     optimizer = model.optimizer
     if not isinstance(optimizer, BertAdamW):
-        return f"the optimizer is a {type(optimizer).__name__}, not kbert's BertAdamW"
+        return f"the optimizer is {type(optimizer).__name__}, not kbert's BertAdamW"
     if not optimizer.built:
         return "the optimizer is not built yet"
     settings = {"gradient_accumulation_steps": optimizer.gradient_accumulation_steps, "use_ema": optimizer.use_ema,

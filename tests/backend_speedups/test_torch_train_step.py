@@ -2,6 +2,8 @@
 (KBERT_SPEEDUPS=-torch_train_step) for the logs, every gradient and the weights, also after changes that must
 invalidate what was gathered (a layer frozen, LoRA enabled, int8 quantization); predict's outputs."""
 
+import re
+
 import keras
 import numpy as np
 import pytest
@@ -16,10 +18,10 @@ pytestmark = pytest.mark.skipif(keras.config.backend() != "torch", reason="torch
 LABELS = np.array([0, 2, 1])
 
 
-def classifier(seed=0):
+def classifier(seed=0, dtype=None):
     """A tiny classifier (dropout on: masks from torch's generator, seeded before each fit) with random weights."""
     keras.utils.set_random_seed(seed)
-    model = BertClassifier(BertBackbone(**{**TINY, "dropout": 0.1}), 3)
+    model = BertClassifier(BertBackbone(**{**TINY, "dropout": 0.1}, dtype=dtype), 3)
     model.compile(optimizer=bert_adamw(1e-2, 10, warmup_ratio=0.2), metrics=["accuracy"])
     return model
 
@@ -47,12 +49,12 @@ def fit(model, monkeypatch, fused, epochs=2, seed=1):
     return record_logs, {w.path: keras.ops.convert_to_numpy(w) for w in model.weights}
 
 
-def compare(change, monkeypatch, seen):
+def compare(change, monkeypatch, seen, dtype=None):
     """Two fits of the same model, the fused step against Keras's, `change(model)` between the two; returns the
     weights of the fused run before and after its second fit."""
     runs = []
     for fused in (True, False):
-        model = classifier()
+        model = classifier(dtype=dtype)
         first = fit(model, monkeypatch, fused)
         change(model)
         steps_before = len(seen)
@@ -73,14 +75,28 @@ def compare(change, monkeypatch, seen):
     return fused_first[1], fused_second[1]
 
 
-def test_the_fused_step_trains_as_keras_step(monkeypatch, seen):
+@pytest.mark.parametrize("dtype", [None, "mixed_bfloat16"])
+def test_the_fused_step_trains_as_keras_step(dtype, monkeypatch, seen):
     from kbert.backend_speedups import torch_train_step
 
     calls = []
     real = torch_train_step.train_step
-    monkeypatch.setattr(torch_train_step, "train_step", lambda *args: calls.append(1) or real(*args))
-    compare(lambda model: None, monkeypatch, seen)
-    assert len(calls) == 8  # 2 batches x 2 epochs x 2 fits of the fused run, none in Keras's
+    monkeypatch.setattr(torch_train_step, "train_step", lambda *args: calls.append(real(*args)) or calls[-1])
+    compare(lambda model: None, monkeypatch, seen, dtype=dtype)
+    assert len(calls) == 8 and None not in calls  # 2 batches x 2 epochs x 2 fits of the fused run, none in Keras's
+
+
+@pytest.mark.parametrize("setting, refusal", [
+    (dict(gradient_accumulation_steps=2), r"the optimizer sets \['gradient_accumulation_steps'\]"),
+    (dict(optimizer="adam"), "the optimizer is Adam, not kbert's BertAdamW")])
+def test_what_the_fused_step_does_not_do_keras_step_does(setting, refusal, monkeypatch, seen):
+    from kbert.backend_speedups.torch_train_step import fused_step_refusal
+
+    model = classifier()
+    model.compile(optimizer=setting.get("optimizer") or bert_adamw(1e-2, 10, **setting))
+    logs, _ = fit(model, monkeypatch, True)
+    assert len(logs) == 4 and np.isfinite(logs[-1]["loss"])
+    assert re.fullmatch(refusal, fused_step_refusal(model))
 
 
 def test_a_layer_frozen_between_two_fits_stays_as_it_was(monkeypatch, seen):
