@@ -135,8 +135,10 @@ def train_step(model, data):
     x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
     y_pred = model(x, training=True)
     loss = model._compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=True)
-    model._loss_tracker.update_state(loss, sample_weight=next(i for i in keras.tree.flatten(x) if i is not None)
-                                     .shape[0])
+    # The batch size as Keras's step weighs the loss, made on the device: a Python number would be copied there
+    batch_size = next(i for i in keras.tree.flatten(x) if i is not None).shape[0]
+    model._loss_tracker.update_state(loss, sample_weight=torch.full((), batch_size, dtype=torch.float32,
+                                                                    device=loss.device))
     grads = torch.autograd.grad(loss, plan.parameters, allow_unused=True)
     with torch.no_grad():
         if any(grad is None for grad in grads):  # Keras's warning and update of the others

@@ -143,3 +143,22 @@ def test_predict_gives_keras_outputs_after_training(monkeypatch):
     monkeypatch.setenv("KBERT_SPEEDUPS", "-torch_train_step")
     np.testing.assert_allclose(fast, model.predict(batch, verbose=0), rtol=0, atol=1e-6)
     assert not np.allclose(before, fast)
+
+
+def test_the_step_reads_nothing_back_and_makes_two_tensors_from_host_data():
+    """On batches already tensors: nothing read back, and of the tensors made from host data (each a wait on a GPU,
+    tests/host_transfers.py) Keras's step makes 4, this one the 2 of Keras's loss and accuracy (its count), none
+    for the loss tracker."""
+    import torch
+
+    from tests.host_transfers import HostTransfers
+
+    model = classifier()
+    data = ({key: torch.as_tensor(value) for key, value in tiny_batch().items()}, torch.as_tensor(LABELS))
+    model.fit(*data, verbose=0)  # builds the optimizer
+    model.train_step(data)
+    with HostTransfers() as seen:
+        logs = model.train_step(data)
+    assert [(op, where.split(" <- ")[1]) for op, where in seen.transfers()] == [
+        ("lift_fresh", "loss.py:155 reduce_values"), ("lift_fresh", "reduction_metrics.py:149 update_state")]
+    assert set(logs) == {"loss", "accuracy"}
