@@ -13,7 +13,6 @@ model's structure at each step to compare would cost the walk this saves.
 """
 
 import functools
-import weakref
 
 import keras
 import torch
@@ -23,7 +22,6 @@ from keras.src.utils.tracking import Tracker
 from kbert.backend_speedups import active
 
 _changes = 0
-_gathered = weakref.WeakKeyDictionary()  # owner -> {name: (key, value)}
 
 
 def changes():
@@ -73,8 +71,11 @@ def gathered(owner, name, gather, key=()):
     >>> len(gathered(layer, "weights", lambda: layer.trainable_weights))
     0
     """
-    kept = _gathered.setdefault(owner, {})
-    full_key = (_changes, *key)
+    kept = owner.__dict__.get("_kbert_gathered")
+    if kept is None:  # on the owner, so that it lives as long (not a weak key: what is kept refers to the owner)
+        kept = {}
+        object.__setattr__(owner, "_kbert_gathered", kept)  # past Keras's attribute tracking
+    full_key = (_changes, id(owner), *key)  # a copy of the owner gathers its own
     if name not in kept or kept[name][0] != full_key:
         kept[name] = (full_key, gather())
     return kept[name][1]

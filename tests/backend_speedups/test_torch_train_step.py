@@ -162,3 +162,19 @@ def test_the_step_reads_nothing_back_and_makes_two_tensors_from_host_data():
     assert [(op, where.split(" <- ")[1]) for op, where in seen.transfers()] == [
         ("lift_fresh", "loss.py:155 reduce_values"), ("lift_fresh", "reduction_metrics.py:149 update_state")]
     assert set(logs) == {"loss", "accuracy"}
+
+
+def test_what_is_gathered_goes_with_the_model():
+    """Kept on the model and the backbone themselves: a model trained, run and dropped is freed."""
+    import gc
+    import weakref
+
+    model = classifier()
+    model.fit(tiny_batch(), LABELS, verbose=0)
+    model.predict(tiny_batch(), verbose=0)
+    assert {"fused_step_plan", "trainable_variables"} <= set(model._kbert_gathered)
+    assert {"backbone_weights", "layers"} <= set(model.backbone._kbert_gathered)
+    references = [weakref.ref(model), weakref.ref(model.backbone)]
+    del model
+    gc.collect()
+    assert [reference() for reference in references] == [None, None]
