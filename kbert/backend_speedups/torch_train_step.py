@@ -121,7 +121,7 @@ def fused_step_refusal(model):
 
 def train_step(model, data):
     """`keras.Model.train_step` on torch for `model`, a kbert task compiled with `BertAdamW`: the same
-    forward pass, loss, gradients (`torch.autograd.grad` on the gathered weights), clipping, decoupled weight
+    forward pass, loss, gradients (the gathered weights' `.grad`), clipping, decoupled weight
     decay and AdamW update (one fused call, `torch_foreach_adamw.adamw_step`), iteration count and logs.
     None where `fused_step_refusal` gives a reason, or the speed-up `torch_foreach_adamw` is off: Keras's step
     then runs.
@@ -140,7 +140,10 @@ def train_step(model, data):
     batch_size = next(i for i in keras.tree.flatten(x) if i is not None).shape[0]
     model._loss_tracker.update_state(loss, sample_weight=torch.full((), batch_size, dtype=torch.float32,
                                                                     device=loss.device))
-    grads = torch.autograd.grad(loss, plan.parameters, allow_unused=True)
+    for parameter in plan.parameters:  # as Keras's step zeroes them (`zero_grad`)
+        parameter.grad = None
+    loss.backward()  # into `.grad`, where hooks on it run (`kbert.distribution.torch_data_parallel`'s averaging)
+    grads = [parameter.grad for parameter in plan.parameters]
     with torch.no_grad():
         if any(grad is None for grad in grads):  # Keras's warning and update of the others
             optimizer.apply(list(grads), plan.variables)

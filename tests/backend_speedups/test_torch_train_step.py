@@ -178,3 +178,28 @@ def test_what_is_gathered_goes_with_the_model():
     del model
     gc.collect()
     assert [reference() for reference in references] == [None, None]
+
+
+def test_hooks_on_the_gradients_run(monkeypatch, seen):
+    """The gradients come through each weight's `.grad`, where `kbert.distribution.torch_data_parallel` averages
+    them over the processes by a post-accumulate hook: a hook that doubles them doubles what the update gets."""
+    model = classifier()
+    model.compile(optimizer=bert_adamw(1e-2, 10, clipnorm=None))  # clipping would undo the doubling
+    fit(model, monkeypatch, True, epochs=1)
+    data = ({key: keras.ops.convert_to_tensor(value) for key, value in tiny_batch().items()},
+            keras.ops.convert_to_tensor(LABELS))
+    weights = model.get_weights()
+
+    def double(parameter):
+        parameter.grad.mul_(2)
+
+    for hooked in (False, True):
+        model.set_weights(weights)
+        handles = [w.value.register_post_accumulate_grad_hook(double) for w in model.trainable_variables if hooked]
+        keras.utils.set_random_seed(3)  # the same dropout masks
+        model.train_step(data)
+        for handle in handles:
+            handle.remove()
+    plain, doubled = seen[-2:]
+    for ours, theirs in zip(doubled, plain, strict=True):
+        np.testing.assert_allclose(ours, 2 * theirs, rtol=1e-5, atol=1e-8)
