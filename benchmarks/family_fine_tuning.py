@@ -35,7 +35,7 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from kbert_core.cpu import cpu_summary, describe_cpu  # noqa: E402  (numpy/stdlib only: no Keras in this process)
-from pretraining_objectives import STEP_CAP, check_settings, corpus_file, fine_tune, validation_split  # noqa: E402
+from pretraining_objectives import STEP_CAP, fine_tune, set_up, write_results  # noqa: E402
 
 FAMILIES = {  # family: (objective, BertConfig fields beside the size's, how its tokenizer is made)
     "roberta": ("mlm", dict(family="roberta", num_segments=1, position_offset=2, layer_norm_epsilon=1e-5), "bpe"),
@@ -85,13 +85,7 @@ def parser():
 
 def main(argv=None):
     args = parser().parse_args(argv)
-    out = pathlib.Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    check_settings(out, args)
-    data_dir = pathlib.Path(os.environ.get("KBERT_DATA_DIR", ROOT.parent / "shared" / "data"))
-    corpus = corpus_file(args, out, data_dir)
-    train, valid = validation_split(pathlib.Path(args.data or data_dir / "sst2" / "train.tsv"), out,
-                                    args.validation_size)
+    out, corpus, train, valid = set_up(args)
     machine, backend = describe_cpu(), os.environ.get("KERAS_BACKEND", "tensorflow")
     print(f"machine: {cpu_summary(machine)}; backend {backend}; {args.layers} layers x {args.hidden}, "
           f"{args.minutes} min a family", flush=True)
@@ -110,13 +104,9 @@ def main(argv=None):
         print(f"{family} ({objective}): {row['steps']:,} steps; SST-2 {row['pretrained']:.2%} pretrained, "
               f"{row['random']:.2%} random", flush=True)
         rows.append(row)
-    table = format_table(rows, args, machine, backend)
-    print()
-    print(table)
-    (out / "results.md").write_text(table + "\n")
-    (out / "results.json").write_text(json.dumps({"settings": vars(args), "machine": machine, "backend": backend,
-                                                  "validation": str(valid), "runs": rows}, indent=2))
-    print(f"Wrote {out / 'results.md'} and {out / 'results.json'}")
+    write_results(out, format_table(rows, args, machine, backend),
+                  {"settings": vars(args), "machine": machine, "backend": backend, "validation": str(valid),
+                   "runs": rows})
 
 
 def train_tokenizer(family, corpus, folder, size, lines):

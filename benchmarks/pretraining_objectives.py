@@ -106,13 +106,7 @@ def main(argv=None):
         parser_.error(f"--finetune-epochs gives {len(epochs)} values for {len(sizes)} --sizes")
     if not args.budget_minutes > 0 or args.seeds < 1:
         parser_.error("--budget-minutes must be above 0 and --seeds at least 1")
-    out = pathlib.Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    check_settings(out, args)
-    data_dir = pathlib.Path(os.environ.get("KBERT_DATA_DIR", ROOT.parent / "shared" / "data"))
-    corpus = corpus_file(args, out, data_dir)
-    train, valid = validation_split(pathlib.Path(args.data or data_dir / "sst2" / "train.tsv"), out,
-                                    args.validation_size)
+    out, corpus, train, valid = set_up(args)
     machine = describe_cpu()
     backend = os.environ.get("KERAS_BACKEND", "tensorflow")
     print(f"machine: {cpu_summary(machine)}; backend {backend}; {args.preset}, {args.budget_minutes} min an objective",
@@ -128,13 +122,31 @@ def main(argv=None):
             runs.append({key: value for key, value in run.items() if key != "folder"})
             print(f"{name} seed {seed}: {run['steps']:,} steps, " + ", ".join(
                 f"{size} sentences {run[f'accuracy_{size}']:.2%}" for size in sizes), flush=True)
-    table = format_table(runs, [BASELINE, *objectives], sizes, args, machine, backend)
+    write_results(out, format_table(runs, [BASELINE, *objectives], sizes, args, machine, backend),
+                  {"settings": vars(args), "machine": machine, "backend": backend, "validation": str(valid),
+                   "runs": runs})
+
+
+def write_results(out, table, results):
+    """Prints `table` and writes it to OUT/results.md, and `results` to OUT/results.json."""
     print()
     print(table)
     (out / "results.md").write_text(table + "\n")
-    (out / "results.json").write_text(json.dumps({"settings": vars(args), "machine": machine, "backend": backend,
-                                                  "validation": str(valid), "runs": runs}, indent=2))
+    (out / "results.json").write_text(json.dumps(results, indent=2))
     print(f"Wrote {out / 'results.md'} and {out / 'results.json'}")
+
+
+def set_up(args):
+    """`(out, corpus, train, valid)` of `args`: the output folder (made, its settings checked: `check_settings`), the
+    pretraining corpus (`corpus_file`) and SST-2's train and validation files (`validation_split`)."""
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    check_settings(out, args)
+    data_dir = pathlib.Path(os.environ.get("KBERT_DATA_DIR", ROOT.parent / "shared" / "data"))
+    corpus = corpus_file(args, out, data_dir)
+    train, valid = validation_split(pathlib.Path(args.data or data_dir / "sst2" / "train.tsv"), out,
+                                    args.validation_size)
+    return out, corpus, train, valid
 
 
 def check_settings(out, args):
