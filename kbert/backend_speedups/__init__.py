@@ -14,6 +14,9 @@ but those.
   in training (fused attention with dropout), where nothing needs the graph (`torch_backbone.backbone_forward`).
 - `torch_dropout`: dropout's mask from `torch.rand` instead of `bernoulli_` in training (`torch_dropout.dropout`).
 - `torch_foreach_adamw`: `BertAdamW`'s update and global-norm clipping as fused list ops (`torch_foreach_adamw`).
+- `torch_train_step`: what `BertTask`'s steps read from the model (trainable weights, optimizer moments, metrics,
+  the backbone's weights) gathered once and kept until the model changes, and `fit`'s training step on them with the
+  weight decay inside `torch_foreach_adamw`'s update (`torch_train_step.train_step`).
 - `jax_dense`: dense matmuls whose kernel gradients XLA:CPU runs in YNNPACK, in training (`jax_dense`).
 - `jax_gelu`: the exact GELU written out with `erf` (`ops.gelu` lowers to `erfc`, fused into more passes).
 - `jax_dropout_masks`: while `BertTask.fit` trains, dropout masks from JAX's classic threefry stream, about
@@ -25,7 +28,8 @@ import os
 
 # name -> the Keras backend it is for (None: every backend)
 SPEEDUPS = {"direct_sublayer_calls": None, "torch_dense": "torch", "torch_backbone": "torch",
-            "torch_dropout": "torch", "torch_foreach_adamw": "torch", "jax_dense": "jax", "jax_gelu": "jax",
+            "torch_dropout": "torch", "torch_foreach_adamw": "torch", "torch_train_step": "torch",
+            "jax_dense": "jax", "jax_gelu": "jax",
             "jax_dropout_masks": "jax"}
 
 

@@ -6,7 +6,10 @@ import functools
 import torch
 import torch.nn.functional as F
 from keras import ops
+from keras.src.backend.common.stateless_scope import in_stateless_scope
+from keras.src.backend.common.variables import get_autocast_scope
 
+from kbert.backend_speedups import active
 from kbert.backend_speedups.torch_dropout import dropout as torch_dropout
 
 
@@ -40,7 +43,7 @@ def backbone_forward(backbone, inputs, training=False, compiled=False):
     # Keras's shape inference (a layer called on symbolic inputs, `fit`'s first build) runs this on meta tensors
     # without gradients: a program compiled for them would never run again, so it runs uncompiled
     run = compiled_forward() if compiled and token_ids.device.type != "meta" else forward
-    outputs = run(backbone_weights(backbone), token_ids, segment_ids, padding_mask,
+    outputs = run(_gathered_weights(backbone), token_ids, segment_ids, padding_mask,
                   rate=backbone.dropout if training else 0.0, num_heads=backbone.num_heads,
                   epsilon=backbone.layer_norm_epsilon, dtype=getattr(torch, backbone.token_embedding.compute_dtype),
                   position_offset=backbone.position_offset, approximate=backbone.activation == "gelu_approximate")
@@ -82,6 +85,24 @@ def backbone_weights(backbone):
             "embeddings_norm": norm(layer("embeddings_layer_norm")),
             "projection": dense(layer("embeddings_projection")) if backbone.embedding_dim is not None else None,
             "blocks": blocks, "pooler": None if backbone.pooler is None else dense(backbone.pooler)}
+
+
+def _gathered_weights(backbone):
+    """`backbone_weights`, kept between calls while the model does not change (`torch_train_step.gathered`,
+    with the speed-up `torch_train_step`) where every one is a variable's own tensor: not a LoRA-updated kernel,
+    nor the copy that a variable reads in a mixed-precision or stateless scope."""
+    if not active("torch_train_step") or in_stateless_scope() or get_autocast_scope() is not None:
+        return backbone_weights(backbone)
+    from kbert.backend_speedups.torch_train_step import gathered
+
+    weights = gathered(backbone, "backbone_weights", lambda: _own_tensors(backbone_weights(backbone)))
+    return backbone_weights(backbone) if weights is None else weights
+
+
+def _own_tensors(weights):
+    """`weights` if every tensor in it is a variable's own (a `torch.nn.Parameter`), else None."""
+    tensors = [t for t in torch.utils._pytree.tree_leaves(weights) if t is not None]
+    return weights if all(isinstance(t, torch.nn.Parameter) for t in tensors) else None
 
 
 def forward(weights, token_ids, segment_ids, padding_mask, rate, num_heads, epsilon, dtype, position_offset=0,

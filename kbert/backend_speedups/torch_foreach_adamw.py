@@ -11,7 +11,19 @@ from keras import ops
 
 @torch.no_grad()
 def foreach_update(optimizer, grads, variables, learning_rate):
-    """PyTorch's AdamW step (decay applied before, by Keras) on all `variables` at once.
+    """PyTorch's AdamW step (decay applied before, by Keras) on all `variables` at once (`adamw_step` on their
+    tensors and their moments)."""
+    index = optimizer._get_variable_index
+    adamw_step(optimizer, grads, [variable.value for variable in variables],
+               [optimizer._momentums[index(variable)].value for variable in variables],
+               [optimizer._velocities[index(variable)].value for variable in variables], learning_rate)
+
+
+@torch.no_grad()
+def adamw_step(optimizer, grads, parameters, momentums, velocities, learning_rate, decayed=()):
+    """PyTorch's AdamW step of `optimizer` (a `BertAdamW`: its betas, epsilon, weight decay and step count)
+    on the tensors `parameters`, their moments updated in place; first the decoupled weight decay of those in
+    `decayed`, `w *= 1 - lr * weight_decay`, as Keras's torch optimizers apply it (none when empty).
 
     The same update as `BertAdamW.update_step`:
     `w -= lr * sqrt(c2) / c1 * m / (sqrt(v) + eps * sqrt(c2))`, with `c1 = 1 - beta_1**t`
@@ -19,14 +31,15 @@ def foreach_update(optimizer, grads, variables, learning_rate):
     weights' device: reading them as Python numbers would wait for the GPU to finish the
     backward pass before the update could be queued, as `torch.optim.AdamW` never does.
     """
+    learning_rate = torch.as_tensor(ops.convert_to_tensor(learning_rate))
+    if decayed:
+        # The overload that takes a tensor, as below; the factor in float32, as Keras's own.
+        torch.ops.aten._foreach_mul_.Tensor(list(decayed), 1 - optimizer.weight_decay * learning_rate.float())
     # float64 scalars: 1 - 0.999**t in float32 loses 5 digits
     step = torch.as_tensor(ops.convert_to_tensor(optimizer.iterations)).double() + 1  # a tensor under accumulation
     root_beta_2_correction = torch.sqrt(1 - optimizer.beta_2**step)
-    step_size = (torch.as_tensor(ops.convert_to_tensor(learning_rate)).double()
-                 * root_beta_2_correction / (1 - optimizer.beta_1**step)).float()
-    index = optimizer._get_variable_index
-    m = [optimizer._momentums[index(variable)].value for variable in variables]
-    v = [optimizer._velocities[index(variable)].value for variable in variables]
+    step_size = (learning_rate.double() * root_beta_2_correction / (1 - optimizer.beta_1**step)).float()
+    m, v = momentums, velocities
     torch._foreach_lerp_(m, grads, 1 - optimizer.beta_1)
     torch._foreach_mul_(v, optimizer.beta_2)
     torch._foreach_addcmul_(v, grads, grads, value=1 - optimizer.beta_2)
@@ -35,7 +48,7 @@ def foreach_update(optimizer, grads, variables, learning_rate):
     # overload, which reads it back to the host.
     torch.ops.aten._foreach_add_.Tensor(denominators, (optimizer.epsilon * root_beta_2_correction).float())
     torch._foreach_div_(denominators, step_size)  # as torch's capturable Adam; a step size of 0 moves nothing
-    torch._foreach_addcdiv_([variable.value for variable in variables], m, denominators, value=-1.0)
+    torch._foreach_addcdiv_(list(parameters), m, denominators, value=-1.0)
 
 
 @torch.no_grad()

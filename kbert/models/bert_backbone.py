@@ -177,11 +177,22 @@ class BertBackbone(keras.Model):
         if (not active("torch_backbone") or keras.backend.is_keras_tensor(inputs["token_ids"])
                 or keras.distribution.distribution() is not None):
             return False
-        layers = list(self._flatten_layers())  # read at every call: quantize() and a dropout's seed can change
+        layers = self._layers_of_call()  # their settings read at every call: quantize() and a dropout's seed can change
         return not (any(layer.quantization_mode for layer in layers)
                     or training and any(layer._remat_mode is not None
                                         or isinstance(layer, keras.layers.Dropout) and layer.seed is not None
                                         for layer in layers))
+
+    def _layers_of_call(self):
+        """The backbone and all its layers; with the speed-up `torch_train_step`, gathered once while the model does
+        not change (`kbert.backend_speedups.torch_train_step.gathered`)."""
+        from kbert.backend_speedups import active
+
+        if not active("torch_train_step"):
+            return list(self._flatten_layers())
+        from kbert.backend_speedups.torch_train_step import gathered
+
+        return gathered(self, "layers", lambda: list(self._flatten_layers()))
 
     def check_inputs(self, inputs):
         """Refuses inputs that would silently give garbage (JAX clamps bad ids in a gather).

@@ -32,6 +32,10 @@ class BertAdamW(keras.optimizers.AdamW):
     [0.9091, 1.1]
     """
 
+    # Its update is `torch_foreach_adamw.adamw_step`'s on torch, which the fused training step
+    # (`kbert.backend_speedups.torch_train_step`) runs itself for an optimizer that says so.
+    updates_as_adamw_step = True
+
     def apply(self, grads, trainable_variables=None):
         if keras.config.backend() == "tensorflow":
             import tensorflow as tf

@@ -211,6 +211,18 @@ class BertTask(UnreadPooler, keras.Model):
         with training_on_shares(self, arguments["x"]), fit_dropout_masks():
             return super().fit(**arguments)
 
+    def train_step(self, *args):
+        """Keras's training step (its arguments are the backend's: JAX's takes the state too); on torch with the
+        speed-up `torch_train_step`, the same step on what it gathered from the model
+        (`kbert.backend_speedups.torch_train_step.train_step`) where that applies."""
+        if active("torch_train_step"):
+            from kbert.backend_speedups.torch_train_step import train_step
+
+            logs = train_step(self, *args)
+            if logs is not None:
+                return logs
+        return super().train_step(*args)
+
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
         """`keras.Model.evaluate`, also on raw inputs, and across JAX processes on this process's share
         of every batch (`kbert.distribution.process_share`)."""

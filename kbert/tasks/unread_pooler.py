@@ -1,5 +1,7 @@
 """`UnreadPooler`: a task model leaves the backbone's pooler out of its training when no output reads it."""
 
+from kbert.backend_speedups import active
+
 
 class UnreadPooler:
     """Mixin of the `keras.Model` task models with a `backbone`: unless `reads_pooled_output`, the weights
@@ -20,13 +22,24 @@ class UnreadPooler:
 
     @property
     def trainable_weights(self):
-        unread = self._unread_weights()  # once: Keras's torch trainer reads this property twice a step
-        return [v for v in super().trainable_weights if id(v) not in unread]
+        return self._read_weights("trainable_weights", lambda: super(UnreadPooler, self).trainable_weights)
 
     @property
     def trainable_variables(self):
-        unread = self._unread_weights()
-        return [v for v in super().trainable_variables if id(v) not in unread]
+        return self._read_weights("trainable_variables", lambda: super(UnreadPooler, self).trainable_variables)
+
+    def _read_weights(self, name, walked):
+        """The weights of `walked()` but the unread ones; with the speed-up `torch_train_step`, gathered once
+        while the model does not change (Keras's torch trainer reads them three times a step)."""
+        def gather():
+            unread = self._unread_weights()
+            return [v for v in walked() if id(v) not in unread]
+
+        if not active("torch_train_step"):
+            return gather()
+        from kbert.backend_speedups.torch_train_step import gathered
+
+        return list(gathered(self, name, gather))
 
     @property
     def non_trainable_weights(self):
