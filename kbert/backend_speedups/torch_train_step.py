@@ -71,10 +71,11 @@ def gathered(owner, name, gather, key=()):
     >>> len(gathered(layer, "weights", lambda: layer.trainable_weights))
     0
     """
-    kept = owner.__dict__.get("_kbert_gathered")
+    kept = owner.__dict__.get("__kbert_gathered__")
     if kept is None:  # on the owner, so that it lives as long (not a weak key: what is kept refers to the owner)
         kept = {}
-        object.__setattr__(owner, "_kbert_gathered", kept)  # past Keras's attribute tracking
+        # past Keras's attribute tracking; a name of "__" that Keras's saving walk skips (it would recurse into it)
+        object.__setattr__(owner, "__kbert_gathered__", kept)
     full_key = (_changes, id(owner), *key)  # a copy of the owner gathers its own
     if name not in kept or kept[name][0] != full_key:
         kept[name] = (full_key, gather())
@@ -93,7 +94,8 @@ class _Plan:
         self.decayed = ([variable.value for variable in self.variables if optimizer._use_weight_decay(variable)]
                         if optimizer.weight_decay else [])
         self.iterations = optimizer.iterations.value
-        keras_metrics = type(model).compute_metrics is keras.Model.compute_metrics
+        keras_metrics = (type(model).compute_metrics is keras.Model.compute_metrics
+                         and type(model).get_metrics_result is keras.Model.get_metrics_result)
         self.metrics = model.metrics if keras_metrics else None  # None: the model's own compute_metrics
 
 

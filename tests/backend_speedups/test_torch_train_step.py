@@ -172,8 +172,8 @@ def test_what_is_gathered_goes_with_the_model():
     model = classifier()
     model.fit(tiny_batch(), LABELS, verbose=0)
     model.predict(tiny_batch(), verbose=0)
-    assert {"fused_step_plan", "trainable_variables"} <= set(model._kbert_gathered)
-    assert {"backbone_weights", "layers"} <= set(model.backbone._kbert_gathered)
+    assert {"fused_step_plan", "trainable_variables"} <= set(model.__dict__["__kbert_gathered__"])
+    assert {"backbone_weights", "layers"} <= set(model.backbone.__dict__["__kbert_gathered__"])
     references = [weakref.ref(model), weakref.ref(model.backbone)]
     del model
     gc.collect()
