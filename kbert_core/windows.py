@@ -14,14 +14,15 @@ MAX_WINDOWS = 64
 QA_SEQUENCE_LENGTH, QA_DOC_STRIDE, MAX_QUESTION_LENGTH = 384, 128, 64
 
 
-def question_tokens_kept(max_question_length, max_length):
-    """Question tokens kept in a `max_length` window: `max_question_length`, but room for a context token.
+def question_tokens_kept(max_question_length, max_length, specials=3):
+    """Question tokens kept in a `max_length` window: `max_question_length`, but room for a context token beside
+    the window's `specials` special tokens (BERT's 3; RoBERTa's 4).
 
     Example:
-    >>> question_tokens_kept(64, 384), question_tokens_kept(64, 32)
-    (64, 28)
+    >>> question_tokens_kept(64, 384), question_tokens_kept(64, 32), question_tokens_kept(64, 32, specials=4)
+    (64, 28, 27)
     """
-    return max(min(max_question_length, max_length - 4), 0)
+    return max(min(max_question_length, max_length - specials - 1), 0)
 
 
 def question_windows(question_length, context_length, max_length, doc_stride, specials=3):

@@ -13,7 +13,6 @@ from kbert_core.answers import best_answers, window_candidates
 from kbert_core.byte_level_bpe import ByteLevelBPE
 from kbert_core.classification import EMPTY_TEXT, class_probabilities, is_blank
 from kbert_core.entities import entity_spans
-from kbert_core.packing import Layout
 from kbert_core.sentence_piece import SentencePiece
 from kbert_core.windows import (MAX_WINDOWS, combine_windows, first_pieces, pack_question_windows, pack_text_windows,
                                 question_tokens_kept, question_windows, text_windows, word_windows)
@@ -137,10 +136,6 @@ class EdgeModel:
         if self.vocabulary_size is not None and len(self.tokenizer.ids) > self.vocabulary_size:
             raise ValueError(f"{path.parent / tokenizer['files'][0]} holds {len(self.tokenizer.ids)} tokens, the "
                              f"model {self.vocabulary_size}: it is not the vocabulary exported with {path.name}.")
-        bert_layout = self.tokenizer.layout == Layout.bert(self.tokenizer.cls, self.tokenizer.sep, self.tokenizer.pad)
-        if self.model_kind == "question_answerer" and not (self.text_model or bert_layout):
-            raise ValueError(f"{path.name}: kbert_edge reads question windows in BERT's layout ([CLS] Q [SEP] C "
-                             f"[SEP]); this {tokenizer['kind']} tokenizer lays pairs out otherwise.")
         self.max_length = self.spec["max_length"]
         self.label_names = self.spec["label_names"]
 
@@ -293,14 +288,16 @@ class EdgeModel:
             return {"text": context[start:end], "start": start, "end": end, "score": float(out["score"][0]),
                     "probability": float(out["probability"][0]), "found": True, **flags}
         question_ids = self.tokenizer.tokenize(question)[0]
-        kept = question_tokens_kept(spec["max_question_length"], self.max_length)
+        layout = self.tokenizer.layout  # BERT's [CLS] q [SEP] c [SEP], or RoBERTa's <s> q </s></s> c </s>
+        kept = question_tokens_kept(spec["max_question_length"], self.max_length, layout.specials(2))
         question_cut, question_ids = len(question_ids) > kept, question_ids[:kept]
         context_ids, context_spans, _ = self.tokenizer.tokenize(context)
-        needed = question_windows(len(question_ids), len(context_ids), self.max_length, spec["doc_stride"])
+        needed = question_windows(len(question_ids), len(context_ids), self.max_length, spec["doc_stride"],
+                                  layout.specials(2))
         windows = needed[: self.max_windows]
         flags = {"truncated": question_cut or len(needed) > len(windows), "windows": len(windows)}
         packed = pack_question_windows([(question_ids, context_ids, context_spans, windows)], self.tokenizer.cls,
-                                       self.tokenizer.sep, self.tokenizer.pad)
+                                       self.tokenizer.sep, self.tokenizer.pad, layout=layout)
         candidates = []
         for r in range(len(windows)):  # batch 1: one window at a time
             out = self.run_ids({k: packed[k][r : r + 1] for k in ("token_ids", "segment_ids", "padding_mask")})

@@ -5,7 +5,6 @@ models and offline-trained tokenizers of `tests/tasks/family_folders_reference.p
 
 import importlib.util
 import json
-import shutil
 
 import keras
 import numpy as np
@@ -13,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 from kbert.export import ExportError, export_saved_model, export_tflite, load_exportable
-from kbert.tasks import BertClassifier
+from kbert.tasks import BertClassifier, BertQuestionAnswerer
 from kbert_edge import EdgeModel
 from tests.conftest import app_module, run_python
 from tests.export.conftest import TENSORFLOW_ONLY, run_edge_predict
@@ -90,16 +89,27 @@ def test_the_edge_runner_gives_keras_answers_on_each_familys_exports(exported):
         assert content["custom_ops"] == {"text.tflite": ["TFText>FastSentencepieceTokenize"]}
 
 
-@pytest.mark.parametrize("exported", ["roberta"], indirect=True)
-def test_the_edge_runner_refuses_roberta_question_windows(exported, tmp_path):
-    """kbert_edge packs question windows in BERT's layout: on RoBERTa's token ids, one line says so."""
-    _, _, out = exported
-    shutil.copytree(out / "tflite", tmp_path / "qa")
-    content = json.loads((tmp_path / "qa" / "export.json").read_text())
-    (tmp_path / "qa" / "export.json").write_text(json.dumps({**content, "model_kind": "question_answerer"}))
-    with pytest.raises(ValueError, match=r"reads question windows in BERT's layout \(\[CLS\] Q \[SEP\] C \[SEP\]\); "
-                       "this byte_level_bpe tokenizer lays pairs out otherwise"):
-        EdgeModel(tmp_path / "qa" / "token_ids.tflite")
+def test_the_edge_runner_answers_questions_in_robertas_layout(folders, tmp_path):
+    """kbert_edge's question windows on RoBERTa's token ids: `<s> q </s></s> c </s>`, four special tokens a window,
+    as Keras's QA reads them; the answers over several windows are the Keras model's."""
+    keras.utils.set_random_seed(5)
+    model = BertQuestionAnswerer.from_preset(folders / "hf" / "roberta", sequence_length=LENGTH, doc_stride=6,
+                                             max_question_length=8)
+    head = model.get_layer("span_logits")
+    head.kernel.assign(head.kernel * 300)  # answers apart: a random head's logits hardly differ
+    model.save(tmp_path / "qa.keras")
+    exported = load_exportable(tmp_path / "qa.keras", num_texts=2)
+    export_tflite(*exported, tmp_path / "qa", text_model=False)
+    edge_model = EdgeModel(tmp_path / "qa" / "token_ids.tflite")
+    questions = ["Who wrote the film?", "what is long " * 6, "Where?"]
+    contexts = [TEXTS[2] + " " + TEXTS[0] + " It was written by Ann Lee in Paris, and the plot drags.",
+                "A short one.", "Paris, naïve café " * 4]
+    expected = model.predict((questions, contexts), verbose=0)
+    for question, context, want in zip(questions, contexts, expected):
+        got = edge_model.answer_question(question, context)
+        assert got["windows"] > 1 or question == questions[1]  # strided windows, as Keras reads them
+        assert (got["text"], got["start"], got["end"]) == (want["text"], want["start"], want["end"])
+        np.testing.assert_allclose(got["probability"], want["probability"], atol=1e-4)
 
 
 def test_the_saved_model_gives_keras_outputs(exported):
