@@ -14,6 +14,7 @@ from kbert import BertBackbone, BertClassifier
 from kbert.recipes import pretrain as recipe
 from kbert.text import load_hf_tokenizer
 from kbert.text.hf_tokenizers import FAMILY_KINDS, KIND_FILES
+from tests.conftest import run_python
 
 SHARED = dict(num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32, max_sequence_length=32, dropout=0.0)
 CONFIGS = {"roberta": dict(SHARED, family="roberta", num_segments=1, position_offset=2, layer_norm_epsilon=1e-5),
@@ -102,3 +103,41 @@ def test_what_a_family_cannot_pretrain_is_refused_before_anything_is_written(cor
     with pytest.raises(ValueError, match=message):
         recipe.train([corpus[0]], tmp_path / "run", {}, steps=2, **options)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture(scope="module")
+def hugging_face_folders(data_dir, tmp_path_factory):
+    """Each family's Hugging Face folder (`save_pretrained` of a random 1-layer model beside its tokenizer's files),
+    written by `tests/tasks/family_folders_reference.py` in a process of its own."""
+    pytest.importorskip("transformers", reason="transformers writes the families' folders")
+    pytest.importorskip("sentencepiece", reason="sentencepiece trains ALBERT's model")
+    reference = pytest.importorskip("tests.tasks.family_folders_reference")
+    folder = tmp_path_factory.mktemp("hf_folders")
+    (folder / "cases.json").write_text("[]", "utf-8")
+    run_python(reference.__file__, data_dir / "sst2" / "train.tsv", folder / "hf", folder / "cases.json",
+               folder / "out.json")
+    return folder / "hf"
+
+
+@pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent: runs once")
+@pytest.mark.parametrize("family", ["roberta", "albert"])
+def test_pretraining_continues_from_a_hugging_face_folder_of_the_family(corpus, hugging_face_folders, family,
+                                                                        tmp_path):
+    """`load_init` of a Hugging Face RoBERTa / ALBERT folder: its weights, its family's tokenizer (read from the
+    folder's own files), trained further with the family's objective; the run folder keeps that tokenizer."""
+    folder = hugging_face_folders / family
+    backbone, tokenizer = recipe.load_init(folder)
+    given = load_hf_tokenizer(folder)
+    assert (backbone.family, type(tokenizer)) == (family, type(given))
+    assert tokenizer.get_config() == given.get_config()
+    before = [weight.numpy().copy() for weight in backbone.get_layer("token_embedding").weights]
+    out = tmp_path / "run"
+    metrics = recipe.train([corpus[0]], out, {"init": str(folder)}, init=(backbone, tokenizer), steps=2,
+                           objective=OBJECTIVES[family], **OPTIONS)
+    assert metrics["steps"] == 2 and np.isfinite(metrics["history"]["loss"]).all()
+    assert load_hf_tokenizer(out).get_config() == given.get_config()
+    trained = BertBackbone.from_preset(out)
+    assert (trained.family, trained.vocabulary_size) == (family, given.vocabulary_size)
+    after = trained.get_layer("token_embedding").weights[0].numpy()
+    assert after.shape == before[0].shape and not np.allclose(after, before[0])  # trained from the folder's weights
+    assert np.abs(after - before[0]).max() < 0.1  # a few steps away from them, not a fresh draw
