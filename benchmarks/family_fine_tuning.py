@@ -2,7 +2,9 @@
 each pretrained briefly with its own tokenizer and objective, then fine-tuned on SST-2 from those weights and from a
 random initialisation of the same shape.
 
-    python benchmarks/family_fine_tuning.py                      # the aim: 3 families x 5 min, ~25 min on 2 cores
+    python benchmarks/family_fine_tuning.py                      # 3 families x 5 min, ~25 min on 2 cores
+    python benchmarks/family_fine_tuning.py --layers 4 --hidden 128 --seq-len 64 --lr 1e-3 --warmup-steps 200 \
+        --steps 2000 --train-sentences 8000 --finetune-lr 1e-4 --seeds 3   # the aim's table in docs/checkpoints.md
     python benchmarks/family_fine_tuning.py --minutes 0.2 --train-sentences 64 --validation-size 100 \\
         --corpus-lines 2000 --tokenizer-lines 2000 --vocab-size 1000 --layers 1 --hidden 64 --seq-len 64 \\
         --finetune-epochs 1 --out saved_models/family_fine_tuning_smoke         # smoke
@@ -29,13 +31,14 @@ import argparse
 import json
 import os
 import pathlib
+import statistics
 import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from kbert_core.cpu import cpu_summary, describe_cpu  # noqa: E402  (numpy/stdlib only: no Keras in this process)
-from pretraining_objectives import STEP_CAP, fine_tune, set_up, write_results  # noqa: E402
+from pretraining_objectives import STEP_CAP, fine_tune, set_up, spread, write_results  # noqa: E402
 
 FAMILIES = {  # family: (objective, BertConfig fields beside the size's, how its tokenizer is made)
     "roberta": ("mlm", dict(family="roberta", num_segments=1, position_offset=2, layer_norm_epsilon=1e-5), "bpe"),
@@ -53,6 +56,9 @@ def parser():
                         help="(default: all)")
     parser.add_argument("--minutes", type=float, default=5.0,
                         help="wall-clock minutes of pretraining steps for each family (default: %(default)s)")
+    parser.add_argument("--steps", type=int,
+                        help="a fixed number of pretraining steps for each family instead of --minutes: the same "
+                             "weights on a loaded machine as on a quiet one")
     parser.add_argument("--train-sentences", type=int, default=2000,
                         help="SST-2 sentences each fine-tuning trains on (default: %(default)s)")
     parser.add_argument("--validation-size", type=int, default=2000,
@@ -78,17 +84,23 @@ def parser():
     parser.add_argument("--finetune-epochs", type=int, default=3, help="(default: %(default)s)")
     parser.add_argument("--max-length", type=int, default=64,
                         help="fine-tuning tokens a sentence (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, help="(default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=0, help="the pretraining seed (default: %(default)s)")
+    parser.add_argument("--seeds", type=int, default=1,
+                        help="fine-tunings of each backbone, seeds 0..N-1: the table gives mean ± std "
+                             "(default: %(default)s)")
     parser.add_argument("--out", default="saved_models/family_fine_tuning", help="(default: %(default)s)")
     return parser
 
 
 def main(argv=None):
-    args = parser().parse_args(argv)
+    parser_ = parser()
+    args = parser_.parse_args(argv)
+    if args.seeds < 1 or (args.steps is not None and args.steps < 1):
+        parser_.error("--seeds and --steps must be at least 1")
     out, corpus, train, valid = set_up(args)
     machine, backend = describe_cpu(), os.environ.get("KERAS_BACKEND", "tensorflow")
     print(f"machine: {cpu_summary(machine)}; backend {backend}; {args.layers} layers x {args.hidden}, "
-          f"{args.minutes} min a family", flush=True)
+          f"{budget(args)} a family", flush=True)
     rows = []
     for family in args.families:
         objective = FAMILIES[family][0]
@@ -99,14 +111,20 @@ def main(argv=None):
         row = {"family": family, "objective": objective, "steps": pretrained["steps"],
                "held_out": pretrained["held_out"]}
         for name, run in (("pretrained", pretrained), ("random", random)):
-            row[name] = fine_tune(args, out, {"objective": f"{family}_{name}", "folder": run["folder"]},
-                                  args.train_sentences, args.finetune_epochs, args.seed, train, valid)
-        print(f"{family} ({objective}): {row['steps']:,} steps; SST-2 {row['pretrained']:.2%} pretrained, "
-              f"{row['random']:.2%} random", flush=True)
+            row[name] = [fine_tune(args, out, {"objective": f"{family}_{name}", "folder": run["folder"]},
+                                   args.train_sentences, args.finetune_epochs, seed, train, valid)
+                         for seed in range(args.seeds)]
+        print(f"{family} ({objective}): {row['steps']:,} steps; SST-2 {spread(row['pretrained'])} pretrained, "
+              f"{spread(row['random'])} random", flush=True)
         rows.append(row)
     write_results(out, format_table(rows, args, machine, backend),
                   {"settings": vars(args), "machine": machine, "backend": backend, "validation": str(valid),
                    "runs": rows})
+
+
+def budget(args):
+    """What each family's pretraining gets, in words: `--steps` steps or `--minutes` minutes."""
+    return f"{args.steps:,} steps" if args.steps else f"{args.minutes} min"
 
 
 def train_tokenizer(family, corpus, folder, size, lines):
@@ -150,11 +168,12 @@ def config(args, family):
 
 def pretrain(args, out, corpus, family, tokenizer, steps):
     """One apps/pretrain.py run of `family` (read back when whole): steps 0 saves the random init (and learns
-    ELECTRA's vocabulary); None pretrains under the time budget, with the random run's tokenizer."""
+    ELECTRA's vocabulary); None pretrains for `--steps` or under the time budget, with the random run's tokenizer."""
     folder = out / "pretrain" / f"{family}_{'random' if steps == 0 else 'pretrained'}"
     metrics_file = folder / "metrics.json"
     whole = metrics_file.is_file() and (folder / "backbone.keras").is_file() and (
-        steps == 0 or "time_budget" in json.loads(metrics_file.read_text()))
+        steps == 0 or "time_budget" in json.loads(metrics_file.read_text())
+        or json.loads(metrics_file.read_text()).get("steps") == args.steps)
     if not whole:
         config_file = out / f"{family}_config.json"
         config_file.write_text(json.dumps(config(args, family)))
@@ -168,10 +187,12 @@ def pretrain(args, out, corpus, family, tokenizer, steps):
         if steps == 0:
             command += ["--steps", "0", "--objective", "mlm", "--holdout-fraction", "0"]
         else:
-            total = STEP_CAP - STEP_CAP % args.checkpoint_every
+            total = args.steps or STEP_CAP - STEP_CAP % args.checkpoint_every
             command += ["--objective", FAMILIES[family][0], "--steps", str(total), "--checkpoint-every",
-                        str(args.checkpoint_every), "--warmup-ratio", str(args.warmup_steps / total),
-                        "--minutes", str(args.minutes)]
+                        str(min(args.checkpoint_every, total)),
+                        "--warmup-ratio", str(min(args.warmup_steps / total, 1.0))]
+            if not args.steps:
+                command += ["--minutes", str(args.minutes)]
         print(f"pretraining {folder.name}: {' '.join(command[2:])}", flush=True)
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
     metrics = json.loads(metrics_file.read_text())
@@ -179,16 +200,18 @@ def pretrain(args, out, corpus, family, tokenizer, steps):
 
 
 def format_table(rows, args, machine, backend):
-    lines = [f"Fine-tuning every family: {args.layers} layers x {args.hidden}, pretrained {args.minutes} min each "
+    lines = [f"Fine-tuning every family: {args.layers} layers x {args.hidden}, pretrained {budget(args)} each "
              f"(batch {args.batch_size} x {args.seq_len} tokens, peak lr {args.lr}, {args.vocab_size}-token "
-             f"tokenizers); SST-2 accuracy (%) on {args.validation_size} held-out sentences after "
-             f"{args.finetune_epochs} epoch(s) on {args.train_sentences} sentences, seed {args.seed}.",
+             f"tokenizers, seed {args.seed}); SST-2 accuracy (%) on {args.validation_size} held-out sentences after "
+             f"{args.finetune_epochs} epoch(s) on {args.train_sentences} sentences at lr {args.finetune_lr}, mean ± "
+             f"std over {args.seeds} fine-tuning seed(s).",
              f"Machine: {cpu_summary(machine)}; backend {backend}.", "",
              "| family | objective | pretraining steps | pretrained | random | difference |",
              "|---|---|---|---|---|---|"]
     for row in rows:
-        lines.append(f"| {row['family']} | {row['objective']} | {row['steps']:,} | {100 * row['pretrained']:.1f} | "
-                     f"{100 * row['random']:.1f} | {100 * (row['pretrained'] - row['random']):+.1f} |")
+        difference = statistics.mean(row["pretrained"]) - statistics.mean(row["random"])
+        lines.append(f"| {row['family']} | {row['objective']} | {row['steps']:,} | {spread(row['pretrained'])} | "
+                     f"{spread(row['random'])} | {100 * difference:+.1f} |")
     return "\n".join(lines)
 
 
