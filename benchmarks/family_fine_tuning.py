@@ -23,8 +23,9 @@ baseline, the same weights the pretraining starts from) and pretrained for --min
 (benchmarks/pretraining_objectives.py's split: SST-2's dev set is kept apart from ../shared/data). The table: family,
 objective, pretraining steps, validation accuracy pretrained and random.
 
-Resumable as pretraining_objectives.py: runs with a metrics.json are read back; a rerun with other settings into the
-same --out is refused. Steps depend on the machine: run it on a quiet one. Writes OUT/results.json and OUT/results.md.
+Resumable as pretraining_objectives.py: runs with a metrics.json are read back (a pretraining of --steps killed midway
+resumes from its last backup, every --checkpoint-every steps); a rerun with other settings into the same --out is
+refused. Steps depend on the machine: run it on a quiet one. Writes OUT/results.json and OUT/results.md.
 """
 
 import argparse
@@ -78,6 +79,9 @@ def parser():
     parser.add_argument("--seq-len", type=int, default=128, help="pretraining tokens a row (default: %(default)s)")
     parser.add_argument("--lr", type=float, default=5e-4, help="pretraining peak learning rate (default: %(default)s)")
     parser.add_argument("--warmup-steps", type=int, default=100, help="pretraining warmup (default: %(default)s)")
+    parser.add_argument("--mixed-precision", action="store_true",
+                        help="pretrain in bfloat16 (apps/pretrain.py --mixed-precision; fast where the CPU has "
+                             "bfloat16 units)")
     parser.add_argument("--checkpoint-every", type=int, default=1000,
                         help="pretraining steps between backups (default: %(default)s)")
     parser.add_argument("--finetune-lr", type=float, default=3e-4, help="(default: %(default)s)")
@@ -180,8 +184,7 @@ def pretrain(args, out, corpus, family, tokenizer, steps):
         command = [sys.executable, str(ROOT / "apps" / "pretrain.py"), "--corpus", str(corpus), "--run", folder.name,
                    "--output", str(folder.parent), "--config", str(config_file), "--seed", str(args.seed),
                    "--batch-size", str(args.batch_size), "--seq-len", str(args.seq_len), "--lr", str(args.lr),
-                   "--vocab-size", str(args.vocab_size), "--vocab-lines", str(args.tokenizer_lines), "--restart",
-                   "--quiet"]
+                   "--vocab-size", str(args.vocab_size), "--vocab-lines", str(args.tokenizer_lines), "--quiet"]
         if tokenizer:
             command += ["--tokenizer", str(tokenizer)]
         if steps == 0:
@@ -191,8 +194,12 @@ def pretrain(args, out, corpus, family, tokenizer, steps):
             command += ["--objective", FAMILIES[family][0], "--steps", str(total), "--checkpoint-every",
                         str(min(args.checkpoint_every, total)),
                         "--warmup-ratio", str(min(args.warmup_steps / total, 1.0))]
-            if not args.steps:
+            if not args.steps:  # a killed run under a time budget starts over; one of --steps resumes
                 command += ["--minutes", str(args.minutes)]
+        if steps == 0 or not args.steps:
+            command += ["--restart"]
+        if args.mixed_precision:
+            command += ["--mixed-precision"]
         print(f"pretraining {folder.name}: {' '.join(command[2:])}", flush=True)
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
     metrics = json.loads(metrics_file.read_text())
