@@ -178,10 +178,10 @@ class BertBackbone(keras.Model):
                 or keras.distribution.distribution() is not None):
             return False
         layers = self._layers_of_call()  # their settings read at every call: quantize() and a dropout's seed can change
-        return not (any(layer.quantization_mode for layer in layers)
-                    or training and any(layer._remat_mode is not None
-                                        or isinstance(layer, keras.layers.Dropout) and layer.seed is not None
-                                        for layer in layers))
+        if not training:
+            return not self._any_quantized(layers)
+        return not any(layer.quantization_mode or layer._remat_mode is not None
+                       or isinstance(layer, keras.layers.Dropout) and layer.seed is not None for layer in layers)
 
     def _layers_of_call(self):
         """The backbone and all its layers; with the speed-up `torch_train_step`, gathered once while the model does
@@ -193,6 +193,17 @@ class BertBackbone(keras.Model):
         from kbert.backend_speedups.torch_train_step import gathered
 
         return gathered(self, "layers", lambda: list(self._flatten_layers()))
+
+    def _any_quantized(self, layers):
+        """Whether a layer of `layers` (`_layers_of_call`) is quantized; with the speed-up `torch_train_step`, read
+        once while the model does not change (quantizing a layer replaces its weights, which `changes()` counts)."""
+        from kbert.backend_speedups import active
+
+        if not active("torch_train_step"):
+            return any(layer.quantization_mode for layer in layers)
+        from kbert.backend_speedups.torch_train_step import gathered
+
+        return gathered(self, "any_quantized", lambda: any(layer.quantization_mode for layer in layers))
 
     def check_inputs(self, inputs):
         """Refuses inputs that would silently give garbage (JAX clamps bad ids in a gather).
