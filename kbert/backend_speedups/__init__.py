@@ -17,6 +17,9 @@ but those.
 - `torch_train_step`: what `BertTask`'s steps read from the model (trainable weights, optimizer moments, metrics,
   the backbone's weights) gathered once and kept until the model changes, and `fit`'s training step on them with the
   weight decay inside `torch_foreach_adamw`'s update (`torch_train_step.train_step`).
+- `torch_predict_step`: `predict`'s step runs the task model's graph calling each node's own `call` where Keras's
+  `Layer.__call__` would change nothing, with what it needs gathered as `torch_train_step` gathers
+  (`torch_predict_step.predict_step`).
 - `jax_dense`: dense matmuls whose kernel gradients XLA:CPU runs in YNNPACK, in training (`jax_dense`).
 - `jax_gelu`: the exact GELU written out with `erf` (`ops.gelu` lowers to `erfc`, fused into more passes).
 - `jax_dropout_masks`: while `BertTask.fit` trains, dropout masks from JAX's classic threefry stream, about
@@ -29,6 +32,7 @@ import os
 # name -> the Keras backend it is for (None: every backend)
 SPEEDUPS = {"direct_sublayer_calls": None, "torch_dense": "torch", "torch_backbone": "torch",
             "torch_dropout": "torch", "torch_foreach_adamw": "torch", "torch_train_step": "torch",
+            "torch_predict_step": "torch",
             "jax_dense": "jax", "jax_gelu": "jax",
             "jax_dropout_masks": "jax"}
 

@@ -223,6 +223,17 @@ class BertTask(UnreadPooler, keras.Model):
                 return logs
         return super().train_step(*args)
 
+    def predict_step(self, *args):
+        """Keras's predict step; on torch with the speed-up `torch_predict_step`, the model's graph run without
+        Keras's per-call work (`kbert.backend_speedups.torch_predict_step.predict_step`) where that applies."""
+        if active("torch_predict_step"):
+            from kbert.backend_speedups.torch_predict_step import predict_step
+
+            outputs = predict_step(self, *args)
+            if outputs is not None:
+                return outputs
+        return super().predict_step(*args)
+
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
         """`keras.Model.evaluate`, also on raw inputs, and across JAX processes on this process's share
         of every batch (`kbert.distribution.process_share`)."""
