@@ -7,11 +7,13 @@ node's layer through the same `__call__`: some 6,000 Python calls a batch for a 
 64 on torch (cProfile), where the backbone's own plain-torch pass makes 700.
 Here the graph's nodes are called as `kbert.layers.sublayer_calls.sublayer_call` calls a block's sublayers at
 inference: a layer's own `call` where `__call__` would change nothing (same dtypes, no quantization, no
-`keras.distribution`, no masks), else the layer itself.
+`keras.distribution`, no masks), else the layer itself; under a mixed policy ("mixed_bfloat16"), in the autocast
+scopes that `Layer.__call__` opens.
 """
 
 import keras
 import torch
+from keras.src.backend.common.variables import AutocastScope
 from keras.src.layers.layer import Layer
 from keras.src.models.functional import Functional, unpack_singleton
 
@@ -23,9 +25,10 @@ def predict_step_refusal(model):
     """Why `predict_step` cannot run `model` as Keras's `predict_step` would (a sentence), or None."""
     if not isinstance(model, Functional) or type(model).call is not Functional.call or not model.built:
         return "the model is not a built functional model with Keras's call"
-    policy = model.dtype_policy
-    if policy.compute_dtype != policy.variable_dtype or policy.quantization_mode:
-        return f"the model computes under the policy {policy.name!r}, whose autocast scope Keras's call opens"
+    if model.dtype_policy.quantization_mode:
+        return f"the model computes under the quantized policy {model.dtype_policy.name!r}"
+    if _model_scope(model) and any(keras.backend.is_float_dtype(i.dtype) for i in model.inputs):
+        return "the model has float inputs, which its call under a mixed policy would cast to its compute dtype"
     masking = [op.name for op in model.operations
                if isinstance(op, Layer) and type(op).compute_mask is not Layer.compute_mask]
     if masking:
@@ -33,16 +36,25 @@ def predict_step_refusal(model):
     return None
 
 
+def _model_scope(model):
+    """The dtype of the autocast scope that the model's `Layer.__call__` opens around its graph (a mixed policy's
+    compute dtype), or None."""
+    policy = model.dtype_policy
+    return policy.compute_dtype if policy.compute_dtype != policy.variable_dtype else None
+
+
 def _node_calls(model):
     """{id of a graph node's operation: what computes it at inference}: an operation's own `call`; a layer's
     `sublayer_call` (its `call`, with `training=False` where it takes one, given inputs in its dtype), or the layer
-    itself, called as Keras's `Functional.call` calls it."""
+    itself, called as Keras's `Functional.call` calls it (every layer under a mixed policy's scope)."""
+    outer = _model_scope(model)
     calls = {}
     for operation in model.operations:
         if not isinstance(operation, Layer):
             calls[id(operation)] = operation.call
             continue
-        direct = sublayer_call(operation, training=False)
+        # under the model's autocast scope, each layer through its `__call__`, which opens its own in it
+        direct = operation if outer else sublayer_call(operation, training=False)
         if direct is operation:  # as `Functional.call` calls it
             calls[id(operation)] = _with_training(operation)
         else:
@@ -95,4 +107,10 @@ def predict_step(model, data):
             return None
         flat.append(value)
     calls = gathered(model, "predict_node_calls", lambda: _node_calls(model))
-    return unpack_singleton(model._run_through_graph(flat, operation_fn=lambda operation: calls[id(operation)]))
+    outer = _model_scope(model)
+    if outer is None:
+        outputs = model._run_through_graph(flat, operation_fn=lambda operation: calls[id(operation)])
+    else:
+        with AutocastScope(outer):  # as the model's `Layer.__call__` runs its graph
+            outputs = model._run_through_graph(flat, operation_fn=lambda operation: calls[id(operation)])
+    return unpack_singleton(outputs)
