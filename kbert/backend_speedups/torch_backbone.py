@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from keras import ops
 from keras.src.backend.common.stateless_scope import in_stateless_scope
-from keras.src.backend.common.variables import get_autocast_scope
+from keras.src.backend.common.variables import AutocastScope
 
 from kbert.backend_speedups import active
 from kbert.backend_speedups.torch_dropout import dropout as torch_dropout
@@ -90,12 +90,18 @@ def backbone_weights(backbone):
 def _gathered_weights(backbone):
     """`backbone_weights`, kept between calls while the model does not change (`torch_train_step.gathered`,
     with the speed-up `torch_train_step`) where every one is a variable's own tensor: not a LoRA-updated kernel,
-    nor the copy that a variable reads in a mixed-precision or stateless scope."""
-    if not active("torch_train_step") or in_stateless_scope() or get_autocast_scope() is not None:
+    nor the copy that a variable reads in a stateless scope. In a mixed-precision scope too, read outside it: `forward`
+    casts the kernels and embeddings to the compute dtype where the scope would have (the same `.to`), and the layer
+    norms' weights, which Keras never casts (`autocast=False`), it reads in float32."""
+    if not active("torch_train_step") or in_stateless_scope():
         return backbone_weights(backbone)
     from kbert.backend_speedups.torch_train_step import gathered
 
-    weights = gathered(backbone, "backbone_weights", lambda: _own_tensors(backbone_weights(backbone)))
+    def own_tensors():
+        with AutocastScope(None):
+            return _own_tensors(backbone_weights(backbone))
+
+    weights = gathered(backbone, "backbone_weights", own_tensors)
     return backbone_weights(backbone) if weights is None else weights
 
 

@@ -71,6 +71,29 @@ def test_plain_torch_forward_gives_the_keras_graphs_outputs(dtype, atol, family,
     assert np.abs(graph["sequence_output"]).mean() > 0.1  # not trivially close
 
 
+def test_under_a_mixed_policy_the_weights_are_kept_and_cast_where_keras_casts_them(monkeypatch):
+    """The variables' own float32 tensors kept (`_gathered_weights`), cast in the pass: the same numbers as the
+    weights read in the autocast scope at every call (KBERT_SPEEDUPS=-torch_train_step), and gathered once."""
+    from kbert.backend_speedups import torch_backbone
+
+    keras.config.set_dtype_policy("mixed_bfloat16")  # the backbone's own call too, in an autocast scope
+    try:
+        backbone = randomized(BertBackbone(**TINY))
+    finally:
+        keras.config.set_dtype_policy("float32")
+    batch = tiny_batch()
+    walks = []
+    real = torch_backbone.backbone_weights
+    monkeypatch.setattr(torch_backbone, "backbone_weights", lambda *args: walks.append(1) or real(*args))
+    kept = [outputs(backbone, batch, True, monkeypatch) for _ in range(2)]
+    assert len(walks) == 1
+    monkeypatch.setenv("KBERT_SPEEDUPS", "-torch_train_step")
+    read = outputs(backbone, batch, True, monkeypatch)
+    for key in read:
+        np.testing.assert_array_equal(kept[0][key], read[key], err_msg=key)
+        np.testing.assert_array_equal(kept[1][key], read[key], err_msg=key)
+
+
 def test_a_row_of_padding_alone_gets_the_keras_graphs_outputs(monkeypatch):
     """Keras adds a large negative bias to padded keys, so a row with no real token attends to
     every key alike; a boolean mask in torch's attention would give other numbers there."""
