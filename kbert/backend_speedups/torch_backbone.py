@@ -36,7 +36,8 @@ def backbone_forward(backbone, inputs, training=False, compiled=False):
     torch's global generator (`torch_dropout`), as `kbert.layers.Dropout` draws them on torch.
     With `compiled`, `forward` runs under `torch.compile` (`compiled_forward`): kbert's compiled
     mode on torch, which `BertTask.compile(jit_compile=True)` turns on (not on Keras's meta tensors).
-    Called by `BertBackbone.call` when `_runs_in_plain_torch` allows it.
+    Called by `BertBackbone.call` when `_runs_in_plain_torch` allows it, and by `BertBackbone.packed_outputs`
+    with `padding_mask` (batch, length, length), which keys each query attends to, and `position_ids`.
     """
     token_ids, segment_ids, padding_mask = (ops.convert_to_tensor(inputs[key])
                                             for key in ("token_ids", "segment_ids", "padding_mask"))
@@ -46,7 +47,8 @@ def backbone_forward(backbone, inputs, training=False, compiled=False):
     outputs = run(_gathered_weights(backbone), token_ids, segment_ids, padding_mask,
                   rate=backbone.dropout if training else 0.0, num_heads=backbone.num_heads,
                   epsilon=backbone.layer_norm_epsilon, dtype=getattr(torch, backbone.token_embedding.compute_dtype),
-                  position_offset=backbone.position_offset, approximate=backbone.activation == "gelu_approximate")
+                  position_offset=backbone.position_offset, approximate=backbone.activation == "gelu_approximate",
+                  position_ids=None if "position_ids" not in inputs else ops.convert_to_tensor(inputs["position_ids"]))
     return dict(zip(("sequence_output", "pooled_output"), outputs))
 
 
@@ -112,16 +114,20 @@ def _own_tensors(weights):
 
 
 def forward(weights, token_ids, segment_ids, padding_mask, rate, num_heads, epsilon, dtype, position_offset=0,
-            approximate=False):
+            approximate=False, position_ids=None):
     """(sequence_output, pooled_output) of a BERT encoder with `weights` (`backbone_weights`),
     computed in `dtype`: a function of tensors alone, which `torch.compile` can take whole. Without a
     pooler, (sequence_output,). `position_offset` as `kbert.layers.PositionEmbedding`'s; `approximate`:
-    GELU's tanh form."""
+    GELU's tanh form; `position_ids` (batch, length), the rows of the position table (packed rows), or None
+    for those of `position_offset`; `padding_mask` (batch, length), or (batch, length, length) as
+    `_attention_bias` takes it."""
     length = token_ids.shape[1]
     x = F.embedding(token_ids, weights["token"]).to(dtype)
     if weights["segment"] is not None:
         x = x + F.embedding(segment_ids, weights["segment"]).to(dtype)
-    if position_offset:
+    if position_ids is not None:
+        x = x + F.embedding(position_ids, weights["position"]).to(dtype)
+    elif position_offset:
         real = padding_mask.to(torch.long)
         x = x + F.embedding(torch.cumsum(real, 1) * real + (position_offset - 1), weights["position"]).to(dtype)
     else:
@@ -140,8 +146,10 @@ def forward(weights, token_ids, segment_ids, padding_mask, rate, num_heads, epsi
 def _attention_bias(padding_mask, dtype):
     """(batch, 1, 1, length): 0 on real keys, a large negative number on padding, as Keras's
     torch `dot_product_attention` adds it (a row with no real key attends to every key
-    alike, as there, instead of the NaN or zeros of a boolean mask)."""
-    real = padding_mask.to(torch.bool)[:, None, None, :]
+    alike, as there, instead of the NaN or zeros of a boolean mask); from a (batch, length, length) mask,
+    (batch, 1, length, length), 0 where a query may attend to a key."""
+    real = padding_mask.to(torch.bool)
+    real = real[:, None] if real.dim() == 3 else real[:, None, None, :]
     return torch.where(real, 0.0, -0.7 * 3.38953e38).to(dtype)
 
 

@@ -23,7 +23,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
 
     Call args:
         inputs: (batch, length, hidden) float tensor.
-        padding_mask: (batch, length) tensor, 1 for real tokens, 0 for padding.
+        padding_mask: (batch, length) tensor, 1 for real tokens, 0 for padding; or (batch, length, length), 1
+            where a query (row) may attend to a key (column): packed rows (`BertBackbone.packed_outputs`).
 
     Example:
     >>> import numpy as np
@@ -64,8 +65,9 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     def call(self, inputs, padding_mask, training=None):
         batch, length = ops.shape(inputs)[0], ops.shape(inputs)[1]
         query, key, value = self._project(inputs, training)
-        # (batch, 1, 1, length): every query may attend to every real key.
-        mask = ops.cast(padding_mask, "bool")[:, None, None, :]
+        # (batch, 1, 1, length): every query may attend to every real key; or each query its own keys
+        mask = ops.cast(padding_mask, "bool")
+        mask = mask[:, None, :, :] if len(mask.shape) == 3 else mask[:, None, None, :]
         if training and self.dropout > 0:
             context = self._explicit_attention(query, key, value, mask, training=True)
         else:

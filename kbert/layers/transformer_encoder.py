@@ -36,7 +36,8 @@ class TransformerEncoder(keras.layers.Layer):
     """One post-LayerNorm BERT block: self-attention and a GELU feed-forward, each residual.
 
     `x = LN(x + Dropout(Attention(x)))`, then `x = LN(x + Dropout(W2 GELU(W1 x)))`, with
-    GELU in its exact erf form, as in BERT, or its tanh approximation.
+    GELU in its exact erf form, as in BERT, or its tanh approximation. `padding_mask` (batch, length), or
+    (batch, length, length) for which keys each query attends to (`MultiHeadSelfAttention`'s).
 
     Args:
         num_heads: int. Attention heads.

@@ -166,6 +166,61 @@ class BertBackbone(keras.Model):
                              "compile with jit_compile=False.")
         return super().call(inputs, training=training, mask=mask)
 
+    def packed_outputs(self, inputs):
+        """`{"sequence_output"}` at inference on packed rows (`kbert_core.packed_rows`): several texts end to end
+        in a row, each text's tokens attending only to its own, with positions restarting at each text (from
+        `position_offset` for RoBERTa's, as its rows alone would), so that each text's vectors are those of its
+        own row. A call beside the functional graph, on the same layers (or `backbone_forward` on torch).
+
+        Args:
+            inputs: dict of int (rows, length) arrays: `token_ids`, `segment_ids`, and `sequence_ids` (the same
+                id > 0 on the tokens of one text, contiguous; 0 on padding).
+
+        Example:
+        >>> import numpy as np
+        >>> backbone = BertBackbone.from_preset("bert_tiny", num_layers=1)
+        >>> ids = np.array([[2, 5, 3, 2, 6, 7, 3, 0]])
+        >>> packed = backbone.packed_outputs({"token_ids": ids, "segment_ids": 0 * ids,
+        ...                                   "sequence_ids": np.array([[1, 1, 1, 2, 2, 2, 2, 0]])})
+        >>> alone = backbone({"token_ids": ids[:, 3:7], "segment_ids": 0 * ids[:, 3:7],
+        ...                   "padding_mask": np.ones((1, 4), "int32")})
+        >>> bool(np.allclose(ops.convert_to_numpy(packed["sequence_output"])[0, 3:7],
+        ...                  ops.convert_to_numpy(alone["sequence_output"])[0], atol=1e-5))
+        True
+        """
+        sequence_ids = ops.convert_to_tensor(inputs["sequence_ids"], "int32")
+        token_ids, segment_ids = (ops.convert_to_tensor(inputs[key], "int32") for key in ("token_ids", "segment_ids"))
+        real = ops.cast(sequence_ids > 0, "int32")
+        self.check_inputs({"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": real})
+        # padding (id 0) attends to padding: finite values, never read; a real token never sees another text's
+        attention = ops.equal(sequence_ids[:, :, None], sequence_ids[:, None, :])
+        length = ops.shape(sequence_ids)[1]
+        earlier = ops.tril(ops.ones((length, length), "int32"))[None]
+        position = ops.sum(ops.cast(attention, "int32") * earlier, axis=-1) - 1  # tokens of its text before it
+        offset = self.position_offset
+        position_ids = ops.where(real > 0, position + offset, max(offset - 1, 0))
+        if self._runs_in_plain_torch({"token_ids": token_ids}, False):
+            import torch
+
+            from kbert.backend_speedups.torch_backbone import backbone_forward
+
+            with torch.no_grad():  # inference only
+                outputs = backbone_forward(self, {"token_ids": token_ids, "segment_ids": segment_ids,
+                                                  "padding_mask": attention, "position_ids": position_ids},
+                                           compiled=self.torch_compiled)
+            return {"sequence_output": outputs["sequence_output"]}
+        x = self.token_embedding(token_ids)
+        if self.num_segments:
+            x = x + self.get_layer("segment_embedding")(segment_ids)
+        table = ops.convert_to_tensor(self.get_layer("position_embedding").embeddings)
+        x = x + ops.cast(ops.take(table, position_ids, axis=0), x.dtype)
+        x = self.get_layer("embeddings_layer_norm")(x)
+        if self.embedding_dim is not None:
+            x = self.get_layer("embeddings_projection")(x)
+        for block in self.transformer_layers:
+            x = block(x, padding_mask=attention)
+        return {"sequence_output": x}
+
     def _runs_in_plain_torch(self, inputs, training):
         """Whether this call can skip the functional graph for `backbone_forward`'s torch
         calls: under PyTorch, with the speed-up `torch_backbone` on (`kbert.backend_speedups.active`), on

@@ -1,5 +1,6 @@
 import keras
 import numpy as np
+from keras import ops
 
 from kbert.config import DEFAULT_BATCH_SIZE
 from kbert.data.batches.padded import PaddedBatches
@@ -9,6 +10,7 @@ from kbert.tasks.bert_preprocessor import text_pairs
 from kbert.tasks.bert_task import BertTask
 from kbert.tasks.bert_text_classifier_preprocessor import BertTextClassifierPreprocessor
 from kbert.tasks.distillation_loss import DistillationLoss, TeacherRows
+from kbert.tasks.packed_calls import packed_sequences
 from kbert.tasks.raw_datasets import is_dataset
 from kbert.tasks.table_inputs import raw_inputs
 from kbert.tasks.unread_pooler import pooled_output
@@ -269,12 +271,32 @@ class BertClassifier(BertTask):
             return [[names[i] for i in np.flatnonzero(row >= self.threshold)] for row in probabilities]
         return [names[i] for i in probabilities.argmax(-1)]
 
-    def answers(self, x, batch_size=None, verbose=0, dtype="float32"):
+    def packed_logits(self, inputs, batch_size=None, row_length=None):
+        """The logits (texts, classes) on model `inputs` (a `Prepared`'s, texts or pairs), computed on packed rows
+        (`kbert.tasks.packed_calls`): the head on each text's first token, as the graph computes it at inference.
+
+        Example:
+        >>> model = BertClassifier.from_preset("bert_tiny", num_classes=2)
+        >>> prepared = model.preprocessor.prepare(["a gripping film", "dull"])
+        >>> bool(np.allclose(model.packed_logits(prepared.inputs), model.predict_on_batch(prepared.inputs),
+        ...                  atol=1e-5))
+        True
+        """
+        first = np.stack([vectors[0] for vectors in packed_sequences(self.backbone, inputs, batch_size, row_length)])
+        x = ops.convert_to_tensor(first)
+        if self.reads_pooled_output:
+            x = self.backbone.pooler(ops.cast(x, self.backbone.compute_dtype))
+        else:
+            x = self.get_layer("head_dense")(x)
+        return ops.convert_to_numpy(self.get_layer("logits")(x))
+
+    def answers(self, x, batch_size=None, verbose=0, dtype="float32", pack=False):
         """What the model says of each raw text (or pair), as the apps' `predict` gives it: `text` (and `pair`),
         then `label`, `probability` and `probabilities` (each class's, by name); under `multi_label`, `labels` (those
         at or above `threshold`) and `probabilities`; a regressor's `score`. An empty or blank text (or pair) gets
         no label but a `note` (`EMPTY_TEXT`), and a text cut to the sequence length (no `doc_stride`) a `note`
-        saying so. Each text is tokenized once. `x`, `batch_size`, `verbose` and `dtype` as for `predict`.
+        saying so. Each text is tokenized once. `x`, `batch_size`, `verbose` and `dtype` as for `predict`; `pack`:
+        compute on packed rows (`packed_logits`; `batch_size` rows a call), not in padded batches.
 
         Example:
         >>> model = BertClassifier.from_preset("bert_tiny", num_classes=2, label_names=["neg", "pos"])
@@ -294,7 +316,10 @@ class BertClassifier(BertTask):
         prepared = self.preprocessor.prepare(
             kept_texts if pairs is None else (kept_texts, [result["pair"] for result in kept]))
         model = with_compute_dtype(self, dtype)
-        outputs = task_data.predict_prepared(model, model, prepared, batch_size, verbose)
+        if pack:
+            outputs = model.decode(model.packed_logits(prepared.inputs, batch_size), prepared)
+        else:
+            outputs = task_data.predict_prepared(model, model, prepared, batch_size, verbose)
         names = self.label_names or list(range(self.num_classes))
         truncated = np.zeros(len(kept), bool) if prepared.truncated is None else prepared.truncated
         for result, output, cut in zip(kept, outputs, truncated):

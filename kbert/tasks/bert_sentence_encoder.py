@@ -14,6 +14,7 @@ from kbert.tasks.bert_preprocessor import text_list
 from kbert.tasks.bert_sentence_encoder_preprocessor import BertSentenceEncoderPreprocessor, text_columns
 from kbert.tasks.bert_task import BertTask
 from kbert.tasks.bi_encoder_losses import CosineSimilarityLoss, MultipleNegativesRankingLoss
+from kbert.tasks.packed_calls import packed_sequences
 from kbert.tasks.raw_datasets import is_dataset
 from kbert.tasks.table_inputs import raw_inputs
 from kbert.tasks.task_data import takes_as_is
@@ -125,7 +126,7 @@ class BertSentenceEncoder(BertTask):
         return {"loss": CosineSimilarityLoss()}
 
     def encode(self, texts, batch_size=None, normalize_embeddings=None, show_progress_bar=False,
-               convert_to_numpy=True, convert_to_tensor=False, dtype="float32"):
+               convert_to_numpy=True, convert_to_tensor=False, dtype="float32", pack=False):
         """The embeddings of `texts`; takes sentence-transformers' `encode` arguments of the same names.
 
         Texts are tokenized `TOKENIZED_TEXTS` at a time and served longest first, in batches of similar
@@ -142,6 +143,8 @@ class BertSentenceEncoder(BertTask):
             convert_to_tensor: bool. True returns one backend tensor (overrides convert_to_numpy).
             dtype: "float32", or "bfloat16" to compute in bfloat16 (`kbert.models.compute_dtype`), faster on
                 CPUs with bfloat16 instructions (AVX-512 BF16, AMX). Embeddings come out float32 either way.
+            pack: bool. Compute on packed rows (`kbert.tasks.packed_calls`; `batch_size` rows a call), each text
+                pooled over its own tokens, not in padded batches.
 
         Returns:
             A float32 array of shape (len(texts), hidden_dim), or (hidden_dim,) for a str.
@@ -170,7 +173,12 @@ class BertSentenceEncoder(BertTask):
         progress = keras.utils.Progbar(steps, unit_name="batch") if show_progress_bar else None
         embeddings = [np.zeros((0, self.backbone.hidden_dim), "float32")]
         for chunk in chunks:
-            batches = PaddedBatches(self.preprocessor.prepare(chunk).inputs, batch_size=batch_size)
+            inputs = self.preprocessor.prepare(chunk).inputs
+            if pack:
+                embeddings.append(packed_pool(with_compute_dtype(self, dtype).backbone, inputs, self.pooling,
+                                              batch_size))
+                continue
+            batches = PaddedBatches(inputs, batch_size=batch_size)
             embeddings.append(batches.predict(model, token_outputs=False, progress=progress))
         embeddings = np.concatenate(embeddings)
         if self.normalize if normalize_embeddings is None else normalize_embeddings:
@@ -274,6 +282,21 @@ def pool(sequence, padding_mask, pooling):
         return sequence[:, 0]
     # padding at -1e9, as sentence-transformers' max pooling
     return ops.max(ops.where(ops.expand_dims(padding_mask, -1) > 0, sequence, -1e9), axis=1)
+
+
+def packed_pool(backbone, inputs, pooling, batch_size=None):
+    """`pool` of each text of `inputs` (a `Prepared`'s) over its own tokens of packed rows (`packed_sequences`):
+    float32 (texts, hidden).
+
+    Example:
+    >>> from kbert import BertBackbone
+    >>> mask = np.array([[1, 1, 1], [1, 1, 0]], "int32")
+    >>> packed_pool(BertBackbone.from_preset("bert_tiny"), {"token_ids": mask + 1, "segment_ids": 0 * mask,
+    ...                                                      "padding_mask": mask}, "mean").shape
+    (2, 128)
+    """
+    pooled = {"mean": lambda v: v.mean(0), "cls": lambda v: v[0], "max": lambda v: v.max(0)}[pooling]
+    return np.stack([pooled(vectors) for vectors in packed_sequences(backbone, inputs, batch_size)])
 
 
 def refuse_pairs(x, call):
