@@ -19,7 +19,10 @@ training sentences ($KBERT_DATA_DIR/sst2/train.tsv; without it the 200 shipped s
    answer), errors, the mean batch the server ran (its /metrics), and the CPU used (in cores: the server, the
    load client, and the rest of the machine, from /proc) over the measured seconds. Settings: the server's
    defaults; no batching (--max-batch-size 1); the offline best batch size as --predict-batch-size where it is not
-   the default (at the most clients); each of --max-wait-sweep. Beside the ceiling, `answer` on random draws of as
+   the default (at the most clients); each of --max-wait-sweep; padded batches (--no-pack) at the most clients.
+   With --pack (the default, as apps/serve.py's) `answer` and the server compute a classifier's or encoder's texts
+   on packed rows (`BertClassifier.answers(pack=True)`), --no-pack in padded batches; `predict`, the ceiling, pads
+   as always. Beside the ceiling, `answer` on random draws of as
    many texts as the most clients have in flight, at each batch size: the most a server fed by them computes at;
    and for the default model, the same two measures of Hugging Face's BertForSequenceClassification on the same
    checkpoint and texts (a process of its own): an independent measure of what those draws allow.
@@ -98,7 +101,7 @@ def offline(args):
     from kbert_serving import load_served_model
 
     texts = json.loads(pathlib.Path(args.texts_file).read_text())
-    served = load_served_model(args.model, dtype=args.dtype)
+    served = load_served_model(args.model, dtype=args.dtype, pack=args.pack)
     if served.kind == "question_answerer":
         sys.exit(f"serve_benchmark sends single sentences; {args.model} is a question answerer.")
     items = [(text,) for text in texts]
@@ -191,7 +194,7 @@ def single_calls(args):
     from kbert_serving import load_served_model
 
     texts = json.loads(pathlib.Path(args.texts_file).read_text())
-    singles = single_calls_of(load_served_model(args.model, dtype=args.dtype), args.dtype)
+    singles = single_calls_of(load_served_model(args.model, dtype=args.dtype, pack=args.pack), args.dtype)
     call = singles.get("predict", singles["answer"])  # `offline`'s reference
     for text in texts[:50]:
         call(text)
@@ -226,7 +229,7 @@ class SingleCalls:
 
     def __init__(self, args, folder):
         command = [sys.executable, __file__, "--worker", "single", "--model", args.model, "--dtype", args.dtype,
-                   "--texts-file", str(folder / "texts.json")]
+                   "--texts-file", str(folder / "texts.json"), "--pack" if args.pack else "--no-pack"]
         self.process = subprocess.Popen(command, env=SUBPROCESS_ENV, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.DEVNULL, text=True)
         if self.process.stdout.readline().strip() != "ready":
@@ -256,7 +259,8 @@ def run_worker(name, args, folder, max_length=None):
     command = [sys.executable, __file__, "--worker", name, "--model", args.model, "--dtype", args.dtype,
                *(["--max-length", str(max_length)] if max_length else []),
                "--texts-file", str(folder / "texts.json"), "--offline-seconds", str(args.offline_seconds),
-               "--offline-batch-sizes", *map(str, args.offline_batch_sizes), "--clients", *map(str, args.clients)]
+               "--offline-batch-sizes", *map(str, args.offline_batch_sizes), "--clients", *map(str, args.clients),
+               "--pack" if args.pack else "--no-pack"]
     result = subprocess.run(command, env=SUBPROCESS_ENV, capture_output=True, text=True)
     if result.returncode:
         sys.exit(f"serve_benchmark: the {name} worker failed:\n{result.stderr[-3000:]}")
@@ -466,18 +470,20 @@ def wrk_point(server, bodies_file, clients, warmup, seconds):
 def server_settings(args, best_batch_size):
     """(label, apps/serve.py flags, client counts) of each server run: defaults, no batching, the offline best
     batch size as --predict-batch-size where it is not the default (at the most clients), each --max-wait-sweep
-    value."""
+    value; with --pack, also padded batches (--no-pack) at the most clients, else every run --no-pack."""
     default = BatchSettings()
     most = [max(args.clients)]
     runs = [(f"batching, defaults (max batch {default.max_batch_size}, wait {default.max_wait_ms:g} ms)", [],
              args.clients),
             ("no batching (--max-batch-size 1)", ["--max-batch-size", "1"], args.clients)]
+    if args.pack:
+        runs.append(("batching, padded batches (--no-pack)", ["--no-pack"], most))
     if best_batch_size != PREDICT_BATCH_SIZE:
         runs.append((f"batching, --predict-batch-size {best_batch_size}",
                      ["--predict-batch-size", str(best_batch_size)], most))
     runs += [(f"batching, --max-wait-ms {wait:g}", ["--max-wait-ms", f"{wait:g}"], args.clients)
              for wait in args.max_wait_sweep]
-    return runs
+    return runs if args.pack else [(label, [*flags, "--no-pack"], clients) for label, flags, clients in runs]
 
 
 def parse_args(argv=None):
@@ -496,6 +502,10 @@ def parse_args(argv=None):
                         help="timed seconds of each offline measurement (default: %(default)s)")
     parser.add_argument("--offline-batch-sizes", type=int, nargs="+", default=[8, 16, 32, 64],
                         help="offline batch sizes tried for the ceiling (default: %(default)s)")
+    parser.add_argument("--pack", action=argparse.BooleanOptionalAction, default=True,
+                        help="Keras classifiers and encoders answer on packed rows (apps/serve.py --pack), offline "
+                             "(`answer`, the random draws) and served, with a server run of --no-pack at the most "
+                             "clients beside; --no-pack: padded batches throughout (default: packed)")
     parser.add_argument("--max-wait-sweep", type=float, nargs="*", default=[],
                         help="also serve with each of these --max-wait-ms (default: none)")
     parser.add_argument("--client", choices=("asyncio", "wrk"), default="asyncio",

@@ -114,7 +114,8 @@ def test_help():
     text = " ".join(result.stdout.split())  # lines as argparse wrapped them, joined
     for words in ("--max-batch-size MAX_BATCH_SIZE most items (texts, pairs, questions) joined into one model call "
                   "(1: no batching) (default: 64)",
-                  "(default: $KBERT_SERVE_TOKEN)", "TFLite export folder"):
+                  "(default: $KBERT_SERVE_TOKEN)", "TFLite export folder",
+                  "--pack, --no-pack Keras classifiers and sentence encoders: a call's texts end to end in packed rows"):
         assert words in text
     assert "--ready-file" not in result.stdout and TOKEN not in result.stdout  # the token's default is not shown
 

@@ -85,3 +85,10 @@ def test_packed_outputs_refuse_too_long_rows():
     ids = np.ones((1, 9), "int32")
     with pytest.raises(ValueError, match="exceeds max_sequence_length=8"):
         backbone.packed_outputs({"token_ids": ids, "segment_ids": 0 * ids, "sequence_ids": ids})
+
+
+def test_packed_pairs_keep_their_segments(speedups):
+    model = classifier()
+    pairs = (TEXTS[:3], TEXTS[2:])
+    for a, b in zip(model.answers(pairs), model.answers(pairs, pack=True), strict=True):
+        np.testing.assert_allclose(list(a["probabilities"].values()), list(b["probabilities"].values()), atol=1e-5)
