@@ -131,6 +131,7 @@ def offline(args):
             served.answer([(texts[i],) for i in draw])
 
         pools = random_draws(len(texts), max(args.clients), args.offline_batch_sizes, answer_draw)
+        pools["tokens"] = draw_tokens(served.token_counts(texts), max(args.clients), args.offline_batch_sizes)
     return {"kind": served.kind, "runtime": served.runtime, "throughput": throughput, "single_ms": single_ms,
             "pools": pools, "mean_tokens": float(np.mean(served.token_counts(texts))), "max_length": served.max_length}
 
@@ -139,9 +140,8 @@ def random_draws(count, clients, batch_sizes, run, texts=768):
     """Texts per second of `run(draw, batch_size)` on random draws of `clients` of the `count` texts (one from each
     client in flight), at each batch size the draw is cut into (longest first): the best, and at each. One untimed
     draw, then enough to time about `texts` texts (at least 11 draws)."""
-    draws = 1 + max(11, -(-texts // clients))
-    rng = np.random.default_rng(0)
-    chosen = [rng.choice(count, clients, replace=False) for _ in range(draws)]
+    chosen = chosen_draws(count, clients, texts)
+    draws = len(chosen)
     by_size = {}
     for size in batch_sizes:
         run(chosen[0], size)  # traces and compiles
@@ -151,6 +151,36 @@ def random_draws(count, clients, batch_sizes, run, texts=768):
         by_size[str(size)] = clients * (draws - 1) / (time.perf_counter() - start)
     best = max(by_size, key=by_size.get)
     return {"clients": clients, "predict_batch_size": int(best), "texts_per_s": by_size[best], "by_size": by_size}
+
+
+def chosen_draws(count, clients, texts=768):
+    """`random_draws`' draws (seeded): one untimed, then enough for about `texts` texts (at least 11)."""
+    rng = np.random.default_rng(0)
+    return [rng.choice(count, clients, replace=False) for _ in range(1 + max(11, -(-texts // clients)))]
+
+
+def draw_tokens(lengths, clients, batch_sizes):
+    """Tokens computed per draw of `random_draws` (texts of `lengths` tokens, mean over the timed draws), counted,
+    not timed: `real` tokens; `padded` at each batch size, longest first, each batch padded to its longest text
+    rounded up to 8 (`PaddedBatches`); `packed`, rows of the draw's longest text (`kbert_core.packed_rows`) and
+    the attention's score entries (sum of rows' length squared) of each."""
+    from kbert_core.packed_rows import fit_rows
+
+    def rounded(n):
+        return -(-n // 8) * 8
+
+    rows = {"real": [], "packed": [], "packed_attention": []}
+    for draw in chosen_draws(len(lengths), clients)[1:]:
+        drawn = sorted((lengths[i] for i in draw), reverse=True)
+        rows["real"].append(sum(drawn))
+        for size in batch_sizes:
+            padded = [rounded(drawn[start]) for start in range(0, len(drawn), size) for _ in drawn[start:start + size]]
+            rows.setdefault(f"padded_{size}", []).append(sum(padded))
+            rows.setdefault(f"padded_{size}_attention", []).append(sum(n * n for n in padded))
+        packed = len(fit_rows(drawn, drawn[0])) * drawn[0]
+        rows["packed"].append(packed)
+        rows["packed_attention"].append(packed * drawn[0])
+    return {key: float(np.mean(values)) for key, values in rows.items()}
 
 
 def hugging_face(args):
@@ -584,6 +614,10 @@ def run(args, folder):
         print(f"  best {pools['texts_per_s']:.1f} (batch {pools['predict_batch_size']}) = "
               f"{pools['texts_per_s'] / best:.0%} of the ceiling: the most a server with {pools['clients']} texts in "
               "flight computes at")
+        tokens = pools["tokens"]
+        print(f"  tokens computed per draw (counted): real {tokens['real']:.0f}, packed {tokens['packed']:.0f}, "
+              "padded at each predict batch " + ", ".join(f"{size} {tokens[f'padded_{size}']:.0f}"
+                                                          for size in args.offline_batch_sizes))
     if hf:
         hf_size, hf_best = max(((int(size), value) for size, value in hf["throughput"].items()),
                                key=lambda pair: pair[1])

@@ -277,8 +277,8 @@ def load_served_model(source, name=None, dtype="float32", batch_size=PREDICT_BAT
     """The `ServedModel` of `source` (see the module's docstring), named `name` (default: the source's name).
     A Keras model's `predict` cuts the items of each call into batches of `batch_size` of similar length;
     `dtype` as `BertTask.predict`'s; `pack`: a Keras classifier's or sentence encoder's texts computed on packed
-    rows of the call's longest text (`batch_size` rows a backbone call; 64 random SST-2 sentences: 895 tokens
-    computed, 1,504 in padded batches of 16), not in padded batches.
+    rows of the call's longest text (`batch_size` rows a backbone call; 64 random SST-2 sentences: 896 tokens
+    computed, 1,472 in padded batches of 16), not in padded batches.
 
     Example:
     >>> model = load_served_model("bert_tiny")
