@@ -115,7 +115,7 @@ def test_help():
     for words in ("--max-batch-size MAX_BATCH_SIZE most items (texts, pairs, questions) joined into one model call "
                   "(1: no batching) (default: 64)",
                   "(default: $KBERT_SERVE_TOKEN)", "TFLite export folder",
-                  "--pack, --no-pack Keras classifiers and sentence encoders: a call's texts end to end in packed rows"):
+                  "--pack, --no-pack Keras classifiers and sentence encoders: a call's texts end to end in packed"):
         assert words in text
     assert "--ready-file" not in result.stdout and TOKEN not in result.stdout  # the token's default is not shown
 
