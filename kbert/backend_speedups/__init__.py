@@ -8,7 +8,7 @@ debug, or to compare); a comma-separated list of names, those alone; or of names
 but those.
 
 - `direct_sublayer_calls`: at inference a transformer block calls its sublayers' own `call`, without
-  Keras's per-call work (`kbert.layers.sublayer_calls.sublayer_call`; every backend).
+  Keras's per-call work (`kbert.backend_speedups.sublayer_calls.sublayer_call`; every backend).
 - `torch_dense`: at inference a `keras.layers.Dense` adds its bias inside the matmul (`torch_dense.dense_call`).
 - `torch_backbone`: a `BertBackbone`'s forward pass as plain torch calls on its own weights, at inference and
   in training (fused attention with dropout), where nothing needs the graph (`torch_backbone.backbone_forward`).

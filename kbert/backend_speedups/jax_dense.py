@@ -25,7 +25,7 @@ def dense_call(layer, inputs):
     """What `layer(inputs)` computes for a float `keras.layers.Dense` in training, through
     `matmul`: same kernel (with LoRA's update when enabled, as `layer.kernel` gives it), bias
     and activation. Inputs of rank 2 go through the layer itself (no gain there).
-    Called by `kbert.layers.sublayer_calls.sublayer_call` in JAX training, never for a
+    Called by `kbert.backend_speedups.sublayer_calls.sublayer_call` in JAX training, never for a
     quantized layer."""
     if len(inputs.shape) < 3:
         return layer(inputs)

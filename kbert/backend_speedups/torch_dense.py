@@ -12,7 +12,7 @@ def dense_call(layer, inputs):
     `torch.nn.functional.linear` is one `addmm`. Same kernel (with LoRA's update when enabled,
     as `layer.kernel` gives it), bias and activation; sums round differently (all-MiniLM-L6-v2's
     pooled outputs move by up to 1.2e-6).
-    Called by `kbert.layers.sublayer_calls.sublayer_call` at inference, never for a quantized
+    Called by `kbert.backend_speedups.sublayer_calls.sublayer_call` at inference, never for a quantized
     layer (`tests/backend_speedups/test_torch_dense.py` compares it with `Dense.__call__`).
     """
     kernel = ops.convert_to_tensor(layer.kernel)

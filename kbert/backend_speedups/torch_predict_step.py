@@ -5,7 +5,7 @@ Keras's `predict_step` calls the model, whose `Layer.__call__` converts and chec
 the `training` argument, clears every layer's losses and runs `nn.Module`'s hooks, then walks the graph calling each
 node's layer through the same `__call__`: some 6,000 Python calls a batch for a 12-layer BERT classifier at width
 64 on torch (cProfile), where the backbone's own plain-torch pass makes 700.
-Here the graph's nodes are called as `kbert.layers.sublayer_calls.sublayer_call` calls a block's sublayers at
+Here the graph's nodes are called as `kbert.backend_speedups.sublayer_calls.sublayer_call` calls a block's sublayers at
 inference: a layer's own `call` where `__call__` would change nothing (same dtypes, no quantization, no
 `keras.distribution`, no masks), else the layer itself; under a mixed policy ("mixed_bfloat16"), in the autocast
 scopes that `Layer.__call__` opens.
@@ -18,7 +18,7 @@ from keras.src.layers.layer import Layer
 from keras.src.models.functional import Functional, unpack_singleton
 
 from kbert.backend_speedups.torch_train_step import gathered
-from kbert.layers.sublayer_calls import sublayer_call
+from kbert.backend_speedups.sublayer_calls import sublayer_call
 
 
 def predict_step_refusal(model):

@@ -4,7 +4,7 @@ from keras import ops
 from kbert.backend_speedups import active
 from kbert.layers.dropout import Dropout
 from kbert.layers.initializers import clone_initializer
-from kbert.layers.sublayer_calls import sublayer_call
+from kbert.backend_speedups.sublayer_calls import sublayer_call
 
 
 @keras.saving.register_keras_serializable(package="kbert")

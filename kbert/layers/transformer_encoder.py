@@ -7,7 +7,7 @@ from kbert.backend_speedups import active
 from kbert.layers.dropout import Dropout
 from kbert.layers.initializers import clone_initializer
 from kbert.layers.multi_head_self_attention import MultiHeadSelfAttention
-from kbert.layers.sublayer_calls import sublayer_call
+from kbert.backend_speedups.sublayer_calls import sublayer_call
 
 
 def exact_gelu(x):

@@ -4,7 +4,7 @@ import pytest
 from keras import ops
 
 from kbert.layers import MultiHeadSelfAttention, TransformerEncoder
-from kbert.layers.sublayer_calls import sublayer_call
+from kbert.backend_speedups.sublayer_calls import sublayer_call
 
 
 @pytest.fixture(autouse=True)
