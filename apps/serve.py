@@ -49,10 +49,12 @@ def parser():
                         help="longest a model just freed waits for the texts in flight as it finished")
     parser.add_argument("--predict-batch-size", type=int, default=PREDICT_BATCH_SIZE,
                         help="Keras models: rows of each batch predict cuts a call into, texts of similar length")
-    parser.add_argument("--pack", action=argparse.BooleanOptionalAction, default=True,
+    parser.add_argument("--pack", action=argparse.BooleanOptionalAction,
                         help="Keras classifiers and sentence encoders: a call's texts end to end in packed rows, each "
                              "attending only to its own tokens (almost no padding: 64 random SST-2 sentences, 896 "
-                             "tokens computed against 1,472 in padded batches of 16); --no-pack: padded batches")
+                             "tokens computed against 1,472 in padded batches of 16); --no-pack: padded batches "
+                             "(default: packed under torch, padded under TensorFlow and JAX, which run packed rows "
+                             "eagerly)")
     parser.add_argument("--max-queue", type=int, default=batching.max_queue,
                         help="most items waiting; past it: 503, Retry-After")
     parser.add_argument("--max-items", type=int, default=limits.max_items,

@@ -191,10 +191,12 @@ def _check_not_blank(item, names, prefix=""):
 
 class KerasServedModel(ServedModel):
     """A kbert task model (or a backbone, as a sentence encoder), answering as the apps' `predict` does; with `pack`,
-    a classifier's or sentence encoder's texts computed on packed rows (`BertClassifier.answers(pack=True)`)."""
+    a classifier's or sentence encoder's texts computed on packed rows (`BertClassifier.answers(pack=True)`); None:
+    packed under torch (the rows run in its plain-torch pass), padded batches under TensorFlow and JAX (where packed
+    rows run eagerly, padded ones compiled)."""
 
     def __init__(self, model, tokenizer, max_length, name, source, dtype="float32",
-                 batch_size=PREDICT_BATCH_SIZE, pack=True):
+                 batch_size=PREDICT_BATCH_SIZE, pack=None):
         import keras
 
         from kbert.tasks import BertClassifier, BertQuestionAnswerer, BertSentenceEncoder, BertTokenClassifier
@@ -207,7 +209,7 @@ class KerasServedModel(ServedModel):
                              f"{', '.join(cls.__name__ for cls in kinds)} and backbones.")
         super().__init__(name, source, getattr(model, "label_names", None), max_length)
         self.model, self.tokenizer, self.dtype, self.batch_size = model, tokenizer, dtype, batch_size
-        self.pack = pack
+        self.pack = keras.config.backend() == "torch" if pack is None else pack
         self.runtime = f"keras ({keras.config.backend()})"
 
     def answer(self, items):
@@ -273,12 +275,12 @@ def tflite_file(source):
 
 
 def load_served_model(source, name=None, dtype="float32", batch_size=PREDICT_BATCH_SIZE, num_threads=None,
-                      verify=True, pack=True):
+                      verify=True, pack=None):
     """The `ServedModel` of `source` (see the module's docstring), named `name` (default: the source's name).
     A Keras model's `predict` cuts the items of each call into batches of `batch_size` of similar length;
-    `dtype` as `BertTask.predict`'s; `pack`: a Keras classifier's or sentence encoder's texts computed on packed
-    rows of the call's longest text (`batch_size` rows a backbone call; 64 random SST-2 sentences: 896 tokens
-    computed, 1,472 in padded batches of 16), not in padded batches.
+    `dtype` as `BertTask.predict`'s; `pack` (None: under torch): a Keras classifier's or sentence encoder's texts
+    computed on packed rows of the call's longest text (`batch_size` rows a backbone call; 64 random SST-2
+    sentences: 896 tokens computed, 1,472 in padded batches of 16), not in padded batches.
 
     Example:
     >>> model = load_served_model("bert_tiny")
