@@ -333,20 +333,17 @@ def serve(model, host="127.0.0.1", port=8000, batching=BatchSettings(), settings
     """
     import uvicorn
 
+    class Server(uvicorn.Server):
+        async def startup(self, sockets=None):
+            await super().startup(sockets)
+            if self.started and on_ready is not None:
+                on_ready(self.servers[0].sockets[0].getsockname()[1])
+
     config = uvicorn.Config(make_app(model, batching, settings), host=host, port=port, log_level=log_level,
                             http=_header_timeout_protocol(header_timeout), access_log=log_level == "debug")
-    server = uvicorn.Server(config)
-
-    async def run():
-        task = asyncio.create_task(server.serve())
-        while not server.started and not task.done():
-            await asyncio.sleep(0.05)
-        if server.started and on_ready is not None:
-            on_ready(server.servers[0].sockets[0].getsockname()[1])
-        await task
-
+    server = Server(config)
     try:
-        asyncio.run(run())
+        server.run()  # on the loop uvicorn picks (uvloop's where it is installed): asyncio.run would take asyncio's
     except KeyboardInterrupt:  # Ctrl+C: uvicorn has shut down, then raised the signal again
         pass
     return server
