@@ -107,6 +107,8 @@ class DynamicBatcher:
             self.groups[len(entry.item)].append(entry)
         self.waiting += len(waiting)
         self.arrived.set()
+        if len(waiting) == 1:  # one item (most requests): its future, without gather's
+            return [await waiting[0].future]
         return list(await asyncio.gather(*(entry.future for entry in waiting)))
 
     async def close(self):

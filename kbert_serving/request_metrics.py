@@ -39,13 +39,18 @@ class RequestMetrics:
                                                    registry=self.registry)
         self.items = prometheus_client.Counter("kbert_items", "Items (texts, pairs, questions) answered.",
                                                registry=self.registry)
+        self.children = {}  # (route, status) -> its request counter, latency histogram and error counter (or None)
 
     def observe(self, route, status, seconds):
         """Counts one answered request of `route` (the route's pattern, not the path asked)."""
-        self.requests.labels(route, str(status)).inc()
-        if status >= 400:
-            self.errors.labels(route, str(status)).inc()
-        self.latency.labels(route).observe(seconds)
+        if (route, status) not in self.children:  # labels() looks them up under a lock: once each
+            self.children[route, status] = (self.requests.labels(route, str(status)), self.latency.labels(route),
+                                            self.errors.labels(route, str(status)) if status >= 400 else None)
+        requests, latency, errors = self.children[route, status]
+        requests.inc()
+        if errors is not None:
+            errors.inc()
+        latency.observe(seconds)
 
     def observe_batch(self, size, waiting):
         """Counts one model call of `size` items, with `waiting` items left in the queue."""

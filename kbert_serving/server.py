@@ -85,24 +85,30 @@ def make_app(model, batching=BatchSettings(), settings=ServerSettings()):
     batcher = DynamicBatcher(model.answer, batching, on_batch=metrics.observe_batch)
 
     async def answers(request, items):
-        """The answers to `items`; their texts leave the queue if the client goes away first."""
-        work = asyncio.ensure_future(batcher.submit(items))
+        """The answers to `items`; their texts leave the queue if the client goes away first (the watch on the
+        connection cancels this task's wait, rather than a task of its own racing it)."""
+        task, waiting = asyncio.current_task(), [True]
+
+        def left(watch):
+            if waiting[0] and not watch.cancelled():
+                task.cancel()
+
         gone = asyncio.ensure_future(_disconnected(request))
+        gone.add_done_callback(left)
         try:
-            await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            gone.cancel()
-            if not work.done():
-                work.cancel()
-        if not work.done() or work.cancelled():
-            raise ClientDisconnect()
-        try:
-            return work.result()
+            return await batcher.submit(items)
+        except asyncio.CancelledError:
+            if gone.done() and not gone.cancelled():
+                raise ClientDisconnect() from None
+            raise
         except ValueError as error:  # more items than the queue ever holds
             raise RequestError(str(error), 413) from None
         except QueueFull as error:
             raise _Refused(503, f"The server is busy: {error} Try again shortly.",
                            {"Retry-After": str(settings.retry_after)}) from None
+        finally:
+            waiting[0] = False
+            gone.cancel()
 
     async def page(request):
         return Response(PAGE.read_bytes(), media_type="text/html; charset=utf-8")
@@ -186,8 +192,9 @@ def make_app(model, batching=BatchSettings(), settings=ServerSettings()):
             return _json({"error": {"message": f"The model failed on this request: {type(error).__name__}: "
                                                f"{error}", "type": "server_error"}}, 500)
 
-    routes = [Route("/", page), Route("/health", health), Route("/metrics", metrics_route),
-              Route("/v1/model", model_route), Route("/v1/predict", predict, methods=["POST"]),
+    routes = [Route("/v1/predict", predict, methods=["POST"]),  # first: the router tries them in order
+              Route("/", page), Route("/health", health), Route("/metrics", metrics_route),
+              Route("/v1/model", model_route),
               Route("/v1/models/{name}:predict", tf_serving_predict, methods=["POST"]),
               Route("/v1/models/{name}/metadata", tf_serving_metadata),
               Route("/v1/models/{name}", tf_serving_status),
@@ -209,12 +216,13 @@ class _Guarded:
 
     def __init__(self, app, settings, metrics, routes):
         self.app, self.settings, self.metrics, self.routes = app, settings, metrics, routes
+        self.paths = {route.endpoint: route.path for route in routes}  # what Starlette's router puts in the scope
         self.token = None if settings.token is None else f"Bearer {settings.token}".encode()
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        start, route, status = time.perf_counter(), self._route(scope), [500]
+        start, status = time.perf_counter(), [500]
 
         async def sending(message):
             if message["type"] == "http.response.start":
@@ -234,12 +242,15 @@ class _Guarded:
 
             traceback.print_exc()
         finally:
-            self.metrics.observe(route, status[0], time.perf_counter() - start)
+            self.metrics.observe(self._route(scope), status[0], time.perf_counter() - start)
 
     def _route(self, scope):
-        """The pattern of the route `scope` asks for ("other" for none), so that metrics stay few."""
+        """The pattern of the route that answered `scope` (read from the endpoint Starlette's router set in it;
+        for a request refused before routing, the first route it matches), "other" for none: metrics stay few."""
         from starlette.routing import Match
 
+        if scope.get("endpoint") in self.paths:
+            return self.paths[scope["endpoint"]]
         for route in self.routes:
             if route.matches(scope)[0] != Match.NONE:
                 return route.path

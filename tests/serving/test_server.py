@@ -444,14 +444,18 @@ def asgi_post(app, path, chunks, headers, pace=0.0):
     async def send(message):
         sent.append(message)
 
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
-             "path": path, "raw_path": path.encode(), "root_path": "", "query_string": b"",
-             "headers": [(b"host", b"testserver"), (b"content-type", b"application/json"), *headers],
-             "client": ("127.0.0.1", 50000), "server": ("testserver", 80)}
-    asyncio.run(asyncio.wait_for(app(scope, receive, send), 60))
+    asyncio.run(asyncio.wait_for(app(post_scope(path, headers), receive, send), 60))
     start = next(message for message in sent if message["type"] == "http.response.start")
     body = b"".join(message.get("body", b"") for message in sent if message["type"] == "http.response.body")
     return start["status"], dict(start["headers"]), json.loads(body) if body else None, taken[0]
+
+
+def post_scope(path, headers=()):
+    """The ASGI scope of a POST of JSON to `path`."""
+    return {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+            "path": path, "raw_path": path.encode(), "root_path": "", "query_string": b"",
+            "headers": [(b"host", b"testserver"), (b"content-type", b"application/json"), *headers],
+            "client": ("127.0.0.1", 50000), "server": ("testserver", 80)}
 
 
 TEN_MB = b'{"texts": ["' + b"a" * (10 * 1024 * 1024) + b'"]}'
@@ -487,6 +491,39 @@ def test_a_client_that_disconnects_mid_body_leaves_the_server_answering(served):
     assert taken == 2 and status == 499 and model.batches == []
     with TestClient(app) as client:
         answered(client)
+
+
+def test_a_client_that_leaves_while_its_item_waits_takes_it_out_of_the_queue():
+    model = Gated()
+    model.release.clear()
+    app = make_app(model, BatchSettings(max_batch_size=1, max_wait_ms=0))
+
+    async def post(text, leave_after=3600.0):
+        """POSTs one text; the client goes away `leave_after` seconds after its body. The status answered."""
+        messages, sent = [{"type": "http.request", "body": json.dumps({"texts": [text]}).encode()}], []
+
+        async def receive():
+            if messages:
+                return messages.pop()
+            await asyncio.sleep(leave_after)
+            return {"type": "http.disconnect"}
+
+        async def send(message):
+            sent.append(message)
+
+        await app(post_scope("/v1/predict"), receive, send)
+        return next(message["status"] for message in sent if message["type"] == "http.response.start")
+
+    async def main():
+        held = asyncio.ensure_future(post("held"))  # holds the model until released
+        while not model.started.is_set():
+            await asyncio.sleep(0.01)
+        left = await post("left", leave_after=0.2)  # waits in the queue behind "held", then its client leaves
+        model.release.set()
+        return left, await held, await post("next")
+
+    assert asyncio.run(asyncio.wait_for(main(), 60)) == (499, 200, 200)
+    assert model.batches == [[("held",)], [("next",)]]  # the item of the client that left never ran
 
 
 @pytest.mark.parametrize("body, at", [(b'{"texts": ["caf\xe9 noir"]}', 15), (b'\xff\xfe{"texts": ["a"]}', 0),
