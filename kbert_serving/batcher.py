@@ -13,8 +13,9 @@ not memory.
 
 import asyncio
 import collections
-import concurrent.futures
 import dataclasses
+import queue
+import threading
 import time
 
 
@@ -83,7 +84,8 @@ class DynamicBatcher:
         self.run, self.settings, self.on_batch = run, settings, on_batch
         self.groups = collections.defaultdict(collections.deque)  # shape (texts an item) -> waiting items
         self.waiting = 0
-        self.worker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="kbert-batch")
+        self.calls = queue.SimpleQueue()  # (loop, items waiting, future set once answered) to the worker; None: stop
+        self.worker = threading.Thread(target=self._work, name="kbert-batch", daemon=True)  # exit does not wait
         self.arrived = None  # an asyncio.Event, made on the running loop
         self.free_since = 0.0
         self.in_flight = 1  # items answered by the last call and waiting as it ended: what a call waits for
@@ -101,6 +103,7 @@ class DynamicBatcher:
             raise QueueFull(f"{self.waiting} items are waiting; this server queues at most {self.settings.max_queue}.")
         if self.task is None:
             self.arrived, self.task = asyncio.Event(), asyncio.create_task(self._dispatch())
+            self.worker.start()
         loop, now = asyncio.get_running_loop(), time.monotonic()
         waiting = [_Waiting(item, loop.create_future(), now) for item in items]
         for entry in waiting:
@@ -119,7 +122,7 @@ class DynamicBatcher:
         for group in self.groups.values():
             for entry in group:
                 entry.future.cancel()
-        self.worker.shutdown(wait=False)  # a call running now ends in its thread; the loop does not wait for it
+        self.calls.put(None)  # a call running now ends in its thread; the loop does not wait for it
 
     async def _dispatch(self):
         loop = asyncio.get_running_loop()
@@ -142,20 +145,37 @@ class DynamicBatcher:
             self.waiting -= len(call)
             if self.on_batch is not None:
                 self.on_batch(len(call), self.waiting)
+            answered = loop.create_future()
+            self.calls.put((loop, call, answered))
+            await answered
+
+    def _work(self):
+        """The worker thread: runs each call, and hands its answers (or its error) back to the loop in one callback
+        that settles its requests and the dispatcher together."""
+        while (job := self.calls.get()) is not None:
+            loop, call, answered = job
+            answers, error = None, None
             try:
-                answers = await loop.run_in_executor(self.worker, self.run, [entry.item for entry in call])
+                answers = self.run([entry.item for entry in call])
                 if len(answers) != len(call):
                     raise RuntimeError(f"The model gave {len(answers)} answers to a call of {len(call)} items.")
-            except Exception as error:  # the requests whose items were in this call get the error
-                for entry in call:
-                    if not entry.future.done():
-                        entry.future.set_exception(error)
-                self.free_since, self.in_flight = time.monotonic(), len(call) + self.waiting
-                continue
-            for entry, answer in zip(call, answers, strict=True):
-                if not entry.future.done():  # a cancelled request (its client went away) takes nothing
-                    entry.future.set_result(answer)
-            self.free_since, self.in_flight = time.monotonic(), len(call) + self.waiting
+            except Exception as caught:  # the requests whose items were in this call get the error
+                error = caught
+            if not loop.is_closed():  # else nobody waits for these answers
+                loop.call_soon_threadsafe(self._settle, call, answers, error, answered)
+
+    def _settle(self, call, answers, error, answered):
+        """On the loop: the model is free (what was in flight noted before any request it answers resumes and sends
+        again), each item's request gets its answer (or `error`), and the dispatcher goes on."""
+        self.free_since, self.in_flight = time.monotonic(), len(call) + self.waiting
+        for i, entry in enumerate(call):
+            if not entry.future.done():  # a cancelled request (its client went away) takes nothing
+                if error is None:
+                    entry.future.set_result(answers[i])
+                else:
+                    entry.future.set_exception(error)
+        if not answered.done():
+            answered.set_result(None)
 
     def _ready(self, now):
         """The next call's items, longest first; None while the oldest may wait longer; [] when none are left."""
