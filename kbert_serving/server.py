@@ -303,10 +303,24 @@ async def _read_json(request, settings):
                 raise _Refused(413, f"The body is over {settings.max_body_bytes:,} bytes, the most this server reads.")
             chunks.append(chunk)
 
+    task, expired = asyncio.current_task(), []  # a timer cancelling this task: wait_for's would add a task, a
+    # waiter and two loop iterations to every request, whose body is most often in already
+
+    def expire():
+        expired.append(True)
+        task.cancel()
+
+    timer = asyncio.get_running_loop().call_later(settings.body_timeout, expire)
     try:
-        await asyncio.wait_for(read(), settings.body_timeout)
-    except asyncio.TimeoutError:
+        await read()
+    except asyncio.CancelledError:
+        if not expired:
+            raise
+        if hasattr(task, "uncancel"):  # Python 3.11+ counts cancellations: this one was the timer's, now answered
+            task.uncancel()
         raise _Refused(408, f"The body took over {settings.body_timeout:g} s to arrive.") from None
+    finally:
+        timer.cancel()
     body = b"".join(chunks)
     if not body:
         raise RequestError("The request has no body: send JSON (Content-Type: application/json).")
