@@ -175,9 +175,9 @@ def pretrain(args, out, corpus, family, tokenizer, steps):
     ELECTRA's vocabulary); None pretrains for `--steps` or under the time budget, with the random run's tokenizer."""
     folder = out / "pretrain" / f"{family}_{'random' if steps == 0 else 'pretrained'}"
     metrics_file = folder / "metrics.json"
-    whole = metrics_file.is_file() and (folder / "backbone.keras").is_file() and (
-        steps == 0 or "time_budget" in json.loads(metrics_file.read_text())
-        or json.loads(metrics_file.read_text()).get("steps") == args.steps)
+    done = json.loads(metrics_file.read_text()) if metrics_file.is_file() else None
+    whole = done is not None and (folder / "backbone.keras").is_file() and (
+        steps == 0 or "time_budget" in done or done.get("steps") == args.steps)
     if not whole:
         config_file = out / f"{family}_config.json"
         config_file.write_text(json.dumps(config(args, family)))

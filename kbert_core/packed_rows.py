@@ -50,12 +50,13 @@ def packed_inputs(inputs, row_length=None):
     rows = fit_rows(lengths, row_length)
     packed = {key: np.zeros((len(rows), row_length), "int32") for key in ("token_ids", "segment_ids", "sequence_ids")}
     starts = np.zeros((len(lengths), 2), "int32")
+    given = {key: np.asarray(inputs[key]) for key in ("token_ids", "segment_ids")}
     for r, row in enumerate(rows):
         column = 0
         for k, index in enumerate(row):
             end = column + lengths[index]
             for key in ("token_ids", "segment_ids"):
-                packed[key][r, column:end] = np.asarray(inputs[key])[index, : lengths[index]]
+                packed[key][r, column:end] = given[key][index, : lengths[index]]
             packed["sequence_ids"][r, column:end] = k + 1
             starts[index] = (r, column)
             column = end
