@@ -237,7 +237,12 @@ class BertClassifier(BertTask):
         >>> bool(np.allclose(softmax, model.predict(["a gripping film"], verbose=0), atol=1e-6))
         True
         """
-        prepared = self.preprocessor.prepare(raw_inputs(self, x, call="predict")[0])
+        return self.prepared_logits(self.preprocessor.prepare(raw_inputs(self, x, call="predict")[0]), batch_size,
+                                    verbose)
+
+    def prepared_logits(self, prepared, batch_size=None, verbose=0):
+        """`logits` on the inputs `prepared` (a `Prepared` of this model's preprocessor): what a caller that reads
+        their token ids first (`kbert.training.distillation`) runs the model on, without tokenizing them again."""
         batches = PaddedBatches(prepared.inputs, batch_size=batch_size or DEFAULT_BATCH_SIZE)
         return self.combined_logits(batches.predict(self, verbose, token_outputs=False), prepared)
 

@@ -16,10 +16,13 @@ from kbert.training.random_state import random_state, restore_random_state
 from kbert.training.training_logs import LOG_NAMES
 
 METADATA_FILE = "training_metadata.json"
+# What a run made before its fit that costs time to make again (a teacher's outputs): kept in the backup's folder even
+# before its first backup, so that a rerun of the run reads it; deleted with the backup.
+PREPARED_FOLDER = "prepared"
 # The state a resumed fit needs of Keras's early stopping (`on_train_begin` resets it).
 _EARLY_STOPPING_STATE = ("wait", "best", "best_epoch", "stopped_epoch", "best_weights")
 # What reading a damaged backup file raises: h5py (OSError, KeyError), numpy's .npz reader, Keras's weight loading.
-_UNREADABLE = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile)
+UNREADABLE = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile)
 
 
 class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
@@ -132,10 +135,41 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
     def _weights_file(self, metadata):
         return pathlib.Path(self.backup_dir) / metadata.get("weights", "latest.weights.h5")  # (older backups)
 
+    @property
+    def prepared_dir(self):
+        """The folder of what the run made before its fit, to resume with (`PREPARED_FOLDER`): a rerun of the run finds
+        it there, even one killed before its first backup; `delete` and starting over delete it."""
+        return pathlib.Path(self.backup_dir) / PREPARED_FOLDER
+
     def delete(self):
         """Deletes the backups (once the run's results are saved); process 0's job in a job of several."""
         if is_chief():
             shutil.rmtree(self.backup_dir, ignore_errors=True)
+
+    def discard_unbacked(self):
+        """Deletes what a run that made no backup left in the backup's folder (its logs), but `prepared_dir`; the
+        folder too when nothing else is left. Process 0's job in a job of several.
+
+        Example:
+        >>> import tempfile
+        >>> backup = AtomicBackupAndRestore(pathlib.Path(tempfile.mkdtemp()) / "backup")
+        >>> (backup.prepared_dir / "x.npz").parent.mkdir(parents=True)
+        >>> (pathlib.Path(backup.backup_dir) / "history.csv").write_text("epoch")
+        5
+        >>> backup.discard_unbacked()
+        >>> [path.name for path in pathlib.Path(backup.backup_dir).iterdir()]
+        ['prepared']
+        """
+        folder = pathlib.Path(self.backup_dir)
+        if not is_chief() or not folder.is_dir():
+            return
+        for path in folder.iterdir():
+            if path.is_dir() and path != self.prepared_dir:
+                shutil.rmtree(path)
+            elif not path.is_dir():
+                path.unlink()
+        if not any(folder.iterdir()):
+            folder.rmdir()
 
     def _metadata(self):
         path = pathlib.Path(self._training_metadata_path)
@@ -166,7 +200,7 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
         weights = self._weights_file(metadata)
         try:
             self.model.load_weights(weights)
-        except _UNREADABLE as error:
+        except UNREADABLE as error:
             raise DamagedBackupError(weights, _first_line(error)) from None
         step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
         epoch = step // self.steps_per_epoch if self.steps_per_epoch else metadata["epoch"]
@@ -176,7 +210,7 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
             try:
                 with np.load(path, allow_pickle=False) as saved:
                     arrays = dict(saved)
-            except _UNREADABLE as error:
+            except UNREADABLE as error:
                 raise DamagedBackupError(path, _first_line(error)) from None
         for callback, state in zip(self.callbacks, metadata.get("callbacks", [])):
             for name, value in state.items():
@@ -291,8 +325,9 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
                 if name:
                     (folder / name).unlink(missing_ok=True)
             raise self._no_space(folder) from None
-        for path in folder.iterdir():  # earlier backups, and a write a kill cut short (the fit's logs stay)
-            if path.name not in (METADATA_FILE, metadata["weights"], metadata.get("arrays"), *LOG_NAMES):
+        for path in folder.iterdir():  # earlier backups, and a write a kill cut short (the logs and prepared stay)
+            if path.name not in (METADATA_FILE, metadata["weights"], metadata.get("arrays"), *LOG_NAMES,
+                                 PREPARED_FOLDER):
                 path.unlink()
 
 

@@ -5,28 +5,36 @@ student, its targets, its settings); `student_classifier` builds the students: a
 layers (`every-K`), or any model source."""
 
 import dataclasses
+import hashlib
 import json
 import pathlib
 import re
 
+import numpy as np
+
 from kbert.config import DEFAULT_SEQUENCE_LENGTH, PRESETS, BertConfig
+from kbert.distribution import is_chief
 from kbert.models import BertBackbone
 from kbert.models.kept_layers import every_kth_layer, with_layers
-from kbert.saving import check_vocabulary, model_source
+from kbert.saving import atomic_file, check_vocabulary, model_source
 from kbert.tasks import BertClassifier, BertTextClassifierPreprocessor
 from kbert.tasks.distillation_loss import DistillationLoss, check_settings
+from kbert.tasks.table_inputs import raw_inputs
+from kbert.training.atomic_backup_and_restore import UNREADABLE
 from kbert_core.classification import is_blank
 
 EVERY = re.compile(r"every-([0-9]+)")  # a student of the teacher's own layers, every K-th: "every-2"
 DEFAULT_TEMPERATURE = 2.0  # DistilBERT's; a regressor's scores take none (1)
+# The teacher's outputs a run keeps (float32, with the SHA-256s they are of), to read back when it resumes.
+TEACHER_OUTPUTS_FILE = "teacher_outputs.npz"
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Distillation:
     """How a fine-tuning recipe distils `teacher` into its student instead of fine-tuning on the labels alone
     (`kbert.recipes.sentence.train`'s `distillation`): the student's loss is `DistillationLoss`, on the teacher's
-    outputs over the training inputs and over `unlabeled` texts (computed once, before training, in inference mode),
-    and on the training labels.
+    outputs over the training inputs and over `unlabeled` texts (computed once, before training, in inference mode,
+    and kept for a resume: `targets`), and on the training labels.
 
     Args:
         teacher: the fine-tuned `BertClassifier` (with its preprocessor).
@@ -88,21 +96,50 @@ class Distillation:
                                  f"{getattr(self.teacher, key)!r}, not {arguments[key]!r}.")
         return training.built(lambda: student_classifier(self.teacher, init, **arguments))
 
-    def targets(self, student, x, labels):
+    def targets(self, student, x, labels, folder=None):
         """`(x, y)` for the student's `fit`: the training inputs `x` (labelled `labels`, as `BertClassifier.fit`
         takes them) followed by the unlabeled inputs, and their rows into the teacher's outputs on them
         (`TeacherRows`); compiles `student` with the `DistillationLoss` that holds those outputs and labels,
-        keeping its optimizer. Prints what the teacher read."""
+        keeping its optimizer. Prints what the teacher read.
+
+        `folder`: None, or where the run keeps the teacher's outputs (`TEACHER_OUTPUTS_FILE`, written once computed:
+        the backup's `prepared_dir`), to read them back instead of running the teacher again when they are of the same
+        teacher (its weights and architecture), the same token ids and the same kind; other ones are computed again
+        and replace them, with a line saying why. At alpha 0 without unlabeled inputs the loss is the labels' alone:
+        the teacher does not run (its outputs are zeros, which the loss weighs 0)."""
         unlabeled = self._unlabeled(x, student)
         inputs = x if unlabeled is None else _joined(x, unlabeled)
-        count = len(inputs[0] if isinstance(inputs, tuple) else inputs)
-        extra = f" and {count - len(labels):,} unlabeled text(s)" if unlabeled is not None else ""
-        print(f"The teacher labels the {len(labels):,} training examples{extra}.")
-        outputs = self.teacher.logits(inputs, verbose=self.verbose)
+        if self.alpha == 0 and unlabeled is None:
+            print("alpha 0: the teacher's outputs are not needed (the loss is the labels' alone); the teacher does not "
+                  "run.")
+            outputs = np.zeros((len(labels), self.teacher.num_classes), "float32")
+        else:
+            count = len(self._texts(inputs))
+            extra = f" and {count - len(labels):,} unlabeled text(s)" if unlabeled is not None else ""
+            outputs = self._outputs(inputs, f"the {len(labels):,} training examples{extra}", folder)
         loss = DistillationLoss(outputs, student.check_labels(labels), self.temperature, self.alpha, self.kind)
         # no metrics: the labels are rows (and [], not None, drops the accuracy a compiled model had)
         student.compile(optimizer=student.optimizer, loss=loss, metrics=[])
         return inputs, loss.rows()
+
+    def _outputs(self, inputs, what, folder):
+        """The teacher's outputs on `inputs` (`what`, in words): read from `folder` if kept there for the same
+        teacher, token ids and kind, else computed (and kept there)."""
+        prepared = self.teacher.preprocessor.prepare(raw_inputs(self.teacher, inputs, call="predict")[0])
+        fingerprint = {"teacher": _teacher_sha256(self.teacher), "inputs": _inputs_sha256(prepared),
+                       "kind": self.kind}
+        path = None if folder is None else pathlib.Path(folder) / TEACHER_OUTPUTS_FILE
+        outputs = None if path is None else _kept_outputs(path, fingerprint)
+        if outputs is not None:
+            print(f"The teacher's outputs on {what}: read from {path} (the same teacher, token ids and kind).")
+            return outputs
+        print(f"The teacher labels {what}.")
+        outputs = np.asarray(self.teacher.prepared_logits(prepared, verbose=self.verbose), "float32")
+        if path is not None and is_chief():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with atomic_file(path) as partial, open(partial, "wb") as file:
+                np.savez(file, outputs=outputs, **fingerprint)
+        return outputs
 
     def settings(self):
         """The distillation's settings, as a run records them."""
@@ -222,3 +259,49 @@ def _joined(x, more):
     if isinstance(x, tuple):
         return tuple(list(part) + list(extra) for part, extra in zip(x, more))
     return list(x) + list(more)
+
+
+def _kept_outputs(path, fingerprint):
+    """The teacher's outputs kept in `path` if they are of `fingerprint` (its names' values); else None, with a line
+    saying why they are computed again (none kept says nothing)."""
+    if not path.is_file():
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as kept:
+            recorded = {name: str(kept[name]) for name in fingerprint}
+            outputs = kept["outputs"].astype("float32")
+    except UNREADABLE as error:
+        print(f"The teacher's outputs kept in {path} cannot be read ({error}): computing them again.")
+        return None
+    changed = [name for name in fingerprint if recorded[name] != fingerprint[name]]
+    if changed:
+        words = {"teacher": "another teacher (weights or architecture)", "inputs": "other inputs (token ids)",
+                 "kind": f"another kind of output than {fingerprint['kind']}"}
+        print(f"The teacher's outputs kept in {path} are of {' and '.join(words[name] for name in changed)}: "
+              "computing them again.")
+        return None
+    return outputs
+
+
+def _teacher_sha256(teacher):
+    """The SHA-256 of what the teacher's outputs on given token ids depend on: its backbone's architecture (config but
+    its name), how it pools a long text's windows, and its weights (values, shapes and dtypes, in order)."""
+    config = teacher.backbone.get_config()
+    backbone = {name: value for name, value in config.items() if name not in ("name", "trainable")}
+    digest = hashlib.sha256(json.dumps([backbone, teacher.window_pooling, teacher.dtype_policy.name], sort_keys=True,
+                                       default=str).encode())
+    for weight in teacher.get_weights():
+        digest.update(f"{weight.dtype}{weight.shape}".encode())
+        digest.update(np.ascontiguousarray(weight).tobytes())
+    return digest.hexdigest()
+
+
+def _inputs_sha256(prepared):
+    """The SHA-256 of the teacher's inputs: the token-id arrays `prepared` (a `Prepared`) holds, and its windows'."""
+    digest = hashlib.sha256()
+    arrays = {**prepared.inputs, **({} if prepared.windows is None else {"windows": prepared.windows})}
+    for name in sorted(arrays):
+        array = np.ascontiguousarray(arrays[name])
+        digest.update(f"{name}{array.dtype}{array.shape}".encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()

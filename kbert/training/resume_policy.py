@@ -125,7 +125,7 @@ def _start_or_resume(out, settings, backup, restart, kept):
     elif kept:
         _check_kept_folder(out, kept)
     if backup.last_checkpoint() is None:
-        shutil.rmtree(backup.backup_dir, ignore_errors=True)  # the logs of a run killed before its first backup
+        backup.discard_unbacked()  # the logs of a run killed before its first backup (not what it prepared)
     settings_file = out / SETTINGS_FILE
     settings = json.loads(json.dumps(settings))  # as settings.json reads back
     if kept and settings_file.is_file():

@@ -1,7 +1,6 @@
 import contextlib
 import importlib.util
 import pathlib
-import shutil
 
 import keras
 
@@ -49,14 +48,14 @@ def fine_tuning_logs(backup):
     """Yields `training_logs` into the folder of `backup` (a `run_backup`): put them after it in `fit`'s callbacks.
 
     The logs live beside the backups, so a resumed fit appends to its own logs, and
-    `write_run_folder(..., logs=backup.backup_dir)` moves them into the run folder. A fit
-    that fails before its first backup leaves nothing behind; after it, the logs stay
-    with the backup that the next run resumes.
+    `write_run_folder(..., logs=backup.backup_dir)` moves them into the run folder. A fit that fails before its
+    first backup leaves nothing behind but what its run prepared (`prepared_dir`); after it, the logs stay with the
+    backup that the next run resumes.
     """
     folder = pathlib.Path(backup.backup_dir)
     try:
         yield training_logs(folder)
     except BaseException:
-        if backup.last_checkpoint() is None and is_chief():
-            shutil.rmtree(folder, ignore_errors=True)
+        if backup.last_checkpoint() is None:
+            backup.discard_unbacked()
         raise

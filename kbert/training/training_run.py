@@ -95,16 +95,16 @@ def fine_tuning_run(model, x, y, out, training, task, run, inputs, title, data, 
         curves: callable from the history dict to the curves to plot (default: the history).
         measured: dict or None. More fields of `metrics.json` that are measured, not settings (never compared).
         callbacks: more callbacks for the fit, whose state no backup keeps (the demo's time budget).
-        prepare: callable `(x, y) -> (x, y)` or None. Run once the resume policy has let the run start or resume,
-            before the fit: the inputs that cost time to make, which a refused rerun must not wait for (a
-            teacher's outputs).
+        prepare: callable `(x, y, folder) -> (x, y)` or None. Run once the resume policy has let the run start or
+            resume, before the fit: the inputs that cost time to make, which a refused rerun must not wait for (a
+            teacher's outputs), and may keep in `folder` (the backup's `prepared_dir`) for a rerun to read.
     """
     backed_up = [callback for callback in (scorer, stopping) if callback is not None]
     hyperparameters = training.hyperparameters(model, **(hyperparameters or {}))
     backup = run_backup(out, {**run, **hyperparameters}, backed_up, every_steps=training.backup_steps,
                         every_minutes=training.backup_minutes, inputs=inputs, restart=training.restart)
     if prepare is not None:
-        x, y = prepare(x, y)
+        x, y = prepare(x, y, backup.prepared_dir)
     files = {}
 
     def fit(callbacks, verbose):

@@ -142,7 +142,8 @@ def uninterrupted(teacher, tmp_path_factory):
     return metrics, load_run(out)
 
 
-def test_a_killed_distillation_resumes_and_ends_as_if_never_killed(teacher, uninterrupted, tmp_path, capsys):
+def test_a_killed_distillation_resumes_and_ends_as_if_never_killed(teacher, uninterrupted, tmp_path, capsys,
+                                                                   monkeypatch):
     run, data, unlabeled = teacher
     expected, expected_model = uninterrupted
     out = tmp_path / "student"
@@ -153,9 +154,17 @@ def test_a_killed_distillation_resumes_and_ends_as_if_never_killed(teacher, unin
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
     backup = json.loads((tmp_path / ".student.backup" / "training_metadata.json").read_text())
     assert (backup["epoch"], backup["batch"], backup["step"]) == (1, 4, 10)
+    kept = tmp_path / ".student.backup" / "prepared" / "teacher_outputs.npz"
+    with np.load(kept) as outputs:
+        assert outputs["outputs"].shape == (36, 2)  # 32 training sentences and the 4 unlabeled
 
+    def teacher_runs(*args, **kwargs):  # its outputs take ~13 minutes at the benchmark's size: read back instead
+        raise AssertionError("the teacher labelled the texts again on a resume")
+
+    monkeypatch.setattr(BertClassifier, "prepared_logits", teacher_runs)
     metrics = distillation.train(run, data, "every-1", out, **options)
-    assert "Resuming from the backup in" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "Resuming from the backup in" in printed and f"unlabeled text(s): read from {kept}" in printed
     assert (metrics["resumed_at_step"], metrics["steps"]) == (10, 12) and expected["steps"] == 12
     for key in ("loss", "val_loss", "val_accuracy"):
         np.testing.assert_allclose(metrics["history"][key], expected["history"][key], atol=1e-5, err_msg=key)
@@ -181,6 +190,6 @@ def test_a_changed_unlabeled_file_refuses_the_resume_before_the_teacher_runs(tea
     def teacher_runs(*args, **kwargs):  # its outputs take minutes at SST-2's size: not for a run refused anyway
         raise AssertionError("the teacher labelled the texts of a run its resume policy refuses")
 
-    monkeypatch.setattr(BertClassifier, "logits", teacher_runs)
+    monkeypatch.setattr(BertClassifier, "prepared_logits", teacher_runs)
     with pytest.raises(SettingsChangedError, match="input_sha256"):
         distillation.train(run, data, "every-1", out, **{**RUN, "unlabeled": str(unlabeled)})

@@ -151,3 +151,88 @@ def test_a_student_of_other_classes_or_inputs_is_refused(teacher):
     with pytest.raises(ValueError, match="The unlabeled inputs must be read as the training inputs are: single "
                                          "texts, a list"):
         distillation.targets(student, TEXTS, [0, 1, 0, 1])
+
+
+@pytest.fixture
+def teacher_runs(monkeypatch):
+    """The teacher's passes over texts (`prepared_logits`, which `logits` runs too), counted."""
+    calls = []
+    run = BertClassifier.prepared_logits
+
+    def counted(model, prepared, *args, **kwargs):
+        calls.append(len(prepared.inputs["token_ids"]))
+        return run(model, prepared, *args, **kwargs)
+
+    monkeypatch.setattr(BertClassifier, "prepared_logits", counted)
+    return calls
+
+
+def kept_targets(distillation, folder, texts=TEXTS):
+    student = distillation.student(FineTuning(seed=0), "bert_tiny", sequence_length=10, **CLASSES)
+    x, _ = distillation.targets(student, texts, [1, 0, 1, 0][: len(texts)], folder)
+    return x, keras.ops.convert_to_numpy(student.loss._teacher)
+
+
+def test_the_teachers_outputs_are_kept_and_read_back_without_running_it(teacher, tmp_path, teacher_runs, capsys):
+    distillation = Distillation(teacher, unlabeled=["someone plays", "nobody sleeps"], verbose=0)
+    x, outputs = kept_targets(distillation, tmp_path)
+    assert teacher_runs == [6] and "The teacher labels the 4 training examples and 2 unlabeled" in capsys.readouterr().out
+    with np.load(tmp_path / "teacher_outputs.npz") as kept:
+        assert kept["outputs"].dtype == np.float32 and str(kept["kind"]) == "classes"
+        np.testing.assert_array_equal(kept["outputs"], outputs)
+    np.testing.assert_array_equal(outputs, teacher.logits(x))  # a fresh pass of the teacher on the same inputs
+    assert [path.name for path in tmp_path.iterdir()] == ["teacher_outputs.npz"]  # no partial write left
+
+    teacher_runs.clear()
+    again, read = kept_targets(Distillation(teacher, unlabeled=["someone plays", "nobody sleeps"], verbose=0), tmp_path)
+    assert teacher_runs == [] and again == x
+    np.testing.assert_array_equal(read, outputs)
+    assert f"The teacher's outputs on the 4 training examples and 2 unlabeled text(s): read from {tmp_path}" in (
+        capsys.readouterr().out)
+
+
+def test_other_inputs_another_teacher_or_a_damaged_file_compute_them_again(teacher, tmp_path, teacher_runs, capsys,
+                                                                          monkeypatch):
+    kept_targets(Distillation(teacher, unlabeled=["someone plays"], verbose=0), tmp_path)
+    x, outputs = kept_targets(Distillation(teacher, unlabeled=["someone plays", "fun"], verbose=0), tmp_path)
+    assert teacher_runs == [5, 6] and "are of other inputs (token ids): computing them again" in capsys.readouterr().out
+    np.testing.assert_array_equal(outputs, teacher.logits(x))
+    with np.load(tmp_path / "teacher_outputs.npz") as kept:  # replaced
+        np.testing.assert_array_equal(kept["outputs"], outputs)
+    teacher_runs.clear()  # the reference pass
+
+    with monkeypatch.context() as patch:  # the teacher reads 4 tokens a text: other token ids
+        patch.setattr(teacher.preprocessor, "sequence_length", 4)
+        kept_targets(Distillation(teacher, unlabeled=["someone plays", "fun"], verbose=0), tmp_path)
+    assert teacher_runs == [6] and "other inputs (token ids)" in capsys.readouterr().out
+
+    other = BertClassifier(teacher.backbone, preprocessor=teacher.preprocessor, **CLASSES)  # another head
+    _, outputs = kept_targets(Distillation(other, unlabeled=["someone plays", "fun"], verbose=0), tmp_path)
+    assert teacher_runs == [6, 6] and ("are of another teacher (weights or architecture) and other inputs (token ids): "
+                                       "computing them again") in capsys.readouterr().out  # (those of 4 tokens)
+    np.testing.assert_array_equal(outputs, other.logits(x))
+
+    teacher_runs.clear()  # the reference pass
+    kept_targets(Distillation(teacher, unlabeled=["someone plays", "fun"], verbose=0), tmp_path)
+    assert teacher_runs == [6] and "are of another teacher (weights or architecture): computing" in (
+        capsys.readouterr().out)
+    (tmp_path / "teacher_outputs.npz").write_bytes(b"cut short")
+    kept_targets(Distillation(other, unlabeled=["someone plays", "fun"], verbose=0), tmp_path)
+    assert teacher_runs == [6, 6] and "teacher_outputs.npz cannot be read" in capsys.readouterr().out
+
+
+def test_at_alpha_0_without_unlabeled_texts_the_teacher_never_runs(teacher, tmp_path, teacher_runs, capsys):
+    x, outputs = kept_targets(Distillation(teacher, alpha=0.0, verbose=0), tmp_path)
+    assert teacher_runs == [] and list(tmp_path.iterdir()) == []
+    assert "alpha 0: the teacher's outputs are not needed" in capsys.readouterr().out
+    np.testing.assert_array_equal(outputs, np.zeros((4, 2)))
+    student = Distillation(teacher, alpha=0.0, verbose=0).student(FineTuning(seed=0), "bert_tiny", sequence_length=10,
+                                                                 **CLASSES)
+    x, y = Distillation(teacher, alpha=0.0, verbose=0).targets(student, TEXTS, [1, 0, 1, 0])
+    logits = student.logits(x)  # the loss is the labels' cross-entropy alone
+    expected = -np.mean(np.take_along_axis(logits - np.log(np.exp(logits).sum(-1, keepdims=True)),
+                                           np.array([[1], [0], [1], [0]]), axis=1))
+    np.testing.assert_allclose(student.evaluate(x, y, verbose=0, return_dict=True)["loss"], expected, rtol=1e-4)
+    teacher_runs.clear()  # the student's pass
+    kept_targets(Distillation(teacher, alpha=0.0, unlabeled=["someone plays"], verbose=0), tmp_path)
+    assert teacher_runs == [5]  # unlabeled texts: the teacher labels them

@@ -146,6 +146,21 @@ def test_logs_without_a_backup_and_leftovers_of_a_killed_write_are_removed(tmp_p
     assert (tmp_path / "run" / "metrics.json").read_text() == "{}"
 
 
+def test_what_a_run_prepared_stays_without_a_backup_and_goes_when_it_starts_over(tmp_path, capsys):
+    """A run killed in its first epoch, after it made its costly inputs (a teacher's outputs): its logs go, they stay
+    for the rerun to read; starting over deletes them with the rest."""
+    (tmp_path / ".run.backup" / "prepared").mkdir(parents=True)
+    (tmp_path / ".run.backup" / "prepared" / "teacher_outputs.npz").write_text("outputs")
+    (tmp_path / ".run.backup" / "history.csv").write_text("epoch,loss\n")
+    (tmp_path / ".run.backup" / "logs").mkdir()
+    backup = run_backup(tmp_path / "run", {})
+    assert backup.prepared_dir == tmp_path / ".run.backup" / "prepared"
+    assert [path.name for path in (tmp_path / ".run.backup").iterdir()] == ["prepared"]
+    assert (backup.prepared_dir / "teacher_outputs.npz").read_text() == "outputs"
+    run_backup(tmp_path / "run", {}, restart=True)
+    assert list(tmp_path.iterdir()) == [] and "Started over: deleted the backup in" in capsys.readouterr().out
+
+
 def test_only_the_chief_process_removes_anything(tmp_path, monkeypatch):
     (tmp_path / ".run.backup").mkdir()
     (tmp_path / ".run.partial-1").mkdir()

@@ -60,6 +60,17 @@ def test_fine_tuning_logs_leave_nothing_after_a_failure_before_the_first_backup(
     assert list(tmp_path.iterdir()) == []
 
 
+def test_fine_tuning_logs_leave_what_the_run_prepared_after_a_failure_before_the_first_backup(tmp_path):
+    backup = AtomicBackupAndRestore(tmp_path / ".run.backup")
+    backup.prepared_dir.mkdir(parents=True)
+    (backup.prepared_dir / "teacher_outputs.npz").write_text("outputs")
+    with pytest.raises(KeyboardInterrupt):
+        with fine_tuning_logs(backup) as logs:
+            dense_model(0.1).fit(X, Y, epochs=3, callbacks=[*logs, Kill(0)], verbose=0)  # no backup yet
+    assert [path.name for path in (tmp_path / ".run.backup").iterdir()] == ["prepared"]
+    assert (backup.prepared_dir / "teacher_outputs.npz").read_text() == "outputs"
+
+
 def test_fine_tuning_logs_stay_with_the_backup_that_a_rerun_resumes(tmp_path):
     backup = AtomicBackupAndRestore(tmp_path / ".run.backup")
     with pytest.raises(KeyboardInterrupt):

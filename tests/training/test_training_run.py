@@ -61,8 +61,8 @@ def test_a_scorer_decides_the_epoch_kept_and_curves_choose_what_is_plotted(tmp_p
 def test_prepare_makes_the_fitted_inputs_once_the_resume_policy_lets_the_run_start(tmp_path):
     prepared = []
 
-    def prepare(x, y):  # as a teacher's outputs: what a refused rerun must not wait for
-        prepared.append(len(x))
+    def prepare(x, y, folder):  # as a teacher's outputs: what a refused rerun must not wait for, kept in folder
+        prepared.append((len(x), folder))
         return x[:4], y[:4]
 
     out = tmp_path / "run"
@@ -76,4 +76,4 @@ def test_prepare_makes_the_fitted_inputs_once_the_resume_policy_lets_the_run_sta
     metrics, _ = fine_tuning_run(_model(), TEXTS, LABELS, out, FineTuning(epochs=1, batch_size=2, restart=True,
                                                                           verbose=0),
                                  final_scores=lambda model: ({}, {}), prepare=prepare, **SETTINGS)
-    assert prepared == [6] and metrics["steps"] == 2  # 4 of the 6 texts, in batches of 2
+    assert prepared == [(6, tmp_path / ".run.backup" / "prepared")] and metrics["steps"] == 2  # 4 texts, batches of 2
