@@ -88,6 +88,31 @@ def test_the_labels_and_the_replaced_token_loss_against_their_definitions():
     assert logs["rtd_accuracy"] == pytest.approx(accuracy, rel=1e-5)
 
 
+def test_the_discriminator_learns_to_flag_the_replaced_tokens():
+    """Fit on one batch, repeated, whose samples are certain: from the corrupted ids and the replaced-token loss
+    alone, the discriminator learns to flag every replaced token and to pass (nearly) all others, which it does
+    not at random init. A discriminator reading the original ids, misaligned labels or a loss pushing the wrong way
+    fail."""
+    model = certain_model()
+    x, y, weights = masked_batch()
+    original = x["token_ids"].copy()
+    for row, (positions, ids) in enumerate(zip(x["mask_positions"], y["mlm"])):
+        original[row, positions[positions > 0]] = ids[positions > 0]
+    real = x["padding_mask"] > 0
+
+    def flags_the_replaced_tokens():
+        out = numpy_outputs(model, x)
+        replaced, flagged = out["corrupted_ids"] != original, out["rtd"] > 0
+        recall, specificity = flagged[replaced & real].mean(), (~flagged)[~replaced & real].mean()
+        return recall == 1.0 and specificity > 0.9  # row 2 holds CERTAIN as an original: it may be flagged
+
+    assert not flags_the_replaced_tokens()  # at random init
+    model.compile(optimizer=bert_adamw(1e-2, total_steps=40, warmup_ratio=0.0))
+    repeated = [{key: np.tile(value, (40, 1)) for key, value in part.items()} for part in (x, y, weights)]
+    model.fit(*repeated[:2], sample_weight=repeated[2], batch_size=3, shuffle=False, verbose=0)
+    assert flags_the_replaced_tokens()
+
+
 def test_generator_and_discriminator_share_one_set_of_embeddings():
     backbone = BertBackbone(**ELECTRA)
     model = ElectraPretrainer(backbone, generator_fraction=0.25)
