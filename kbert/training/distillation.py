@@ -288,20 +288,26 @@ def _teacher_sha256(teacher):
     its name), how it pools a long text's windows, and its weights (values, shapes and dtypes, in order)."""
     config = teacher.backbone.get_config()
     backbone = {name: value for name, value in config.items() if name not in ("name", "trainable")}
-    digest = hashlib.sha256(json.dumps([backbone, teacher.window_pooling, teacher.dtype_policy.name], sort_keys=True,
-                                       default=str).encode())
-    for weight in teacher.get_weights():
-        digest.update(f"{weight.dtype}{weight.shape}".encode())
-        digest.update(np.ascontiguousarray(weight).tobytes())
-    return digest.hexdigest()
+    described = json.dumps([backbone, teacher.window_pooling, teacher.dtype_policy.name], sort_keys=True, default=str)
+    return _arrays_sha256(enumerate(teacher.get_weights()), described)
 
 
 def _inputs_sha256(prepared):
     """The SHA-256 of the teacher's inputs: the token-id arrays `prepared` (a `Prepared`) holds, and its windows'."""
-    digest = hashlib.sha256()
     arrays = {**prepared.inputs, **({} if prepared.windows is None else {"windows": prepared.windows})}
-    for name in sorted(arrays):
-        array = np.ascontiguousarray(arrays[name])
+    return _arrays_sha256(sorted(arrays.items()))
+
+
+def _arrays_sha256(named_arrays, prefix=""):
+    """The SHA-256 of `prefix` and the `(name, array)` pairs in order: each one's name, dtype, shape and values.
+
+    Example:
+    >>> _arrays_sha256([("a", np.zeros(2, "int32"))]) == _arrays_sha256([("a", np.zeros(2, "int64"))])
+    False
+    """
+    digest = hashlib.sha256(prefix.encode())
+    for name, array in named_arrays:
+        array = np.ascontiguousarray(array)
         digest.update(f"{name}{array.dtype}{array.shape}".encode())
         digest.update(array.tobytes())
     return digest.hexdigest()
