@@ -8,6 +8,7 @@ fine-tuned (`apps/sentiment.py train --init`) on --sizes SST-2 sentences and sco
 
     python benchmarks/pretraining_objectives.py                       # the aim: 6 objectives x 3 seeds x 20 min
     python benchmarks/pretraining_objectives.py --objectives mlm,electra --budget-minutes 5
+    python benchmarks/pretraining_objectives.py --jobs 2      # two runs at a time, each on a core of its own
     python benchmarks/pretraining_objectives.py --budget-minutes 0.2 --seeds 1 --sizes 64 --objectives mlm,electra \\
         --preset bert_tiny --corpus-lines 2000 --validation-size 200 --out saved_models/objectives_smoke  # smoke
 
@@ -29,13 +30,17 @@ backbone, so the comparison is fair, though each figure is slightly optimistic.
 Resumable: a pretraining run whose metrics.json records its time budget, and a fine-tuning run with a metrics.json, are
 read back, not run again; an interrupted pretraining run starts over (a budget is of one uninterrupted fit). A rerun
 with other settings than OUT/benchmark.json's is refused (use another --out). Steps and tokens depend on the machine:
-run it on a quiet one (other jobs steal the budget). Writes OUT/results.json and OUT/results.md (the table printed).
+run it on a quiet one (other jobs steal the budget). --jobs N runs N pretraining and fine-tuning runs at a time, each
+pinned to a core of its own with one thread (so that a budget is one core's, whatever runs beside it): N times fewer
+hours on a machine of N cores. Writes OUT/results.json and OUT/results.md (the table printed).
 """
 
 import argparse
+import concurrent.futures
 import json
 import os
 import pathlib
+import queue
 import random
 import statistics
 import subprocess
@@ -57,6 +62,10 @@ OBJECTIVES = {
 BASELINE = "random"
 STEP_CAP = 1_000_000  # --steps: never reached within a budget; the budget ends the run
 VALIDATION_SEED = 1234
+# one thread for each library a run may compute with (with --jobs above 1, a run has one core)
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+              "TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1",
+              "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"}
 
 
 def parser():
@@ -88,6 +97,9 @@ def parser():
                         help="comma-separated, one for each of --sizes (default auto: 6 up to 1,000 sentences, else 3)")
     parser.add_argument("--max-length", type=int, default=64,
                         help="fine-tuning tokens a sentence (default: %(default)s)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="runs at a time, each pinned to a core of its own with one thread; 1: one run on every "
+                             "core (default: %(default)s)")
     parser.add_argument("--out", default="saved_models/pretraining_objectives", help="(default: %(default)s)")
     return parser
 
@@ -106,22 +118,33 @@ def main(argv=None):
         parser_.error(f"--finetune-epochs gives {len(epochs)} values for {len(sizes)} --sizes")
     if not args.budget_minutes > 0 or args.seeds < 1:
         parser_.error("--budget-minutes must be above 0 and --seeds at least 1")
+    if not 1 <= args.jobs <= len(os.sched_getaffinity(0)):
+        parser_.error(f"--jobs {args.jobs}: give 1 to {len(os.sched_getaffinity(0))}, the cores this process may use")
     out, corpus, train, valid = set_up(args)
     machine = describe_cpu()
     backend = os.environ.get("KERAS_BACKEND", "tensorflow")
-    print(f"machine: {cpu_summary(machine)}; backend {backend}; {args.preset}, {args.budget_minutes} min an objective",
-          flush=True)
+    print(f"machine: {cpu_summary(machine)}; backend {backend}; {args.preset}, {args.budget_minutes} min an objective"
+          + (f"; {args.jobs} runs at a time, a core each" if args.jobs > 1 else ""), flush=True)
 
-    vocabulary = pretrain(args, out, corpus, "vocabulary", 0, None)["folder"] / "vocab.txt"
-    runs = []  # one dict per (objective, seed)
-    for seed in range(args.seeds):
-        for name in [BASELINE, *objectives]:
-            run = pretrain(args, out, corpus, name, seed, vocabulary)
-            for size, size_epochs in zip(sizes, epochs):
-                run[f"accuracy_{size}"] = fine_tune(args, out, run, size, size_epochs, seed, train, valid)
-            runs.append({key: value for key, value in run.items() if key != "folder"})
-            print(f"{name} seed {seed}: {run['steps']:,} steps, " + ", ".join(
-                f"{size} sentences {run[f'accuracy_{size}']:.2%}" for size in sizes), flush=True)
+    cores = Cores(args.jobs)
+    vocabulary = pretrain(args, out, corpus, "vocabulary", 0, None, cores)["folder"] / "vocab.txt"
+
+    def objective_run(name, seed):  # one dict: pretrained, then fine-tuned on each size
+        run = pretrain(args, out, corpus, name, seed, vocabulary, cores)
+        for size, size_epochs in zip(sizes, epochs):
+            run[f"accuracy_{size}"] = fine_tune(args, out, run, size, size_epochs, seed, train, valid, cores)
+        print(f"{name} seed {seed}: {run['steps']:,} steps, " + ", ".join(
+            f"{size} sentences {run[f'accuracy_{size}']:.2%}" for size in sizes), flush=True)
+        return {key: value for key, value in run.items() if key != "folder"}
+
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        futures = [pool.submit(objective_run, name, seed) for seed in range(args.seeds)
+                   for name in [BASELINE, *objectives]]
+        try:
+            runs = [future.result() for future in futures]
+        except BaseException:
+            pool.shutdown(cancel_futures=True)
+            raise
     write_results(out, format_table(runs, [BASELINE, *objectives], sizes, args, machine, backend),
                   {"settings": vars(args), "machine": machine, "backend": backend, "validation": str(valid),
                    "runs": runs})
@@ -192,7 +215,7 @@ def validation_split(data, out, size):
     return train, valid
 
 
-def pretrain(args, out, corpus, name, seed, vocabulary):
+def pretrain(args, out, corpus, name, seed, vocabulary, cores):
     """One apps/pretrain.py run (read back when whole): {objective, seed, steps, tokens, held-out scores, folder}.
     "vocabulary" learns the shared vocabulary (0 steps); `BASELINE` saves the random init (0 steps)."""
     folder = out / "pretrain" / (name if name == "vocabulary" else f"{name}_seed{seed}")
@@ -214,14 +237,14 @@ def pretrain(args, out, corpus, name, seed, vocabulary):
             command += [*OBJECTIVES[name], "--steps", str(steps), "--checkpoint-every", str(args.checkpoint_every),
                         "--warmup-ratio", str(args.warmup_steps / steps), "--minutes", str(args.budget_minutes)]
         print(f"pretraining {folder.name}: {' '.join(command[2:])}", flush=True)
-        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+        cores.run(command)
     metrics = json.loads(metrics_file.read_text())
     steps = metrics.get("steps", 0)
     return {"objective": name, "seed": seed, "steps": steps, "tokens": steps * args.batch_size * args.seq_len,
             "fit_seconds": metrics.get("fit_seconds"), "held_out": metrics.get("end"), "folder": folder}
 
 
-def fine_tune(args, out, run, size, epochs, seed, train, valid):
+def fine_tune(args, out, run, size, epochs, seed, train, valid, cores):
     """The validation accuracy of `run`'s backbone fine-tuned on `size` sentences (read back if done)."""
     folder = out / "finetune" / f"{run['objective']}_seed{seed}_{size}"
     if not (folder / "metrics.json").is_file():
@@ -230,8 +253,33 @@ def fine_tune(args, out, run, size, epochs, seed, train, valid):
                    "--out", str(folder), "--limit", str(size), "--epochs", str(epochs), "--batch-size", "32",
                    "--patience", "3", "--lr", str(args.finetune_lr), "--max-length", str(args.max_length),
                    "--seed", str(seed), "--quiet"]
-        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+        cores.run(command)
     return json.loads((folder / "metrics.json").read_text())["validation"]["accuracy"]
+
+
+class Cores:
+    """Runs commands on this machine's cores: with `jobs` 1, one at a time on all of them; above 1, each on a core of
+    its own with one thread (`ONE_THREAD`), `jobs` at a time (one `run` a thread of a pool of `jobs`).
+
+    >>> Cores(1).run([sys.executable, "-c", "pass"])
+    """
+
+    def __init__(self, jobs):
+        self.jobs, self.free = jobs, queue.Queue()
+        for core in sorted(os.sched_getaffinity(0))[:jobs]:
+            self.free.put(core)
+
+    def run(self, command):
+        """Runs `command` (its output dropped; a failure raises), on a free core once one is."""
+        if self.jobs == 1:
+            subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+            return
+        core = self.free.get()
+        try:
+            subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env={**os.environ, **ONE_THREAD},
+                           preexec_fn=lambda: os.sched_setaffinity(0, {core}))
+        finally:
+            self.free.put(core)
 
 
 def spread(values):
@@ -249,7 +297,9 @@ def format_table(runs, names, sizes, args, machine, backend):
     lines = [f"Pretraining objectives at equal compute: {args.budget_minutes} min of training steps each, "
              f"{args.preset}, batch {args.batch_size} x {args.seq_len} tokens, peak lr {args.lr}; SST-2 accuracy (%) "
              f"on {args.validation_size} held-out sentences, mean ± std over {len(seeds)} seed(s).",
-             f"Machine: {cpu_summary(machine)}; backend {backend}.", "",
+             f"Machine: {cpu_summary(machine)}; backend {backend}"
+             + (f"; {args.jobs} runs at a time, each on a core of its own with one thread." if args.jobs > 1 else "."),
+             "",
              "| objective | " + " | ".join(f"SST-2 {size}" for size in sizes) + " | steps | tokens (M) |",
              "|---|" + "---|" * (len(sizes) + 2)]
     for name in names:
