@@ -20,7 +20,7 @@ The student's run folder is an ordinary one of the teacher's task: evaluate and 
 (apps/sentiment.py evaluate --model OUT ...), export it (apps/export.py --model OUT --quantize dynamic-int8) and run
 it with apps/edge_predict.py. Killed, the same command resumes from the last backup; a changed teacher, training or
 unlabeled file, or setting, is refused (--restart starts over). The teacher's outputs are kept with the backup and
-read back on a resume, not computed again; at --alpha 0 without --unlabeled the teacher does not run. To validate
+read back on a resume, not computed again; at --alpha 0 the teacher does not run (--unlabeled is left out). To validate
 on the sentences the teacher held out, give the teacher's --seed and --validation-fraction (or its --valid file).
 """
 

@@ -105,11 +105,12 @@ class Distillation:
         `folder`: None, or where the run keeps the teacher's outputs (`TEACHER_OUTPUTS_FILE`, written once computed:
         the backup's `prepared_dir`), to read them back instead of running the teacher again when they are of the same
         teacher (its weights and architecture), the same token ids and the same kind; other ones are computed again
-        and replace them, with a line saying why. At alpha 0 without unlabeled inputs the loss is the labels' alone:
-        the teacher does not run (its outputs are zeros, which the loss weighs 0)."""
+        and replace them, with a line saying why. At alpha 0 the loss is the labels' alone: the teacher does not run
+        (its outputs are zeros, which the loss weighs 0) and unlabeled inputs, which only its outputs teach from, are
+        left out."""
         unlabeled = self._unlabeled(x, student)
         inputs = x if unlabeled is None else _joined(x, unlabeled)
-        if self.alpha == 0 and unlabeled is None:
+        if self.alpha == 0:
             print("alpha 0: the teacher's outputs are not needed (the loss is the labels' alone); the teacher does not "
                   "run.")
             outputs = np.zeros((len(labels), self.teacher.num_classes), "float32")
@@ -143,14 +144,18 @@ class Distillation:
 
     def settings(self):
         """The distillation's settings, as a run records them."""
-        count = None if self.unlabeled is None else len(self._texts(self.unlabeled))
+        count = None if self.unlabeled is None or self.alpha == 0 else len(self._texts(self.unlabeled))
         return {"teacher": self.source, "temperature": self.temperature, "alpha": self.alpha,
                 "unlabeled_texts": count}
 
     def _unlabeled(self, x, student):
         """The unlabeled inputs, without those that have no tokens for the teacher or the student; checked to be
-        inputs of the kind of `x` (single texts or pairs)."""
+        inputs of the kind of `x` (single texts or pairs). None at alpha 0 (the teacher's outputs weigh 0)."""
         if self.unlabeled is None:
+            return None
+        if self.alpha == 0:
+            print("alpha 0: the unlabeled texts are left out (only the teacher's outputs teach from them, and alpha 0 "
+                  "weighs those 0).")
             return None
         if isinstance(x, tuple) != isinstance(self.unlabeled, tuple):
             kind = "text pairs, a tuple (texts, pairs)" if isinstance(x, tuple) else "single texts, a list"

@@ -221,7 +221,8 @@ def test_other_inputs_another_teacher_or_a_damaged_file_compute_them_again(teach
     assert teacher_runs == [6, 6] and "teacher_outputs.npz cannot be read" in capsys.readouterr().out
 
 
-def test_at_alpha_0_without_unlabeled_texts_the_teacher_never_runs(teacher, tmp_path, teacher_runs, capsys):
+def test_at_alpha_0_the_teacher_never_runs_and_unlabeled_texts_are_left_out(teacher, tmp_path, teacher_runs,
+                                                                              capsys):
     x, outputs = kept_targets(Distillation(teacher, alpha=0.0, verbose=0), tmp_path)
     assert teacher_runs == [] and list(tmp_path.iterdir()) == []
     assert "alpha 0: the teacher's outputs are not needed" in capsys.readouterr().out
@@ -234,5 +235,8 @@ def test_at_alpha_0_without_unlabeled_texts_the_teacher_never_runs(teacher, tmp_
                                            np.array([[1], [0], [1], [0]]), axis=1))
     np.testing.assert_allclose(student.evaluate(x, y, verbose=0, return_dict=True)["loss"], expected, rtol=1e-4)
     teacher_runs.clear()  # the student's pass
-    kept_targets(Distillation(teacher, alpha=0.0, unlabeled=["someone plays"], verbose=0), tmp_path)
-    assert teacher_runs == [5]  # unlabeled texts: the teacher labels them
+    distillation = Distillation(teacher, alpha=0.0, unlabeled=["someone plays"], verbose=0)
+    x, outputs = kept_targets(distillation, tmp_path)
+    assert teacher_runs == [] and x == TEXTS and outputs.shape == (4, 2)
+    assert distillation.settings()["unlabeled_texts"] is None
+    assert "alpha 0: the unlabeled texts are left out" in capsys.readouterr().out
