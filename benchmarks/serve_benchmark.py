@@ -17,9 +17,11 @@ training sentences ($KBERT_DATA_DIR/sst2/train.tsv; without it the 200 shipped s
    /v1/predict, waits for the answer, posts the next. --warmup seconds, then --seconds measured: throughput
    (answers per second, one sentence each), latency p50/p99 (from writing the request to reading the whole
    answer), errors, the mean batch the server ran (its /metrics), and the CPU used (in cores: the server, the
-   load client, and the rest of the machine, from /proc) over the measured seconds. Settings: the server's
-   defaults; no batching (--max-batch-size 1); the offline best batch size as --predict-batch-size where it is not
-   the default (at the most clients); each of --max-wait-sweep; padded batches (--no-pack) at the most clients.
+   load client, and the rest of the machine, from /proc) over the measured seconds; at 1 client, where a request's
+   time went (the medians of the server's `Server-Timing` headers: queue, model, back, app; and outside the app).
+   Settings: the server's defaults; no batching (--max-batch-size 1); the offline best batch size as
+   --predict-batch-size where it is not the default (at the most clients); each of --max-wait-sweep; padded batches
+   (--no-pack) at the most clients.
    With --pack (the default, as apps/serve.py's) `answer` and the server compute a classifier's or encoder's texts
    on packed rows (`BertClassifier.answers(pack=True)`), --no-pack in padded batches; `predict`, the ceiling, pads
    as always. Beside the ceiling, `answer` on random draws of as
@@ -64,6 +66,8 @@ DATA_DIR = pathlib.Path(os.environ.get("KBERT_DATA_DIR", ROOT.parent / "shared" 
 SAMPLE = ROOT / "kbert" / "data" / "samples" / "sentiment_sample.tsv"
 DEFAULT_MODEL = "all_minilm_l6_v2 sentiment classifier (random head)"
 CONTENT_LENGTH = re.compile(rb"(?i)\r\ncontent-length: *(\d+)")
+SERVER_TIMING = re.compile(rb"(?i)\r\nserver-timing: *([^\r]*)")
+DURATION = re.compile(rb"(\w+);dur=([\d.]+)")
 TICKS = os.sysconf("SC_CLK_TCK")
 SUBPROCESS_ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
 
@@ -394,7 +398,8 @@ def window(before, after):
 
 async def asyncio_load(server, requests, clients, warmup, seconds):
     """Closed-loop load from this process: `clients` keep-alive connections, each posting the next request once
-    its answer is read. Returns (completion time, latency, status) of every answer, and the measured window."""
+    its answer is read. Returns (completion time, latency, status, its Server-Timing header's value) of every
+    answer, and the measured window."""
     start = time.perf_counter()
     measured_from, stop = start + warmup, start + warmup + seconds
     answers, snapshots = [], []
@@ -409,7 +414,8 @@ async def asyncio_load(server, requests, clients, warmup, seconds):
                 head = await reader.readuntil(b"\r\n\r\n")
                 await reader.readexactly(int(CONTENT_LENGTH.search(head)[1]))
                 done = time.perf_counter()
-                answers.append((done, done - sent, int(head[9:12])))
+                timing = SERVER_TIMING.search(head)
+                answers.append((done, done - sent, int(head[9:12]), timing and timing[1]))
         finally:
             writer.close()
 
@@ -425,11 +431,28 @@ async def asyncio_load(server, requests, clients, warmup, seconds):
 def asyncio_point(server, requests, clients, warmup, seconds):
     answers, (before, after), measured_from, stop = asyncio.run(
         asyncio_load(server, requests, clients, warmup, seconds))
-    kept = [(latency, status) for done, latency, status in answers if measured_from <= done < stop]
-    latencies = [latency for latency, _ in kept] or [float("nan")]  # none: nan, not a made-up figure
+    kept = [(latency, status, timing) for done, latency, status, timing in answers if measured_from <= done < stop]
+    latencies = [latency for latency, _, _ in kept] or [float("nan")]  # none: nan, not a made-up figure
     return {"throughput": len(kept) / seconds, "p50_ms": 1000 * float(np.percentile(latencies, 50)),
             "p99_ms": 1000 * float(np.percentile(latencies, 99)), "answers": len(kept),
-            "errors": sum(status != 200 for _, status in kept), "latencies": latencies, **window(before, after)}
+            "errors": sum(status != 200 for _, status, _ in kept), "latencies": latencies,
+            "timings": [(latency, timing) for latency, _, timing in kept if timing], **window(before, after)}
+
+
+def time_spent(timings):
+    """The median milliseconds of each part of the server's `Server-Timing` headers and of `outside` (what a
+    client waited beyond the server's `app`: the HTTP server, loopback and the client itself), over `timings`:
+    (latency in seconds, the header's value) of each answer.
+
+    >>> time_spent([(0.012, b"queue;dur=0.10, model;dur=9.00, back;dur=0.20, app;dur=10.00")])
+    {'queue': 0.1, 'model': 9.0, 'back': 0.2, 'app': 10.0, 'outside': 2.0}
+    """
+    parsed = [(1000 * latency, {name.decode(): float(value) for name, value in DURATION.findall(timing)})
+              for latency, timing in timings]
+    if not parsed:
+        return {}
+    medians = {name: float(np.median([parts[name] for _, parts in parsed])) for name in parsed[0][1]}
+    return {**medians, "outside": float(np.median([latency - parts["app"] for latency, parts in parsed]))}
 
 
 def paired_point(server, requests, single, warmup, seconds, rounds=5):
@@ -444,7 +467,8 @@ def paired_point(server, requests, single, warmup, seconds, rounds=5):
     point = {"throughput": sum(point["answers"] for point in windows) / seconds,
              "p50_ms": 1000 * float(np.percentile(latencies, 50)), "p99_ms": 1000 * float(np.percentile(latencies, 99)),
              "answers": sum(point["answers"] for point in windows), "errors": sum(point["errors"] for point in windows),
-             "latencies": latencies, "single_call_ms": 1000 * statistics.median(offline)}
+             "latencies": latencies, "single_call_ms": 1000 * statistics.median(offline),
+             "timings": [timing for point in windows for timing in point["timings"]]}
     for name in ("server_cores", "client_cores", "other_cores", "mean_batch"):
         point[name] = float(np.mean([window[name] for window in windows]))
     return point
@@ -645,6 +669,7 @@ def run(args, folder):
                 else:
                     point = asyncio_point(server, requests, clients, args.warmup, args.seconds)
                 point.pop("latencies", None)
+                point["time_spent_ms"] = time_spent(point.pop("timings", []))
                 call_ms = point.get("single_call_ms", single_ms)
                 point.update(setting=label, flags=flags, clients=clients, vs_ceiling=point["throughput"] / best,
                              p50_vs_single_call=point["p50_ms"] / call_ms)
@@ -661,6 +686,11 @@ def run(args, folder):
     if single is not None:
         single.stop()
         print("  (1 client: the offline call timed in windows between the server's, in a process of its own)")
+    for point in points:
+        if point["clients"] == 1 and point["time_spent_ms"]:
+            print(f"  1 client, {point['setting']}: median ms a request: " + ", ".join(
+                f"{name} {value:.2f}" for name, value in point["time_spent_ms"].items())
+                + f" (one offline `answer` of a sentence: {ceiling['single_ms']['answer']:.2f})")
 
     defaults = [point for point in points if not point["flags"]]
     latency = next(point for point in defaults if point["clients"] == min(args.clients))

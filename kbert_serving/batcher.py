@@ -59,6 +59,7 @@ class _Waiting:
     item: tuple
     future: asyncio.Future
     since: float
+    call: tuple = None  # (started, ended): its call's run, on `time.monotonic`'s clock
 
 
 class DynamicBatcher:
@@ -91,8 +92,12 @@ class DynamicBatcher:
         self.in_flight = 1  # items answered by the last call and waiting as it ended: what a call waits for
         self.task = None
 
-    async def submit(self, items):
+    async def submit(self, items, timing=None):
         """The answers to `items` (a list of tuples of strings), once their calls have run.
+
+        `timing`: None, or a dict this fills with where the items' time went, in seconds (the longest of them):
+        `queue` (from `submit` to the start of its call), `model` (its call's `run`) and `back` (from the end of
+        the call to this coroutine resuming on the event loop).
 
         Raises `QueueFull` (at once) when they would pass `max_queue` waiting items, ValueError when they are
         more than `max_queue` items, and whatever `run` raised on a call that held one of them."""
@@ -111,8 +116,15 @@ class DynamicBatcher:
         self.waiting += len(waiting)
         self.arrived.set()
         if len(waiting) == 1:  # one item (most requests): its future, without gather's
-            return [await waiting[0].future]
-        return list(await asyncio.gather(*(entry.future for entry in waiting)))
+            answers = [await waiting[0].future]
+        else:
+            answers = list(await asyncio.gather(*(entry.future for entry in waiting)))
+        if timing is not None:
+            resumed = time.monotonic()
+            timing.update(queue=max(entry.call[0] - entry.since for entry in waiting),
+                          model=max(entry.call[1] - entry.call[0] for entry in waiting),
+                          back=max(resumed - entry.call[1] for entry in waiting))
+        return answers
 
     async def close(self):
         """Stops dispatching and the worker thread; items still waiting are cancelled."""
@@ -154,13 +166,16 @@ class DynamicBatcher:
         that settles its requests and the dispatcher together."""
         while (job := self.calls.get()) is not None:
             loop, call, answered = job
-            answers, error = None, None
+            answers, error, started = None, None, time.monotonic()
             try:
                 answers = self.run([entry.item for entry in call])
                 if len(answers) != len(call):
                     raise RuntimeError(f"The model gave {len(answers)} answers to a call of {len(call)} items.")
             except Exception as caught:  # the requests whose items were in this call get the error
                 error = caught
+            ran = (started, time.monotonic())
+            for entry in call:
+                entry.call = ran
             if not loop.is_closed():  # else nobody waits for these answers
                 loop.call_soon_threadsafe(self._settle, call, answers, error, answered)
 

@@ -41,6 +41,7 @@ from kbert_serving.served_model import InputLimits, RequestError, json_line, str
 
 PAGE = pathlib.Path(__file__).with_name("page.html")
 OPEN_ROUTES = ("/", "/health")  # answered without the token: the page asks for it, and health checks have none
+TIMING = "kbert.timing"  # the scope's key of a request's `DynamicBatcher.submit` timing
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,7 +87,8 @@ def make_app(model, batching=BatchSettings(), settings=ServerSettings()):
 
     async def answers(request, items):
         """The answers to `items`; their texts leave the queue if the client goes away first (the watch on the
-        connection cancels this task's wait, rather than a task of its own racing it)."""
+        connection cancels this task's wait, rather than a task of its own racing it). Where their time went is
+        left in the request's scope, for its `Server-Timing` header (`_Guarded`)."""
         task, waiting = asyncio.current_task(), [True]
 
         def left(watch):
@@ -96,7 +98,7 @@ def make_app(model, batching=BatchSettings(), settings=ServerSettings()):
         gone = asyncio.ensure_future(_disconnected(request))
         gone.add_done_callback(left)
         try:
-            return await batcher.submit(items)
+            return await batcher.submit(items, request.scope.setdefault(TIMING, {}))
         except asyncio.CancelledError:
             if gone.done() and not gone.cancelled():
                 raise ClientDisconnect() from None
@@ -212,7 +214,10 @@ def make_app(model, batching=BatchSettings(), settings=ServerSettings()):
 
 
 class _Guarded:
-    """The application behind the token check, the error bodies and the metrics of every request."""
+    """The application behind the token check, the error bodies and the metrics of every request; a response to a
+    request the model answered says where its time went in a `Server-Timing` header (W3C's; milliseconds): `queue`,
+    `model` and `back` (`DynamicBatcher.submit`'s timing) and `app`, from the request's start in this application
+    to its response's (what the HTTP server and the network add is the rest of what a client measures)."""
 
     def __init__(self, app, settings, metrics, routes):
         self.app, self.settings, self.metrics, self.routes = app, settings, metrics, routes
@@ -227,6 +232,9 @@ class _Guarded:
         async def sending(message):
             if message["type"] == "http.response.start":
                 status[0] = message["status"]
+                if scope.get(TIMING):
+                    message = {**message, "headers": [*message.get("headers", ()), (b"server-timing", server_timing(
+                        {**scope[TIMING], "app": time.perf_counter() - start}))]}
             await send(message)
 
         try:
@@ -255,6 +263,16 @@ class _Guarded:
             if route.matches(scope)[0] != Match.NONE:
                 return route.path
         return "other"
+
+
+def server_timing(seconds):
+    """A `Server-Timing` header's value of named durations in seconds (in milliseconds, as the header has them).
+
+    Example:
+    >>> server_timing({"queue": 0.00012, "model": 0.0103})
+    b'queue;dur=0.12, model;dur=10.30'
+    """
+    return ", ".join(f"{name};dur={1000 * value:.2f}" for name, value in seconds.items()).encode()
 
 
 async def _refusal(request, error):

@@ -175,6 +175,27 @@ def test_answers_go_back_to_their_requests_in_order():
     assert len(model.batches) < sum(map(len, requests))  # some were batched together
 
 
+def test_timing_says_how_long_the_items_waited_and_their_call_ran():
+    model = Recorder()
+
+    def slow(items):
+        time.sleep(0.05)
+        return model(items)
+
+    async def main():
+        batcher = DynamicBatcher(slow, BatchSettings(max_batch_size=1, max_wait_ms=0))
+        first, second = {}, {}
+        await asyncio.gather(batcher.submit([("a",)], first), batcher.submit([("b",), ("c",)], second))
+        await batcher.close()
+        return first, second
+
+    first, second = run(main())
+    assert sorted(first) == sorted(second) == ["back", "model", "queue"]
+    assert 0.05 <= first["model"] < 1 and 0.05 <= second["model"] < 1  # one call's run: the slowest item's
+    assert 0 <= first["queue"] < 0.05 <= second["queue"]  # "c" waited for the calls of "a" and "b"
+    assert 0 <= first["back"] < 1 and 0 <= second["back"] < 1
+
+
 def test_the_queue_refuses_past_max_queue_and_accepts_again_after():
     model = Recorder()
 

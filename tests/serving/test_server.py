@@ -597,6 +597,19 @@ def test_a_full_queue_is_503_with_retry_after_then_answers_again():
         answered(client)
 
 
+def test_a_response_says_where_its_time_went_in_server_timing():
+    model = Gated()
+    slow = model.answer
+    model.answer = lambda items: time.sleep(0.03) or slow(items)
+    with TestClient(make_app(model)) as client:
+        timing = client.post("/v1/predict", json={"texts": ["a film"]}).headers["server-timing"]
+        durations = {name: float(value) for name, value in (part.split(";dur=") for part in timing.split(", "))}
+        assert list(durations) == ["queue", "model", "back", "app"]
+        assert 30 <= durations["model"] < durations["app"] < 1000
+        assert durations["queue"] + durations["model"] + durations["back"] <= durations["app"]
+        assert "server-timing" not in client.get("/health").headers  # the model answered nothing
+
+
 def test_a_model_that_raises_is_500_then_the_next_request_is_answered(capsys):
     model = Gated()
     with TestClient(make_app(model)) as client:
