@@ -118,8 +118,9 @@ def main(argv=None):
         parser_.error(f"--finetune-epochs gives {len(epochs)} values for {len(sizes)} --sizes")
     if not args.budget_minutes > 0 or args.seeds < 1:
         parser_.error("--budget-minutes must be above 0 and --seeds at least 1")
-    if not 1 <= args.jobs <= len(os.sched_getaffinity(0)):
-        parser_.error(f"--jobs {args.jobs}: give 1 to {len(os.sched_getaffinity(0))}, the cores this process may use")
+    usable = len(os.sched_getaffinity(0))
+    if not 1 <= args.jobs <= usable:
+        parser_.error(f"--jobs {args.jobs}: give 1 to {usable}, the cores this process may use")
     out, corpus, train, valid = set_up(args)
     machine = describe_cpu()
     backend = os.environ.get("KERAS_BACKEND", "tensorflow")
