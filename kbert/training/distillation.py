@@ -86,6 +86,11 @@ class Distillation:
         """What the teacher's outputs are: a `DistillationLoss` kind."""
         return "regression" if self.teacher.regression else "multi_label" if self.teacher.multi_label else "classes"
 
+    @property
+    def teacher_needed(self):
+        """Whether the teacher's outputs weigh anything in the loss: not at alpha 0, the labels' loss alone."""
+        return self.alpha > 0
+
     def student(self, training, init, **arguments):
         """The student, compiled as `training` (a `FineTuning`) compiles a task model (`FineTuning.built`):
         `student_classifier(teacher, init, **arguments)`. The classes `arguments` ask for (`num_classes`,
@@ -108,13 +113,14 @@ class Distillation:
         and replace them, with a line saying why. At alpha 0 the loss is the labels' alone: the teacher does not run
         (its outputs are zeros, which the loss weighs 0) and unlabeled inputs, which only its outputs teach from, are
         left out."""
-        unlabeled = self._unlabeled(x, student)
-        inputs = x if unlabeled is None else _joined(x, unlabeled)
-        if self.alpha == 0:
-            print("alpha 0: the teacher's outputs are not needed (the loss is the labels' alone); the teacher does not "
-                  "run.")
-            outputs = np.zeros((len(labels), self.teacher.num_classes), "float32")
+        if not self.teacher_needed:
+            left_out = " and the unlabeled texts, which only its outputs teach from, are left out" if (
+                self.unlabeled is not None) else ""
+            print(f"alpha 0: the loss is the labels' alone, so the teacher does not run{left_out}.")
+            inputs, outputs = x, np.zeros((len(labels), self.teacher.num_classes), "float32")
         else:
+            unlabeled = self._unlabeled(x, student)
+            inputs = x if unlabeled is None else _joined(x, unlabeled)
             count = len(self._texts(inputs))
             extra = f" and {count - len(labels):,} unlabeled text(s)" if unlabeled is not None else ""
             outputs = self._outputs(inputs, f"the {len(labels):,} training examples{extra}", folder)
@@ -144,18 +150,14 @@ class Distillation:
 
     def settings(self):
         """The distillation's settings, as a run records them."""
-        count = None if self.unlabeled is None or self.alpha == 0 else len(self._texts(self.unlabeled))
+        count = len(self._texts(self.unlabeled)) if self.unlabeled is not None and self.teacher_needed else None
         return {"teacher": self.source, "temperature": self.temperature, "alpha": self.alpha,
                 "unlabeled_texts": count}
 
     def _unlabeled(self, x, student):
         """The unlabeled inputs, without those that have no tokens for the teacher or the student; checked to be
-        inputs of the kind of `x` (single texts or pairs). None at alpha 0 (the teacher's outputs weigh 0)."""
+        inputs of the kind of `x` (single texts or pairs)."""
         if self.unlabeled is None:
-            return None
-        if self.alpha == 0:
-            print("alpha 0: the unlabeled texts are left out (only the teacher's outputs teach from them, and alpha 0 "
-                  "weighs those 0).")
             return None
         if isinstance(x, tuple) != isinstance(self.unlabeled, tuple):
             kind = "text pairs, a tuple (texts, pairs)" if isinstance(x, tuple) else "single texts, a list"

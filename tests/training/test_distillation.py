@@ -225,7 +225,7 @@ def test_at_alpha_0_the_teacher_never_runs_and_unlabeled_texts_are_left_out(teac
                                                                               capsys):
     x, outputs = kept_targets(Distillation(teacher, alpha=0.0, verbose=0), tmp_path)
     assert teacher_runs == [] and list(tmp_path.iterdir()) == []
-    assert "alpha 0: the teacher's outputs are not needed" in capsys.readouterr().out
+    assert "alpha 0: the loss is the labels' alone, so the teacher does not run." in capsys.readouterr().out
     np.testing.assert_array_equal(outputs, np.zeros((4, 2)))
     student = Distillation(teacher, alpha=0.0, verbose=0).student(FineTuning(seed=0), "bert_tiny", sequence_length=10,
                                                                  **CLASSES)
@@ -239,4 +239,5 @@ def test_at_alpha_0_the_teacher_never_runs_and_unlabeled_texts_are_left_out(teac
     x, outputs = kept_targets(distillation, tmp_path)
     assert teacher_runs == [] and x == TEXTS and outputs.shape == (4, 2)
     assert distillation.settings()["unlabeled_texts"] is None
-    assert "alpha 0: the unlabeled texts are left out" in capsys.readouterr().out
+    assert "the teacher does not run and the unlabeled texts, which only its outputs teach from, are left out" in (
+        capsys.readouterr().out)
