@@ -35,21 +35,21 @@ def packed_inputs(inputs, row_length=None):
     first) laid out as packed rows (`fit_rows`) of `row_length` tokens (None: the longest text's).
 
     Returns:
-        (packed, starts): `packed` a dict of int32 arrays (rows, row_length), `token_ids`, `segment_ids` and
-        `sequence_ids` (text k of a row has id k + 1 on its tokens, padding 0); `starts` (texts, 2) int32, the
-        row and column of each text's first token, in input order.
+        (packed, spans): `packed` a dict of int32 arrays (rows, row_length), `token_ids`, `segment_ids` and
+        `sequence_ids` (text k of a row has id k + 1 on its tokens, padding 0); `spans` (texts, 3) int32, the
+        row and column of each text's first token and its number of tokens, in input order.
 
     Example:
     >>> mask = np.array([[1, 1, 1, 0], [1, 1, 0, 0], [1, 0, 0, 0]])
-    >>> packed, starts = packed_inputs({"token_ids": mask * 7, "segment_ids": mask * 0, "padding_mask": mask})
-    >>> packed["sequence_ids"].tolist(), starts.tolist()
-    ([[1, 1, 1], [1, 1, 2]], [[0, 0], [1, 0], [1, 2]])
+    >>> packed, spans = packed_inputs({"token_ids": mask * 7, "segment_ids": mask * 0, "padding_mask": mask})
+    >>> packed["sequence_ids"].tolist(), spans.tolist()
+    ([[1, 1, 1], [1, 1, 2]], [[0, 0, 3], [1, 0, 2], [1, 2, 1]])
     """
     lengths = np.asarray(inputs["padding_mask"]).sum(-1).astype(int).tolist()
     row_length = max(lengths, default=1) if row_length is None else row_length
     rows = fit_rows(lengths, row_length)
     packed = {key: np.zeros((len(rows), row_length), "int32") for key in ("token_ids", "segment_ids", "sequence_ids")}
-    starts = np.zeros((len(lengths), 2), "int32")
+    spans = np.zeros((len(lengths), 3), "int32")
     given = {key: np.asarray(inputs[key]) for key in ("token_ids", "segment_ids")}
     for r, row in enumerate(rows):
         column = 0
@@ -58,6 +58,6 @@ def packed_inputs(inputs, row_length=None):
             for key in ("token_ids", "segment_ids"):
                 packed[key][r, column:end] = given[key][index, : lengths[index]]
             packed["sequence_ids"][r, column:end] = k + 1
-            starts[index] = (r, column)
+            spans[index] = (r, column, lengths[index])
             column = end
-    return packed, starts
+    return packed, spans

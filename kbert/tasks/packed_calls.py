@@ -26,11 +26,10 @@ def packed_sequences(backbone, inputs, batch_size=None, row_length=None):
     ...                                               "padding_mask": mask}, row_length=6)]
     [(3, 128), (2, 128)]
     """
-    packed, starts = packed_inputs(inputs, row_length)
+    packed, spans = packed_inputs(inputs, row_length)
     batch_size = batch_size or DEFAULT_BATCH_SIZE
     rows = [ops.convert_to_numpy(ops.cast(backbone.packed_outputs(
         {key: value[start : start + batch_size] for key, value in packed.items()})["sequence_output"], "float32"))
         for start in range(0, len(packed["token_ids"]), batch_size)]
     rows = np.concatenate(rows)
-    lengths = np.asarray(inputs["padding_mask"]).sum(-1).astype(int)
-    return [rows[row, column : column + n] for (row, column), n in zip(starts.tolist(), lengths)]
+    return [rows[row, column : column + n] for row, column, n in spans.tolist()]

@@ -17,12 +17,12 @@ def test_fit_rows_by_hand():
         fit_rows([3, 9], 8)
 
 
-def test_packed_inputs_keep_tokens_segments_and_order():
+def test_packed_inputs_keep_tokens_segments_order_and_spans():
     mask = np.array([[1, 1, 1, 1], [1, 1, 0, 0], [1, 1, 1, 0]])
     ids = np.arange(12).reshape(3, 4) * mask
     segments = np.array([[0, 0, 1, 1], [0, 0, 0, 0], [0, 1, 1, 0]])
-    packed, starts = packed_inputs({"token_ids": ids, "segment_ids": segments, "padding_mask": mask}, 6)
+    packed, spans = packed_inputs({"token_ids": ids, "segment_ids": segments, "padding_mask": mask}, 6)
     assert packed["sequence_ids"].tolist() == [[1, 1, 1, 1, 2, 2], [1, 1, 1, 0, 0, 0]]
     assert packed["token_ids"].tolist() == [[0, 1, 2, 3, 4, 5], [8, 9, 10, 0, 0, 0]]
     assert packed["segment_ids"].tolist() == [[0, 0, 1, 1, 0, 0], [0, 1, 1, 0, 0, 0]]
-    assert starts.tolist() == [[0, 0], [0, 4], [1, 0]]
+    assert spans.tolist() == [[0, 0, 4], [0, 4, 2], [1, 0, 3]]
