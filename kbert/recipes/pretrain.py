@@ -279,9 +279,10 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
         raise ValueError(f"steps {steps} is not a multiple of checkpoint_every {checkpoint_every} (a run trains whole "
                          "checkpoint intervals).")
     backbone, given = init or (None, None)
-    given = given or (load_hf_tokenizer(folder) if is_prepared(folder) and not restart
-                      else read_tokenizer(vocabulary) if vocabulary else None)
-    check_family(shape, objective, given, sized=not init and "vocabulary_size" in (config or {}), named=named)
+    # A prepared folder's run resumes on its own tokenizer, checked as it started, or is refused as another run's
+    if restart or not is_prepared(folder):
+        given = given or (read_tokenizer(vocabulary) if vocabulary else None)
+        check_family(shape, objective, given, sized=not init and "vocabulary_size" in (config or {}), named=named)
     if mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
     keras.utils.set_random_seed(seed)  # the initial weights (a resumed run then loads its own)

@@ -12,6 +12,7 @@ import pytest
 
 from kbert import BertBackbone, BertClassifier
 from kbert.recipes import pretrain as recipe
+from kbert.saving import SettingsChangedError
 from kbert.text import load_hf_tokenizer
 from kbert.text.hf_tokenizers import FAMILY_KINDS, KIND_FILES
 from tests.conftest import run_python
@@ -103,6 +104,18 @@ def test_what_a_family_cannot_pretrain_is_refused_before_anything_is_written(cor
     with pytest.raises(ValueError, match=message):
         recipe.train([corpus[0]], tmp_path / "run", {}, steps=2, **options)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")
+def test_another_familys_run_in_the_folder_is_refused_as_another_run(corpus, tokenizer_folders, tmp_path):
+    out = tmp_path / "run"
+    options = {family: dict(OPTIONS, config=CONFIGS[family], vocabulary=tokenizer_folders[family],
+                            objective=OBJECTIVES[family]) for family in CONFIGS}
+    recipe.train([corpus[0]], out, {"family": "albert"}, steps=1, **options["albert"])
+    # not "A roberta model reads a byte_level_bpe tokenizer, not a sentence_piece one" (the folder's, not the one given)
+    with pytest.raises(SettingsChangedError, match="this run started with family 'albert', not 'roberta'"):
+        recipe.train([corpus[0]], out, {"family": "roberta"}, steps=1, **options["roberta"])
+    assert load_hf_tokenizer(out).kind == FAMILY_KINDS["albert"]
 
 
 @pytest.fixture(scope="module")
