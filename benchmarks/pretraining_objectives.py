@@ -45,6 +45,7 @@ import random
 import statistics
 import subprocess
 import sys
+import threading
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -60,6 +61,7 @@ OBJECTIVES = {
     "electra": ["--objective", "electra"],
 }
 BASELINE = "random"
+PRINTING = threading.Lock()  # `say`: one run's line at a time
 STEP_CAP = 1_000_000  # --steps: never reached within a budget; the budget ends the run
 VALIDATION_SEED = 1234
 # one thread for each library a run may compute with (with --jobs above 1, a run has one core)
@@ -134,8 +136,8 @@ def main(argv=None):
         run = pretrain(args, out, corpus, name, seed, vocabulary, cores)
         for size, size_epochs in zip(sizes, epochs):
             run[f"accuracy_{size}"] = fine_tune(args, out, run, size, size_epochs, seed, train, valid, cores)
-        print(f"{name} seed {seed}: {run['steps']:,} steps, " + ", ".join(
-            f"{size} sentences {run[f'accuracy_{size}']:.2%}" for size in sizes), flush=True)
+        say(f"{name} seed {seed}: {run['steps']:,} steps, " + ", ".join(
+            f"{size} sentences {run[f'accuracy_{size}']:.2%}" for size in sizes))
         return {key: value for key, value in run.items() if key != "folder"}
 
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
@@ -149,6 +151,12 @@ def main(argv=None):
     write_results(out, format_table(runs, [BASELINE, *objectives], sizes, args, machine, backend),
                   {"settings": vars(args), "machine": machine, "backend": backend, "validation": str(valid),
                    "runs": runs})
+
+
+def say(line):
+    """Prints `line` whole, its newline with it: the runs report from threads of their own."""
+    with PRINTING:
+        print(line, flush=True)
 
 
 def write_results(out, table, results):
@@ -237,7 +245,7 @@ def pretrain(args, out, corpus, name, seed, vocabulary, cores):
             steps = STEP_CAP - STEP_CAP % args.checkpoint_every
             command += [*OBJECTIVES[name], "--steps", str(steps), "--checkpoint-every", str(args.checkpoint_every),
                         "--warmup-ratio", str(args.warmup_steps / steps), "--minutes", str(args.budget_minutes)]
-        print(f"pretraining {folder.name}: {' '.join(command[2:])}", flush=True)
+        say(f"pretraining {folder.name}: {' '.join(command[2:])}")
         cores.run(command)
     metrics = json.loads(metrics_file.read_text())
     steps = metrics.get("steps", 0)
