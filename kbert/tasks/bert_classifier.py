@@ -10,7 +10,7 @@ from kbert.tasks.bert_preprocessor import text_pairs
 from kbert.tasks.bert_task import BertTask
 from kbert.tasks.bert_text_classifier_preprocessor import BertTextClassifierPreprocessor
 from kbert.tasks.distillation_loss import DistillationLoss, TeacherRows
-from kbert.tasks.packed_calls import packed_sequences
+from kbert.tasks.packed_calls import packed_sequences, worth_packing
 from kbert.tasks.raw_datasets import is_dataset
 from kbert.tasks.table_inputs import raw_inputs
 from kbert.tasks.unread_pooler import pooled_output
@@ -301,7 +301,8 @@ class BertClassifier(BertTask):
         at or above `threshold`) and `probabilities`; a regressor's `score`. An empty or blank text (or pair) gets
         no label but a `note` (`EMPTY_TEXT`), and a text cut to the sequence length (no `doc_stride`) a `note`
         saying so. Each text is tokenized once. `x`, `batch_size`, `verbose` and `dtype` as for `predict`; `pack`:
-        compute on packed rows (`packed_logits`; `batch_size` rows a call), not in padded batches.
+        compute on packed rows (`packed_logits`; `batch_size` rows a call), not in padded batches (a lone text: padded,
+        `kbert.tasks.packed_calls.worth_packing`).
 
         Example:
         >>> model = BertClassifier.from_preset("bert_tiny", num_classes=2, label_names=["neg", "pos"])
@@ -321,7 +322,7 @@ class BertClassifier(BertTask):
         prepared = self.preprocessor.prepare(
             kept_texts if pairs is None else (kept_texts, [result["pair"] for result in kept]))
         model = with_compute_dtype(self, dtype)
-        if pack:
+        if pack and worth_packing(prepared.inputs):
             outputs = model.decode(model.packed_logits(prepared.inputs, batch_size), prepared)
         else:
             outputs = task_data.predict_prepared(model, model, prepared, batch_size, verbose)

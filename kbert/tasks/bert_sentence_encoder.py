@@ -14,7 +14,7 @@ from kbert.tasks.bert_preprocessor import text_list
 from kbert.tasks.bert_sentence_encoder_preprocessor import BertSentenceEncoderPreprocessor, text_columns
 from kbert.tasks.bert_task import BertTask
 from kbert.tasks.bi_encoder_losses import CosineSimilarityLoss, MultipleNegativesRankingLoss
-from kbert.tasks.packed_calls import packed_sequences
+from kbert.tasks.packed_calls import packed_sequences, worth_packing
 from kbert.tasks.raw_datasets import is_dataset
 from kbert.tasks.table_inputs import raw_inputs
 from kbert.tasks.task_data import takes_as_is
@@ -144,7 +144,7 @@ class BertSentenceEncoder(BertTask):
             dtype: "float32", or "bfloat16" to compute in bfloat16 (`kbert.models.compute_dtype`), faster on
                 CPUs with bfloat16 instructions (AVX-512 BF16, AMX). Embeddings come out float32 either way.
             pack: bool. Compute on packed rows (`kbert.tasks.packed_calls`; `batch_size` rows a call), each text
-                pooled over its own tokens, not in padded batches.
+                pooled over its own tokens, not in padded batches (a lone text: padded, `worth_packing`).
 
         Returns:
             A float32 array of shape (len(texts), hidden_dim), or (hidden_dim,) for a str.
@@ -174,7 +174,7 @@ class BertSentenceEncoder(BertTask):
         embeddings = [np.zeros((0, self.backbone.hidden_dim), "float32")]
         for chunk in chunks:
             inputs = self.preprocessor.prepare(chunk).inputs
-            if pack:
+            if pack and worth_packing(inputs):
                 embeddings.append(packed_pool(with_compute_dtype(self, dtype).backbone, inputs, self.pooling,
                                               batch_size))
                 continue

@@ -8,6 +8,17 @@ from kbert.config import DEFAULT_BATCH_SIZE
 from kbert_core.packed_rows import packed_inputs
 
 
+def worth_packing(inputs):
+    """Whether packed rows save anything over padded batches for `inputs` (a `Prepared`'s): not for a lone text, whose
+    packed row is its padded one, and the padded call (the model's compiled path) the faster.
+
+    Example:
+    >>> worth_packing({"token_ids": np.ones((1, 5))}), worth_packing({"token_ids": np.ones((2, 5))})
+    (False, True)
+    """
+    return len(inputs["token_ids"]) > 1
+
+
 def packed_sequences(backbone, inputs, batch_size=None, row_length=None):
     """Each text's vectors from packed rows: a list, one float32 array (its tokens, hidden) per row of `inputs`.
 

@@ -49,6 +49,18 @@ def test_packed_answers_equal_padded(family, overrides, speedups):
                                    model.predict_on_batch(prepared.inputs), atol=1e-5)
 
 
+def test_a_lone_text_is_computed_padded(monkeypatch):
+    model = classifier()
+    encoder = BertSentenceEncoder(model.backbone, BertSentenceEncoder.from_preset("bert_tiny").preprocessor)
+    calls = []
+    original = BertBackbone.packed_outputs
+    monkeypatch.setattr(BertBackbone, "packed_outputs", lambda self, inputs: calls.append(1) or original(self, inputs))
+    model.answers(TEXTS[:1], pack=True), encoder.encode(TEXTS[:1], pack=True)
+    assert calls == []  # its packed row would be its padded one
+    model.answers(TEXTS[:2], pack=True), encoder.encode(TEXTS[:2], pack=True)
+    assert calls == [1, 1]
+
+
 def test_texts_filling_a_row_exactly(speedups):
     model = classifier()
     inputs = model.preprocessor.prepare(TEXTS).inputs
