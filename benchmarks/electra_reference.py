@@ -114,9 +114,10 @@ def train(args):
     steps = args.steps or len(batches["train"]["token_ids"])
     generator, discriminator = build(int(data["vocabulary_size"]))
     parameters = {id(p): (name, p) for model in (discriminator, generator) for name, p in model.named_parameters()}
-    decayed = [p for name, p in parameters.values() if not (name.endswith("bias") or "LayerNorm" in name)]
-    kept = [p for name, p in parameters.values() if name.endswith("bias") or "LayerNorm" in name]
-    optimizer = torch.optim.AdamW([{"params": decayed, "weight_decay": 0.01}, {"params": kept, "weight_decay": 0.0}],
+    groups = {0.01: [], 0.0: []}  # weight decay: none on biases and LayerNorms
+    for name, parameter in parameters.values():
+        groups[0.0 if name.endswith("bias") or "LayerNorm" in name else 0.01].append(parameter)
+    optimizer = torch.optim.AdamW([{"params": group, "weight_decay": decay} for decay, group in groups.items()],
                                   lr=args.lr, betas=(0.9, 0.999), eps=1e-6)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(
         (step + 1) / args.warmup_steps, max(0.0, (steps - step) / max(1, steps - args.warmup_steps))))
