@@ -8,5 +8,5 @@ package beside `kbert/` for that reason, as `kbert_edge` is: importing anything 
 """
 
 from kbert_serving.batcher import BatchSettings, DynamicBatcher, QueueFull
-from kbert_serving.served_model import KINDS, InputLimits, RequestError, ServedModel, load_served_model
+from kbert_serving.served_model import KINDS, InputLimits, ModelThread, RequestError, ServedModel, load_served_model
 from kbert_serving.server import ServerSettings, make_app, serve

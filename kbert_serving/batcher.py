@@ -1,21 +1,20 @@
 """Dynamic batching: the items of concurrent requests joined into model calls, longest first, off the event loop.
 
-A request hands its items (texts, text pairs, questions with contexts) to `DynamicBatcher.submit` and awaits
-their answers. One worker thread runs the model, one call at a time; while it runs, the items that arrive wait in a
-bounded queue, by shape (single texts, pairs). When the model is free, a call takes up to `max_batch_size` items of
-the oldest item's shape, longest first (the model's `predict` then cuts them into batches of similar length). A
-model just freed waits up to `max_wait_ms` for as many items as were in flight as it finished (those it answered,
-whose clients are likely to send again, and those waiting), so that clients answered together are served together
-rather than in cohorts that take turns; a lone client, or a request that finds the model idle longer, goes at
-once. Past `max_queue` waiting items a request is refused at once (`QueueFull`): a flood of clients costs a 503,
-not memory.
+A request hands its items (texts, text pairs, questions with contexts) to `DynamicBatcher.submit` and awaits their
+answers. One thread runs the model (the served model's own, `ModelThread`), one call at a time; while it runs, the
+items that arrive wait in a bounded queue, by shape (single texts, pairs). When the model is free, a call takes up
+to `max_batch_size` items of the oldest item's shape, longest first (the model's `predict` then cuts them into
+batches of similar length). A model just freed waits up to `max_wait_ms` for as many items as were in flight as it
+finished (those it answered, whose clients are likely to send again, and those waiting), so that clients answered
+together are served together rather than in cohorts that take turns; a lone client, or a request that finds the
+model idle longer, goes at once. Past `max_queue` waiting items a request is refused at once (`QueueFull`): a flood
+of clients costs a 503, not memory.
 """
 
 import asyncio
 import collections
+import concurrent.futures
 import dataclasses
-import queue
-import threading
 import time
 
 
@@ -67,9 +66,11 @@ class DynamicBatcher:
 
     Args:
         run: callable. A list of items (tuples of one number of strings), longest first -> a list of answers, one
-            per item, in order; called in the batcher's one worker thread.
+            per item, in order; called on `executor`, one call at a time.
         settings: `BatchSettings`.
         on_batch: callable or None. Called with each call's number of items and the items still waiting (metrics).
+        executor: a `concurrent.futures.Executor` of one worker (a served model's `thread`, where it was loaded) or
+            None: a thread of the batcher's own.
 
     Example:
     >>> async def main():
@@ -81,12 +82,12 @@ class DynamicBatcher:
     [['A', 'B'], ['C']]
     """
 
-    def __init__(self, run, settings, on_batch=None):
+    def __init__(self, run, settings, on_batch=None, executor=None):
         self.run, self.settings, self.on_batch = run, settings, on_batch
+        self.own_executor = executor is None
+        self.executor = executor or concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kbert-batch")
         self.groups = collections.defaultdict(collections.deque)  # shape (texts an item) -> waiting items
         self.waiting = 0
-        self.calls = queue.SimpleQueue()  # (loop, items waiting, future set once answered) to the worker; None: stop
-        self.worker = threading.Thread(target=self._work, name="kbert-batch", daemon=True)  # exit does not wait
         self.arrived = None  # an asyncio.Event, made on the running loop
         self.free_since = 0.0
         self.in_flight = 1  # items answered by the last call and waiting as it ended: what a call waits for
@@ -108,7 +109,6 @@ class DynamicBatcher:
             raise QueueFull(f"{self.waiting} items are waiting; this server queues at most {self.settings.max_queue}.")
         if self.task is None:
             self.arrived, self.task = asyncio.Event(), asyncio.create_task(self._dispatch())
-            self.worker.start()
         loop, now = asyncio.get_running_loop(), time.monotonic()
         waiting = [_Waiting(item, loop.create_future(), now) for item in items]
         for entry in waiting:
@@ -127,14 +127,15 @@ class DynamicBatcher:
         return answers
 
     async def close(self):
-        """Stops dispatching and the worker thread; items still waiting are cancelled."""
+        """Stops dispatching (and the batcher's own thread); items still waiting are cancelled."""
         if self.task is not None:
             self.task.cancel()
             await asyncio.gather(self.task, return_exceptions=True)
         for group in self.groups.values():
             for entry in group:
                 entry.future.cancel()
-        self.calls.put(None)  # a call running now ends in its thread; the loop does not wait for it
+        if self.own_executor:
+            self.executor.shutdown(wait=False)  # a call running now ends in its thread; the loop does not wait for it
 
     async def _dispatch(self):
         loop = asyncio.get_running_loop()
@@ -158,26 +159,24 @@ class DynamicBatcher:
             if self.on_batch is not None:
                 self.on_batch(len(call), self.waiting)
             answered = loop.create_future()
-            self.calls.put((loop, call, answered))
+            self.executor.submit(self._call, loop, call, answered)
             await answered
 
-    def _work(self):
-        """The worker thread: runs each call, and hands its answers (or its error) back to the loop in one callback
-        that settles its requests and the dispatcher together."""
-        while (job := self.calls.get()) is not None:
-            loop, call, answered = job
-            answers, error, started = None, None, time.monotonic()
-            try:
-                answers = self.run([entry.item for entry in call])
-                if len(answers) != len(call):
-                    raise RuntimeError(f"The model gave {len(answers)} answers to a call of {len(call)} items.")
-            except Exception as caught:  # the requests whose items were in this call get the error
-                error = caught
-            ran = (started, time.monotonic())
-            for entry in call:
-                entry.call = ran
-            if not loop.is_closed():  # else nobody waits for these answers
-                loop.call_soon_threadsafe(self._settle, call, answers, error, answered)
+    def _call(self, loop, call, answered):
+        """On the executor: runs a call, and hands its answers (or its error) back to the loop in one callback that
+        settles its requests and the dispatcher together."""
+        answers, error, started = None, None, time.monotonic()
+        try:
+            answers = self.run([entry.item for entry in call])
+            if len(answers) != len(call):
+                raise RuntimeError(f"The model gave {len(answers)} answers to a call of {len(call)} items.")
+        except Exception as caught:  # the requests whose items were in this call get the error
+            error = caught
+        ran = (started, time.monotonic())
+        for entry in call:
+            entry.call = ran
+        if not loop.is_closed():  # else nobody waits for these answers
+            loop.call_soon_threadsafe(self._settle, call, answers, error, answered)
 
     def _settle(self, call, answers, error, answered):
         """On the loop: the model is free (what was in flight noted before any request it answers resumes and sends

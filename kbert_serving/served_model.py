@@ -13,9 +13,11 @@ backbone folder or preset - or an export folder of apps/export.py (its `token_id
 | `sentence_encoder` | `(text,)` | `embedding` (a unit vector where the model normalises) |
 """
 
+import concurrent.futures
 import dataclasses
 import json
 import pathlib
+import threading
 
 import numpy as np
 
@@ -49,14 +51,44 @@ class InputLimits:
     max_text_chars: int = 100_000
 
 
+class ModelThread(concurrent.futures.ThreadPoolExecutor):
+    """The one thread a served model is loaded on and answers on, whichever thread asks (the server's batcher runs
+    its calls here). Under torch each thread that runs a model keeps an OpenMP pool of its own, and two such pools
+    of 2 threads on a 2-core machine make libgomp stop spinning between parallel regions: a sentence's call 25%
+    slower, about 97 context switches a call against 3.5 (measured with all-MiniLM-L6-v2 loaded on the main
+    thread and called on another).
+
+    Example:
+    >>> thread = ModelThread()
+    >>> thread.run(threading.current_thread).name.startswith("kbert-model"), thread.run(sum, [1, 2])
+    (True, 3)
+    """
+
+    def __init__(self):
+        super().__init__(1, thread_name_prefix="kbert-model", initializer=self._started)
+        self.ident = None
+
+    def _started(self):
+        self.ident = threading.get_ident()
+
+    def run(self, function, *args, **kwargs):
+        """`function(*args, **kwargs)` on this thread: at once when called on it, else handed to it and waited
+        for."""
+        if threading.get_ident() == self.ident:
+            return function(*args, **kwargs)
+        return self.submit(function, *args, **kwargs).result()
+
+
 class ServedModel:
-    """A model behind the server: `kind`, `answer(items)` and `metadata`; `load_served_model` makes one."""
+    """A model behind the server: `kind`, `answer(items)` (computed on its `thread`, a `ModelThread`) and
+    `metadata`; `load_served_model` makes one, loaded on that thread."""
 
     kind = None
     runtime = None
 
-    def __init__(self, name, source, label_names, max_length):
+    def __init__(self, name, source, label_names, max_length, thread=None):
         self.name, self.source, self.label_names, self.max_length = name, str(source), label_names, max_length
+        self.thread = thread or ModelThread()
 
     @property
     def metadata(self):
@@ -127,7 +159,11 @@ class ServedModel:
         return item
 
     def answer(self, items):
-        """The answers to a batch of items of one shape (all singles or all pairs), in order."""
+        """The answers to a batch of items of one shape (all singles or all pairs), in order, computed on the
+        model's `thread` from whichever thread asks."""
+        return self.thread.run(self._answer, items)
+
+    def _answer(self, items):
         raise NotImplementedError
 
     def token_counts(self, texts):
@@ -196,7 +232,7 @@ class KerasServedModel(ServedModel):
     rows run eagerly, padded ones compiled)."""
 
     def __init__(self, model, tokenizer, max_length, name, source, dtype="float32",
-                 batch_size=PREDICT_BATCH_SIZE, pack=None):
+                 batch_size=PREDICT_BATCH_SIZE, pack=None, thread=None):
         import keras
 
         from kbert.tasks import BertClassifier, BertQuestionAnswerer, BertSentenceEncoder, BertTokenClassifier
@@ -207,12 +243,12 @@ class KerasServedModel(ServedModel):
         if self.kind is None:
             raise ValueError(f"{source} holds a {type(model).__name__}; the server serves "
                              f"{', '.join(cls.__name__ for cls in kinds)} and backbones.")
-        super().__init__(name, source, getattr(model, "label_names", None), max_length)
+        super().__init__(name, source, getattr(model, "label_names", None), max_length, thread)
         self.model, self.tokenizer, self.dtype, self.batch_size = model, tokenizer, dtype, batch_size
         self.pack = keras.config.backend() == "torch" if pack is None else pack
         self.runtime = f"keras ({keras.config.backend()})"
 
-    def answer(self, items):
+    def _answer(self, items):
         from kbert.recipes import ner, qa
 
         columns = [list(column) for column in zip(*items)]
@@ -243,7 +279,7 @@ class EdgeServedModel(ServedModel):
         self.kind = {"backbone": "sentence_encoder"}.get(self.edge.model_kind, self.edge.model_kind)
         super().__init__(name, path, self.edge.label_names, self.edge.max_length)
 
-    def answer(self, items):
+    def _answer(self, items):
         columns = [list(column) for column in zip(*items)]
         if self.kind == "question_answerer":
             return [{"question": question, **self.edge.answer_question(question, context)}
@@ -293,8 +329,9 @@ def load_served_model(source, name=None, dtype="float32", batch_size=PREDICT_BAT
         if not path.is_file():
             raise FileNotFoundError(f"{path} does not exist.")
         return EdgeServedModel(path, name, num_threads)
-    model, tokenizer, max_length = _keras_model(source, verify)
-    return KerasServedModel(model, tokenizer, max_length, name, source, dtype, batch_size, pack)
+    thread = ModelThread()
+    model, tokenizer, max_length = thread.run(_keras_model, source, verify)
+    return KerasServedModel(model, tokenizer, max_length, name, source, dtype, batch_size, pack, thread)
 
 
 def _keras_model(source, verify):

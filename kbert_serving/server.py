@@ -83,7 +83,7 @@ def make_app(model, batching=BatchSettings(), settings=ServerSettings()):
     (200, 128)
     """
     metrics = RequestMetrics(batching.max_batch_size)
-    batcher = DynamicBatcher(model.answer, batching, on_batch=metrics.observe_batch)
+    batcher = DynamicBatcher(model.answer, batching, on_batch=metrics.observe_batch, executor=model.thread)
 
     async def answers(request, items):
         """The answers to `items`; their texts leave the queue if the client goes away first (the watch on the

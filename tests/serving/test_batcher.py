@@ -3,6 +3,7 @@ and pairs apart, longest first, `max_wait_ms` for the items in flight, answers r
 cancellation."""
 
 import asyncio
+import concurrent.futures
 import threading
 import time
 
@@ -76,6 +77,21 @@ def test_batches_run_off_the_event_loop():
 
     run(main())
     assert model.threads and model.threads[0] is not threading.main_thread()
+
+
+def test_calls_run_on_the_executor_given_which_close_leaves_running():
+    model, executor = Recorder(), concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="the-model")
+
+    async def main():
+        batcher = DynamicBatcher(model, BatchSettings(), executor=executor)
+        answers = [await batcher.submit([("a",)]), await batcher.submit([("b",)])]
+        await batcher.close()
+        return answers
+
+    assert run(main()) == [["A"], ["B"]]
+    assert [thread.name for thread in model.threads] == ["the-model_0"] * 2
+    assert executor.submit(threading.current_thread).result().name == "the-model_0"
+    executor.shutdown()
 
 
 def test_singles_and_pairs_are_never_in_one_batch():

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 
 import keras
 import numpy as np
@@ -123,6 +124,24 @@ def test_run_folders_answer_as_the_apps_predict(runs):
     served = load_served_model(runs / "squad")
     assert served.kind == "question_answerer" and served.metadata["inputs"] == ["questions", "contexts"]
     assert served.answer(list(zip(QUESTIONS, CONTEXTS))) == qa.predict(runs / "squad", CONTEXTS, QUESTIONS)
+
+
+def test_a_model_is_loaded_and_answers_on_a_thread_of_its_own(classifier_run, monkeypatch):
+    """Whichever thread asks (`ModelThread`: under torch, a second thread running the model slows every call)."""
+    from kbert_serving import served_model
+
+    loaded_on, called_on, keras_model = [], [], served_model._keras_model
+    monkeypatch.setattr(served_model, "_keras_model",
+                        lambda *args: loaded_on.append(threading.current_thread()) or keras_model(*args))
+    served = load_served_model(classifier_run)
+    answers = served.model.answers
+    monkeypatch.setattr(served.model, "answers", lambda *args, **kwargs: called_on.append(threading.current_thread())
+                        or answers(*args, **kwargs))
+    expected = served.answer(singles(TEXTS))
+    asked = threading.Thread(target=lambda: called_on.append(served.answer(singles(TEXTS)) == expected))
+    asked.start()
+    asked.join()
+    assert loaded_on[0] is not threading.main_thread() and called_on == [loaded_on[0], loaded_on[0], True]
 
 
 def test_a_keras_file_answers_as_the_apps_predict(runs):

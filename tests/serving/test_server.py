@@ -392,7 +392,7 @@ class Gated(ServedModel):
         self.batches, self.started, self.release = [], threading.Event(), threading.Event()
         self.release.set()
 
-    def answer(self, items):
+    def _answer(self, items):
         self.batches.append(items)
         self.started.set()
         assert self.release.wait(30), "the test never released the model"
