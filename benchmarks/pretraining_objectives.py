@@ -183,8 +183,8 @@ def set_up(args):
 
 def check_settings(out, args):
     """Refuses a rerun into `out` with other settings than the benchmark's first run there (its results would mix)."""
-    settings = {key: value for key, value in vars(args).items() if key not in ("objectives", "seeds", "sizes",
-                                                                              "finetune_epochs", "out")}
+    settings = {key: value for key, value in vars(args).items() if key not in ("objectives", "families", "seeds",
+                                                                              "sizes", "finetune_epochs", "out")}
     path = out / "benchmark.json"
     if path.is_file():
         before = json.loads(path.read_text())
