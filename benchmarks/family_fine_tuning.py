@@ -39,7 +39,7 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from kbert_core.cpu import cpu_summary, describe_cpu  # noqa: E402  (numpy/stdlib only: no Keras in this process)
-from pretraining_objectives import STEP_CAP, fine_tune, set_up, spread, write_results  # noqa: E402
+from pretraining_objectives import STEP_CAP, Cores, fine_tune, set_up, spread, write_results  # noqa: E402
 
 FAMILIES = {  # family: (objective, BertConfig fields beside the size's, how its tokenizer is made)
     "roberta": ("mlm", dict(family="roberta", num_segments=1, position_offset=2, layer_norm_epsilon=1e-5), "bpe"),
@@ -105,7 +105,7 @@ def main(argv=None):
     machine, backend = describe_cpu(), os.environ.get("KERAS_BACKEND", "tensorflow")
     print(f"machine: {cpu_summary(machine)}; backend {backend}; {args.layers} layers x {args.hidden}, "
           f"{budget(args)} a family", flush=True)
-    rows = []
+    rows, cores = [], Cores(1)  # one fine-tuning at a time, on the cores this process has
     for family in args.families:
         objective = FAMILIES[family][0]
         tokenizer = train_tokenizer(family, corpus, out / "tokenizers" / family, args.vocab_size,
@@ -116,7 +116,7 @@ def main(argv=None):
                "held_out": pretrained["held_out"]}
         for name, run in (("pretrained", pretrained), ("random", random)):
             row[name] = [fine_tune(args, out, {"objective": f"{family}_{name}", "folder": run["folder"]},
-                                   args.train_sentences, args.finetune_epochs, seed, train, valid)
+                                   args.train_sentences, args.finetune_epochs, seed, train, valid, cores)
                          for seed in range(args.seeds)]
         print(f"{family} ({objective}): {row['steps']:,} steps; SST-2 {spread(row['pretrained'])} pretrained, "
               f"{spread(row['random'])} random", flush=True)
