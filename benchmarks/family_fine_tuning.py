@@ -1,8 +1,9 @@
 """Fine-tuning works the same for every family (issue 51's aim): a RoBERTa-, an ALBERT- and an ELECTRA-shaped model,
 each pretrained briefly with its own tokenizer and objective, then fine-tuned on SST-2 from those weights and from a
-random initialisation of the same shape.
+random initialisation of the same shape; BERT itself, pretrained and fine-tuned the same way, is the control (what
+the budget gives the family whose pretraining kbert checks against Hugging Face's).
 
-    python benchmarks/family_fine_tuning.py                      # 3 families x 5 min, ~25 min on 2 cores
+    python benchmarks/family_fine_tuning.py                      # 4 families x 5 min, ~35 min on 2 cores
     python benchmarks/family_fine_tuning.py --layers 4 --hidden 128 --seq-len 64 --lr 1e-3 --warmup-steps 200 \
         --steps 2000 --train-sentences 8000 --finetune-lr 1e-4 --seeds 3   # the aim's table in docs/checkpoints.md
     python benchmarks/family_fine_tuning.py --minutes 0.2 --train-sentences 64 --validation-size 100 \\
@@ -11,6 +12,7 @@ random initialisation of the same shape.
 
 Each family (--families) pretrains on the first --corpus-lines lines of the corpus (default
 $KBERT_DATA_DIR/imdb/unsup.txt, the text as it is), its tokenizer learned from --tokenizer-lines of them:
+  bert      a WordPiece vocabulary apps/pretrain.py learns, masked LM alone (the control: RoBERTa's objective)
   roberta   a byte-level BPE of --vocab-size tokens (`tokenizers`), masked LM alone (RoBERTa's recipe), no token types
   albert    a SentencePiece unigram model (`sentencepiece`, ALBERT's options: lower case, [CLS] [SEP] [MASK]),
             masked LM + sentence-order prediction, embeddings of 128 (--hidden / 2 at most) and one shared layer group
@@ -42,6 +44,7 @@ from kbert_core.cpu import cpu_summary, describe_cpu  # noqa: E402  (numpy/stdli
 from pretraining_objectives import STEP_CAP, Cores, fine_tune, set_up, spread, write_results  # noqa: E402
 
 FAMILIES = {  # family: (objective, BertConfig fields beside the size's, how its tokenizer is made)
+    "bert": ("mlm", dict(family="bert"), "learned"),
     "roberta": ("mlm", dict(family="roberta", num_segments=1, position_offset=2, layer_norm_epsilon=1e-5), "bpe"),
     "albert": ("sop", dict(family="albert", num_layer_groups=1, activation="gelu_approximate", dropout=0.0),
                "sentencepiece"),
@@ -71,8 +74,8 @@ def parser():
     parser.add_argument("--data", help="SST-2 train.tsv (default: $KBERT_DATA_DIR/sst2/train.tsv)")
     parser.add_argument("--vocab-size", type=int, default=8000, help="every tokenizer's size (default: %(default)s)")
     parser.add_argument("--tokenizer-lines", type=int, default=10000,
-                        help="corpus lines each tokenizer learns from (ELECTRA's: apps/pretrain.py --vocab-lines, "
-                             "drawn at random) (default: %(default)s)")
+                        help="corpus lines each tokenizer learns from (BERT's and ELECTRA's: apps/pretrain.py "
+                             "--vocab-lines, drawn at random) (default: %(default)s)")
     parser.add_argument("--layers", type=int, default=4, help="(default: %(default)s)")
     parser.add_argument("--hidden", type=int, default=256, help="hidden units, heads of 64 (default: %(default)s)")
     parser.add_argument("--batch-size", type=int, default=32, help="pretraining batch (default: %(default)s)")
@@ -133,7 +136,7 @@ def budget(args):
 
 def train_tokenizer(family, corpus, folder, size, lines):
     """The folder of `family`'s tokenizer of `size` tokens trained on the first `lines` lines of `corpus` (made once;
-    None for ELECTRA: apps/pretrain.py learns its WordPiece vocabulary)."""
+    None for BERT and ELECTRA: apps/pretrain.py learns their WordPiece vocabulary)."""
     how = FAMILIES[family][2]
     if how == "learned" or folder.is_dir():
         return None if how == "learned" else folder
@@ -172,7 +175,8 @@ def config(args, family):
 
 def pretrain(args, out, corpus, family, tokenizer, steps):
     """One apps/pretrain.py run of `family` (read back when whole): steps 0 saves the random init (and learns
-    ELECTRA's vocabulary); None pretrains for `--steps` or under the time budget, with the random run's tokenizer."""
+    BERT's and ELECTRA's vocabulary); None pretrains for `--steps` or under the time budget, with the random run's
+    tokenizer."""
     folder = out / "pretrain" / f"{family}_{'random' if steps == 0 else 'pretrained'}"
     metrics_file = folder / "metrics.json"
     done = json.loads(metrics_file.read_text()) if metrics_file.is_file() else None
