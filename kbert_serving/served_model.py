@@ -229,7 +229,8 @@ class KerasServedModel(ServedModel):
     """A kbert task model (or a backbone, as a sentence encoder), answering as the apps' `predict` does; with `pack`,
     a classifier's or sentence encoder's texts computed on packed rows (`BertClassifier.answers(pack=True)`); None:
     packed under torch (the rows run in its plain-torch pass), padded batches under TensorFlow and JAX (where packed
-    rows run eagerly, padded ones compiled)."""
+    rows run eagerly, padded ones compiled). `thread`: the `ModelThread` the model was loaded on (`load_served_model`
+    passes it); None: a new one, where a model that ran on another thread runs slower under torch."""
 
     def __init__(self, model, tokenizer, max_length, name, source, dtype="float32",
                  batch_size=PREDICT_BATCH_SIZE, pack=None, thread=None):
