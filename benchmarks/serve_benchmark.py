@@ -111,8 +111,7 @@ def offline(args):
     items = [(text,) for text in texts]
     passes = {"answer": lambda size: offline_answers(served, items, size)}
     if hasattr(served, "model"):  # a Keras model (a TFLite export has no `predict` of its own)
-        passes["predict"] = lambda size: served.thread.run(served.model.predict, texts, batch_size=size, verbose=0,
-                                                           dtype=args.dtype)
+        passes["predict"] = lambda size: predict_on_thread(served, texts, size, args.dtype)
     singles = single_calls_of(served, args.dtype)
     throughput = {}
     for size in args.offline_batch_sizes:
@@ -242,13 +241,18 @@ def single_calls(args):
 
 
 def single_calls_of(served, dtype):
-    """One sentence answered alone, by name: the served model's `answer`, and a Keras model's `predict` (on the
-    thread it was loaded on, as the server calls it: `ModelThread`)."""
+    """One sentence answered alone, by name: the served model's `answer`, and a Keras model's `predict`
+    (`predict_on_thread`)."""
     singles = {"answer": lambda text: served.answer([(text,)])}
     if hasattr(served, "model"):
-        singles["predict"] = lambda text: served.thread.run(served.model.predict, [text], batch_size=1, verbose=0,
-                                                            dtype=dtype)
+        singles["predict"] = lambda text: predict_on_thread(served, [text], 1, dtype)
     return singles
+
+
+def predict_on_thread(served, texts, batch_size, dtype):
+    """A served Keras model's `predict` of `texts`, on the thread it was loaded on (`ModelThread`), as the server
+    calls it: from another thread, torch's calls would slow."""
+    return served.thread.run(served.model.predict, texts, batch_size=batch_size, verbose=0, dtype=dtype)
 
 
 def timed_calls(call, texts, seconds):
