@@ -4,8 +4,8 @@ random initialisation of the same shape; BERT itself, pretrained and fine-tuned 
 the budget gives the family whose pretraining kbert checks against Hugging Face's).
 
     python benchmarks/family_fine_tuning.py                      # 4 families x 5 min, ~35 min on 2 cores
-    python benchmarks/family_fine_tuning.py --layers 4 --hidden 128 --seq-len 64 --lr 1e-3 --warmup-steps 200 \
-        --steps 2000 --train-sentences 8000 --finetune-lr 1e-4 --seeds 3   # the aim's table in docs/checkpoints.md
+    python benchmarks/family_fine_tuning.py --layers 4 --hidden 128 --seq-len 64 --lr 1e-3 --warmup-steps 200 \\
+        --steps 2000 --train-sentences 8000 --finetune-lr 1e-4 --seeds 3   # a table in docs/results.md
     python benchmarks/family_fine_tuning.py --minutes 0.2 --train-sentences 64 --validation-size 100 \\
         --corpus-lines 2000 --tokenizer-lines 2000 --vocab-size 1000 --layers 1 --hidden 64 --seq-len 64 \\
         --finetune-epochs 1 --out saved_models/family_fine_tuning_smoke         # smoke
@@ -18,6 +18,8 @@ $KBERT_DATA_DIR/imdb/unsup.txt, the text as it is), its tokenizer learned from -
             masked LM + sentence-order prediction, embeddings of 128 (--hidden / 2 at most) and one shared layer group
   electra   a WordPiece vocabulary apps/pretrain.py learns, replaced-token detection with its generator (1/4 wide),
             embeddings of 128 (--hidden / 2 at most), no pooler
+FAMILY:OBJECTIVE pretrains the family with another objective (one of pretraining_objectives.py's: mlm, nsp, sop,
+span, span_sbo, electra), e.g. electra:mlm, ELECTRA's shape with masked LM alone; its random init is the family's.
 a model of --layers layers of --hidden units (heads of 64), saved at random init (apps/pretrain.py --steps 0: the
 baseline, the same weights the pretraining starts from) and pretrained for --minutes of training steps
 (apps/pretrain.py --minutes, --tokenizer: the same tokenizer). Both are fine-tuned (apps/sentiment.py train --init) on
@@ -41,7 +43,8 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from kbert_core.cpu import cpu_summary, describe_cpu  # noqa: E402  (numpy/stdlib only: no Keras in this process)
-from pretraining_objectives import STEP_CAP, Cores, fine_tune, set_up, spread, write_results  # noqa: E402
+from pretraining_objectives import (  # noqa: E402
+    OBJECTIVES, STEP_CAP, Cores, fine_tune, set_up, spread, write_results)
 
 FAMILIES = {  # family: (objective, BertConfig fields beside the size's, how its tokenizer is made)
     "bert": ("mlm", dict(family="bert"), "learned"),
@@ -56,8 +59,8 @@ ALBERT_OPTIONS = dict(model_type="unigram", pad_id=0, unk_id=1, bos_id=-1, eos_i
 
 def parser():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--families", nargs="+", default=list(FAMILIES), choices=list(FAMILIES),
-                        help="(default: all)")
+    parser.add_argument("--families", nargs="+", default=list(FAMILIES), metavar="FAMILY[:OBJECTIVE]",
+                        help=f"of {', '.join(FAMILIES)}, each with its own objective or the one named (default: all)")
     parser.add_argument("--minutes", type=float, default=5.0,
                         help="wall-clock minutes of pretraining steps for each family (default: %(default)s)")
     parser.add_argument("--steps", type=int,
@@ -104,21 +107,24 @@ def main(argv=None):
     args = parser_.parse_args(argv)
     if args.seeds < 1 or (args.steps is not None and args.steps < 1):
         parser_.error("--seeds and --steps must be at least 1")
+    runs = [family_run(name) for name in args.families]
+    if None in runs:
+        parser_.error(f"--families {' '.join(args.families)}: give FAMILY or FAMILY:OBJECTIVE, a family of "
+                      f"{', '.join(FAMILIES)} and an objective of {', '.join(OBJECTIVES)}")
     out, corpus, train, valid = set_up(args)
     machine, backend = describe_cpu(), os.environ.get("KERAS_BACKEND", "tensorflow")
     print(f"machine: {cpu_summary(machine)}; backend {backend}; {args.layers} layers x {args.hidden}, "
           f"{budget(args)} a family", flush=True)
     rows, cores = [], Cores(1)  # one fine-tuning at a time, on the cores this process has
-    for family in args.families:
-        objective = FAMILIES[family][0]
+    for family, objective, name in runs:
         tokenizer = train_tokenizer(family, corpus, out / "tokenizers" / family, args.vocab_size,
                                     args.tokenizer_lines)
-        random = pretrain(args, out, corpus, family, tokenizer, steps=0)
-        pretrained = pretrain(args, out, corpus, family, random["folder"], steps=None)
+        random = pretrain(args, out, corpus, family, tokenizer, f"{family}_random")
+        pretrained = pretrain(args, out, corpus, family, random["folder"], f"{name}_pretrained", objective)
         row = {"family": family, "objective": objective, "steps": pretrained["steps"],
                "held_out": pretrained["held_out"]}
-        for name, run in (("pretrained", pretrained), ("random", random)):
-            row[name] = [fine_tune(args, out, {"objective": f"{family}_{name}", "folder": run["folder"]},
+        for kind, run in (("pretrained", pretrained), ("random", random)):
+            row[kind] = [fine_tune(args, out, {"objective": run["folder"].name, "folder": run["folder"]},
                                    args.train_sentences, args.finetune_epochs, seed, train, valid, cores)
                          for seed in range(args.seeds)]
         print(f"{family} ({objective}): {row['steps']:,} steps; SST-2 {spread(row['pretrained'])} pretrained, "
@@ -127,6 +133,19 @@ def main(argv=None):
     write_results(out, format_table(rows, args, machine, backend),
                   {"settings": vars(args), "machine": machine, "backend": backend, "validation": str(valid),
                    "runs": rows})
+
+
+def family_run(name):
+    """`(family, objective, run name)` of a --families entry, FAMILY or FAMILY:OBJECTIVE (None if either is unknown).
+
+    >>> family_run("albert"), family_run("electra:mlm"), family_run("electra:gan")
+    (('albert', 'sop', 'albert'), ('electra', 'mlm', 'electra_mlm'), None)
+    """
+    family, _, objective = name.partition(":")
+    if family not in FAMILIES or (objective and objective not in OBJECTIVES):
+        return None
+    own = FAMILIES[family][0]
+    return family, objective or own, family if objective in ("", own) else f"{family}_{objective}"
 
 
 def budget(args):
@@ -173,11 +192,11 @@ def config(args, family):
     return fields
 
 
-def pretrain(args, out, corpus, family, tokenizer, steps):
-    """One apps/pretrain.py run of `family` (read back when whole): steps 0 saves the random init (and learns
-    BERT's and ELECTRA's vocabulary); None pretrains for `--steps` or under the time budget, with the random run's
-    tokenizer."""
-    folder = out / "pretrain" / f"{family}_{'random' if steps == 0 else 'pretrained'}"
+def pretrain(args, out, corpus, family, tokenizer, name, objective=None):
+    """One apps/pretrain.py run of `family`, folder `name` (read back when whole): without `objective` it saves the
+    random init (and learns BERT's and ELECTRA's vocabulary); with one it pretrains for `--steps` or under the time
+    budget, with the random run's tokenizer."""
+    folder, steps = out / "pretrain" / name, 0 if objective is None else None
     metrics_file = folder / "metrics.json"
     done = json.loads(metrics_file.read_text()) if metrics_file.is_file() else None
     whole = done is not None and (folder / "backbone.keras").is_file() and (
@@ -195,7 +214,7 @@ def pretrain(args, out, corpus, family, tokenizer, steps):
             command += ["--steps", "0", "--objective", "mlm", "--holdout-fraction", "0"]
         else:
             total = args.steps or STEP_CAP - STEP_CAP % args.checkpoint_every
-            command += ["--objective", FAMILIES[family][0], "--steps", str(total), "--checkpoint-every",
+            command += [*OBJECTIVES[objective], "--steps", str(total), "--checkpoint-every",
                         str(min(args.checkpoint_every, total)),
                         "--warmup-ratio", str(min(args.warmup_steps / total, 1.0))]
             if not args.steps:  # a killed run under a time budget starts over; one of --steps resumes
