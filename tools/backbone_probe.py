@@ -4,8 +4,8 @@
     .venv/bin/python tools/backbone_probe.py all_minilm_l6_v2 bert_mini --train 500 --test 500
 
 Each argument is anything `kbert.BertBackbone.from_preset` takes (a folder written by apps/pretrain.py,
-a Hugging Face folder, a preset, "all_minilm_l6_v2"). The sentences come from a
-`sentence<TAB>label` TSV (default: SST-2's train.tsv under `kbert.paths.data_dir()`; without
+of any family, with its kind of tokenizer; a Hugging Face folder; a preset; "all_minilm_l6_v2"). The
+sentences come from a `sentence<TAB>label` TSV (default: SST-2's train.tsv under `kbert.paths.data_dir()`; without
 it the probe is skipped with a message). They are split as the task apps split them: the
 held-out part is `SentenceExamples.split(0.1, seed)` (the 10% apps/sentiment.py validates on),
 the probe-train sentences are the first --train of the rest in the seeded order
@@ -13,7 +13,8 @@ the probe-train sentences are the first --train of the rest in the seeded order
 test sentences are --test of the held-out part in the order `shuffled(seed + 1)`: disjoint.
 
 For each backbone, in inference mode (no dropout), three sentence features:
-    pooled  the pooled output (tanh dense on [CLS]), what `BertClassifier` reads
+    pooled  the pooled output (tanh dense on [CLS]), what `BertClassifier` reads (none where the
+            family has no pooler: ELECTRA, DistilBERT)
     cls     the last layer's [CLS] vector (`sequence_output[:, 0]`)
     mean    the mean of the last layer over real tokens ([CLS] and [SEP] included)
 and for each feature, on the test sentences:
@@ -50,9 +51,11 @@ import time
 import keras
 import numpy as np
 
-from kbert import BertBackbone, BertPretrainer, BertTokenizer, mean_pool
+from kbert import BertBackbone, BertPretrainer, mean_pool
 from kbert.data import SentenceBatches, read_sentence_tsv
 from kbert.paths import data_dir
+from kbert.saving import model_source
+from kbert.text import load_hf_tokenizer
 from kbert.training.atomic_backup_and_restore import AtomicBackupAndRestore
 
 FEATURES = ("pooled", "cls", "mean")
@@ -92,11 +95,12 @@ def probe_sentences(path, train_size, test_size, seed):
 
 
 def feature_model(backbone):
-    """A model from the backbone's inputs to the three sentence features."""
+    """A model from the backbone's inputs to its sentence features (`FEATURES`; no "pooled" without a pooler)."""
     inputs = backbone.input
     out = backbone(inputs)
     sequence = out["sequence_output"]
-    return keras.Model(inputs, {"pooled": out["pooled_output"], "cls": sequence[:, 0, :],
+    pooled = {"pooled": out["pooled_output"]} if "pooled_output" in out else {}
+    return keras.Model(inputs, {**pooled, "cls": sequence[:, 0, :],
                                 "mean": mean_pool(sequence, inputs["padding_mask"], normalize=False)})
 
 
@@ -104,7 +108,7 @@ def features(model, tokenizer, examples, max_length, batch_size):
     """{feature name: (sentences, hidden) float64 array}, in inference mode."""
     batches = SentenceBatches(examples, tokenizer, batch_size, max_length)  # each cut to its longest row
     parts = [model.predict_on_batch(batches[i][0]) for i in range(len(batches))]
-    return {k: np.concatenate([np.asarray(part[k], "float64") for part in parts]) for k in FEATURES}
+    return {k: np.concatenate([np.asarray(part[k], "float64") for part in parts]) for k in FEATURES if k in parts[0]}
 
 
 def geometry(x):
@@ -233,7 +237,9 @@ def main(argv=None):
         print(f"{path} not found (set KBERT_DATA_DIR or pass --data): skipping the feature geometry and "
               "the linear probe.")
     for name in args.backbones:
-        backbone, tokenizer = BertBackbone.from_preset(name), BertTokenizer.from_preset(name)
+        source = model_source(name)  # any family's folder: its backbone and its kind of tokenizer
+        backbone = BertBackbone.from_preset(source)
+        tokenizer = source.load_tokenizer(load_hf_tokenizer, backbone)
         print(f"\n{name}: {backbone.num_layers} layers, hidden {backbone.hidden_dim}, "
               f"vocabulary {backbone.vocabulary_size:,}")
         if examples:
@@ -241,7 +247,7 @@ def main(argv=None):
             train_features, test_features = (features(model, tokenizer, part, args.max_length, args.batch_size)
                                              for part in examples)
             print(f"  {'feature':8} {'eff.rank':>8} {'top PC':>7} {'mean cos':>8} {'probe':>7}   C (CV acc)")
-            for feature in FEATURES:
+            for feature in test_features:
                 rank, top, cosine = geometry(test_features[feature])
                 accuracy, c, cv = linear_probe(train_features[feature], train.labels,
                                                test_features[feature], test.labels, args.c_grid)
