@@ -15,6 +15,7 @@ from kbert.tasks.bert_task import BertTask
 
 GENERATOR_FRACTION = 0.25  # ELECTRA-Small's generator: a quarter of the discriminator's width (google-research/electra)
 DISCRIMINATOR_WEIGHT = 50.0  # the paper's lambda: loss = MLM loss + 50 * RTD loss
+RTD_AUC_BINS = 1000  # `rtd_auc` counts the probabilities of one bin as tied: 0.004 to 0.01 of a logit wide within +-2.5
 
 
 def generator_dimensions(hidden_dim, fraction=GENERATOR_FRACTION):
@@ -173,7 +174,9 @@ class ElectraPretrainer(BertTask):
     objective "mlm", or texts through `BertMaskedLMPreprocessor`): x the backbone's dict plus `mask_positions`, y
     `{"mlm": originals at the masked positions}`, their sample weight `mask_weights`. Outputs: `mlm` (generator
     logits, batch x predictions x vocabulary), `rtd` (discriminator logits, batch x length) and `corrupted_ids` (the
-    discriminator's input). Reported: `loss`, `mlm_loss`, `mlm_accuracy`, `rtd_loss`, `rtd_accuracy`.
+    discriminator's input). Reported: `loss`, `mlm_loss`, `mlm_accuracy`, `rtd_loss`, `rtd_accuracy` and `rtd_auc`
+    (the ROC AUC of its logits over the non-padding tokens: 0.5 where it tells replaced from original no better than
+    chance, whatever its accuracy, which the constant answer "original" puts near 1 - the replaced share).
 
     Args:
         backbone: `kbert.BertBackbone`: the discriminator.
@@ -218,6 +221,7 @@ class ElectraPretrainer(BertTask):
         self.rtd_loss_tracker = keras.metrics.Mean(name="rtd_loss")
         self.mlm_loss_tracker = keras.metrics.Mean(name="mlm_loss")
         self.rtd_accuracy = keras.metrics.BinaryAccuracy(name="rtd_accuracy", threshold=0.0)  # on logits
+        self.rtd_auc = keras.metrics.AUC(num_thresholds=RTD_AUC_BINS, from_logits=True, name="rtd_auc")
 
     def default_compile_arguments(self):
         return {"loss": MaskedTokensLoss(from_logits=True, reduction="mean_with_sample_weight"),
@@ -251,6 +255,7 @@ class ElectraPretrainer(BertTask):
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         labels, weights = self._discriminator_targets(x, y, y_pred)
         self.rtd_accuracy.update_state(ops.expand_dims(labels, -1), ops.expand_dims(y_pred["rtd"], -1), weights)
+        self.rtd_auc.update_state(labels, y_pred["rtd"], weights)
         return super().compute_metrics(x, y["mlm"], y_pred["mlm"], None if sample_weight is None
                                        else sample_weight["mlm"])
 

@@ -88,6 +88,29 @@ def test_the_labels_and_the_replaced_token_loss_against_their_definitions():
     assert logs["rtd_accuracy"] == pytest.approx(accuracy, rel=1e-5)
 
 
+def test_the_replaced_token_auc_against_its_definition():
+    """`rtd_auc` is the ROC AUC of the logits over the non-padding tokens: the share of (replaced, original) pairs
+    the logits put in order (Mann-Whitney), a tie counting half. The head's last kernel is scaled up so that the
+    logits spread over units, as in training (at init they lie within thousandths of 0: one of the metric's bins)."""
+    model = certain_model()
+    head = model.get_layer("discriminator_predictions").dense_prediction
+    head.kernel.assign(head.kernel * 1000.0)
+    x, y, weights = masked_batch()
+    out = numpy_outputs(model, x)
+    original = x["token_ids"].copy()
+    for row, (positions, ids) in enumerate(zip(x["mask_positions"], y["mlm"])):
+        original[row, positions[positions > 0]] = ids[positions > 0]
+    real = x["padding_mask"] > 0
+    labels, logits = (out["corrupted_ids"] != original)[real], out["rtd"].astype("float64")[real]
+    replaced, kept = logits[labels][:, None], logits[~labels][None, :]
+    auc = ((replaced > kept) + 0.5 * (replaced == kept)).mean()
+    assert 0.1 < auc < 0.9 and np.ptp(logits) > 1.0  # neither side ordered by chance alone; spread beyond a bin
+
+    logs = model.test_on_batch(x, y, weights, return_dict=True)
+    one_pair = 1 / (replaced.size * kept.size)  # the metric's bins: two logits 0.004 apart may share one
+    assert logs["rtd_auc"] == pytest.approx(auc, abs=one_pair + 1e-6)
+
+
 def test_the_discriminator_learns_to_flag_the_replaced_tokens():
     """Fit on one batch, repeated, whose samples are certain: from the corrupted ids and the replaced-token loss
     alone, the discriminator learns to flag every replaced token and to pass (nearly) all others, which it does
