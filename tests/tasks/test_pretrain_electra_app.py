@@ -31,7 +31,7 @@ def test_the_app_pretrains_an_electra_discriminator_and_resumes(tmp_path, capsys
     settings = json.loads((run / "settings.json").read_text())
     assert settings["objective"] == "electra" and settings["generator_fraction"] == 0.25
     metrics = json.loads((run / "metrics.json").read_text())
-    assert {"loss", "mlm_loss", "rtd_loss", "rtd_accuracy"} <= set(metrics["end"])
+    assert {"loss", "mlm_loss", "rtd_loss", "rtd_accuracy", "rtd_auc"} <= set(metrics["end"])
     first = BertBackbone.from_preset(run)  # the folder every task's --init reads
     assert first.family == "electra" and first.pooler is None and first.embedding_dim == 16
     assert first.num_layers == 1 and first.hidden_dim == 32  # the discriminator, not the 8-wide generator
