@@ -32,8 +32,8 @@ and for each feature, on the test sentences:
 The majority-class rate is the test accuracy of always answering the class most frequent
 among the probe-train sentences.
 
-For a pretraining run folder with a checkpoint (backup/step-N.weights.h5 and settings.json,
-as apps/pretrain.py leaves them), the MLM head is read back from the checkpoint (it is not
+For a pretraining run folder with a checkpoint (.NAME.backup/step-N.weights.h5 beside it, and settings.json,
+as apps/pretrain.py leaves them; not an ELECTRA run's), the MLM head is read back from the checkpoint (it is not
 in backbone.keras) and run twice: on the run's held-out text, masked as apps/pretrain.py's
 held-out evaluation masks it (static masking, seed 1, rows of the run's --seq-len tokens, pairs
 when the run has an NSP head), and on the test sentences, one a row, masked the same way
@@ -57,6 +57,7 @@ from kbert.paths import data_dir
 from kbert.saving import model_source
 from kbert.text import load_hf_tokenizer
 from kbert.training.atomic_backup_and_restore import AtomicBackupAndRestore
+from kbert.training.resume_policy import backup_folder
 
 FEATURES = ("pooled", "cls", "mean")
 VALIDATION_FRACTION = 0.1  # the task apps' --validation-fraction default
@@ -72,7 +73,8 @@ def parse_args(argv=None):
                         help="test sentences, from the held-out part (default %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="seeds the split and the subsets (default %(default)s)")
     parser.add_argument("--max-length", type=int, default=128,
-                        help="tokens per sentence, special tokens included (default %(default)s)")
+                        help="tokens per sentence, special tokens included; at most the positions a backbone has "
+                             "(default %(default)s)")
     parser.add_argument("--batch-size", type=int, default=64, help="sentences per forward pass (default %(default)s)")
     parser.add_argument("--c-grid", type=float, nargs="+", default=[0.01, 0.1, 1.0],
                         help="inverse L2 regularisation strengths the cross-validation picks from "
@@ -151,13 +153,15 @@ def load_pretrainer(folder, backbone, metrics):
     from kbert.optimizers import bert_adamw
 
     folder = pathlib.Path(folder)
-    checkpoint = AtomicBackupAndRestore(folder / "backup").weights_file()
+    checkpoint = AtomicBackupAndRestore(backup_folder(folder)).weights_file()
     missing = [name for name, there in (("backup", checkpoint), ("settings.json", (folder / "settings.json").is_file()))
                if not there]
     if missing:
-        return None, (f"no {' or '.join(missing)} in {folder} (a --steps 0 run saves no checkpoint; "
+        return None, (f"no {' or '.join(missing)} for {folder} (a --steps 0 run saves no checkpoint; "
                       "other folders are not apps/pretrain.py runs)"), None
     last = metrics.get("end") or metrics.get("start") or {}
+    if "rtd_loss" in last:
+        return None, f"{folder} is an ELECTRA run: its generator's masked LM is not the backbone's", None
     model = BertPretrainer(backbone, next_sentence="nsp_accuracy" in last or not last)
     # The checkpoint also holds the optimizer state: load it into a built optimizer of the same kind.
     model.compile(optimizer=bert_adamw(1e-4, 1))
@@ -205,7 +209,8 @@ def mlm_line(model, tokenizer, batches, what, logged=None):
         predicted.append(np.asarray(logits).argmax(-1)[keep])
         target.append(y[keep])
     predicted, target = np.concatenate(predicted), np.concatenate(target)
-    token = lambda i: repr(tokenizer.id_to_token(int(i)))  # noqa: E731
+    vocabulary = tokenizer.vocabulary()  # every family's tokenizer: its tokens by id
+    token = lambda i: repr(vocabulary[int(i)])  # noqa: E731
     common, count = collections.Counter(target.tolist()).most_common(1)[0]
     top = collections.Counter(predicted.tolist()).most_common(4)
     logged = f" (metrics.json {logged:.2%})" if logged is not None else ""
@@ -240,11 +245,12 @@ def main(argv=None):
         source = model_source(name)  # any family's folder: its backbone and its kind of tokenizer
         backbone = BertBackbone.from_preset(source)
         tokenizer = source.load_tokenizer(load_hf_tokenizer, backbone)
+        max_length = min(args.max_length, backbone.max_sequence_length)  # the positions it has learned
         print(f"\n{name}: {backbone.num_layers} layers, hidden {backbone.hidden_dim}, "
-              f"vocabulary {backbone.vocabulary_size:,}")
+              f"vocabulary {backbone.vocabulary_size:,}, sentences cut to {max_length} tokens")
         if examples:
             model = feature_model(backbone)
-            train_features, test_features = (features(model, tokenizer, part, args.max_length, args.batch_size)
+            train_features, test_features = (features(model, tokenizer, part, max_length, args.batch_size)
                                              for part in examples)
             print(f"  {'feature':8} {'eff.rank':>8} {'top PC':>7} {'mean cos':>8} {'probe':>7}   C (CV acc)")
             for feature in test_features:
@@ -267,7 +273,7 @@ def main(argv=None):
             print(mlm_line(model, tokenizer, held_out_batches(name, model, tokenizer, seq_len),
                            "the held-out text", last.get("mlm_accuracy")), flush=True)
             if examples:
-                batches = masked_sentence_batches(examples[1], tokenizer, args.batch_size, args.max_length, args.seed)
+                batches = masked_sentence_batches(examples[1], tokenizer, args.batch_size, max_length, args.seed)
                 print(mlm_line(model, tokenizer, batches, f"the {len(examples[1])} test sentences"), flush=True)
     print(f"\nWall time {time.perf_counter() - start:.0f} s")
 
