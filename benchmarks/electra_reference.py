@@ -15,7 +15,8 @@ times the discriminator's sigmoid cross-entropy over every non-padding token, a 
 as original (Clark et al. 2020; google-research/electra). AdamW as kbert's `bert_adamw` (lr 5e-4, 200 warmup steps,
 linear decay to 0 at the last step, weight decay 0.01 off biases and LayerNorms, eps 1e-6, global clip 1.0).
 Reported every --eval-every steps on the held-out batches: the discriminator's accuracy and loss, the accuracy of
-the constant answer "original", and the share of replaced tokens it finds (its recall: 0 for the constant answer).
+the constant answer "original", the share of replaced tokens it finds (its recall: 0 for the constant answer) and the
+ROC AUC of its logits (0.5: it ranks replaced tokens no higher than original ones; kbert's `rtd_auc`).
 """
 
 import argparse
@@ -148,12 +149,15 @@ def train(args):
 
 def evaluate(generator, discriminator, held_out, step):
     """Held-out figures after `step` steps: the generator's masked-LM accuracy, the discriminator's accuracy and loss
-    over non-padding tokens, the constant answer's accuracy, and the share of replaced tokens it calls replaced."""
+    over non-padding tokens, the constant answer's accuracy, the share of replaced tokens it calls replaced, and the
+    ROC AUC of its logits (scikit-learn's)."""
     import torch
+    from sklearn.metrics import roc_auc_score
 
     generator.eval(), discriminator.eval()
     totals = dict.fromkeys(("mlm_right", "mlm_count", "right", "tokens", "original", "replaced", "found", "loss"), 0.0)
     noise = torch.Generator().manual_seed(1)
+    scores, replaced = [], []
     with torch.no_grad():
         for index in range(len(held_out["token_ids"])):
             batch = {key: value[index] for key, value in held_out.items()}
@@ -169,11 +173,13 @@ def evaluate(generator, discriminator, held_out, step):
             totals["replaced"] += ((labels == 1) & mask).sum().item()
             totals["found"] += (called & (labels == 1) & mask).sum().item()
             totals["loss"] += losses(logits, rtd, labels, batch)[1].item() * mask.sum().item()
+            scores.append(rtd[mask].numpy()), replaced.append(labels[mask].numpy() > 0)
     return {"step": step, "mlm_accuracy": round(totals["mlm_right"] / totals["mlm_count"], 4),
             "rtd_accuracy": round(totals["right"] / totals["tokens"], 4),
             "constant_accuracy": round(totals["original"] / totals["tokens"], 4),
             "replaced_found": round(totals["found"] / max(1.0, totals["replaced"]), 4),
-            "rtd_loss": round(totals["loss"] / totals["tokens"], 4)}
+            "rtd_loss": round(totals["loss"] / totals["tokens"], 4),
+            "rtd_auc": round(float(roc_auc_score(np.concatenate(replaced), np.concatenate(scores))), 4)}
 
 
 def parse_args(argv=None):
