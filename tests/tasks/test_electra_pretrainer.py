@@ -43,6 +43,14 @@ def certain_model(**kwargs):
     return model
 
 
+def original_ids(x, y):
+    """The text before masking, in numpy: `x`'s token ids with `y`'s originals put back at the masked positions."""
+    original = x["token_ids"].copy()
+    for row, (positions, ids) in enumerate(zip(x["mask_positions"], y["mlm"])):
+        original[row, positions[positions > 0]] = ids[positions > 0]
+    return original
+
+
 def numpy_outputs(model, x):
     return {key: ops.convert_to_numpy(value) for key, value in model.predict_on_batch(x).items()}
 
@@ -72,9 +80,7 @@ def test_the_labels_and_the_replaced_token_loss_against_their_definitions():
     model = certain_model()
     x, y, weights = masked_batch()
     out = numpy_outputs(model, x)
-    original = x["token_ids"].copy()
-    for row, (positions, ids) in enumerate(zip(x["mask_positions"], y["mlm"])):
-        original[row, positions[positions > 0]] = ids[positions > 0]
+    original = original_ids(x, y)
     labels = (out["corrupted_ids"] != original).astype("float64")
     assert labels.sum() == 5 and labels[2, 1] == 0  # six replaced, one by its original: original
     logits, mask = out["rtd"].astype("float64"), x["padding_mask"].astype("float64")
@@ -97,9 +103,7 @@ def test_the_replaced_token_auc_against_its_definition():
     head.kernel.assign(head.kernel * 1000.0)
     x, y, weights = masked_batch()
     out = numpy_outputs(model, x)
-    original = x["token_ids"].copy()
-    for row, (positions, ids) in enumerate(zip(x["mask_positions"], y["mlm"])):
-        original[row, positions[positions > 0]] = ids[positions > 0]
+    original = original_ids(x, y)
     real = x["padding_mask"] > 0
     labels, logits = (out["corrupted_ids"] != original)[real], out["rtd"].astype("float64")[real]
     replaced, kept = logits[labels][:, None], logits[~labels][None, :]
@@ -118,9 +122,7 @@ def test_the_discriminator_learns_to_flag_the_replaced_tokens():
     fail."""
     model = certain_model()
     x, y, weights = masked_batch()
-    original = x["token_ids"].copy()
-    for row, (positions, ids) in enumerate(zip(x["mask_positions"], y["mlm"])):
-        original[row, positions[positions > 0]] = ids[positions > 0]
+    original = original_ids(x, y)
     real = x["padding_mask"] > 0
 
     def flags_the_replaced_tokens():
