@@ -166,10 +166,11 @@ def current_backend():
     return json.loads(config.read_text()).get("backend", "tensorflow") if config.is_file() else "tensorflow"
 
 
-def run_worker(task, backend, args, work):
-    command = [sys.executable, __file__, "--worker", task, "--work", str(work), *args.forwarded]
-    env = {**os.environ, "KERAS_BACKEND": backend}
-    result = subprocess.run(command, env=env, capture_output=True, text=True)
+def run_worker(task, backend, args, work, script=__file__):
+    """`task` of `script` (this benchmark's by default) in a fresh process under `backend`; its JSON result, or None
+    (its error printed)."""
+    command = [sys.executable, str(script), "--worker", task, "--work", str(work), *args.forwarded]
+    result = subprocess.run(command, env={**os.environ, "KERAS_BACKEND": backend}, capture_output=True, text=True)
     if result.returncode:
         print(f"  {task} ({backend}) failed:\n{result.stderr[-2000:]}", file=sys.stderr)
         return None

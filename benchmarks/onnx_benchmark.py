@@ -27,12 +27,13 @@ import os
 import pathlib
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
 import numpy as np
+
+from export_benchmark import current_backend, run_worker  # benchmarks/ is this script's folder
 
 INPUT_KEYS = ("token_ids", "segment_ids", "padding_mask")
 HF_INPUTS = {"input_ids": "token_ids", "token_type_ids": "segment_ids", "attention_mask": "padding_mask"}
@@ -159,24 +160,6 @@ def batches(arrays, batch_size):
 
 # ---------------------------------------------------------------- driver
 
-def current_backend():
-    """The Keras backend this shell selects, read as Keras reads it, without importing Keras."""
-    if os.environ.get("KERAS_BACKEND"):
-        return os.environ["KERAS_BACKEND"]
-    config = pathlib.Path(os.environ.get("KERAS_HOME", pathlib.Path.home() / ".keras")) / "keras.json"
-    return json.loads(config.read_text()).get("backend", "tensorflow") if config.is_file() else "tensorflow"
-
-
-def run_worker(task, backend, args, work):
-    """`task` in a fresh process under `backend`; its JSON result, or None (its error printed)."""
-    command = [sys.executable, __file__, "--worker", task, "--work", str(work), *args.forwarded]
-    result = subprocess.run(command, env={**os.environ, "KERAS_BACKEND": backend}, capture_output=True, text=True)
-    if result.returncode:
-        print(f"  {task} ({backend}) failed:\n{result.stderr[-2000:]}", file=sys.stderr)
-        return None
-    return json.loads(result.stdout.strip().splitlines()[-1])
-
-
 def default_data():
     from kbert.paths import data_dir, samples_dir
 
@@ -241,12 +224,12 @@ def main(argv=None):
     try:
         print(f"Exporting {args.model} (kbert) and {args.hf or 'all-MiniLM-L6-v2'} (Hugging Face) to {work} ...",
               flush=True)
-        info = run_worker("prepare", "tensorflow", args, work)
+        info = run_worker("prepare", "tensorflow", args, work, __file__)
         if info is None:
             sys.exit("kbert's ONNX export failed.")
         engines = list(args.engines)
         if {"hf_onnx", "hf_onnx_int8"} & set(engines):
-            versions = run_worker("export_hf", "torch", args, work)
+            versions = run_worker("export_hf", "torch", args, work, __file__)
             if versions is None:
                 engines = [engine for engine in engines if not engine.startswith("hf")]
             else:
@@ -258,7 +241,8 @@ def main(argv=None):
               f"{'max |diff|':>11}")
         rows = {}
         for name, backend in [*((f"keras {b}", b) for b in backends), *((e, "tensorflow") for e in engines)]:
-            result = run_worker(name.replace(" ", "_") if name.startswith("keras") else name, backend, args, work)
+            task = name.replace(" ", "_") if name.startswith("keras") else name
+            result = run_worker(task, backend, args, work, __file__)
             if result is None:
                 continue
             path = work / name / ("model.onnx" if name.startswith("hf") else "token_ids.onnx")
