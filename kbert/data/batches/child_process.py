@@ -129,11 +129,14 @@ def _make_and_send(batches, parent, make_batches, args, kwargs):
 
 
 def _send(batches, parent, message):
-    """Puts `message`, waiting while the buffer is full; False once the parent has died."""
+    """Puts `message`, waiting while the buffer is full; False once the parent has died. Then the batches still in the
+    pipe are dropped at exit (`cancel_join_thread`): the queue's feeder thread would otherwise wait forever for a
+    reader to make room, and the orphaned child would never exit."""
     while os.getppid() == parent:
         try:
             batches.put(message, timeout=1.0)
             return True
         except queue.Full:
             pass
+    batches.cancel_join_thread()
     return False

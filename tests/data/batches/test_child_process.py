@@ -62,7 +62,7 @@ import itertools, multiprocessing, sys, time
 from kbert.data.batches.child_process import process_batches
 
 if __name__ == "__main__":
-    batches = process_batches(itertools.repeat, 1)
+    batches = process_batches(itertools.repeat, bytes(1 << 20))  # batches of 1 MB: more than the pipe holds
     next(batches)
     print(multiprocessing.active_children()[0].pid, flush=True)
     time.sleep(600)
