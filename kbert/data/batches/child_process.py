@@ -121,22 +121,21 @@ def _make_and_send(batches, parent, make_batches, args, kwargs):
         if hasattr(made, "as_numpy_iterator"):  # a tf.data.Dataset
             made = made.as_numpy_iterator()
         for batch in made:
-            if not _send(batches, parent, (_BATCH, batch)):
-                return
+            _send(batches, parent, (_BATCH, batch))
         _send(batches, parent, (_END, None))
     except BaseException:
         _send(batches, parent, (_ERROR, traceback.format_exc()))
 
 
 def _send(batches, parent, message):
-    """Puts `message`, waiting while the buffer is full; False once the parent has died. Then the batches still in the
-    pipe are dropped at exit (`cancel_join_thread`): the queue's feeder thread would otherwise wait forever for a
-    reader to make room, and the orphaned child would never exit."""
+    """Puts `message`, waiting while the buffer is full. Once the parent has died the child exits on the spot
+    (`os._exit`), without closing the pipeline or the queue: nobody reads what it made, and a clean exit can take long
+    or never end - the queue's feeder thread waits for a reader to make room in the pipe, a tf.data iterator's teardown
+    for its threads (an orphan of a killed pretraining run lingered 40 s in `~IteratorResource`)."""
     while os.getppid() == parent:
         try:
             batches.put(message, timeout=1.0)
-            return True
+            return
         except queue.Full:
             pass
-    batches.cancel_join_thread()
-    return False
+    os._exit(0)

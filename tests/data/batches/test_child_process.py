@@ -58,11 +58,22 @@ def test_the_child_s_stderr_lines_pass_through_the_filter(capfd):
 
 
 PARENT = """
-import itertools, multiprocessing, sys, time
+import multiprocessing, time
 from kbert.data.batches.child_process import process_batches
 
+
+def slow_to_close():
+    \"\"\"Batches of 1 MB (more than the pipe holds) from a pipeline whose teardown takes 10 minutes, as a tf.data
+    iterator's waits on its threads.\"\"\"
+    try:
+        while True:
+            yield bytes(1 << 20)
+    finally:
+        time.sleep(600)
+
+
 if __name__ == "__main__":
-    batches = process_batches(itertools.repeat, bytes(1 << 20))  # batches of 1 MB: more than the pipe holds
+    batches = process_batches(slow_to_close)
     next(batches)
     print(multiprocessing.active_children()[0].pid, flush=True)
     time.sleep(600)
