@@ -1,5 +1,5 @@
-"""bfloat16_compute: the global dtype policy "mixed_bfloat16" inside the block, the previous one after it; loss_scaled:
-a float16 backbone's optimizer under loss scaling."""
+"""bfloat16_compute: the global dtype policy "mixed_bfloat16" inside the block, the previous one after it, with a warning
+where bfloat16 is emulated; loss_scaled: a float16 backbone's optimizer under loss scaling."""
 
 import keras
 import pytest
@@ -50,3 +50,17 @@ def test_a_float16_backbone_trains_under_loss_scaling_and_refuses_to_without():
     assert loss_scaled(optimizer, "bfloat16") is optimizer and loss_scaled(optimizer, "float32") is optimizer
     with pytest.raises(ValueError, match="computes in float16.*auto_scale_loss=True"):
         loss_scaled(optimizer, "float16", auto_scale_loss=False)
+
+
+def test_bfloat16_on_a_cpu_without_bfloat16_units_warns_and_names_the_cpu(monkeypatch):
+    from kbert.optimizers import mixed_precision
+    from kbert_core.cpu import cpu_info
+
+    monkeypatch.setattr(mixed_precision, "_computes_on_the_cpu", lambda: True)
+    with pytest.warns(UserWarning, match="without bfloat16 units") as caught:
+        mixed_precision.warn_if_bfloat16_is_emulated(cpu_flags={"avx2", "avx512f"})
+    assert cpu_info()[0] in str(caught[0].message)
+    assert mixed_precision.warn_if_bfloat16_is_emulated(cpu_flags={"avx512f", "amx_bf16"}) is None
+    monkeypatch.setattr(mixed_precision, "_computes_on_the_cpu", lambda: False)  # on a GPU the CPU's units do not matter
+    assert mixed_precision.warn_if_bfloat16_is_emulated(cpu_flags=set()) is None
+
