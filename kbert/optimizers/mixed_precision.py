@@ -66,9 +66,9 @@ def _computes_on_the_cpu():
         import jax
 
         return jax.default_backend() == "cpu"
-    from kbert.start_up import import_tensorflow
+    import tensorflow  # the backend, loaded with Keras
 
-    return not import_tensorflow().config.list_physical_devices("GPU")
+    return not tensorflow.config.list_physical_devices("GPU")
 
 
 def loss_scaled(optimizer, compute_dtype, auto_scale_loss=True):
