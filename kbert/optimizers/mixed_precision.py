@@ -1,5 +1,6 @@
 """Mixed precision: `bfloat16_compute` (the recipes' `mixed_precision`: build the model under Keras's "mixed_bfloat16"
-policy), with a warning where bfloat16 is emulated (`warn_if_bfloat16_is_emulated`), and the loss scaling of a
+policy; `use_bfloat16_compute` for the whole process), with a warning where bfloat16 is emulated
+(`warn_if_bfloat16_is_emulated`), and the loss scaling of a
 backbone computing in float16 (`loss_scaled`, what a task's `compile` wraps)."""
 
 import contextlib
@@ -7,7 +8,7 @@ import warnings
 
 import keras
 
-from kbert_core.cpu import bfloat16_units, cpu_info
+from kbert_core.cpu import BFLOAT16_FLAGS, bfloat16_units, cpu_info
 
 
 @contextlib.contextmanager
@@ -38,6 +39,19 @@ def bfloat16_compute(enabled=True):
         keras.config.set_dtype_policy(previous)
 
 
+def use_bfloat16_compute():
+    """Sets the global dtype policy to "mixed_bfloat16" for the rest of the process (a pretraining run's), with
+    `warn_if_bfloat16_is_emulated`'s warning.
+
+    Example:
+    >>> use_bfloat16_compute(); keras.config.dtype_policy().name
+    'mixed_bfloat16'
+    >>> keras.config.set_dtype_policy("float32")
+    """
+    warn_if_bfloat16_is_emulated()
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+
+
 def warn_if_bfloat16_is_emulated(cpu_flags=None):
     """Warns, and returns the warning, when the backend computes on the CPU (no GPU visible to it) and the CPU has no
     bfloat16 units (`kbert_core.cpu.bfloat16_units`), where bfloat16 compute is emulated and slower than float32
@@ -50,7 +64,7 @@ def warn_if_bfloat16_is_emulated(cpu_flags=None):
     """
     if bfloat16_units(cpu_flags) or not _computes_on_the_cpu():
         return None
-    message = (f"bfloat16 compute on a CPU without bfloat16 units ({cpu_info()[0]}: no avx512_bf16 or amx_bf16): "
+    message = (f"bfloat16 compute on a CPU without bfloat16 units ({cpu_info()[0]}: no {' or '.join(BFLOAT16_FLAGS)}): "
                "emulated, slower than float32 here.")
     warnings.warn(message, stacklevel=2)
     return message

@@ -29,7 +29,7 @@ from kbert.data.pretraining.masking import check_masking
 from kbert.distribution import chief_first, is_chief, process_share, torch_data_parallel, writing_alone
 from kbert.distribution.data_shares import shares
 from kbert.models.bert_backbone import BertBackbone
-from kbert.optimizers import bert_adamw, warn_if_bfloat16_is_emulated
+from kbert.optimizers import bert_adamw, use_bfloat16_compute
 from kbert.saving import (BACKBONE_FILE, CHECKSUMS_FILE, METRICS_FILE, model_source, read_json, record_checksums,
                           save_backbone, write_json_atomic)
 from kbert.tasks.bert_pretrainer import BertPretrainer
@@ -111,8 +111,7 @@ def load_init(init, mixed_precision=False, remat=False):
     512
     """
     if mixed_precision:
-        warn_if_bfloat16_is_emulated()
-        keras.mixed_precision.set_global_policy("mixed_bfloat16")
+        use_bfloat16_compute()
     with rematerialized(remat):
         source = model_source(init)  # its files read once
         backbone = BertBackbone.from_preset(source)
@@ -285,8 +284,7 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
         given = given or (read_tokenizer(vocabulary) if vocabulary else None)
         check_family(shape, objective, given, sized=not init and "vocabulary_size" in (config or {}), named=named)
     if mixed_precision:
-        warn_if_bfloat16_is_emulated()
-        keras.mixed_precision.set_global_policy("mixed_bfloat16")
+        use_bfloat16_compute()
     keras.utils.set_random_seed(seed)  # the initial weights (a resumed run then loads its own)
     kept = KeptRunFolder("pretraining run", MARKS, steps, may_change=("steps",), renamed=RENAMED)
     if minutes is not None and not restart and "time_budget" in read_json(folder / METRICS_FILE, missing={}):
