@@ -33,21 +33,23 @@ DISCRIMINATOR_WEIGHT = 50.0
 X_KEYS = ("token_ids", "segment_ids", "padding_mask", "mask_positions")
 
 
-def write_batches(args):
-    """The held-out batches and the first `args.steps` training batches of a kbert ELECTRA run (objective masked LM,
-    as `kbert.recipes.pretrain` streams them for ELECTRA), as one .npz: `train_KEY` (steps, batch, ...) and
+def pretraining_arrays(args):
+    """`(arrays, tokenizer)`: the held-out batches and the first `args.steps` training batches of a kbert pretraining
+    run of objective masked LM (as `kbert.recipes.pretrain` streams them; for ELECTRA too) on `args.corpus` with the
+    tokenizer `args.vocab` (a vocab.txt, or a tokenizer folder of any kind): `train_KEY` (steps, batch, ...) and
     `held_out_KEY`, KEY each of `X_KEYS`, `mask_ids`, `mask_weights`."""
     sys.path.insert(0, str(ROOT))
     from kbert.data.pretraining.dataset import held_out_then_training
-    from kbert.text import BertTokenizer
+    from kbert.recipes.pretrain import read_tokenizer
 
     data_dir = pathlib.Path(os.environ.get("KBERT_DATA_DIR", ROOT.parent / "shared" / "data"))
-    options = dict(tokenizer=BertTokenizer.from_vocab(args.vocab), batch_size=args.batch_size,
-                   max_seq_length=args.seq_len, objective="mlm", mask_unit="token", span_p=0.2, max_span=10,
-                   span_boundaries=False, holdout=args.holdout_fraction)
+    corpus = args.corpus or data_dir / "imdb" / "unsup.txt"
+    options = dict(tokenizer=read_tokenizer(args.vocab), batch_size=args.batch_size, max_seq_length=args.seq_len,
+                   objective="mlm", mask_unit="token", span_p=0.2, max_span=10, span_boundaries=False,
+                   holdout=args.holdout_fraction)
     held_out_options = dict(held_out=True, masking="static", duplication_factor=1, repeat=False, shuffle_buffer=0,
                             seed=1, **options)  # as kbert.recipes.pretrain's
-    stream = held_out_then_training([data_dir / "imdb" / "unsup.txt"], held_out_options, seed=args.seed, **options)
+    stream = held_out_then_training([corpus], held_out_options, seed=args.seed, **options)
     held_out = next(stream)
     train = [next(stream) for _ in range(args.steps)]
     arrays = {}
@@ -55,9 +57,27 @@ def write_batches(args):
         columns = [{**x, "mask_ids": y["mlm"], "mask_weights": weights["mlm"]} for x, y, weights in batches]
         for key in (*X_KEYS, "mask_ids", "mask_weights"):
             arrays[f"{name}_{key}"] = np.stack([batch[key] for batch in columns])
-    np.savez_compressed(args.out, vocabulary_size=options["tokenizer"].vocabulary_size, **arrays)
-    print(f"Wrote {args.out}: {len(train)} training and {len(held_out)} held-out batches of {args.batch_size} x "
-          f"{args.seq_len}.")
+    return arrays, options["tokenizer"]
+
+
+def write_batches(args):
+    """`pretraining_arrays` as one .npz, with the tokenizer's `vocabulary_size`."""
+    arrays, tokenizer = pretraining_arrays(args)
+    np.savez_compressed(args.out, vocabulary_size=tokenizer.vocabulary_size, **arrays)
+    print(f"Wrote {args.out}: {args.steps} training and {len(arrays['held_out_token_ids'])} held-out batches of "
+          f"{args.batch_size} x {args.seq_len}.")
+
+
+def add_batch_arguments(parser):
+    """The options of a kbert run's batches (`pretraining_arrays`)."""
+    parser.add_argument("--vocab", required=True, help="the run's vocab.txt, or its tokenizer folder (any kind)")
+    parser.add_argument("--corpus", help="the run's pretraining text (default: $KBERT_DATA_DIR/imdb/unsup.txt)")
+    parser.add_argument("--steps", type=int, required=True, help="training batches to write")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--seq-len", type=int, default=64)
+    parser.add_argument("--holdout-fraction", type=float, default=0.02)
+    parser.add_argument("--seed", type=int, default=0, help="the run's seed (its data stream)")
+    parser.add_argument("--out", required=True, help="the .npz to write")
 
 
 def build(vocabulary_size):
@@ -73,6 +93,22 @@ def build(vocabulary_size):
     generator.electra.embeddings = discriminator.electra.embeddings  # one set of embeddings (ELECTRA's sharing)
     generator.generator_lm_head.weight = discriminator.electra.embeddings.word_embeddings.weight
     return generator, discriminator
+
+
+def bert_adamw(named_parameters, lr, warmup_steps, steps):
+    """`(optimizer, schedule)` as kbert's `bert_adamw` in torch: AdamW (eps 1e-6, weight decay 0.01 off biases and
+    layer norms) at peak `lr` after `warmup_steps` of linear warmup, decaying linearly to 0 at step `steps`; clip the
+    gradients' global norm at 1.0 before each step."""
+    import torch
+
+    groups = {0.01: [], 0.0: []}
+    for name, parameter in named_parameters:
+        groups[0.0 if name.endswith("bias") or "norm" in name.lower() else 0.01].append(parameter)
+    optimizer = torch.optim.AdamW([{"params": group, "weight_decay": decay} for decay, group in groups.items()],
+                                  lr=lr, betas=(0.9, 0.999), eps=1e-6)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(
+        (step + 1) / max(1, warmup_steps), max(0.0, (steps - step) / max(1, steps - warmup_steps))))
+    return optimizer, schedule
 
 
 def step_outputs(generator, discriminator, batch, uniform):
@@ -115,13 +151,7 @@ def train(args):
     steps = args.steps or len(batches["train"]["token_ids"])
     generator, discriminator = build(int(data["vocabulary_size"]))
     parameters = {id(p): (name, p) for model in (discriminator, generator) for name, p in model.named_parameters()}
-    groups = {0.01: [], 0.0: []}  # weight decay: none on biases and LayerNorms
-    for name, parameter in parameters.values():
-        groups[0.0 if name.endswith("bias") or "LayerNorm" in name else 0.01].append(parameter)
-    optimizer = torch.optim.AdamW([{"params": group, "weight_decay": decay} for decay, group in groups.items()],
-                                  lr=args.lr, betas=(0.9, 0.999), eps=1e-6)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(
-        (step + 1) / args.warmup_steps, max(0.0, (steps - step) / max(1, steps - args.warmup_steps))))
+    optimizer, schedule = bert_adamw(parameters.values(), args.lr, args.warmup_steps, steps)
     print(f"Hugging Face's ELECTRA (transformers), {steps} steps, {args.threads} thread(s); discriminator "
           f"{sum(p.numel() for p in discriminator.parameters()):,} parameters", flush=True)
     rows, start = [evaluate(generator, discriminator, batches["held_out"], 0)], time.perf_counter()
@@ -186,13 +216,7 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     batches = commands.add_parser("batches", help="write a kbert run's batches (a kbert process)")
-    batches.add_argument("--vocab", required=True, help="the run's vocab.txt")
-    batches.add_argument("--steps", type=int, required=True, help="training batches to write")
-    batches.add_argument("--batch-size", type=int, default=32)
-    batches.add_argument("--seq-len", type=int, default=64)
-    batches.add_argument("--holdout-fraction", type=float, default=0.02)
-    batches.add_argument("--seed", type=int, default=0, help="the run's seed (its data stream)")
-    batches.add_argument("--out", required=True, help="the .npz to write")
+    add_batch_arguments(batches)
     fit = commands.add_parser("train", help="train Hugging Face's ELECTRA on them (torch and transformers)")
     fit.add_argument("--batches", required=True, help="a .npz of the batches command")
     fit.add_argument("--steps", type=int, help="steps (default: every training batch once)")
