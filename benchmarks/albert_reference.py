@@ -15,11 +15,11 @@ pretraining lifts ALBERT's shape above its random init is seen in two implementa
 The model: O/albert_config.json (family_fine_tuning.py's kbert config) as an `AlbertConfig` (embedding width,
 hidden size, layers, heads, one shared layer group, gelu_new, its dropout), Hugging Face's own initialisation
 (seed --seed). Pretraining: the masked-LM cross-entropy at the masked positions, AdamW as kbert's `bert_adamw`
-(`electra_reference.bert_adamw`: --lr, --warmup-steps, linear decay to 0 at the last step, weight decay 0.01 off
+(`hf_recipe.bert_adamw`: --lr, --warmup-steps, linear decay to 0 at the last step, weight decay 0.01 off
 biases and layer norms, eps 1e-6, global clip 1.0), held-out masked-LM accuracy every --eval-every steps. Fine-tuning
 as `apps/sentiment.py train --limit 1000 --epochs 6 --batch-size 32 --patience 3 --max-length 64` does: --train-sentences
 seeded from sst2_train.tsv (each --finetune-seeds seed its own, the same for both starts), scored on all of
-sst2_valid.tsv after every epoch, the best epoch kept, stopping after 3 without a better one; `bert_adamw` at
+sst2_valid.tsv after every epoch, the best epoch kept, stopping after 3 without a better one; `hf_recipe.HfTrainer` at
 --finetune-lr with 10% warmup over the planned steps; the classifier's dropout 0.1 (`classifier_dropout_prob`), its
 pooler and head initialised from the seed, the same for both starts. Writes OUT/random and OUT/pretrained
 (`save_pretrained`) and OUT/results.json.
@@ -37,7 +37,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from electra_reference import X_KEYS, add_batch_arguments, bert_adamw, pretraining_arrays  # noqa: E402
+from electra_reference import X_KEYS, add_batch_arguments, pretraining_arrays  # noqa: E402
 
 SST2_FILES = ("sst2_train", "sst2_valid")
 
@@ -110,6 +110,7 @@ def mlm_accuracy(model, held_out):
 def pretrain(args, data, out):
     """Saves OUT/random (step 0) and OUT/pretrained; returns the held-out curve."""
     import torch
+    from hf_recipe import bert_adamw
     from transformers import AlbertForMaskedLM
 
     torch.manual_seed(args.seed)
@@ -140,23 +141,22 @@ def pretrain(args, data, out):
     return curve
 
 
-def fine_tune(folder, data, seed, args):
+def fine_tune(folder, arrays, seed, args):
     """(best validation accuracy, its epoch) of `AlbertForSequenceClassification` from `folder`, trained on
-    `args.train_sentences` sentences drawn by `seed`."""
+    `args.train_sentences` sentences of `arrays` (`sst2_arrays`) drawn by `seed`."""
     import torch
+    from hf_recipe import HfTrainer
     from transformers import AlbertForSequenceClassification
     from transformers.utils import logging
 
     logging.set_verbosity_error()  # the pooler and head are new by design
     torch.manual_seed(seed)
     model = AlbertForSequenceClassification.from_pretrained(folder, num_labels=2)
-    arrays = {name: {key: torch.from_numpy(data[f"{name}_{key}"].astype("int64"))
-                     for key in ("token_ids", "padding_mask", "labels")} for name in SST2_FILES}
     rng = np.random.default_rng(seed)
     chosen = rng.choice(len(arrays["sst2_train"]["labels"]), args.train_sentences, replace=False)
     steps_per_epoch = math.ceil(len(chosen) / args.finetune_batch_size)
     total = args.finetune_epochs * steps_per_epoch
-    optimizer, schedule = bert_adamw(model.named_parameters(), args.finetune_lr, int(0.1 * total), total)
+    trainer = HfTrainer(model, args.finetune_lr, total)
     best, best_epoch = -1.0, 0
     for epoch in range(1, args.finetune_epochs + 1):
         model.train()
@@ -164,13 +164,7 @@ def fine_tune(folder, data, seed, args):
         for start in range(0, len(order), args.finetune_batch_size):
             rows = torch.from_numpy(order[start:start + args.finetune_batch_size])
             batch = {key: value[rows] for key, value in arrays["sst2_train"].items()}
-            logits = model(input_ids=batch["token_ids"], attention_mask=batch["padding_mask"]).logits
-            loss = torch.nn.functional.cross_entropy(logits, batch["labels"])
-            optimizer.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            schedule.step()
+            trainer.step(input_ids=batch["token_ids"], attention_mask=batch["padding_mask"], labels=batch["labels"])
         model.eval()
         valid = arrays["sst2_valid"]
         with torch.no_grad():
@@ -185,6 +179,14 @@ def fine_tune(folder, data, seed, args):
     return round(100 * best, 2), best_epoch
 
 
+def sst2_arrays(data):
+    """{"sst2_train": {"token_ids", "padding_mask", "labels"}, "sst2_valid": ...} of the .npz, as torch tensors."""
+    import torch
+
+    return {name: {key: torch.from_numpy(data[f"{name}_{key}"].astype("int64"))
+                   for key in ("token_ids", "padding_mask", "labels")} for name in SST2_FILES}
+
+
 def train(args):
     import torch
 
@@ -195,8 +197,9 @@ def train(args):
     results = {"settings": vars(args), "curve": pretrain(args, data, out) if not (out / "pretrained").exists()
                else json.loads((out / "results.json").read_text())["curve"]}
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    sst2 = sst2_arrays(data)
     for start in ("pretrained", "random"):
-        scores = [fine_tune(out / start, data, seed, args) for seed in range(args.finetune_seeds)]
+        scores = [fine_tune(out / start, sst2, seed, args) for seed in range(args.finetune_seeds)]
         accuracies = [accuracy for accuracy, _ in scores]
         results[start] = {"accuracies": accuracies, "best_epochs": [epoch for _, epoch in scores],
                           "mean": round(statistics.mean(accuracies), 2),

@@ -95,22 +95,6 @@ def build(vocabulary_size):
     return generator, discriminator
 
 
-def bert_adamw(named_parameters, lr, warmup_steps, steps):
-    """`(optimizer, schedule)` as kbert's `bert_adamw` in torch: AdamW (eps 1e-6, weight decay 0.01 off biases and
-    layer norms) at peak `lr` after `warmup_steps` of linear warmup, decaying linearly to 0 at step `steps`; clip the
-    gradients' global norm at 1.0 before each step."""
-    import torch
-
-    groups = {0.01: [], 0.0: []}
-    for name, parameter in named_parameters:
-        groups[0.0 if name.endswith("bias") or "norm" in name.lower() else 0.01].append(parameter)
-    optimizer = torch.optim.AdamW([{"params": group, "weight_decay": decay} for decay, group in groups.items()],
-                                  lr=lr, betas=(0.9, 0.999), eps=1e-6)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(
-        (step + 1) / max(1, warmup_steps), max(0.0, (steps - step) / max(1, steps - warmup_steps))))
-    return optimizer, schedule
-
-
 def step_outputs(generator, discriminator, batch, uniform):
     """The generator's logits at the masked positions, the discriminator's logits and its labels (replaced or not);
     `uniform`: noise in [0, 1) of the logits' shape, for the Gumbel-max samples."""
@@ -142,6 +126,7 @@ def losses(logits, rtd, labels, batch):
 
 def train(args):
     import torch
+    from hf_recipe import bert_adamw
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)

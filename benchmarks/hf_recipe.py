@@ -15,18 +15,25 @@ import torch
 import transformers
 
 
+def bert_adamw(named_parameters, learning_rate, warmup_steps, total_steps, weight_decay=0.01):
+    """`(optimizer, schedule)`: AdamW (eps 1e-6, `weight_decay` off biases and layer norms, ALBERT's
+    `full_layer_layer_norm` too) and `learning_rate` warmed up over `warmup_steps`, then decayed linearly to 0 at
+    `total_steps` (0 at step 0, as kbert's `WarmupLinearDecay`); clip the gradients at 1.0 before each step."""
+    groups = {weight_decay: [], 0.0: []}
+    for name, parameter in named_parameters:
+        groups[0.0 if "bias" in name or "norm" in name.lower() else weight_decay].append(parameter)
+    optimizer = torch.optim.AdamW([{"params": group, "weight_decay": decay} for decay, group in groups.items()],
+                                  lr=learning_rate, eps=1e-6)
+    return optimizer, transformers.get_linear_schedule_with_warmup(optimizer, warmup_steps, total_steps)
+
+
 class HfTrainer:
     """One optimizer step at a time for a `transformers` model that returns `.loss`."""
 
     def __init__(self, model, learning_rate, total_steps, warmup_ratio=0.1, weight_decay=0.01, bfloat16=False):
-        no_decay = [p for n, p in model.named_parameters() if "bias" in n or "LayerNorm" in n]
-        no_decay_ids = {id(p) for p in no_decay}
-        decay = [p for p in model.parameters() if id(p) not in no_decay_ids]
         self.model = model
-        self.optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
-                                            {"params": no_decay, "weight_decay": 0.0}], lr=learning_rate, eps=1e-6)
-        self.schedule = transformers.get_linear_schedule_with_warmup(
-            self.optimizer, int(warmup_ratio * total_steps), total_steps)
+        self.optimizer, self.schedule = bert_adamw(model.named_parameters(), learning_rate,
+                                                   int(warmup_ratio * total_steps), total_steps, weight_decay)
         self.bfloat16 = bfloat16
 
     def step(self, **inputs):
