@@ -5,10 +5,20 @@ import os
 import pathlib
 import subprocess
 import sys
+import tempfile
 
-import keras
-import numpy as np
-import pytest
+# JAX: what XLA compiles is kept on disk (JAX's persistent compilation cache, keyed by the program, the devices and
+# JAX's version) and reused by every process that compiles the same program: the pytest workers and the apps and jobs
+# the tests start (they inherit the environment), and the next run here. The tiny models of many tests make the same
+# programs: four JAX test files took 303 s in one process, 242 s with the cache starting empty (as on CI); one of them
+# 83 s, 46 s with the cache warm. Set before Keras imports JAX.
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(tempfile.gettempdir(), f"kbert-tests-jax-{os.getuid()}"))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
 
 TESTS = pathlib.Path(__file__).resolve().parent
 APPS = TESTS.parent / "apps"
@@ -23,6 +33,12 @@ TINY = dict(
     intermediate_dim=12,
     max_sequence_length=12,
 )
+
+# What does not depend on the backend is tested once, skipped elsewhere with this reason. A test that needs TensorFlow
+# (an export, a tf.data pipeline in its own process) runs under TensorFlow; one that fits or predicts with a model
+# runs under torch, whose eager steps trace and compile nothing: the quickest at tiny sizes (the 33 tests of
+# tests/tasks/test_bert_classifier.py took 14 s on torch, 56 s on TensorFlow, 97 s on JAX in one suite run).
+ONCE_ON_TORCH = pytest.mark.skipif(keras.config.backend() != "torch", reason="backend-independent; runs once")
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -73,6 +89,13 @@ def app_module(name):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def next_backend():
+    """The backend after this one in BACKENDS, cyclically (tensorflow -> jax -> torch -> tensorflow): a test that
+    hands what it made here to another backend's process, once per suite, has the three suites cover a cycle of
+    backend pairs, each backend writing once and reading once (every pair: tests/models/test_serialization.py)."""
+    return BACKENDS[(BACKENDS.index(keras.config.backend()) + 1) % len(BACKENDS)]
 
 
 def run_python(script, *args, backend=None, cwd=None):

@@ -4,18 +4,18 @@ metrics of an evaluation on each version are those on today's file. Backend-inde
 
 import json
 
-import keras
 import pandas as pd
 import pytest
 
 from kbert.data.readers.conll import read_conll
 from tests.apps.test_app_errors import APPS, call
+from tests.conftest import ONCE_ON_TORCH
 from tests.data.readers.test_squad import squad_rows
 from tests.data.readers.test_tagged_table import CONLL2003_TAGS, conll2003_dataset
 from tests.recipes.conftest import write_conll, write_squad
 from tests.tasks.conftest import tiny_init, write_nli_tsv, write_sentiment_tsv  # noqa: F401 (a fixture)
 
-pytestmark = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")
+pytestmark = ONCE_ON_TORCH
 
 QUICK = ["--epochs", "1", "--batch-size", "8", "--quiet", "--json"]
 

@@ -2,18 +2,18 @@
 setting changed, before any training, naming the setting (its flag) with the value it started with and the new one,
 and its backup is kept; the same command with --restart starts it over, discarding the backup. (A run resumed with
 the same settings: tests/recipes/test_sentence.py; apps/pretrain.py's runs: tests/tasks/test_pretrain_app.py.)
-In-process, on test_app_errors.py's workspace; TensorFlow only: backend-independent."""
+In-process, on test_app_errors.py's workspace; once (torch): backend-independent."""
 
 import json
 
-import keras
 import pytest
 
 from kbert.training import AtomicBackupAndRestore
+from tests.conftest import ONCE_ON_TORCH
 from tests.apps.test_app_errors import TRAIN, call, snapshot, workspace  # noqa: F401 (a fixture)
 from tests.tasks.conftest import tiny_init  # noqa: F401 (a fixture)
 
-pytestmark = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")
+pytestmark = ONCE_ON_TORCH
 
 COMMANDS = {**TRAIN, "embed": ["train", "--data", "sts.tsv", "--out", "new_run"]}
 SHORT = ["--max-length", "10"]

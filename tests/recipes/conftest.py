@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from kbert.saving import load_run
-from tests.conftest import BACKENDS, TESTS, run_python
+from tests.conftest import TESTS, next_backend, run_python
 from tests.tasks.conftest import tiny_init  # noqa: F401 (a fixture)
 
 PEOPLE, PLACES = ["man", "someone", "nobody"], ["film", "fun"]
@@ -62,11 +62,8 @@ def check_mixed_precision_run(run, metrics, trained, texts, pairs=None):
 
 
 def predictions_under_the_next_backend(recipe, run, out):
-    """`predict_ner_and_qa.py`'s predictions of the run folder `run` under the next backend (tensorflow ->
-    jax -> torch -> tensorflow), so the three CI runs cover a cycle of backend pairs with one subprocess each."""
-    import keras
-
-    other = BACKENDS[(BACKENDS.index(keras.config.backend()) + 1) % len(BACKENDS)]
+    """`predict_ner_and_qa.py`'s predictions of the run folder `run` under the next backend (`next_backend`)."""
+    other = next_backend()
     pytest.importorskip(other)
     run_python(TESTS / "recipes" / "predict_ner_and_qa.py", recipe, run, out, backend=other)
     theirs = json.loads(out.read_text())

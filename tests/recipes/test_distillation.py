@@ -17,11 +17,11 @@ from kbert.data import DataFormatError
 from kbert.recipes import MULTI_LABEL, NLI, SENTIMENT, SIMILARITY, distillation, sentence
 from kbert.saving import SettingsChangedError, load_run
 from kbert.tasks import BertClassifier, BertTokenClassifier
-from tests.conftest import TESTS
+from tests.conftest import ONCE_ON_TORCH, TESTS
 from tests.recipes.test_sentence import write_multi_label_tsv
 from tests.tasks.conftest import tiny_init, write_nli_tsv, write_sentiment_tsv  # noqa: F401 (a fixture)
 
-once = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="the recipe's own logic; runs once")
+once = ONCE_ON_TORCH  # the recipe's own logic
 UNLABELED = "a great film\n\nsomeone sleeps\nboring\nthe man plays very well\nfun\n"
 # 36 sentences, 4 held out, and 4 unlabeled: batches of 6 (6 an epoch), 2 epochs, a backup every 4 steps and at each
 # epoch's end: within epoch 1 after its batch 4 (step 10).

@@ -4,19 +4,19 @@ apps/pretrain.py end to end (kill -9, its settings check, --restart): tests/task
 
 import json
 
-import keras
 import pytest
 
 from kbert.data.batches.child_process import process_batches
 from kbert.recipes import pretrain as recipe
 from kbert.saving import ChangedFileError, SettingsChangedError, model_source, recorded_checksums, sha256
 from kbert.training.resume_policy import ResumeRefusedError
+from tests.conftest import ONCE_ON_TORCH
 from tests.recipes.conftest import RUN_FIELDS
 from tests.tasks.test_pretrain_app import write_corpus
 
 # the recipe starts a tf.data child process: once (the pretrainer itself resumes on every backend in
 # tests/tasks/test_bert_pretrainer.py)
-pytestmark = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")
+pytestmark = ONCE_ON_TORCH
 CONFIG = dict(num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32, max_sequence_length=32, dropout=0.0)
 
 

@@ -15,7 +15,7 @@ from kbert.recipes import pretrain as recipe
 from kbert.saving import SettingsChangedError
 from kbert.text import load_hf_tokenizer
 from kbert.text.hf_tokenizers import FAMILY_KINDS, KIND_FILES
-from tests.conftest import run_python
+from tests.conftest import ONCE_ON_TORCH, run_python
 
 SHARED = dict(num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32, max_sequence_length=32, dropout=0.0)
 CONFIGS = {"roberta": dict(SHARED, family="roberta", num_segments=1, position_offset=2, layer_norm_epsilon=1e-5),
@@ -49,8 +49,7 @@ def tokenizer_folders(corpus, tmp_path_factory):
     return folders
 
 
-@pytest.mark.skipif(keras.config.backend() != "tensorflow", reason=(
-    "backend-independent (each family's tasks run on every backend: tests/tasks/test_family_tasks.py); runs once"))
+@ONCE_ON_TORCH  # each family's tasks run on every backend: tests/tasks/test_family_tasks.py
 @pytest.mark.parametrize("family", ["roberta", "albert"])
 def test_a_family_pretrains_with_its_own_tokenizer_resumes_and_fine_tunes(corpus, tokenizer_folders, family, tmp_path,
                                                                           capsys):
@@ -84,7 +83,7 @@ def test_a_family_pretrains_with_its_own_tokenizer_resumes_and_fine_tunes(corpus
     assert saved.family == family and saved.num_segments == CONFIGS[family].get("num_segments", 2)
 
 
-@pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")
+@ONCE_ON_TORCH
 @pytest.mark.parametrize("family, changes, message", [
     ("roberta", dict(objective="nsp"), "objective nsp tells two segments apart by their token types, which a roberta "
                                        "model has none of \\(num_segments 1\\): pretrain it with objective mlm"),
@@ -106,7 +105,7 @@ def test_what_a_family_cannot_pretrain_is_refused_before_anything_is_written(cor
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")
+@ONCE_ON_TORCH
 def test_another_familys_run_in_the_folder_is_refused_as_another_run(corpus, tokenizer_folders, tmp_path):
     out = tmp_path / "run"
     options = {family: dict(OPTIONS, config=CONFIGS[family], vocabulary=tokenizer_folders[family],
@@ -132,7 +131,7 @@ def hugging_face_folders(data_dir, tmp_path_factory):
     return folder / "hf"
 
 
-@pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent: runs once")
+@ONCE_ON_TORCH
 @pytest.mark.parametrize("family", ["roberta", "albert"])
 def test_pretraining_continues_from_a_hugging_face_folder_of_the_family(corpus, hugging_face_folders, family,
                                                                         tmp_path):

@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 
 from kbert.tasks import BertClassifier, BertQuestionAnswerer, BertSentenceEncoder, BertTokenClassifier
+from tests.conftest import ONCE_ON_TORCH
 from tests.tasks import task_examples as examples
 
 pandas = pytest.importorskip("pandas")
 datasets = pytest.importorskip("datasets")
 
-pytestmark = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")
+pytestmark = ONCE_ON_TORCH
 TABLES = {"DataFrame": pandas.DataFrame, "Dataset": datasets.Dataset.from_dict}
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from kbert.saving import RunFolderError
 from kbert_core.start_up import START_UP_LINE
-from tests.conftest import app_module
+from tests.conftest import ONCE_ON_TORCH, app_module
 
 APP = pathlib.Path(__file__).parents[2] / "apps" / "pretrain.py"
 SENTENCES = ["The cat sat on the mat.", "A dog ran home at night.", "Rain fell on the old town.",
@@ -42,12 +42,8 @@ def tiny_run_command(folder, run, steps, checkpoint_every, holdout):
             "--holdout-fraction", str(holdout)]
 
 
-# The app end to end runs once, on the quickest backend; tests/tasks/test_bert_pretrainer.py
-# resumes a killed pretrainer on every backend.
-ONCE = pytest.mark.skipif(keras.config.backend() != "torch", reason="the app end to end runs once (torch)")
-
-
-@ONCE
+# The app runs once (ONCE_ON_TORCH); tests/tasks/test_bert_pretrainer.py resumes a killed pretrainer on every backend.
+@ONCE_ON_TORCH
 def test_a_kill_9_then_the_same_command_finishes_the_run_as_if_never_killed(tmp_path):
     """The resumed run reads the data stream past the batches trained (issue 43) and restores dropout's random
     state: it ends with the weights of the run never killed, dropout on (0.1: 6.8e-5 away without that state)."""
@@ -91,7 +87,7 @@ def test_a_kill_9_then_the_same_command_finishes_the_run_as_if_never_killed(tmp_
     assert {path.name for path in run.glob("*.txt")} == {"vocab.txt"}  # no copy of the corpus, no split files
 
 
-@ONCE
+@ONCE_ON_TORCH
 def test_a_run_without_held_out_lines_saves_its_backbone_and_curves(tmp_path):
     command = tiny_run_command(tmp_path, "all", steps=2, checkpoint_every=1, holdout=0)
     env = {key: value for key, value in os.environ.items() if not key.startswith("TF_CPP")}
@@ -102,7 +98,7 @@ def test_a_run_without_held_out_lines_saves_its_backbone_and_curves(tmp_path):
     assert not {"start", "end"} & set(json.loads((tmp_path / "all" / "metrics.json").read_text()))
 
 
-@pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="the settings check is backend-independent")
+@ONCE_ON_TORCH
 def test_a_rerun_must_repeat_the_settings_but_may_train_further(tmp_path, capsys, monkeypatch):
     """Defect 5 of issue 21: another --corpus or --checkpoint-every on a rerun was taken silently
     (the old text kept, steps trained past --steps); now refused, naming the setting, unless --restart.
@@ -145,7 +141,7 @@ def test_a_rerun_must_repeat_the_settings_but_may_train_further(tmp_path, capsys
 
 
 
-@pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="the settings check is backend-independent")
+@ONCE_ON_TORCH
 def test_a_run_started_as_task_resumes_as_objective(tmp_path, capsys):
     """--objective was --task: a run folder whose settings.json says "task" (as every run started
     before the rename does) resumes under --objective; --task still works, naming --objective."""
@@ -165,7 +161,7 @@ def test_a_run_started_as_task_resumes_as_objective(tmp_path, capsys):
     assert app.parse_args([*command, "--task", "sop"]).objective == "sop"
     assert "--task is now --objective" in capsys.readouterr().err
 
-@pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="the settings check is backend-independent")
+@ONCE_ON_TORCH
 def test_span_masking_is_a_setting_of_the_run(tmp_path, capsys):
     """--mask-unit span (with --span-p and --max-span) is recorded in settings.json, and a rerun without it is
     refused; --mask-unit token or whole_word records whole_word_masking alone, as runs from before --mask-unit
@@ -214,7 +210,7 @@ def reviews(folder, name, count):
     return lines
 
 
-@pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="the corpus handling is backend-independent")
+@ONCE_ON_TORCH
 def test_the_corpus_is_read_where_it_is_and_one_line_documents_split(tmp_path, capsys):
     """Issue 26: --holdout-lines 20 emptied the training split of one-line documents (a bare StopIteration
     in the vocabulary learner); the corpus was copied into the run folder; one file at a time."""
@@ -248,7 +244,7 @@ def test_the_corpus_is_read_where_it_is_and_one_line_documents_split(tmp_path, c
         assert not (tmp_path / "new").exists()  # refused before the vocabulary and the run folder
 
 
-@pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="the app's options are backend-independent")
+@ONCE_ON_TORCH
 def test_init_continues_pretraining_from_a_checkpoint_with_its_vocabulary(tmp_path, tiny_init):
     app = app_module("pretrain")
     command = tiny_run_command(tmp_path, "continued", steps=0, checkpoint_every=1, holdout=0)[2:]

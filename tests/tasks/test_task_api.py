@@ -9,7 +9,7 @@ import pytest
 
 import kbert
 from kbert.tasks import BertClassifier, BertPretrainer, BertQuestionAnswerer, BertTokenClassifier
-from tests.conftest import BACKENDS, run_python
+from tests.conftest import next_backend, run_python
 from tests.tasks import task_examples as examples
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -48,15 +48,11 @@ def saved(tmp_path_factory):
     return folder, json.loads(json.dumps(results))
 
 
-def other_backend():
-    return BACKENDS[(BACKENDS.index(keras.config.backend()) + 1) % len(BACKENDS)]
-
-
 def test_saved_tasks_predict_the_same_in_a_fresh_process_under_another_backend(saved):
     """A fresh process, `import kbert` alone, the next backend: the same outputs (1e-5) and answers, and the
     `jit_compile` that "auto" means there for a model made there (Keras would save "auto" as what it meant here:
     on JAX, compiled, and torch would then predict under `torch.compile`)."""
-    backend = other_backend()
+    backend = next_backend()
     pytest.importorskip(backend)
     folder, expected = saved
     run_python(HERE / "predict_saved_tasks.py", folder, backend=backend)
