@@ -10,7 +10,8 @@ import pytest
 from kbert import BertBackbone
 from kbert.saving import RunFolderError
 from tests.conftest import app_module
-from tests.tasks.test_pretrain_app import ONCE, tiny_run_command
+from tests.conftest import ONCE_ON_TORCH
+from tests.tasks.test_pretrain_app import tiny_run_command
 
 CONFIG = dict(family="electra", num_layers=1, num_heads=2, hidden_dim=32, intermediate_dim=64, embedding_dim=16,
               pooler=False, dropout=0.0)
@@ -23,7 +24,7 @@ def command(tmp_path, steps):
             "--config", str(config), "--objective", "electra", "--quiet"]
 
 
-@ONCE  # tests/tasks/test_electra_pretrainer.py trains the model on every backend
+@ONCE_ON_TORCH  # tests/tasks/test_electra_pretrainer.py trains the model on every backend
 def test_the_app_pretrains_an_electra_discriminator_and_resumes(tmp_path, capsys):
     main = app_module("pretrain").main
     main(command(tmp_path, steps=2))
