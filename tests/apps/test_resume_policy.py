@@ -9,8 +9,8 @@ import json
 import pytest
 
 from kbert.training import AtomicBackupAndRestore
-from tests.conftest import ONCE_ON_TORCH
 from tests.apps.test_app_errors import TRAIN, call, snapshot, workspace  # noqa: F401 (a fixture)
+from tests.conftest import ONCE_ON_TORCH
 from tests.tasks.conftest import tiny_init  # noqa: F401 (a fixture)
 
 pytestmark = ONCE_ON_TORCH

@@ -21,7 +21,6 @@ from tests.conftest import ONCE_ON_TORCH, TESTS
 from tests.recipes.test_sentence import write_multi_label_tsv
 from tests.tasks.conftest import tiny_init, write_nli_tsv, write_sentiment_tsv  # noqa: F401 (a fixture)
 
-once = ONCE_ON_TORCH  # the recipe's own logic
 UNLABELED = "a great film\n\nsomeone sleeps\nboring\nthe man plays very well\nfun\n"
 # 36 sentences, 4 held out, and 4 unlabeled: batches of 6 (6 an epoch), 2 epochs, a backup every 4 steps and at each
 # epoch's end: within epoch 1 after its batch 4 (step 10).
@@ -52,7 +51,7 @@ def teacher(tiny_init, tmp_path_factory):  # noqa: F811 (the imported fixture)
     return folder / "run", data, folder / "unsup.txt"
 
 
-@once
+@ONCE_ON_TORCH
 def test_the_student_is_an_ordinary_run_folder_of_the_teachers_task(teacher, tmp_path, capsys):
     run, data, unlabeled = teacher
     metrics = distillation.train(run, data, "every-2", tmp_path / "student", temperature=3.0, alpha=0.7,
@@ -74,8 +73,8 @@ def test_the_student_is_an_ordinary_run_folder_of_the_teachers_task(teacher, tmp
     assert f"sentiment distilled from {run} into every-2" in readme
 
 
-@once
-@once  # each kind's loss is checked on every backend in tests/tasks/test_distillation_loss.py
+@ONCE_ON_TORCH
+@ONCE_ON_TORCH  # each kind's loss is checked on every backend in tests/tasks/test_distillation_loss.py
 @pytest.mark.parametrize("problem", [NLI, MULTI_LABEL, SIMILARITY], ids=lambda problem: problem.name)
 def test_pairs_multi_label_and_scores_distil_with_the_loss_that_applies(problem, tiny_init, tmp_path):  # noqa: F811
     writers = {"nli": lambda path: write_nli_tsv(path, rows=12), "multi_label": lambda path: write_multi_label_tsv(
@@ -95,7 +94,7 @@ def test_pairs_multi_label_and_scores_distil_with_the_loss_that_applies(problem,
     assert (student.regression, student.multi_label) == (problem.regression, problem.multi_label)
 
 
-@once
+@ONCE_ON_TORCH
 def test_a_teacher_of_another_task_or_none_is_refused(teacher, tiny_init, tmp_path):  # noqa: F811
     run, data, _ = teacher
     ner = tmp_path / "ner"
@@ -118,7 +117,7 @@ def test_a_teacher_of_another_task_or_none_is_refused(teacher, tiny_init, tmp_pa
     assert not (tmp_path / "out").exists()
 
 
-@once
+@ONCE_ON_TORCH
 def test_unlabeled_texts_are_read_a_line_each(tmp_path):
     path = tmp_path / "u.txt"
     path.write_bytes(b"one\n\n two \nthree\r\nfour\n")
@@ -174,7 +173,7 @@ def test_a_killed_distillation_resumes_and_ends_as_if_never_killed(teacher, unin
     assert sorted(path.name for path in tmp_path.iterdir()) == ["student"]
 
 
-@once
+@ONCE_ON_TORCH
 def test_a_changed_unlabeled_file_refuses_the_resume_before_the_teacher_runs(teacher, tmp_path, monkeypatch):
     run, data, _ = teacher
     unlabeled = tmp_path / "unsup.txt"

@@ -23,7 +23,6 @@ from tests.recipes.conftest import check_run_metrics
 from tests.tasks.conftest import VOCABULARY, write_nli_tsv, write_sentiment_tsv
 
 main = app_module("sentence_cli").main  # the command line of apps/sentiment.py, nli.py, similarity.py
-once = ONCE_ON_TORCH
 TEXTS = ["a good film", "a dull and boring film", "fun fun fun", "the man is not very fine"]
 
 
@@ -174,7 +173,7 @@ def test_run_folder_from_before_the_task_api(sentiment_run, tmp_path):
     np.testing.assert_allclose(restored.predict(texts, verbose=0), model.predict(texts, verbose=0), atol=1e-6)
 
 
-@once
+@ONCE_ON_TORCH
 def test_non_finite_score_is_refused_before_training(tiny_init, tmp_path):
     data = write_nli_tsv(tmp_path / "sts.tsv", rows=12, regression=True)
     lines = data.read_text().splitlines()
@@ -185,7 +184,7 @@ def test_non_finite_score_is_refused_before_training(tiny_init, tmp_path):
     assert not (tmp_path / "run").exists()
 
 
-@once
+@ONCE_ON_TORCH
 def test_a_loss_that_goes_nan_stops_the_run_and_writes_nothing(tmp_path):
     backbone = BertBackbone(**TINY)
     backbone.set_weights([np.full_like(w, np.nan) if i == 0 else w for i, w in enumerate(backbone.get_weights())])
@@ -246,7 +245,7 @@ def write_multi_label_tsv(path, rows=48, seed=0):
     return path
 
 
-@once  # the recipe's own logic; the multi-label model is tested on every backend in tests/tasks
+@ONCE_ON_TORCH  # the recipe's own logic; the multi-label model is tested on every backend in tests/tasks
 def test_a_multi_label_run_trains_evaluates_and_predicts(tiny_init, tmp_path, capsys):
     """apps/multi_label.py's recipe: classes learned from the file's cells, early stopping on micro-F1, and
     evaluate's scores are scikit-learn's on what predict chooses at the threshold."""
@@ -272,7 +271,7 @@ def test_a_multi_label_run_trains_evaluates_and_predicts(tiny_init, tmp_path, ca
     assert "precision  recall" in capsys.readouterr().out
 
 
-@once
+@ONCE_ON_TORCH
 def test_a_multi_label_cell_naming_an_unknown_class_names_the_line(tiny_init, tmp_path):
     from kbert.recipes import MULTI_LABEL
 
@@ -282,7 +281,7 @@ def test_a_multi_label_cell_naming_an_unknown_class_names_the_line(tiny_init, tm
         sentence.train(MULTI_LABEL, data, tiny_init, tmp_path / "run", labels=["neg", "pos"], verbose=0)
 
 
-@once
+@ONCE_ON_TORCH
 def test_a_sentiment_run_reads_long_texts_through_windows(tiny_init, tmp_path, capsys):
     """--doc-stride (issue 42): training on all windows, and predict reading every window of a long text with no
     'first tokens' note, as the run's model predicts it."""
