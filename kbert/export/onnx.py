@@ -90,6 +90,8 @@ def convert(model, tokenizer, spec):
     except Exception as error:  # tf2onnx raises many types; say which model failed
         raise ExportError(f"ONNX conversion of the {spec.model_kind} failed: {str(error)[-2000:]}") from error
     _name_axes(onnx_model)
+    _fuse_layer_norms(onnx_model)
+    _gelu_in_the_form_onnxruntime_fuses(onnx_model)
     return onnx_model
 
 
@@ -109,6 +111,171 @@ def _name_axes(onnx_model):
         for dim, axis in zip(value.type.tensor_type.shape.dim, AXES):
             if not dim.HasField("dim_value"):
                 dim.dim_param = axis
+
+
+class _Graph:
+    """An `onnx.GraphProto` read as nodes by output, consumers by input and initializers as numpy arrays."""
+
+    def __init__(self, graph):
+        from onnx import numpy_helper
+
+        self.graph, self.read = graph, len(graph.node)
+        self.producer = {output: node for node in graph.node for output in node.output}
+        self.consumers = {}
+        for node in graph.node:
+            for name in dict.fromkeys(node.input):  # a node reading a value twice (x * x) is one consumer
+                self.consumers.setdefault(name, []).append(node)
+        self.constants = {tensor.name: numpy_helper.to_array(tensor) for tensor in graph.initializer}
+
+    def only_consumer(self, name, op_type):
+        """The one node reading `name`, if it is an `op_type`; else None."""
+        readers = self.consumers.get(name, [])
+        return readers[0] if len(readers) == 1 and readers[0].op_type == op_type else None
+
+    def other_input(self, node, name):
+        """The input of a two-input `node` that is not `name`."""
+        first, second = node.input
+        return second if first == name else first
+
+    def constant(self, name, value=None):
+        """The initializer `name` as an array (None if it is not one, or is not the scalar `value`)."""
+        array = self.constants.get(name)
+        if array is None or (value is not None and (array.size != 1 or not np.isclose(array.item(), value))):
+            return None
+        return array
+
+    def add_constant(self, name, array):
+        from onnx import numpy_helper
+
+        self.graph.initializer.append(numpy_helper.from_array(array, name))
+        self.constants[name] = array
+
+
+def _fuse_layer_norms(onnx_model):
+    """Replaces each layer norm that tf2onnx writes out op by op (Keras's moments and TensorFlow's
+    batch-normalization formula: 13 nodes, `_layer_norm_from`) by one ONNX `LayerNormalization` (opset 17), which
+    onnxruntime runs as one kernel, as in Hugging Face's exports. The same arithmetic: the mean, the mean squared
+    difference, epsilon inside the square root. Returns how many it fused."""
+    from onnx import helper
+
+    graph, fused, dead = _Graph(onnx_model.graph), 0, set()
+    for mean in [node for node in onnx_model.graph.node if node.op_type == "GlobalAveragePool"]:
+        found = _layer_norm_from(graph, mean)
+        if found is None:
+            continue
+        gamma, beta, epsilon, nodes = found
+        name = mean.name.rsplit("/", 1)[0]  # ".../moments_1": one layer norm's
+        graph.add_constant(f"{name}/layer_norm_gamma", gamma.reshape(-1))
+        graph.add_constant(f"{name}/layer_norm_beta", beta.reshape(-1))
+        onnx_model.graph.node.append(helper.make_node(
+            "LayerNormalization", [mean.input[0], f"{name}/layer_norm_gamma", f"{name}/layer_norm_beta"],
+            list(nodes[-1].output), name=f"{name}/LayerNormalization", axis=-1, epsilon=epsilon))
+        dead |= {node.output[0] for node in nodes}
+        fused += 1
+    _remove(onnx_model, dead, graph.read)
+    return fused
+
+
+def _layer_norm_from(graph, mean):
+    """(gamma, beta, epsilon, its nodes: the last makes its output) of the layer norm whose mean over the last axis is the
+    GlobalAveragePool `mean`, written as tf2onnx writes it, each value read by the next node alone:
+
+        mean = GlobalAveragePool(x); variance = GlobalAveragePool((x - mean) * (x - mean))
+        scale = Reciprocal(Sqrt(variance + epsilon)) * gamma; x * scale + (Neg(mean) * scale + beta)
+
+    None where the graph differs."""
+    x, average = mean.input[0], mean.output[0]
+    readers = graph.consumers.get(average, [])
+    difference = next((node for node in readers if node.op_type == "Sub" and list(node.input) == [x, average]), None)
+    negated = next((node for node in readers if node.op_type == "Neg"), None)
+    if len(readers) != 2 or difference is None or negated is None:
+        return None
+    square = graph.only_consumer(difference.output[0], "Mul")
+    if square is None or list(square.input) != [difference.output[0]] * 2:
+        return None
+    variance = graph.only_consumer(square.output[0], "GlobalAveragePool")
+    plus_epsilon = variance and graph.only_consumer(variance.output[0], "Add")
+    epsilon = plus_epsilon and graph.constant(graph.other_input(plus_epsilon, variance.output[0]))
+    if epsilon is None or epsilon.size != 1:
+        return None
+    root = graph.only_consumer(plus_epsilon.output[0], "Sqrt")
+    inverse = root and graph.only_consumer(root.output[0], "Reciprocal")
+    scale = inverse and graph.only_consumer(inverse.output[0], "Mul")
+    gamma = scale and graph.constant(graph.other_input(scale, inverse.output[0]))
+    if gamma is None:
+        return None
+    uses = graph.consumers.get(scale.output[0], [])
+    times_x = next((node for node in uses if node.op_type == "Mul" and sorted(node.input) == sorted(
+        [x, scale.output[0]])), None)
+    times_mean = graph.only_consumer(negated.output[0], "Mul")
+    if len(uses) != 2 or times_x is None or times_mean is None or times_mean not in uses:
+        return None
+    shift = graph.only_consumer(times_mean.output[0], "Add")
+    beta = shift and graph.constant(graph.other_input(shift, times_mean.output[0]))
+    total = beta is not None and graph.only_consumer(shift.output[0], "Add")
+    if not total or graph.only_consumer(times_x.output[0], "Add") != total:
+        return None
+    nodes = [mean, difference, negated, square, variance, plus_epsilon, root, inverse, scale, times_x, times_mean,
+             shift, total]
+    return gamma, beta, float(epsilon.item()), nodes
+
+
+def _gelu_in_the_form_onnxruntime_fuses(onnx_model):
+    """Rewrites TensorFlow's exact GELU, 0.5 x erfc(-x / sqrt 2) (tf2onnx: Neg, Mul, Erf, 1 - erf, Mul), as
+    0.5 x (1 + erf(x / sqrt 2)) (Div, Erf, Add): the same function (erf is odd), in the form onnxruntime fuses into
+    one Gelu kernel (with the dense layer's bias before it: BiasGelu), as it does Hugging Face's. Returns how many."""
+    from onnx import helper
+
+    graph, rewritten, dead = _Graph(onnx_model.graph), 0, set()
+    for erf in [node for node in onnx_model.graph.node if node.op_type == "Erf"]:
+        scaled = graph.producer.get(erf.input[0])
+        negated = scaled and scaled.op_type == "Mul" and next(
+            (graph.producer[name] for name in scaled.input
+             if name in graph.producer and graph.producer[name].op_type == "Neg"), None)
+        if not negated or graph.constant(graph.other_input(scaled, negated.output[0]), 0.5**0.5) is None:
+            continue
+        complement = graph.only_consumer(erf.output[0], "Sub")
+        if not complement or complement.input[1] != erf.output[0] or graph.constant(complement.input[0], 1.0) is None:
+            continue
+        if graph.consumers[negated.output[0]] != [scaled] or graph.consumers[scaled.output[0]] != [erf]:
+            continue
+        x, one = negated.input[0], complement.input[0]
+        name = erf.name.rsplit("/", 1)[0]
+        graph.add_constant(f"{name}/sqrt_2", np.array(2.0**0.5, graph.constants[one].dtype))
+        onnx_model.graph.node.extend([
+            helper.make_node("Div", [x, f"{name}/sqrt_2"], [f"{name}/scaled:0"], name=f"{name}/Div"),
+            helper.make_node("Erf", [f"{name}/scaled:0"], [f"{name}/erf:0"], name=f"{name}/Erf"),
+            helper.make_node("Add", [f"{name}/erf:0", one], list(complement.output), name=f"{name}/Add"),
+        ])
+        dead |= {node.output[0] for node in (negated, scaled, erf, complement)}
+        rewritten += 1
+    _remove(onnx_model, dead, graph.read)
+    return rewritten
+
+
+def _remove(onnx_model, dead, read):
+    """Drops the nodes of the graph as it was read (`_Graph`) whose first output is in `dead` (nodes added since, which
+    may make those outputs now, stay) and the constants no node reads any more, and puts the rest in an order where
+    each node reads only what comes before it (ONNX asks for the nodes sorted so)."""
+    from onnx import NodeProto
+
+    known = {value.name for value in onnx_model.graph.input} | {tensor.name for tensor in onnx_model.graph.initializer}
+    ordered, waiting = [], [node for position, node in enumerate(onnx_model.graph.node)
+                            if position >= read or node.output[0] not in dead]
+    while waiting:
+        ready = [node for node in waiting if all(not name or name in known for name in node.input)]
+        if not ready:
+            raise ExportError("rewriting the ONNX graph left a node whose inputs nothing makes.")
+        ordered += ready
+        known |= {name for node in ready for name in node.output}
+        waiting = [node for node in waiting if node.output[0] not in known]
+    ordered = [NodeProto.FromString(node.SerializeToString()) for node in ordered]  # outlive the field's clearing
+    del onnx_model.graph.node[:]
+    onnx_model.graph.node.extend(ordered)
+    read_now = {name for node in ordered for name in node.input} | {value.name for value in onnx_model.graph.output}
+    unread = [tensor for tensor in onnx_model.graph.initializer if tensor.name not in read_now]
+    for tensor in unread:  # the constants of the nodes dropped (a layer norm's gamma as (1, 1, width))
+        onnx_model.graph.initializer.remove(tensor)
 
 
 def quantize_int8(onnx_model, path):

@@ -115,6 +115,33 @@ def test_inputs_are_int64_with_dynamic_batch_and_length_axes_and_export_json_say
         "outputs": {"logits": ["float32", shape], "probabilities": ["float32", shape]}}}
 
 
+@pytest.mark.parametrize("name", ["backbone", "question_answerer"])
+def test_layer_norms_and_gelus_are_one_kernel_each_in_onnxruntime(name, exported, tmp_path):
+    """Each layer norm (the embeddings' and two a layer) is one LayerNormalization node, and each exact GELU the
+    x / sqrt 2 -> Erf -> + 1 form that onnxruntime's own optimizer fuses into one Gelu kernel (as in Hugging Face's
+    exports): nothing left of TensorFlow's op-by-op forms, and the optimized graph onnxruntime runs holds them."""
+    import collections
+
+    import onnx
+
+    model, out = exported(name)
+    layers = (model if name == "backbone" else model.backbone).get_config()["num_layers"]
+    nodes = onnx.load(out / "token_ids.onnx").graph.node
+    written = collections.Counter(node.op_type for node in nodes)
+    assert (written["LayerNormalization"], written["Erf"]) == (1 + 2 * layers, layers)
+    assert written["GlobalAveragePool"] == written["Neg"] == 0, written
+    made_by = {output: node.op_type for node in nodes for output in node.output}
+    assert [made_by[node.input[0]] for node in nodes if node.op_type == "Erf"] == ["Div"] * layers
+
+    options = onnxruntime.SessionOptions()
+    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    onnxruntime.InferenceSession(str(out / "token_ids.onnx"), options, providers=["CPUExecutionProvider"])
+    run = collections.Counter(node.op_type for node in onnx.load(tmp_path / "optimized.onnx").graph.node)
+    assert run["LayerNormalization"] + run["SkipLayerNormalization"] == 1 + 2 * layers, run
+    assert run["Gelu"] + run["BiasGelu"] == layers and run["Erf"] == 0, run
+
+
 def test_dynamic_int8_is_smaller_and_gives_mostly_the_same_labels(exported, tokenizer, tmp_path):
     import onnx
 
