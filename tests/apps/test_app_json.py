@@ -2,7 +2,7 @@
 apps/nli.py and apps/similarity.py, `train --json` of apps/ner.py and apps/qa.py. Each prints exactly
 one JSON object, alone on stdout; it is the file the run wrote, and its scores are recomputed here by
 their published definitions from what other commands answer (predict's labels and scores, the run's
-validation answers), not by kbert.metrics. TensorFlow only: backend-independent.
+validation answers), not by kbert.metrics. Backend-independent: once, under torch.
 """
 
 import csv
@@ -11,7 +11,6 @@ import re
 import string
 from collections import Counter
 
-import keras
 import numpy as np
 import pytest
 from scipy.stats import rankdata
@@ -19,10 +18,11 @@ from scipy.stats import rankdata
 from kbert.recipes import NLI
 from kbert.tasks import BertClassifier
 from tests.apps.test_app_errors import call, save_run, workspace  # noqa: F401 (a fixture)
+from tests.conftest import ONCE_ON_TORCH
 from tests.recipes.conftest import write_conll, write_squad
 from tests.tasks.conftest import tiny_init, write_nli_tsv  # noqa: F401 (a fixture)
 
-pytestmark = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")
+pytestmark = ONCE_ON_TORCH
 
 
 def one_json_object(out):
@@ -56,7 +56,7 @@ def evaluate_and_predict(app, run, data, tmp_path, monkeypatch, capsys):
     answers = [json.loads(line) for line in out.splitlines()]
     assert [(a["text"], a["pair"]) for a in answers] == list(zip(premises, hypotheses))
     assert {"model", "data", "backend", "loss", "examples"} <= set(metrics)
-    assert metrics["model"] == str(run) and metrics["data"] == str(data) and metrics["backend"] == "tensorflow"
+    assert metrics["model"] == str(run) and metrics["data"] == str(data) and metrics["backend"] == "torch"
     assert metrics["examples"] == len(labels)
     return metrics, answers, labels
 

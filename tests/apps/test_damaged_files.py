@@ -1,19 +1,17 @@
 """Issue 55: damaged files that the apps read end in one line naming the file and what to do: a run folder's model
 that is not the one training wrote (its SHA-256 differs from SHA256SUMS), and a training backup that cannot be read
-(--restart). In-process, on test_app_errors.py's workspace; TensorFlow only: backend-independent."""
+(--restart). In-process, on test_app_errors.py's workspace; backend-independent: once, under torch."""
 
 import json
-
-import keras
-import pytest
 
 from kbert.saving import record_checksums
 from tests.apps.test_app_errors import call, workspace  # noqa: F401 (a fixture)
 from tests.apps.test_resume_policy import interrupt_after_the_first_backup
+from tests.conftest import ONCE_ON_TORCH
 from tests.saving.test_checksums import flip
 from tests.tasks.conftest import tiny_init  # noqa: F401 (a fixture)
 
-pytestmark = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")
+pytestmark = ONCE_ON_TORCH
 
 
 def test_evaluate_refuses_a_run_folder_whose_model_changed(workspace, tmp_path, monkeypatch, capsys):  # noqa: F811

@@ -73,7 +73,6 @@ def test_the_student_is_an_ordinary_run_folder_of_the_teachers_task(teacher, tmp
     assert f"sentiment distilled from {run} into every-2" in readme
 
 
-@ONCE_ON_TORCH
 @ONCE_ON_TORCH  # each kind's loss is checked on every backend in tests/tasks/test_distillation_loss.py
 @pytest.mark.parametrize("problem", [NLI, MULTI_LABEL, SIMILARITY], ids=lambda problem: problem.name)
 def test_pairs_multi_label_and_scores_distil_with_the_loss_that_applies(problem, tiny_init, tmp_path):  # noqa: F811

@@ -4,7 +4,6 @@ Backend-independent (the model is tested on every backend in tests/tasks/test_be
 
 import json
 
-import keras
 import numpy as np
 import pytest
 from scipy.stats import pearsonr, spearmanr
@@ -12,10 +11,10 @@ from scipy.stats import pearsonr, spearmanr
 from kbert.data import TsvFormatError
 from kbert.data.readers.sentence_tsv import read_sentence_tsv
 from kbert.saving import load_run
-from tests.conftest import app_module
+from tests.conftest import ONCE_ON_TORCH, app_module
 from tests.tasks.conftest import WORDS, write_nli_tsv
 
-pytestmark = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")
+pytestmark = ONCE_ON_TORCH
 main = app_module("embed").main
 
 

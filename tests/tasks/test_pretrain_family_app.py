@@ -5,15 +5,13 @@ NSP without token types, --tokenizer beside --vocab or --init, a folder without 
 
 import json
 
-import keras
 import pytest
 
 from kbert import BertBackbone
-from tests.conftest import app_module
+from tests.conftest import ONCE_ON_TORCH, app_module
 from tests.recipes.test_pretrain_families import CONFIGS, corpus, tokenizer_folders  # noqa: F401 (fixtures)
 
-pytestmark = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="the app's options are "
-                                "backend-independent; the recipe trains on every backend")
+pytestmark = ONCE_ON_TORCH  # the app's options; the recipe trains on every backend
 
 
 def command(tmp_path, tokenizer, corpus_file):
