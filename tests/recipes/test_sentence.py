@@ -213,11 +213,11 @@ sentence.train(SENTIMENT, sys.argv[1], sys.argv[2], sys.argv[3], epochs=3, batch
 """
 
 
-@pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="the process side is the same on every backend")
+@ONCE_ON_TORCH  # the process side is the same on every backend
 def test_fine_tuning_resumes_after_kill_9(tiny_init, tmp_path, capsys):
     data, out = write_sentiment_tsv(tmp_path / "t.tsv", rows=24), tmp_path / "run"
     killed = subprocess.run([sys.executable, "-c", KILLED_AFTER_THE_FIRST_BACKUP, str(data), str(tiny_init), str(out)],
-                            cwd=TESTS.parent, env={**os.environ, "KERAS_BACKEND": "tensorflow"}, capture_output=True)
+                            cwd=TESTS.parent, env={**os.environ, "KERAS_BACKEND": "torch"}, capture_output=True)
     assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()[-2000:]
     assert sorted(p.name for p in (tmp_path / ".run.backup").iterdir())[-1] == "training_metadata.json"
     (tmp_path / ".run.partial-x1").mkdir()  # as a kill while the run folder is written leaves
