@@ -155,10 +155,10 @@ def _fuse_layer_norms(onnx_model):
     """Replaces each layer norm that tf2onnx writes out op by op (Keras's moments and TensorFlow's
     batch-normalization formula: 13 nodes, `_layer_norm_from`) by one ONNX `LayerNormalization` (opset 17), which
     onnxruntime runs as one kernel, as in Hugging Face's exports. The same arithmetic: the mean, the mean squared
-    difference, epsilon inside the square root. Returns how many it fused."""
+    difference, epsilon inside the square root."""
     from onnx import helper
 
-    graph, fused, dead = _Graph(onnx_model.graph), 0, set()
+    graph, dead = _Graph(onnx_model.graph), set()
     for mean in [node for node in onnx_model.graph.node if node.op_type == "GlobalAveragePool"]:
         found = _layer_norm_from(graph, mean)
         if found is None:
@@ -171,9 +171,7 @@ def _fuse_layer_norms(onnx_model):
             "LayerNormalization", [mean.input[0], f"{name}/layer_norm_gamma", f"{name}/layer_norm_beta"],
             list(nodes[-1].output), name=f"{name}/LayerNormalization", axis=-1, epsilon=epsilon))
         dead |= {node.output[0] for node in nodes}
-        fused += 1
     _remove(onnx_model, dead, graph.read)
-    return fused
 
 
 def _layer_norm_from(graph, mean):
@@ -223,10 +221,10 @@ def _layer_norm_from(graph, mean):
 def _gelu_in_the_form_onnxruntime_fuses(onnx_model):
     """Rewrites TensorFlow's exact GELU, 0.5 x erfc(-x / sqrt 2) (tf2onnx: Neg, Mul, Erf, 1 - erf, Mul), as
     0.5 x (1 + erf(x / sqrt 2)) (Div, Erf, Add): the same function (erf is odd), in the form onnxruntime fuses into
-    one Gelu kernel (with the dense layer's bias before it: BiasGelu), as it does Hugging Face's. Returns how many."""
+    one Gelu kernel (with the dense layer's bias before it: BiasGelu), as it does Hugging Face's."""
     from onnx import helper
 
-    graph, rewritten, dead = _Graph(onnx_model.graph), 0, set()
+    graph, dead = _Graph(onnx_model.graph), set()
     for erf in [node for node in onnx_model.graph.node if node.op_type == "Erf"]:
         scaled = graph.producer.get(erf.input[0])
         negated = scaled and scaled.op_type == "Mul" and next(
@@ -248,9 +246,7 @@ def _gelu_in_the_form_onnxruntime_fuses(onnx_model):
             helper.make_node("Add", [f"{name}/erf:0", one], list(complement.output), name=f"{name}/Add"),
         ])
         dead |= {node.output[0] for node in (negated, scaled, erf, complement)}
-        rewritten += 1
     _remove(onnx_model, dead, graph.read)
-    return rewritten
 
 
 def _remove(onnx_model, dead, read):
