@@ -175,12 +175,13 @@ def _fuse_layer_norms(onnx_model):
 
 
 def _layer_norm_from(graph, mean):
-    """(gamma, beta, epsilon, its nodes: the last makes its output) of the layer norm whose mean over the last axis is the
-    GlobalAveragePool `mean`, written as tf2onnx writes it, each value read by the next node alone:
+    """(gamma, beta, epsilon, its nodes: the last makes its output) of the layer norm whose mean over the last axis
+    is the GlobalAveragePool `mean`, written as tf2onnx writes it, each value read by the next node alone:
 
         mean = GlobalAveragePool(x); variance = GlobalAveragePool((x - mean) * (x - mean))
         scale = Reciprocal(Sqrt(variance + epsilon)) * gamma; x * scale + (Neg(mean) * scale + beta)
 
+    or, where beta is all zeros and TensorFlow has folded its addition away, x * scale + Neg(mean) * scale.
     None where the graph differs."""
     x, average = mean.input[0], mean.output[0]
     readers = graph.consumers.get(average, [])
@@ -209,13 +210,19 @@ def _layer_norm_from(graph, mean):
     if len(uses) != 2 or times_x is None or times_mean is None or times_mean not in uses:
         return None
     shift = graph.only_consumer(times_mean.output[0], "Add")
-    beta = shift and graph.constant(graph.other_input(shift, times_mean.output[0]))
+    if shift is None:
+        return None
+    nodes = [mean, difference, negated, square, variance, plus_epsilon, root, inverse, scale, times_x, times_mean,
+             shift]
+    if sorted(shift.input) == sorted([times_x.output[0], times_mean.output[0]]):  # beta all zeros, folded away
+        if graph.only_consumer(times_x.output[0], "Add") != shift:
+            return None
+        return gamma, np.zeros_like(gamma), float(epsilon.item()), nodes
+    beta = graph.constant(graph.other_input(shift, times_mean.output[0]))
     total = beta is not None and graph.only_consumer(shift.output[0], "Add")
     if not total or graph.only_consumer(times_x.output[0], "Add") != total:
         return None
-    nodes = [mean, difference, negated, square, variance, plus_epsilon, root, inverse, scale, times_x, times_mean,
-             shift, total]
-    return gamma, beta, float(epsilon.item()), nodes
+    return gamma, beta, float(epsilon.item()), [*nodes, total]
 
 
 def _gelu_in_the_form_onnxruntime_fuses(onnx_model):

@@ -142,6 +142,27 @@ def test_layer_norms_and_gelus_are_one_kernel_each_in_onnxruntime(name, exported
     assert run["Gelu"] + run["BiasGelu"] == layers and run["Erf"] == 0, run
 
 
+def test_an_albert_backbone_s_layer_norms_are_one_node_each_and_give_the_keras_outputs(tokenizer, tmp_path):
+    """ALBERT's layers share one set of weights, whose layer norms' beta is all zeros at init: TensorFlow folds its
+    addition away, and each layer norm is still one node (beta zeros), the outputs Keras's."""
+    import collections
+
+    import onnx
+
+    from kbert import BertBackbone
+    from tests.export.conftest import VOCAB
+
+    keras.utils.set_random_seed(0)
+    model = BertBackbone.from_preset("albert_base", num_layers=2, hidden_dim=64, num_heads=2, intermediate_dim=128,
+                                     vocabulary_size=len(VOCAB), max_sequence_length=64)
+    export_onnx(model, tokenizer, ExportSpec("backbone", MAX_LENGTH), tmp_path / "albert")
+    written = collections.Counter(node.op_type for node in onnx.load(tmp_path / "albert" / "token_ids.onnx").graph.node)
+    assert (written["LayerNormalization"], written["GlobalAveragePool"]) == (5, 0), written
+    batch = tokenizer(BATCHES[1], max_length=MAX_LENGTH, padding="longest")
+    got = session(tmp_path / "albert" / "token_ids.onnx").run(["sequence_output"], int64_inputs(batch))[0]
+    np.testing.assert_allclose(got, keras_outputs(model, batch)["sequence_output"], atol=1e-5)
+
+
 def test_dynamic_int8_is_smaller_and_gives_mostly_the_same_labels(exported, tokenizer, tmp_path):
     import onnx
 
