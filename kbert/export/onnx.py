@@ -201,7 +201,7 @@ def _layer_norm_from(graph, mean):
     inverse = root and graph.only_consumer(root.output[0], "Reciprocal")
     scale = inverse and graph.only_consumer(inverse.output[0], "Mul")
     gamma = scale and graph.constant(graph.other_input(scale, inverse.output[0]))
-    if gamma is None:
+    if gamma is None or gamma.ndim == 0 or gamma.size != gamma.shape[-1]:  # one value per feature, of the last axis
         return None
     uses = graph.consumers.get(scale.output[0], [])
     times_x = next((node for node in uses if node.op_type == "Mul" and sorted(node.input) == sorted(
@@ -219,7 +219,7 @@ def _layer_norm_from(graph, mean):
             return None
         return gamma, np.zeros_like(gamma), float(epsilon.item()), nodes
     beta = graph.constant(graph.other_input(shift, times_mean.output[0]))
-    total = beta is not None and graph.only_consumer(shift.output[0], "Add")
+    total = beta is not None and beta.size == gamma.size and graph.only_consumer(shift.output[0], "Add")
     if not total or graph.only_consumer(times_x.output[0], "Add") != total:
         return None
     return gamma, beta, float(epsilon.item()), [*nodes, total]
