@@ -90,8 +90,8 @@ def convert(model, tokenizer, spec):
     except Exception as error:  # tf2onnx raises many types; say which model failed
         raise ExportError(f"ONNX conversion of the {spec.model_kind} failed: {str(error)[-2000:]}") from error
     _name_axes(onnx_model)
-    _fuse_layer_norms(onnx_model)
-    _gelu_in_the_form_onnxruntime_fuses(onnx_model)
+    graph = _Graph(onnx_model.graph)
+    _remove(graph, _fuse_layer_norms(graph) | _gelu_in_the_form_onnxruntime_fuses(graph))
     return onnx_model
 
 
@@ -114,18 +114,17 @@ def _name_axes(onnx_model):
 
 
 class _Graph:
-    """An `onnx.GraphProto` read as nodes by output, consumers by input and initializers as numpy arrays."""
+    """An `onnx.GraphProto` as it was read: nodes by output, consumers by input, initializers by name (as numpy
+    arrays when asked for). The rewrites append their nodes to `graph` and leave these maps as read."""
 
     def __init__(self, graph):
-        from onnx import numpy_helper
-
         self.graph, self.read = graph, len(graph.node)
         self.producer = {output: node for node in graph.node for output in node.output}
         self.consumers = {}
         for node in graph.node:
             for name in dict.fromkeys(node.input):  # a node reading a value twice (x * x) is one consumer
                 self.consumers.setdefault(name, []).append(node)
-        self.constants = {tensor.name: numpy_helper.to_array(tensor) for tensor in graph.initializer}
+        self.initializers = {tensor.name: tensor for tensor in graph.initializer}
 
     def only_consumer(self, name, op_type):
         """The one node reading `name`, if it is an `op_type`; else None."""
@@ -138,9 +137,14 @@ class _Graph:
         return second if first == name else first
 
     def constant(self, name, value=None):
-        """The initializer `name` as an array (None if it is not one, or is not the scalar `value`)."""
-        array = self.constants.get(name)
-        if array is None or (value is not None and (array.size != 1 or not np.isclose(array.item(), value))):
+        """The initializer `name` as an array (None if it is not one, or is not the scalar `value`); only those the
+        patterns reach are converted, not the model's weights."""
+        from onnx import numpy_helper
+
+        if name not in self.initializers:
+            return None
+        array = numpy_helper.to_array(self.initializers[name])
+        if value is not None and (array.size != 1 or not np.isclose(array.item(), value)):
             return None
         return array
 
@@ -148,18 +152,17 @@ class _Graph:
         from onnx import numpy_helper
 
         self.graph.initializer.append(numpy_helper.from_array(array, name))
-        self.constants[name] = array
 
 
-def _fuse_layer_norms(onnx_model):
+def _fuse_layer_norms(graph):
     """Replaces each layer norm that tf2onnx writes out op by op (Keras's moments and TensorFlow's
     batch-normalization formula: 13 nodes, `_layer_norm_from`) by one ONNX `LayerNormalization` (opset 17), which
     onnxruntime runs as one kernel, as in Hugging Face's exports. The same arithmetic: the mean, the mean squared
-    difference, epsilon inside the square root."""
+    difference, epsilon inside the square root. Returns the first outputs of the nodes it replaced (`_remove`)."""
     from onnx import helper
 
-    graph, dead = _Graph(onnx_model.graph), set()
-    for mean in [node for node in onnx_model.graph.node if node.op_type == "GlobalAveragePool"]:
+    dead = set()
+    for mean in [node for node in graph.graph.node if node.op_type == "GlobalAveragePool"]:
         found = _layer_norm_from(graph, mean)
         if found is None:
             continue
@@ -167,11 +170,11 @@ def _fuse_layer_norms(onnx_model):
         name = mean.name.rsplit("/", 1)[0]  # ".../moments_1": one layer norm's
         graph.add_constant(f"{name}/layer_norm_gamma", gamma.reshape(-1))
         graph.add_constant(f"{name}/layer_norm_beta", beta.reshape(-1))
-        onnx_model.graph.node.append(helper.make_node(
+        graph.graph.node.append(helper.make_node(
             "LayerNormalization", [mean.input[0], f"{name}/layer_norm_gamma", f"{name}/layer_norm_beta"],
             list(nodes[-1].output), name=f"{name}/LayerNormalization", axis=-1, epsilon=epsilon))
         dead |= {node.output[0] for node in nodes}
-    _remove(onnx_model, dead, graph.read)
+    return dead
 
 
 def _layer_norm_from(graph, mean):
@@ -225,14 +228,15 @@ def _layer_norm_from(graph, mean):
     return gamma, beta, float(epsilon.item()), [*nodes, total]
 
 
-def _gelu_in_the_form_onnxruntime_fuses(onnx_model):
+def _gelu_in_the_form_onnxruntime_fuses(graph):
     """Rewrites TensorFlow's exact GELU, 0.5 x erfc(-x / sqrt 2) (tf2onnx: Neg, Mul, Erf, 1 - erf, Mul), as
     0.5 x (1 + erf(x / sqrt 2)) (Div, Erf, Add): the same function (erf is odd), in the form onnxruntime fuses into
-    one Gelu kernel (with the dense layer's bias before it: BiasGelu), as it does Hugging Face's."""
+    one Gelu kernel (with the dense layer's bias before it: BiasGelu), as it does Hugging Face's. Returns the first
+    outputs of the nodes it replaced (`_remove`)."""
     from onnx import helper
 
-    graph, dead = _Graph(onnx_model.graph), set()
-    for erf in [node for node in onnx_model.graph.node if node.op_type == "Erf"]:
+    dead = set()
+    for erf in [node for node in graph.graph.node[:graph.read] if node.op_type == "Erf"]:
         scaled = graph.producer.get(erf.input[0])
         negated = scaled and scaled.op_type == "Mul" and next(
             (graph.producer[name] for name in scaled.input
@@ -246,25 +250,26 @@ def _gelu_in_the_form_onnxruntime_fuses(onnx_model):
             continue
         x, one = negated.input[0], complement.input[0]
         name = erf.name.rsplit("/", 1)[0]
-        graph.add_constant(f"{name}/sqrt_2", np.array(2.0**0.5, graph.constants[one].dtype))
-        onnx_model.graph.node.extend([
+        graph.add_constant(f"{name}/sqrt_2", np.array(2.0**0.5, graph.constant(one).dtype))
+        graph.graph.node.extend([
             helper.make_node("Div", [x, f"{name}/sqrt_2"], [f"{name}/scaled:0"], name=f"{name}/Div"),
             helper.make_node("Erf", [f"{name}/scaled:0"], [f"{name}/erf:0"], name=f"{name}/Erf"),
             helper.make_node("Add", [f"{name}/erf:0", one], list(complement.output), name=f"{name}/Add"),
         ])
         dead |= {node.output[0] for node in (negated, scaled, erf, complement)}
-    _remove(onnx_model, dead, graph.read)
+    return dead
 
 
-def _remove(onnx_model, dead, read):
-    """Drops the nodes of the graph as it was read (`_Graph`) whose first output is in `dead` (nodes added since, which
+def _remove(graph, dead):
+    """Drops the nodes of the `_Graph` as it was read whose first output is in `dead` (nodes added since, which
     may make those outputs now, stay) and the constants no node reads any more, and puts the rest in an order where
     each node reads only what comes before it (ONNX asks for the nodes sorted so)."""
     from onnx import NodeProto
 
-    known = {value.name for value in onnx_model.graph.input} | {tensor.name for tensor in onnx_model.graph.initializer}
-    ordered, waiting = [], [node for position, node in enumerate(onnx_model.graph.node)
-                            if position >= read or node.output[0] not in dead]
+    model_graph = graph.graph
+    known = {value.name for value in model_graph.input} | {tensor.name for tensor in model_graph.initializer}
+    ordered, waiting = [], [node for position, node in enumerate(model_graph.node)
+                            if position >= graph.read or node.output[0] not in dead]
     while waiting:
         ready = [node for node in waiting if all(not name or name in known for name in node.input)]
         if not ready:
@@ -273,12 +278,12 @@ def _remove(onnx_model, dead, read):
         known |= {name for node in ready for name in node.output}
         waiting = [node for node in waiting if node.output[0] not in known]
     ordered = [NodeProto.FromString(node.SerializeToString()) for node in ordered]  # outlive the field's clearing
-    del onnx_model.graph.node[:]
-    onnx_model.graph.node.extend(ordered)
-    read_now = {name for node in ordered for name in node.input} | {value.name for value in onnx_model.graph.output}
-    unread = [tensor for tensor in onnx_model.graph.initializer if tensor.name not in read_now]
+    del model_graph.node[:]
+    model_graph.node.extend(ordered)
+    read_now = {name for node in ordered for name in node.input} | {value.name for value in model_graph.output}
+    unread = [tensor for tensor in model_graph.initializer if tensor.name not in read_now]
     for tensor in unread:  # the constants of the nodes dropped (a layer norm's gamma as (1, 1, width))
-        onnx_model.graph.initializer.remove(tensor)
+        model_graph.initializer.remove(tensor)
 
 
 def quantize_int8(onnx_model, path):

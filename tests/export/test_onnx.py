@@ -115,19 +115,26 @@ def test_inputs_are_int64_with_dynamic_batch_and_length_axes_and_export_json_say
         "outputs": {"logits": ["float32", shape], "probabilities": ["float32", shape]}}}
 
 
+def op_types(path):
+    """How many nodes of each op type the ONNX file `path` holds."""
+    import collections
+
+    import onnx
+
+    return collections.Counter(node.op_type for node in onnx.load(path).graph.node)
+
+
 @pytest.mark.parametrize("name", ["backbone", "question_answerer"])
 def test_layer_norms_and_gelus_are_one_kernel_each_in_onnxruntime(name, exported, tmp_path):
     """Each layer norm (the embeddings' and two a layer) is one LayerNormalization node, and each exact GELU the
     x / sqrt 2 -> Erf -> + 1 form that onnxruntime's own optimizer fuses into one Gelu kernel (as in Hugging Face's
     exports): nothing left of TensorFlow's op-by-op forms, and the optimized graph onnxruntime runs holds them."""
-    import collections
-
     import onnx
 
     model, out = exported(name)
     layers = (model if name == "backbone" else model.backbone).get_config()["num_layers"]
     nodes = onnx.load(out / "token_ids.onnx").graph.node
-    written = collections.Counter(node.op_type for node in nodes)
+    written = op_types(out / "token_ids.onnx")
     assert (written["LayerNormalization"], written["Erf"]) == (1 + 2 * layers, layers)
     assert written["GlobalAveragePool"] == written["Neg"] == 0, written
     made_by = {output: node.op_type for node in nodes for output in node.output}
@@ -137,7 +144,7 @@ def test_layer_norms_and_gelus_are_one_kernel_each_in_onnxruntime(name, exported
     options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
     onnxruntime.InferenceSession(str(out / "token_ids.onnx"), options, providers=["CPUExecutionProvider"])
-    run = collections.Counter(node.op_type for node in onnx.load(tmp_path / "optimized.onnx").graph.node)
+    run = op_types(tmp_path / "optimized.onnx")
     assert run["LayerNormalization"] + run["SkipLayerNormalization"] == 1 + 2 * layers, run
     assert run["Gelu"] + run["BiasGelu"] == layers and run["Erf"] == 0, run
 
@@ -145,10 +152,6 @@ def test_layer_norms_and_gelus_are_one_kernel_each_in_onnxruntime(name, exported
 def test_an_albert_backbone_s_layer_norms_are_one_node_each_and_give_the_keras_outputs(tokenizer, tmp_path):
     """ALBERT's layers share one set of weights, whose layer norms' beta is all zeros at init: TensorFlow folds its
     addition away, and each layer norm is still one node (beta zeros), the outputs Keras's."""
-    import collections
-
-    import onnx
-
     from kbert import BertBackbone
     from tests.export.conftest import VOCAB
 
@@ -156,7 +159,7 @@ def test_an_albert_backbone_s_layer_norms_are_one_node_each_and_give_the_keras_o
     model = BertBackbone.from_preset("albert_base", num_layers=2, hidden_dim=64, num_heads=2, intermediate_dim=128,
                                      vocabulary_size=len(VOCAB), max_sequence_length=64)
     export_onnx(model, tokenizer, ExportSpec("backbone", MAX_LENGTH), tmp_path / "albert")
-    written = collections.Counter(node.op_type for node in onnx.load(tmp_path / "albert" / "token_ids.onnx").graph.node)
+    written = op_types(tmp_path / "albert" / "token_ids.onnx")
     assert (written["LayerNormalization"], written["GlobalAveragePool"]) == (5, 0), written
     batch = tokenizer(BATCHES[1], max_length=MAX_LENGTH, padding="longest")
     got = session(tmp_path / "albert" / "token_ids.onnx").run(["sequence_output"], int64_inputs(batch))[0]
