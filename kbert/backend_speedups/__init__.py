@@ -20,6 +20,10 @@ but those.
 - `torch_predict_step`: `predict`'s step runs the task model's graph calling each node's own `call` where Keras's
   `Layer.__call__` would change nothing, with what it needs gathered as `torch_train_step` gathers
   (`torch_predict_step.predict_step`).
+- `tensorflow_attention`: attention at inference as two batched matmuls on heads-first transposes with the mask
+  added to the scores (`MultiHeadSelfAttention._matmul_attention`), not Keras's two einsums and a `where` over
+  every score: TensorFlow's predict ~6% faster, and what tf2onnx writes for it is plain MatMul and Transpose
+  nodes (the ONNX export 806 -> 467 nodes).
 - `jax_dense`: dense matmuls whose kernel gradients XLA:CPU runs in YNNPACK, in training (`jax_dense`).
 - `jax_gelu`: the exact GELU written out with `erf` (`ops.gelu` lowers to `erfc`, fused into more passes).
 - `jax_dropout_masks`: while `BertTask.fit` trains, dropout masks from JAX's classic threefry stream, about
@@ -32,7 +36,7 @@ import os
 # name -> the Keras backend it is for (None: every backend)
 SPEEDUPS = {"direct_sublayer_calls": None, "torch_dense": "torch", "torch_backbone": "torch",
             "torch_dropout": "torch", "torch_foreach_adamw": "torch", "torch_train_step": "torch",
-            "torch_predict_step": "torch",
+            "torch_predict_step": "torch", "tensorflow_attention": "tensorflow",
             "jax_dense": "jax", "jax_gelu": "jax",
             "jax_dropout_masks": "jax"}
 

@@ -1,10 +1,14 @@
 import keras
+import numpy as np
 from keras import ops
 
 from kbert.backend_speedups import active
 from kbert.layers.dropout import Dropout
 from kbert.layers.initializers import clone_initializer
 from kbert.backend_speedups.sublayer_calls import sublayer_call
+
+
+_MASKED_SCORE = np.float32(3.38953e38 * -0.7)  # Keras's score for a masked key on TensorFlow (`_get_large_negative`)
 
 
 @keras.saving.register_keras_serializable(package="kbert")
@@ -104,7 +108,24 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         return [ops.reshape(part, shape) for part in parts]
 
     def _fused_attention(self, query, key, value, mask):
+        if active("tensorflow_attention"):
+            return self._matmul_attention(query, key, value, mask)
         return ops.dot_product_attention(query, key, value, mask=mask)
+
+    def _matmul_attention(self, query, key, value, mask):
+        """`ops.dot_product_attention(query, key, value, mask=mask)` on TensorFlow, number for number, as two
+        batched matmuls on heads-first transposes (what TensorFlow, tf2onnx and TFLite's converter run as they
+        are; Keras's einsums become reshapes around a matmul and shape arithmetic), the mask added to the scores
+        once per key, not selected over every score. Keras's `where` writes `_MASKED_SCORE` for a masked score;
+        any score plus it is it exactly, so even a row with every key masked is uniform both ways. The scale is
+        Keras's, 1 / sqrt(head_dim) in float32."""
+        heads_first = (0, 2, 1, 3)
+        scores = ops.matmul(ops.transpose(query, heads_first), ops.transpose(key, (0, 2, 3, 1)))
+        scale = np.float32(1) / np.sqrt(np.float32(self.head_dim))
+        scores = ops.cast(scores, "float32") * scale
+        scores = scores + ops.cast(ops.logical_not(mask), "float32") * _MASKED_SCORE
+        probabilities = ops.cast(ops.softmax(scores, axis=-1), value.dtype)
+        return ops.transpose(ops.matmul(probabilities, ops.transpose(value, heads_first)), heads_first)
 
     def _explicit_attention(self, query, key, value, mask, training):
         scale = ops.cast(1.0 / self.head_dim**0.5, query.dtype)

@@ -149,6 +149,29 @@ def test_layer_norms_and_gelus_are_one_kernel_each_in_onnxruntime(name, exported
     assert run["Gelu"] + run["BiasGelu"] == layers and run["Erf"] == 0, run
 
 
+def test_attention_is_two_matmuls_on_heads_first_transposes(exported):
+    """Each layer's attention is written as Hugging Face's exports write it: a MatMul of the queries and the
+    transposed keys, one of the probabilities and the values, on 4-axis Transposes; none of the 5-axis
+    transposes and ReduceProd shape arithmetic that tf2onnx lowers Keras's einsums to (`tensorflow_attention`)."""
+    import collections
+
+    import onnx
+
+    from kbert.backend_speedups import active
+
+    if not active("tensorflow_attention"):
+        pytest.skip("KBERT_SPEEDUPS turns tensorflow_attention off")
+    model, out = exported("backbone")
+    nodes = onnx.load(out / "token_ids.onnx").graph.node
+    made_by = {output: node.op_type for node in nodes for output in node.output}
+    matmul_inputs = collections.Counter(tuple(made_by.get(name) for name in node.input)
+                                        for node in nodes if node.op_type == "MatMul")
+    layers = model.get_config()["num_layers"]
+    assert matmul_inputs[("Transpose", "Transpose")] == matmul_inputs[("Softmax", "Transpose")] == layers, matmul_inputs
+    perms = [onnx.helper.get_attribute_value(node.attribute[0]) for node in nodes if node.op_type == "Transpose"]
+    assert {len(perm) for perm in perms} == {4} and op_types(out / "token_ids.onnx")["ReduceProd"] == 0, perms
+
+
 def test_an_albert_backbone_s_layer_norms_are_one_node_each_and_give_the_keras_outputs(tokenizer, tmp_path):
     """ALBERT's layers share one set of weights, whose layer norms' beta is all zeros at init: TensorFlow folds its
     addition away, and each layer norm is still one node (beta zeros), the outputs Keras's."""
