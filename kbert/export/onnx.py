@@ -91,7 +91,8 @@ def convert(model, tokenizer, spec):
         raise ExportError(f"ONNX conversion of the {spec.model_kind} failed: {str(error)[-2000:]}") from error
     _name_axes(onnx_model)
     graph = _Graph(onnx_model.graph)
-    _remove(graph, _fuse_layer_norms(graph) | _gelu_in_the_form_onnxruntime_fuses(graph))
+    _remove(graph, _fuse_layer_norms(graph) | _gelu_in_the_form_onnxruntime_fuses(graph)
+            | _dense_matmuls_on_their_inputs(graph))
     return onnx_model
 
 
@@ -260,10 +261,56 @@ def _gelu_in_the_form_onnxruntime_fuses(graph):
     return dead
 
 
+def _dense_matmuls_on_their_inputs(graph):
+    """tf2onnx writes a dense layer on (batch, length, width) inputs as TensorFlow's tensordot computes it: the
+    inputs reshaped to (-1, width), a MatMul, the product reshaped back to the inputs' leading axes (read from
+    their Shape at run time) and the layer's units. ONNX's MatMul takes the inputs as they are, as in Hugging
+    Face's exports: each such Reshape, MatMul, Reshape becomes one MatMul, the same products, with the bias's Add
+    right after it, where onnxruntime fuses the bias into a GELU that follows (BiasGelu). Returns the first outputs
+    of the nodes it replaced (`_remove`)."""
+    from onnx import helper
+
+    dead = set()
+    for matmul in [node for node in graph.graph.node[:graph.read] if node.op_type == "MatMul"]:
+        flatten, kernel = graph.producer.get(matmul.input[0]), graph.initializers.get(matmul.input[1])
+        if not flatten or flatten.op_type != "Reshape" or kernel is None or len(kernel.dims) != 2:
+            continue
+        x, (width, units) = flatten.input[0], kernel.dims
+        flat_shape = graph.constant(flatten.input[1])
+        restore = graph.only_consumer(matmul.output[0], "Reshape")
+        if (flat_shape is None or list(flat_shape) != [-1, width] or graph.consumers[flatten.output[0]] != [matmul]
+                or not restore or restore.input[0] != matmul.output[0]
+                or not _leading_axes_of_and(graph, restore.input[1], x, units)):
+            continue
+        graph.graph.node.append(helper.make_node("MatMul", [x, matmul.input[1]], list(restore.output),
+                                                 name=f"{matmul.name}_on_inputs"))
+        dead |= {flatten.output[0], matmul.output[0], restore.output[0]}
+    return dead
+
+
+def _leading_axes_of_and(graph, shape, x, units):
+    """Whether the 1-D tensor `shape` is tf2onnx's tensordot output shape: the leading axes of `x` (all but its
+    last, gathered from Shape(x), through any Casts) followed by the constant `units`."""
+    def made_by(name, op_type):
+        node = graph.producer.get(name)
+        while node is not None and node.op_type == "Cast":
+            node = graph.producer.get(node.input[0])
+        return node if node is not None and node.op_type == op_type else None
+
+    concat = made_by(shape, "Concat")
+    if not concat or len(concat.input) != 2 or not np.array_equal(graph.constant(concat.input[1]), [units]):
+        return False
+    gather = made_by(concat.input[0], "Gather")
+    axes = gather and graph.constant(gather.input[1])
+    source = gather and made_by(gather.input[0], "Shape")
+    return bool(source and source.input[0] == x and axes is not None and axes.ndim == 1
+                and np.array_equal(axes, np.arange(len(axes))) and all(a.i == 0 for a in gather.attribute))
+
+
 def _remove(graph, dead):
     """Drops the nodes of the `_Graph` as it was read whose first output is in `dead` (nodes added since, which
-    may make those outputs now, stay) and the constants no node reads any more, and puts the rest in an order where
-    each node reads only what comes before it (ONNX asks for the nodes sorted so)."""
+    may make those outputs now, stay), then every node and constant that no longer leads to an output, and puts
+    the rest in an order where each node reads only what comes before it (ONNX asks for the nodes sorted so)."""
     from onnx import NodeProto
 
     model_graph = graph.graph
@@ -277,7 +324,12 @@ def _remove(graph, dead):
         ordered += ready
         known |= {name for node in ready for name in node.output}
         waiting = [node for node in waiting if node.output[0] not in known]
-    ordered = [NodeProto.FromString(node.SerializeToString()) for node in ordered]  # outlive the field's clearing
+    wanted, kept = {value.name for value in model_graph.output}, []
+    for node in reversed(ordered):  # and the nodes whose outputs nothing reads now (the shape arithmetic of a Reshape)
+        if wanted.intersection(node.output):
+            kept.append(node)
+            wanted.update(node.input)
+    ordered = [NodeProto.FromString(node.SerializeToString()) for node in reversed(kept)]  # outlive the clearing
     del model_graph.node[:]
     model_graph.node.extend(ordered)
     read_now = {name for node in ordered for name in node.input} | {value.name for value in model_graph.output}

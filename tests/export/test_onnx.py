@@ -149,6 +149,40 @@ def test_layer_norms_and_gelus_are_one_kernel_each_in_onnxruntime(name, exported
     assert run["Gelu"] + run["BiasGelu"] == layers and run["Erf"] == 0, run
 
 
+def test_each_dense_layer_is_one_matmul_on_its_inputs(tokenizer, tmp_path):
+    """A dense layer on (batch, length, width) is one MatMul on those inputs with its bias's Add right after it, as
+    in Hugging Face's exports, not tf2onnx's tensordot (a Reshape to (-1, width), MatMul, a Reshape back), so that
+    onnxruntime fuses each GELU with the bias before it (BiasGelu); the outputs are Keras's. The biases are made
+    nonzero (all zeros at init, and TensorFlow folds their addition away)."""
+    import onnx
+
+    model = BertTokenClassifier(tiny_backbone(), NER_TAGS)
+    rng = np.random.default_rng(0)
+    for weight in model.weights:
+        if weight.path.endswith("bias"):
+            weight.assign(rng.normal(size=weight.shape).astype("float32"))
+    export_onnx(model, tokenizer, MODELS["token_classifier"][1], tmp_path / "ner")
+    graph = onnx.load(tmp_path / "ner" / "token_ids.onnx").graph
+    made_by = {output: node for node in graph.node for output in node.output}
+    constants = {tensor.name: onnx.numpy_helper.to_array(tensor) for tensor in graph.initializer}
+    matmuls = [node for node in graph.node if node.op_type == "MatMul" and node.input[1] in constants]
+    flattened = [node.name for node in matmuls if made_by[node.input[0]].op_type == "Reshape"
+                 and list(constants.get(made_by[node.input[0]].input[1], [])) == [-1, constants[node.input[1]].shape[0]]]
+    assert len(matmuls) == 4 * model.backbone.get_config()["num_layers"] + 1 and not flattened, flattened
+    biased = [node for node in matmuls if [reader.op_type for reader in graph.node if node.output[0] in reader.input]
+              == ["Add"]]
+    assert len(biased) == len(matmuls)
+    options = onnxruntime.SessionOptions()
+    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    run = onnxruntime.InferenceSession(str(tmp_path / "ner" / "token_ids.onnx"), options,
+                                       providers=["CPUExecutionProvider"])
+    assert op_types(tmp_path / "optimized.onnx")["BiasGelu"] == model.backbone.get_config()["num_layers"]
+    batch = tokenizer(BATCHES[1], max_length=MAX_LENGTH, padding="longest")
+    got = run.run(["logits"], int64_inputs(batch))[0]
+    np.testing.assert_allclose(got, keras_outputs(model, batch)["logits"], atol=1e-5)
+
+
 def test_attention_is_two_matmuls_on_heads_first_transposes(exported):
     """Each layer's attention is written as Hugging Face's exports write it: a MatMul of the queries and the
     transposed keys, one of the probabilities and the values, on 4-axis Transposes; none of the 5-axis
