@@ -124,6 +124,16 @@ def op_types(path):
     return collections.Counter(node.op_type for node in onnx.load(path).graph.node)
 
 
+def optimized(path, out):
+    """An onnxruntime session on the ONNX file `path` at its extended graph optimizations, and how many nodes of
+    each op type the graph it runs holds (written to `out`)."""
+    options = onnxruntime.SessionOptions()
+    options.optimized_model_filepath = str(out)
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    run = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    return run, op_types(out)
+
+
 @pytest.mark.parametrize("name", ["backbone", "question_answerer"])
 def test_layer_norms_and_gelus_are_one_kernel_each_in_onnxruntime(name, exported, tmp_path):
     """Each layer norm (the embeddings' and two a layer) is one LayerNormalization node, and each exact GELU the
@@ -140,11 +150,7 @@ def test_layer_norms_and_gelus_are_one_kernel_each_in_onnxruntime(name, exported
     made_by = {output: node.op_type for node in nodes for output in node.output}
     assert [made_by[node.input[0]] for node in nodes if node.op_type == "Erf"] == ["Div"] * layers
 
-    options = onnxruntime.SessionOptions()
-    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
-    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
-    onnxruntime.InferenceSession(str(out / "token_ids.onnx"), options, providers=["CPUExecutionProvider"])
-    run = op_types(tmp_path / "optimized.onnx")
+    _, run = optimized(out / "token_ids.onnx", tmp_path / "optimized.onnx")
     assert run["LayerNormalization"] + run["SkipLayerNormalization"] == 1 + 2 * layers, run
     assert run["Gelu"] + run["BiasGelu"] == layers and run["Erf"] == 0, run
 
@@ -172,12 +178,8 @@ def test_each_dense_layer_is_one_matmul_on_its_inputs(tokenizer, tmp_path):
     biased = [node for node in matmuls if [reader.op_type for reader in graph.node if node.output[0] in reader.input]
               == ["Add"]]
     assert len(biased) == len(matmuls)
-    options = onnxruntime.SessionOptions()
-    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
-    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
-    run = onnxruntime.InferenceSession(str(tmp_path / "ner" / "token_ids.onnx"), options,
-                                       providers=["CPUExecutionProvider"])
-    assert op_types(tmp_path / "optimized.onnx")["BiasGelu"] == model.backbone.get_config()["num_layers"]
+    run, kernels = optimized(tmp_path / "ner" / "token_ids.onnx", tmp_path / "optimized.onnx")
+    assert kernels["BiasGelu"] == model.backbone.get_config()["num_layers"], kernels
     batch = tokenizer(BATCHES[1], max_length=MAX_LENGTH, padding="longest")
     got = run.run(["logits"], int64_inputs(batch))[0]
     np.testing.assert_allclose(got, keras_outputs(model, batch)["logits"], atol=1e-5)
