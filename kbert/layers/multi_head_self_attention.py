@@ -16,7 +16,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     """BERT's self-attention: a fused QKV kernel, scaled dot product, output projection.
 
     At inference (or with `dropout=0`) it calls `keras.ops.dot_product_attention`, the
-    backend's fused kernel (torch SDPA, JAX's XLA attention). When training with
+    backend's fused kernel (torch SDPA, JAX's XLA attention; on TensorFlow the same numbers
+    as two batched matmuls, `_matmul_attention`). When training with
     dropout it computes the probabilities explicitly, because BERT drops attention
     probabilities and the fused kernels cannot.
 
