@@ -244,8 +244,6 @@ def main(argv=None):
                 rows[name] = {**result, "size": folder_size(sizes[engine])}
                 print(format_row(name, rows[name]), flush=True)
         print_ratios(rows, f"keras {current}")
-        if "keras" in args.engines:
-            print("(model.keras also holds the optimizer's state; the SavedModel, TFLite and ONNX files do not)")
     finally:
         if not args.work:
             shutil.rmtree(work, ignore_errors=True)
