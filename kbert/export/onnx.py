@@ -280,7 +280,7 @@ def _dense_matmuls_on_their_inputs(graph):
         restore = graph.only_consumer(matmul.output[0], "Reshape")
         if (flat_shape is None or list(flat_shape) != [-1, width] or graph.consumers[flatten.output[0]] != [matmul]
                 or not restore or restore.input[0] != matmul.output[0]
-                or not _leading_axes_of_and(graph, restore.input[1], x, units)):
+                or not _is_tensordot_output_shape(graph, restore.input[1], x, units)):
             continue
         graph.graph.node.append(helper.make_node("MatMul", [x, matmul.input[1]], list(restore.output),
                                                  name=f"{matmul.name}_on_inputs"))
@@ -288,9 +288,9 @@ def _dense_matmuls_on_their_inputs(graph):
     return dead
 
 
-def _leading_axes_of_and(graph, shape, x, units):
-    """Whether the 1-D tensor `shape` is tf2onnx's tensordot output shape: the leading axes of `x` (all but its
-    last, gathered from Shape(x), through any Casts) followed by the constant `units`."""
+def _is_tensordot_output_shape(graph, shape, x, units):
+    """Whether the 1-D tensor `shape` is the output shape tf2onnx writes for a tensordot of `x`: the leading axes of
+    `x` (all but its last, gathered from Shape(x), through any Casts) followed by the constant `units`."""
     def made_by(name, op_type):
         node = graph.producer.get(name)
         while node is not None and node.op_type == "Cast":
