@@ -3,9 +3,12 @@ tokenizers share: their `encode` (`encode_texts`) and their call on Python strin
 calls over `kbert_core`'s pure-Python tokenizers (`pack_python`, `python_encode`), for offsets ALBERT's op does not
 give and for RoBERTa's byte-level BPE, which has no TensorFlow op."""
 
+import functools
+
 import numpy as np
 import tensorflow as tf
 
+from kbert.text.decoding import decode
 from kbert_core.packing import pack
 
 TRUNCATIONS = ("longest_first", "only_second")
@@ -320,3 +323,15 @@ class CoreSpecialIds:
     @property
     def mask_token_id(self):
         return self.core.ids[self.MASK_TOKEN]
+
+    @functools.cached_property
+    def _tokens(self):
+        return self.vocabulary()
+
+    def id_to_token(self, token_id):
+        """The token with id `token_id`."""
+        return self._tokens[token_id]
+
+    def decode(self, token_ids, skip_special_tokens=False):
+        """The text of `token_ids`, as Hugging Face's `decode` gives it (`kbert.text.decoding.decode`)."""
+        return decode(self, token_ids, skip_special_tokens)

@@ -10,6 +10,7 @@ import tensorflow_text as tf_text
 from kbert.config import DEFAULT_SEQUENCE_LENGTH
 from kbert.saving import model_source
 from kbert.text.bert_normalizer import fast_bert_normalizer_model
+from kbert.text.decoding import decode
 from kbert.text.packing import encode_batch, encode_texts
 from kbert.text.wordpieces import merge_long_words, to_char_offsets
 from kbert_core.packing import Layout
@@ -195,6 +196,16 @@ class BertTokenizer:
     def id_to_token(self, token_id):
         """The token with id `token_id`."""
         return self._tokens[token_id]
+
+    def decode(self, token_ids, skip_special_tokens=False):
+        """The text of `token_ids`, as Hugging Face's `decode` gives it (`kbert.text.decoding.decode`).
+
+        Example:
+        >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi", "##s"])
+        >>> tokenizer.decode(tokenizer("His hi", padding="longest")["token_ids"][0], skip_special_tokens=True)
+        'his hi'
+        """
+        return decode(self, token_ids, skip_special_tokens)
 
     def __call__(self, texts, pairs=None, max_length=DEFAULT_SEQUENCE_LENGTH, padding="max_length",
                  truncation="longest_first", return_offsets=False, return_lengths=False):
