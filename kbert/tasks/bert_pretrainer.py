@@ -9,6 +9,7 @@ from kbert.models.bert_backbone import INPUT_KEYS
 from kbert.tasks.bert_classifier import class_ids
 from kbert.tasks.bert_masked_lm_preprocessor import BertMaskedLMPreprocessor
 from kbert.tasks.bert_task import BertTask
+from kbert.tasks.fill_mask import fill_mask
 from kbert.tasks.unread_pooler import pooled_output
 
 # Families whose masked-LM head computes the exact GELU whatever their encoder's activation (Hugging Face's
@@ -116,6 +117,31 @@ class BertPretrainer(BertTask):
             loss["sbo"] = MaskedTokensLoss(from_logits=True, reduction="mean_with_sample_weight")
             arguments["weighted_metrics"]["sbo"] = [keras.metrics.SparseCategoricalAccuracy("accuracy")]
         return arguments
+
+    def fill_mask(self, texts, top_k=5, targets=None, batch_size=32):
+        """Hugging Face's fill-mask pipeline: the likeliest tokens where each text writes the mask token, with
+        their probabilities and the texts they make (`kbert.tasks.fill_mask`).
+
+        Args:
+            texts: a text, or a list of texts, each with the tokenizer's mask token ("[MASK]"; RoBERTa's "<mask>")
+                once or more, read whole (up to the backbone's `max_sequence_length` tokens).
+            top_k: int. Candidates per mask.
+            targets: None, or a token (or a list of them) to score instead of the whole vocabulary.
+            batch_size: int. Texts per model call.
+
+        Returns:
+            For each text (for a text given alone, its answer alone): a list of `top_k` dicts, best first:
+            `score` (the probability), `token` (its id), `token_str` and `sequence` (the text with it in the
+            mask's place); for a text with several masks, one such list per mask.
+
+        Example:
+        >>> model = BertPretrainer.from_preset("bert_tiny", next_sentence=False)
+        >>> [sorted(candidate) for candidate in model.fill_mask("a [MASK] film", top_k=2)]
+        [['score', 'sequence', 'token', 'token_str'], ['score', 'sequence', 'token', 'token_str']]
+        """
+        if self.preprocessor is None:
+            raise ValueError("fill_mask reads raw texts: this pretrainer has no preprocessor (token ids only).")
+        return fill_mask(self, texts, top_k, targets, batch_size)
 
     def check_labels(self, y):
         if self.span_boundary:
