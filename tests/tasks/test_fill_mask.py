@@ -2,7 +2,7 @@
 family, with a tokenizer trained on IMDB reviews, made and run by `transformers` in a process of its own
 (`fill_mask_reference.py`), read back by `BertPretrainer.from_preset`; on the same masked reviews (one mask, two, the
 first word, the last, a lone mask) the same five tokens in the same order, their probabilities within 1e-5 and the same
-`token_str` and `sequence`, and the same with `targets`."""
+`token_str` and `sequence`, and the same with `targets`; apps/fill_mask.py prints them."""
 
 import importlib.util
 import json
@@ -10,7 +10,7 @@ import json
 import pytest
 
 import kbert
-from tests.conftest import TESTS, run_python
+from tests.conftest import TESTS, app_module, run_python
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("transformers") is None,
                                 reason="transformers is a test-only dependency")
@@ -64,3 +64,19 @@ def test_bad_texts_are_named(reference):
         model.fill_mask(["word " * 80 + "[MASK]"])
     with pytest.raises(ValueError, match="None of the targets"), pytest.warns(UserWarning, match="has no token"):
         model.fill_mask(["a [MASK]"], targets=[" "])
+
+
+def test_the_app_prints_the_pipelines_answers(reference, capsys):
+    folder, outputs = reference
+    expected = outputs["roberta"]
+    app_module("fill_mask").main(["--model", str(folder / "roberta"), "--json", *expected["texts"][:4]])
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["text"] for line in lines] == expected["texts"][:4]
+    for line, hf_answers in zip(lines, expected["top_k"]):
+        assert_same_answers(line["masks"] if len(line["masks"]) > 1 else line["masks"][0], hf_answers, line["text"])
+
+
+def test_the_app_refuses_a_model_without_a_masked_lm_head():
+    app = app_module("fill_mask")
+    with pytest.raises(ValueError, match="holds no masked-LM head"):
+        app.main(["--model", "bert_tiny", "a [MASK]"])
