@@ -63,12 +63,12 @@ def describe(result):
 
 def main(argv=None):
     args = parse_args(parser(), argv)
+    from kbert.tasks.fill_mask import mask_answers
+
     texts = texts_or_stdin(args.texts)
     with for_people(args):
-        model = load_masked_lm(args.model)
-        answers = model.fill_mask(texts, top_k=args.top_k, targets=args.targets, batch_size=args.batch_size)
-    emit(args, [{"text": text, "masks": answer if answer and isinstance(answer[0], list) else [answer]}
-                for text, answer in zip(texts, answers)], describe)
+        answers = mask_answers(load_masked_lm(args.model), texts, args.top_k, args.targets, args.batch_size)
+    emit(args, answers, describe)
 
 
 if __name__ == "__main__":

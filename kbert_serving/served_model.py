@@ -24,7 +24,8 @@ import numpy as np
 KINDS = ("classifier", "token_classifier", "question_answerer", "sentence_encoder")
 # the input names of a request, by kind: (first, second); the second is optional for classifiers
 INPUT_NAMES = {"classifier": ("texts", "pairs"), "token_classifier": ("texts", None),
-               "question_answerer": ("questions", "contexts"), "sentence_encoder": ("texts", None)}
+               "question_answerer": ("questions", "contexts"), "sentence_encoder": ("texts", None),
+               "masked_lm": ("texts", None)}
 TFLITE_FILES = ("token_ids.tflite", "text.tflite")  # an export folder's model, first found
 # rows of each batch a Keras model's predict cuts a call into: fewer than a call holds, so that they pad little
 PREDICT_BATCH_SIZE = 16
@@ -128,6 +129,7 @@ class ServedModel:
         if self.kind == "question_answerer":  # as the QA recipe's predict: nothing to answer from or about
             for i, item in enumerate(zip(*columns)):
                 _check_not_blank(item, [f"{first}[{i}]", f"{second}[{i}]"])
+        self.check_texts(columns[0])
         return list(zip(*columns))
 
     def item_of(self, instance, index, limits):
@@ -156,7 +158,12 @@ class ServedModel:
         item = tuple(text(instance[name], f"instances[{index}].{name}", limits) for name in names)
         if self.kind == "question_answerer":
             _check_not_blank(item, names, f"instances[{index}].")
+        self.check_texts([item[0]], f"instances[{index}].{first}")
         return item
+
+    def check_texts(self, texts, name="texts"):
+        """A `RequestError` for texts the model cannot answer whatever else is in its batch (a masked LM's: one
+        without the mask token or too long); here, none."""
 
     def answer(self, items):
         """The answers to a batch of items of one shape (all singles or all pairs), in order, computed on the
@@ -236,10 +243,12 @@ class KerasServedModel(ServedModel):
                  batch_size=PREDICT_BATCH_SIZE, pack=None, thread=None):
         import keras
 
-        from kbert.tasks import BertClassifier, BertQuestionAnswerer, BertSentenceEncoder, BertTokenClassifier
+        from kbert.tasks import (BertClassifier, BertPretrainer, BertQuestionAnswerer, BertSentenceEncoder,
+                                 BertTokenClassifier)
 
         kinds = {BertClassifier: "classifier", BertTokenClassifier: "token_classifier",
-                 BertQuestionAnswerer: "question_answerer", BertSentenceEncoder: "sentence_encoder"}
+                 BertQuestionAnswerer: "question_answerer", BertSentenceEncoder: "sentence_encoder",
+                 BertPretrainer: "masked_lm"}
         self.kind = next((kind for cls, kind in kinds.items() if isinstance(model, cls)), None)
         if self.kind is None:
             raise ValueError(f"{source} holds a {type(model).__name__}; the server serves "
@@ -249,8 +258,29 @@ class KerasServedModel(ServedModel):
         self.pack = keras.config.backend() == "torch" if pack is None else pack
         self.runtime = f"keras ({keras.config.backend()})"
 
+    @property
+    def metadata(self):
+        """`ServedModel.metadata`; a masked LM's `mask_token` too."""
+        found = super().metadata
+        if self.kind == "masked_lm":
+            found["mask_token"] = self.tokenizer.id_to_token(self.tokenizer.mask_token_id)
+        return found
+
+    def check_texts(self, texts, name="texts"):
+        """A masked LM's texts each with the mask token and no longer than the model reads
+        (`kbert.tasks.fill_mask.masked_rows`), else a `RequestError` naming the first that is not."""
+        if self.kind != "masked_lm":
+            return
+        from kbert.tasks.fill_mask import masked_rows
+
+        try:
+            masked_rows(self.tokenizer, texts, self.max_length)
+        except ValueError as error:
+            raise RequestError(str(error) if name == "texts" else str(error).replace("texts[0]", name, 1)) from None
+
     def _answer(self, items):
         from kbert.recipes import ner, qa
+        from kbert.tasks.fill_mask import mask_answers
 
         columns = [list(column) for column in zip(*items)]
         if self.kind == "classifier":
@@ -260,6 +290,8 @@ class KerasServedModel(ServedModel):
             return ner.answers(self.model, columns[0], self.batch_size, self.dtype)
         if self.kind == "question_answerer":
             return qa.answers(self.model, columns[0], columns[1], self.batch_size, self.dtype)
+        if self.kind == "masked_lm":
+            return mask_answers(self.model, columns[0], batch_size=self.batch_size)
         embeddings = self.model.encode(columns[0], batch_size=self.batch_size, dtype=self.dtype, pack=self.pack)
         return [{"text": text, "embedding": row.tolist()} for text, row in zip(columns[0], embeddings)]
 
@@ -349,16 +381,23 @@ def _keras_model(source, verify):
             tokenizer = found.load_tokenizer(kbert.BertTokenizer, model)
             max_length = found.metrics.get("max_length", DEFAULT_SEQUENCE_LENGTH)
             model = kbert.BertSentenceEncoder(model, kbert.BertSentenceEncoderPreprocessor(tokenizer, max_length))
-        return model, model.preprocessor.tokenizer, model.preprocessor.sequence_length
+        return model, model.preprocessor.tokenizer, served_length(model)
     task = "BertBackbone"
     if found.kind == "hugging_face":
         task = ARCHITECTURES[read_hf_architecture(found.path)].task
-    if task == "BertPretrainer":
-        raise ValueError(f"{source} is a pretraining checkpoint ({read_hf_architecture(found.path)}); the server "
-                         "serves its encoder as sentence embeddings from a folder of BertModel, or a task model.")
     cls = kbert.BertSentenceEncoder if task == "BertBackbone" else getattr(kbert, task)
     model = cls.from_preset(source)
-    return model, model.preprocessor.tokenizer, model.preprocessor.sequence_length
+    return model, model.preprocessor.tokenizer, served_length(model)
+
+
+def served_length(model):
+    """The most tokens the server lets `model` read of a text: its preprocessor's sequence length (a masked LM reads
+    a text whole, up to the backbone's positions)."""
+    import kbert
+
+    if isinstance(model, kbert.BertPretrainer):
+        return model.backbone.max_sequence_length
+    return model.preprocessor.sequence_length
 
 
 def json_line(value):

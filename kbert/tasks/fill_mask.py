@@ -32,6 +32,22 @@ def fill_mask(pretrainer, texts, top_k=5, targets=None, batch_size=32):
     return results[0] if single else results
 
 
+def mask_answers(pretrainer, texts, top_k=5, targets=None, batch_size=32):
+    """`fill_mask`'s answers in one shape whatever the number of masks, as the app and the server give them: for
+    each text, {"text", "masks"}, a list per mask of its candidates.
+
+    Example:
+    >>> from kbert import BertPretrainer
+    >>> [answer] = mask_answers(BertPretrainer.from_preset("bert_tiny"), ["a [MASK] film"], top_k=2)
+    >>> answer["text"], len(answer["masks"]), len(answer["masks"][0])
+    ('a [MASK] film', 1, 2)
+    """
+    texts = text_list(texts)
+    answers = fill_mask(pretrainer, texts, top_k, targets, batch_size)
+    return [{"text": text, "masks": answer if isinstance(answer[0], list) else [answer]}
+            for text, answer in zip(texts, answers)]
+
+
 def masked_rows(tokenizer, texts, max_length):
     """Each text's token ids, `[CLS] pieces and mask tokens [SEP]` (the tokenizer's own first and last tokens); a
     ValueError names a text with no mask token, or one longer than the model reads (`max_length` tokens)."""

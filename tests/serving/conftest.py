@@ -4,7 +4,7 @@ saved as a run folder or a `.keras` file and loaded back by `load_served_model`,
 import keras
 import pytest
 
-from kbert import BertClassifier, BertQuestionAnswerer, BertSentenceEncoder, BertTokenClassifier
+from kbert import BertClassifier, BertPretrainer, BertQuestionAnswerer, BertSentenceEncoder, BertTokenClassifier
 
 SEQUENCE_LENGTH = 32  # short rows: every model answers in milliseconds
 NER_LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
@@ -17,6 +17,7 @@ SERVED_KINDS = {
     "token_classifier": (BertTokenClassifier, dict(label_names=NER_LABELS), True),
     "question_answerer": (BertQuestionAnswerer, {}, False),
     "sentence_encoder": (BertSentenceEncoder, {}, False),
+    "masked_lm": (BertPretrainer, dict(next_sentence=False), False),
 }
 
 
@@ -31,6 +32,9 @@ def served(tmp_path_factory):
     models = {}
     for name, (task, arguments, run_folder) in SERVED_KINDS.items():
         model = task.from_preset("bert_tiny", sequence_length=SEQUENCE_LENGTH, compile=False, **arguments)
+        if name == "masked_lm":  # likeliest tokens apart, so that batching cannot swap them
+            bias = model.get_layer("mlm_head").bias
+            bias.assign(keras.random.normal(bias.shape, stddev=3.0, seed=0))
         if run_folder:
             (folder / name).mkdir()
             model.save(folder / name / "model.keras")

@@ -106,7 +106,7 @@ def servers(command_server):
     """A server of each kind (classifier variants apart), on bert_tiny with random weights; the heads' weights are
     scaled up so that the answers are not all near uniform."""
     import kbert
-    from kbert_serving.served_model import KerasServedModel
+    from kbert_serving.served_model import KerasServedModel, served_length
 
     keras.utils.set_random_seed(7)
     models = {
@@ -119,18 +119,21 @@ def servers(command_server):
                                                                   sequence_length=64),
         "question_answerer": kbert.BertQuestionAnswerer.from_preset("bert_tiny", sequence_length=64),
         "sentence_encoder": kbert.BertSentenceEncoder.from_preset("bert_tiny", sequence_length=64),
+        "masked_lm": kbert.BertPretrainer.from_preset("bert_tiny", next_sentence=False, sequence_length=64),
     }
     for name in ("classifier", "multi_label", "token_classifier"):
         head = models[name].get_layer("logits")
         head.kernel.assign(head.kernel * 60)
+    bias = models["masked_lm"].get_layer("mlm_head").bias
+    bias.assign(keras.random.normal(bias.shape, stddev=3.0, seed=7))
     names = {"classifier": "tiny_nli", "multi_label": "tiny_topics", "regressor": "tiny_similarity",
-             "token_classifier": "tiny_ner", "question_answerer": "tiny_squad", "sentence_encoder": "tiny_embeddings"}
+             "token_classifier": "tiny_ner", "question_answerer": "tiny_squad", "sentence_encoder": "tiny_embeddings",
+             "masked_lm": "tiny_mlm"}
     started = {}
     try:
         for kind, model in models.items():
             preprocessor = model.preprocessor
-            served = KerasServedModel(model, preprocessor.tokenizer, preprocessor.sequence_length, names[kind],
-                                      "bert_tiny")
+            served = KerasServedModel(model, preprocessor.tokenizer, served_length(model), names[kind], "bert_tiny")
             started[kind] = ThreadServer(served)
         yield {kind: server.url for kind, server in started.items()}
     finally:
@@ -333,6 +336,25 @@ def test_sentence_encoder_shows_the_similarity_matrix(page, servers):
     assert page.locator("#matrix tbody th").all_text_contents() == [f"{i + 1}. {s}" for i, s in enumerate(sentences)]
     assert page.locator("#result b").count() == 0
     screenshot(page, "sentence_encoder")
+
+
+def test_masked_lm_shows_each_masks_candidates(page, servers):
+    opened(page, servers["masked_lm"])
+    expect(page.locator("#text-label")).to_have_text("Text, [MASK] where a word is to be guessed")
+    assert page.input_value("#text") == "Paris is the [MASK] of France."  # the example, with the model's mask token
+    text = "a [MASK] <b>film</b> and [MASK]"
+    page.fill("#text", text)
+    submitted(page, {"texts": [text]})
+    [answer] = predictions(servers["masked_lm"], {"texts": [text]})
+    assert page.locator("#result .filled").all_text_contents() == [mask[0]["sequence"] for mask in answer["masks"]]
+    rows = page.locator("#result .bar-row").all()
+    candidates = [candidate for mask in answer["masks"] for candidate in mask]
+    assert [row.get_attribute("data-label") for row in rows] == [c["token_str"] for c in candidates]
+    for row, candidate in zip(rows, candidates):
+        assert close(100 * percent(row.locator(".bar-value").text_content()), 100 * candidate["score"], 1)
+    assert [("chosen" in row.get_attribute("class")) for row in rows] == [True, *[False] * 4] * 2
+    assert page.locator("#result b").count() == 0
+    screenshot(page, "masked_lm")
 
 
 def test_token_is_asked_for_then_kept_and_errors_are_shown(page, command_server):

@@ -18,6 +18,7 @@ from starlette.testclient import TestClient
 
 from kbert.paths import minilm_dir
 from kbert.recipes import ner, qa
+from kbert.tasks.fill_mask import mask_answers
 from kbert_serving import BatchSettings, InputLimits, ServedModel, ServerSettings, make_app
 from kbert_serving.served_model import json_line
 
@@ -31,7 +32,7 @@ GOOD = {  # a request each kind answers, and what it holds
     "classifier": {"texts": ["a good film"]}, "multi_label": {"texts": ["a good film"]},
     "regressor": {"texts": ["a good film"], "pairs": ["a fine film"]}, "token_classifier": {"texts": ["Ann sings."]},
     "question_answerer": {"questions": ["who sings?"], "contexts": ["Ann sings."]},
-    "sentence_encoder": {"texts": ["a good film"]}}
+    "sentence_encoder": {"texts": ["a good film"]}, "masked_lm": {"texts": ["a [MASK] film"]}}
 
 
 @pytest.fixture(scope="module")
@@ -131,6 +132,26 @@ def test_sentence_encoder_answers_are_its_embeddings(client_of, served):
     assert [answer["text"] for answer in got] == TEXTS
     np.testing.assert_allclose([answer["embedding"] for answer in got], served["sentence_encoder"].model.encode(TEXTS),
                                rtol=1e-5, atol=1e-6)
+
+
+def test_masked_lm_answers_are_the_apps_and_bad_texts_are_400(client_of, served):
+    client, model = client_of("masked_lm"), served["masked_lm"].model
+    texts = ["a [MASK] film", "[MASK] sings in [MASK].", "the man plays a very good film and nobody [MASK]"]
+    got = predictions(client, {"texts": texts})
+    assert_close(got, plain(mask_answers(model, texts, batch_size=2)))
+    assert [len(answer["masks"]) for answer in got] == [1, 2, 1] and len(got[0]["masks"][0]) == 5
+    assert client.get("/v1/model").json()["mask_token"] == "[MASK]"
+    instances = client.post("/v1/models/masked_lm:predict", json={"instances": texts[:1]})
+    assert instances.status_code == 200
+    assert_close(instances.json()["predictions"], got[:1])
+    for body, said in [({"texts": ["a [MASK]", "no mask"]}, "texts[1] ('no mask') has no mask token"),
+                       ({"instances": ["x", "no mask"]}, "instances[0].text ('x') has no mask token"),
+                       ({"texts": ["word " * 600 + "[MASK]"]}, "texts[0] ('word word"),
+                       ]:
+        path = "/v1/predict" if "texts" in body else "/v1/models/masked_lm:predict"
+        response = client.post(path, json=body)
+        assert response.status_code == 400 and said in response.text, response.text
+    answered(client, "masked_lm")
 
 
 # TF Serving's REST shape
