@@ -19,7 +19,9 @@ a file edited since is refused), vocab.txt (given, or learned from a random samp
 --vocab-lines training lines; another family's tokenizer files with --tokenizer), logs/ (TensorBoard), history.csv,
 curves.png, metrics.json (the fields every training run writes, the settings, held-out MLM and NSP accuracy before
 and after training), README.md (the model card: versions, corpus checksums, settings, metrics) and, at the end,
-backbone.keras: `--init saved_models/<run>` for the task apps. The checkpoint lives beside the run
+backbone.keras: `--init saved_models/<run>` for the task apps, and masked_lm/ (BERT's masked LM with its heads, a
+Hugging Face folder: `apps/fill_mask.py --model saved_models/<run>/masked_lm`, or transformers; not for span-boundary,
+ELECTRA, or another family's NSP/SOP runs, which Hugging Face has no class for). The checkpoint lives beside the run
 folder, as every app's backup: saved_models/.<run>.backup/ (kept at the end, to train further).
 --minutes M gives the training steps a wall-clock budget instead (they stop at the step that ends on it, --steps at
 most): equal compute, for comparing objectives; such a run neither resumes nor trains further.

@@ -6,7 +6,8 @@ A pretraining run folder grows as the run goes: `settings.json` first (`kbert.tr
 whether a rerun resumes, is refused or starts over, as for every training run), the tokenizer (`prepare`: of any
 kind, `kbert.text.hf_tokenizers`: a learned WordPiece vocabulary, or a given one, an ALBERT-shaped model's
 SentencePiece, a RoBERTa-shaped model's byte-level BPE),
-`history.csv` and TensorBoard's `logs/` while it trains, then `backbone.keras`, `curves.png`, `metrics.json` and the
+`history.csv` and TensorBoard's `logs/` while it trains, then `backbone.keras` (and, for BERT's masked LM, `masked_lm/`:
+the model with its heads as a Hugging Face folder, `writes_masked_lm`), `curves.png`, `metrics.json` and the
 model card. Its backup lives beside it, as every training run's (`.NAME.backup/`), and stays when the run ends: a rerun
 with more `steps` trains further from it.
 """
@@ -16,12 +17,14 @@ import json
 import os
 import pathlib
 import resource
+import shutil
 import sys
 import tempfile
 
 import keras
 
 from kbert.config import PRESETS, BertConfig
+from kbert.convert import save_hf
 from kbert.data.batches.child_process import process_batches
 from kbert.data.pretraining.dataset import held_out_then_training
 from kbert.data.pretraining.instances import HOLDOUT_PASSAGE_LINES, OBJECTIVES as DATA_OBJECTIVES, survey_corpus
@@ -53,6 +56,17 @@ RENAMED = {"task": "objective"}  # the settings of runs started before a rename:
 # What is learned: the data's objectives (masked LM beside NSP, SOP or nothing), or ELECTRA's replaced-token detection
 # (`ElectraPretrainer`, on the masked-LM data of "mlm")
 OBJECTIVES = (*DATA_OBJECTIVES, "electra")
+
+MASKED_LM_FOLDER = "masked_lm"  # the run's masked LM with its heads, a Hugging Face folder (`writes_masked_lm`)
+
+
+def writes_masked_lm(model):
+    """Whether a run of `model` also writes it whole, heads and all, as a Hugging Face folder (`MASKED_LM_FOLDER`:
+    `BertForMaskedLM` or `BertForPreTraining`, a family's `ForMaskedLM`), for `BertPretrainer.fill_mask` and
+    `transformers`: a `BertPretrainer` of heads Hugging Face has a class for (no span-boundary head; next-sentence
+    or sentence-order heads on BERT only). ELECTRA's run keeps the discriminator alone."""
+    return (isinstance(model, BertPretrainer) and not model.span_boundary
+            and (not model.next_sentence or model.backbone.family == "bert"))
 
 
 def check_corpus(files, holdout_fraction=0.0, vocabulary_lines=0, seed=0, objective="nsp", named=str):
@@ -375,6 +389,10 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
         with tempfile.TemporaryDirectory(dir=folder) as temporary, writing_alone():  # a kill never leaves half a file
             save_backbone(temporary, backbone, tokenizer)
             os.replace(pathlib.Path(temporary) / BACKBONE_FILE, folder / BACKBONE_FILE)
+            if writes_masked_lm(model):
+                save_hf(model, pathlib.Path(temporary) / MASKED_LM_FOLDER, tokenizer)
+                shutil.rmtree(folder / MASKED_LM_FOLDER, ignore_errors=True)
+                os.replace(pathlib.Path(temporary) / MASKED_LM_FOLDER, folder / MASKED_LM_FOLDER)
         write_json_atomic(folder / METRICS_FILE, metrics)
         write_model_card(folder, f"{folder.name}: {backbone.family} pretrained from scratch",
                          {"corpus": files, "vocab": vocabulary},
@@ -382,7 +400,8 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
                          {k: v for k, v in metrics.items() if k not in ("settings", "hyperparameters", "history")})
         record_checksums(folder)  # loading checks the backbone and vocabulary against it (`kbert.saving.checksums`)
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> (20 if sys.platform == "darwin" else 10)  # MB
-        print(f"Saved {folder / BACKBONE_FILE}; peak memory of this process: {peak} MB", flush=True)
+        also = f" and {folder / MASKED_LM_FOLDER} (apps/fill_mask.py --model)" if writes_masked_lm(model) else ""
+        print(f"Saved {folder / BACKBONE_FILE}{also}; peak memory of this process: {peak} MB", flush=True)
 
     run = {"corpus": [str(path) for path in files], "vocabulary": vocabulary and str(vocabulary),
            "config": backbone.config.to_dict()}

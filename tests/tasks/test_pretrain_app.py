@@ -96,6 +96,20 @@ def test_a_run_without_held_out_lines_saves_its_backbone_and_curves(tmp_path):
     assert not any(map(START_UP_LINE.match, run.stderr.splitlines())), run.stderr  # the pipeline's child loads TensorFlow quietly too
     assert (tmp_path / "all" / "backbone.keras").is_file() and (tmp_path / "all" / "curves.png").is_file()
     assert not {"start", "end"} & set(json.loads((tmp_path / "all" / "metrics.json").read_text()))
+    # the masked LM with its heads, as a Hugging Face BertForPreTraining folder: the same encoder, masks filled
+    import kbert
+
+    pretrainer = kbert.BertPretrainer.from_preset(tmp_path / "all" / "masked_lm", compile=False)
+    backbone = kbert.BertBackbone.from_preset(tmp_path / "all")
+    assert pretrainer.next_sentence and "masked_lm (apps/fill_mask.py --model)" in run.stdout
+    ids = {"token_ids": np.array([[2, 7, 9, 3]]), "segment_ids": np.zeros((1, 4), "int32"),
+           "padding_mask": np.ones((1, 4), "int32")}
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(pretrainer.backbone(ids)["sequence_output"]),
+                               keras.ops.convert_to_numpy(backbone(ids)["sequence_output"]), atol=1e-6)
+    [candidates] = app_module("fill_mask").load_masked_lm(tmp_path / "all" / "masked_lm").fill_mask(
+        ["The cat [MASK] on the mat."])
+    assert len({c["token"] for c in candidates}) == 5
+    assert all(c["sequence"].startswith("the cat") and c["sequence"].endswith(" on the mat.") for c in candidates)
 
 
 @ONCE_ON_TORCH
