@@ -8,7 +8,8 @@
     curl -s localhost:8000/v1/embeddings -d '{"input": ["A man plays the guitar."]}'   # sentence encoders
 
 MODEL is what the apps' --model and --init take: a run folder, a task .keras file, a Hugging Face folder (a task
-checkpoint with its head, else sentence embeddings), a backbone folder or preset; or an export folder of
+checkpoint with its head, a masked LM's answering fill-mask requests, else sentence embeddings), a backbone folder or
+preset; or an export folder of
 apps/export.py --format tflite (its token_ids.tflite; a .tflite file names one), run by LiteRT through kbert_edge.
 
 Routes: GET / (the page), /health, /metrics (Prometheus), /v1/model; POST /v1/predict ({"texts": [...]}, with
