@@ -9,8 +9,8 @@
 
 MODEL is what the apps' --model and --init take: a run folder, a task .keras file, a Hugging Face folder (a task
 checkpoint with its head, a masked LM's answering fill-mask requests, else sentence embeddings), a backbone folder or
-preset; or an export folder of
-apps/export.py --format tflite (its token_ids.tflite; a .tflite file names one), run by LiteRT through kbert_edge.
+preset; or an export folder of apps/export.py --format tflite (its token_ids.tflite; a .tflite file names one), run
+by LiteRT through kbert_edge.
 
 Routes: GET / (the page), /health, /metrics (Prometheus), /v1/model; POST /v1/predict ({"texts": [...]}, with
 "pairs" for pair classifiers; QA: {"questions": [...], "contexts": [...]}); TF Serving's POST
