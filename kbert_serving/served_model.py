@@ -21,7 +21,7 @@ import threading
 
 import numpy as np
 
-KINDS = ("classifier", "token_classifier", "question_answerer", "sentence_encoder")
+KINDS = ("classifier", "token_classifier", "question_answerer", "sentence_encoder", "masked_lm")
 # the input names of a request, by kind: (first, second); the second is optional for classifiers
 INPUT_NAMES = {"classifier": ("texts", "pairs"), "token_classifier": ("texts", None),
                "question_answerer": ("questions", "contexts"), "sentence_encoder": ("texts", None),

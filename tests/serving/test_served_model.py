@@ -250,11 +250,14 @@ def test_bad_sources_are_one_line_each(exported, tmp_path):
     for source, error, words in [
             (tmp_path / "missing", FileNotFoundError, "missing' is neither a preset"),
             (tmp_path / "missing.tflite", FileNotFoundError, "missing.tflite does not exist"),
-            (tmp_path / "export_without_tflite", FileNotFoundError, "holds export.json but no token_ids.tflite"),
-            (tmp_path / "hf_pretrainer", ValueError, "is a pretraining checkpoint (BertForPreTraining)")]:
+            (tmp_path / "export_without_tflite", FileNotFoundError, "holds export.json but no token_ids.tflite")]:
         with pytest.raises(error) as raised:
             load_served_model(source)
         assert words in str(raised.value) and "\n" not in str(raised.value), str(raised.value)
+    masked_lm = load_served_model(tmp_path / "hf_pretrainer")  # a pretraining checkpoint answers fill-mask requests
+    assert masked_lm.kind == "masked_lm" and masked_lm.metadata["mask_token"] == "[MASK]"
+    with pytest.raises(RequestError, match=r"texts\[0\] \('a film'\) has no mask token"):
+        masked_lm.items({"texts": ["a film"]}, InputLimits())
 
 
 def model_of(kind):
