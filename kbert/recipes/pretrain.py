@@ -400,8 +400,8 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
                          {k: v for k, v in metrics.items() if k not in ("settings", "hyperparameters", "history")})
         record_checksums(folder)  # loading checks the backbone and vocabulary against it (`kbert.saving.checksums`)
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> (20 if sys.platform == "darwin" else 10)  # MB
-        also = f" and {folder / MASKED_LM_FOLDER} (apps/fill_mask.py --model)" if writes_masked_lm(model) else ""
-        print(f"Saved {folder / BACKBONE_FILE}{also}; peak memory of this process: {peak} MB", flush=True)
+        saved = [folder / BACKBONE_FILE, *([folder / MASKED_LM_FOLDER] if writes_masked_lm(model) else [])]
+        print(f"Saved {' and '.join(map(str, saved))}; peak memory of this process: {peak} MB", flush=True)
 
     run = {"corpus": [str(path) for path in files], "vocabulary": vocabulary and str(vocabulary),
            "config": backbone.config.to_dict()}

@@ -101,7 +101,7 @@ def test_a_run_without_held_out_lines_saves_its_backbone_and_curves(tmp_path):
 
     pretrainer = kbert.BertPretrainer.from_preset(tmp_path / "all" / "masked_lm", compile=False)
     backbone = kbert.BertBackbone.from_preset(tmp_path / "all")
-    assert pretrainer.next_sentence and "masked_lm (apps/fill_mask.py --model)" in run.stdout
+    assert pretrainer.next_sentence and f"and {tmp_path / 'all' / 'masked_lm'};" in run.stdout
     ids = {"token_ids": np.array([[2, 7, 9, 3]]), "segment_ids": np.zeros((1, 4), "int32"),
            "padding_mask": np.ones((1, 4), "int32")}
     np.testing.assert_allclose(keras.ops.convert_to_numpy(pretrainer.backbone(ids)["sequence_output"]),
