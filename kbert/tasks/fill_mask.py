@@ -27,8 +27,8 @@ def fill_mask(pretrainer, texts, top_k=5, targets=None, batch_size=32):
     order = sorted(range(len(rows)), key=lambda i: len(rows[i]))  # batches of similar length
     for start in range(0, len(order), batch_size):
         batch = order[start:start + batch_size]
-        for i, probabilities in zip(batch, mask_probabilities(pretrainer, [rows[i] for i in batch])):
-            results[i] = propositions(tokenizer, rows[i], probabilities, top_k, candidates)
+        for i, positions, probabilities in zip(batch, *mask_probabilities(pretrainer, [rows[i] for i in batch])):
+            results[i] = propositions(tokenizer, rows[i], positions, probabilities, top_k, candidates)
     return results[0] if single else results
 
 
@@ -57,9 +57,7 @@ def masked_rows(tokenizer, texts, max_length):
         if len(parts) == 1:
             raise ValueError(f"texts[{i}] ({texts[i][:60]!r}) has no mask token: write {mask} where a token is to "
                              "be filled in.")
-    encoded = tokenizer([piece for parts in pieces for piece in parts], max_length=1_000_000, padding="longest")
-    lengths = encoded["padding_mask"].sum(axis=1)
-    piece_ids = iter(row[1:n - 1].tolist() for row, n in zip(encoded["token_ids"], lengths))  # without [CLS], [SEP]
+    piece_ids = iter(ids_of(tokenizer, [piece for parts in pieces for piece in parts]))
     rows = []
     for i, parts in enumerate(pieces):
         row = [tokenizer.cls_token_id]
@@ -73,6 +71,12 @@ def masked_rows(tokenizer, texts, max_length):
     return rows
 
 
+def ids_of(tokenizer, texts):
+    """Each text's token ids, whole, without the first and last tokens the tokenizer adds ([CLS], [SEP])."""
+    encoded = tokenizer(texts, max_length=1_000_000, padding="longest")
+    return [row[1:n - 1].tolist() for row, n in zip(encoded["token_ids"], encoded["padding_mask"].sum(axis=1))]
+
+
 def target_ids(tokenizer, targets):
     """The ids of `targets` (a token or a list of them), ascending: a token of the vocabulary, or else the first
     token of its text, with a warning (as Hugging Face's pipeline); a ValueError if none is left."""
@@ -82,8 +86,7 @@ def target_ids(tokenizer, targets):
         if target in vocabulary:
             found.add(vocabulary[target])
             continue
-        encoded = tokenizer([target], max_length=1_000_000, padding="longest")
-        ids = encoded["token_ids"][0, 1:encoded["padding_mask"][0].sum() - 1].tolist()
+        [ids] = ids_of(tokenizer, [target])
         if not ids:
             warnings.warn(f"The target {target!r} has no token: left out.", stacklevel=4)
             continue
@@ -96,7 +99,8 @@ def target_ids(tokenizer, targets):
 
 
 def mask_probabilities(pretrainer, rows):
-    """For each row (token ids), its masked positions' probabilities over the vocabulary: (masks, vocabulary)."""
+    """For each row (token ids), its mask tokens' positions, and their probabilities over the vocabulary (masks,
+    vocabulary)."""
     tokenizer = pretrainer.preprocessor.tokenizer
     length = max(map(len, rows))
     masks = [[j for j, token in enumerate(row) if token == tokenizer.mask_token_id] for row in rows]
@@ -110,17 +114,17 @@ def mask_probabilities(pretrainer, rows):
     for key in SPAN_BOUNDARY_KEYS if pretrainer.span_boundary else ():  # the span-boundary head's, unread
         inputs[key] = np.zeros_like(inputs["mask_positions"])
     logits = np.asarray(pretrainer.predict_on_batch(inputs)["mlm"], "float32")
+    probabilities = []
     for i, positions in enumerate(masks):
-        scores = logits[i, :len(positions)]
-        scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
-        yield scores / scores.sum(axis=-1, keepdims=True)
+        scores = np.exp(logits[i, :len(positions)] - logits[i, :len(positions)].max(axis=-1, keepdims=True))
+        probabilities.append(scores / scores.sum(axis=-1, keepdims=True))
+    return masks, probabilities
 
 
-def propositions(tokenizer, row, probabilities, top_k, candidates):
+def propositions(tokenizer, row, positions, probabilities, top_k, candidates):
     """Hugging Face's fill-mask answer for one text: for each mask, its `top_k` tokens as {"score", "token",
     "token_str", "sequence"} (the text with that token in the mask's place, padding left out; the special tokens too
     where the text has one mask); the list of them where it has one mask, else a list of such lists."""
-    positions = [j for j, token in enumerate(row) if token == tokenizer.mask_token_id]
     single = len(positions) == 1
     answer = []
     for position, scores in zip(positions, probabilities):
