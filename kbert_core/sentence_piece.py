@@ -276,11 +276,12 @@ def _replace(changes, old, new):
 class SentencePiece:
     """ALBERT's SentencePiece unigram tokenizer in pure Python: Hugging Face's `AlbertTokenizerFast`'s pipeline.
 
-    Each text is cut at the model's user-defined pieces (found in the raw text), then normalized
-    ("``" and "''" become '"', NFKD without accents unless `keep_accents`, lower-cased when
-    `lowercase`, then the model's character map), split at whitespace, "▁" put before each word, and
-    each word segmented into the pieces of highest total score (unknown characters, each scored the
-    lowest piece score minus 10, fused into one `<unk>`). Ids, offsets and word ids equal Hugging
+    Each text is cut at the split pieces (Hugging Face's non-special added tokens, found in the raw
+    text), then normalized ("``" and "''" become '"', NFKD without accents unless `keep_accents`,
+    lower-cased when `lowercase`, then the model's character map), split at whitespace, "▁" put before
+    each word, and each word segmented into the pieces of highest total score (the model's
+    user-defined pieces among them, with their scores, as in SentencePiece; unknown characters, each
+    scored the lowest piece score minus 10, fused into one `<unk>`). Ids, offsets and word ids equal Hugging
     Face's, even where its offsets shift: after a character that the map deletes at the start of a
     stretch of text, the next ones take the spans of those before them. Special-token text typed in a
     text ("[MASK]") stays plain text, where Hugging Face reads the special token.
@@ -291,20 +292,20 @@ class SentencePiece:
             With a path for `pieces`, None takes the model's own.
         lowercase: bool. Lower-case (ALBERT's `do_lower_case`).
         keep_accents: bool. Keep accents, which ALBERT otherwise strips.
-        split_pieces: None or list of str. The pieces cut out of the raw text first; None for the
-            model's user-defined pieces (as Hugging Face does for a folder without tokenizer.json).
+        split_pieces: list of str. The pieces cut out of the raw text first: Hugging Face's non-special
+            added tokens (transformers before 5.25 made the model's user-defined pieces such tokens).
 
     Example:
     >>> pieces = [("<pad>", 0, 3), ("<unk>", 0, 2), ("[CLS]", 0, 3), ("[SEP]", 0, 3), ("[MASK]", 0, 3),
     ...           ("▁", -2, 1), ("▁hi", -3, 1), ("s", -4, 1), ("!", -5, 4)]
     >>> sp = SentencePiece(pieces, b"")
     >>> sp.tokenize("His hi!")
-    ([6, 7, 6, 8], [(0, 2), (2, 3), (4, 6), (6, 7)], [0, 0, 1, 2])
+    ([6, 7, 6, 8], [(0, 2), (2, 3), (4, 6), (6, 7)], [0, 0, 1, 1])
     >>> sp.encode(["His"], ["x"], max_length=8)["token_ids"].tolist()
     [[2, 6, 7, 3, 5, 1, 3, 0]]
     """
 
-    def __init__(self, pieces, charsmap=None, lowercase=True, keep_accents=False, split_pieces=None):
+    def __init__(self, pieces, charsmap=None, lowercase=True, keep_accents=False, split_pieces=()):
         if isinstance(pieces, (str, pathlib.Path)):
             model = read_model(pieces)
             pieces = model["pieces"]
@@ -323,9 +324,11 @@ class SentencePiece:
         self.layout = Layout.bert(self.cls, self.sep, self.pad)
         self.lowercase, self.keep_accents = lowercase, keep_accents
         self.charsmap = Charsmap(charsmap or b"")
-        if split_pieces is None:
-            split_pieces = [piece for piece, _, kind in self.pieces if kind == USER_DEFINED]
         self.split_pieces = list(split_pieces)
+        unknown = [piece for piece in self.split_pieces if piece not in self.ids]
+        if unknown:
+            raise ValueError(f"The added tokens {unknown} are not pieces of the SentencePiece model: kbert reads "
+                             "added tokens that the model holds only.")
         self._splitter = re.compile("|".join(re.escape(p) for p in sorted(self.split_pieces, key=len, reverse=True)))
         # The lattice: every piece but the control and unknown ones (typed special tokens stay text).
         self._prefixes = {}
@@ -340,30 +343,38 @@ class SentencePiece:
     def from_hf(cls, path):
         """Reads an ALBERT tokenizer folder as Hugging Face's `AlbertTokenizerFast` does.
 
-        spiece.model gives the pieces; tokenizer_config.json, if present, `do_lower_case`
-        and `keep_accents`; tokenizer.json, if present, the piece scores, the character map
-        and the non-special added tokens (Hugging Face's own conversion of ALBERT's model
-        lowers the scores of pieces like "9," by 100 there).
+        spiece.model gives the pieces, or else tokenizer.json (all that `transformers` 5 saves: its
+        special added tokens are the control pieces); tokenizer_config.json, if present,
+        `do_lower_case`, `keep_accents` and the non-special tokens of `added_tokens_decoder`;
+        tokenizer.json, if present, the piece scores, the character map and its non-special added
+        tokens (Hugging Face's own conversion of ALBERT's model lowers the scores of pieces like "9,"
+        by 100 there). The added tokens are the pieces cut out of raw text (`split_pieces`).
 
         Example:
         >>> SentencePiece.from_hf("no/such/folder")
         Traceback (most recent call last):
-        FileNotFoundError: no/such/folder/spiece.model does not exist: an ALBERT tokenizer folder needs it.
+        FileNotFoundError: no/such/folder holds neither spiece.model nor tokenizer.json: an ALBERT tokenizer folder ...
         """
         path = pathlib.Path(path)
-        if not (path / "spiece.model").is_file():
-            raise FileNotFoundError(f"{path / 'spiece.model'} does not exist: an ALBERT tokenizer folder needs it.")
-        model = read_model(path / "spiece.model")
-        if model["model_type"] != UNIGRAM:
-            raise ValueError(f"{path / 'spiece.model'}: model type {model['model_type']} is not unigram (1).")
+        model_file, json_file = path / "spiece.model", path / "tokenizer.json"
+        if model_file.is_file():
+            model = read_model(model_file)
+            if model["model_type"] != UNIGRAM:
+                raise ValueError(f"{model_file}: model type {model['model_type']} is not unigram (1).")
+            pieces, charsmap, split_pieces = model["pieces"], model["charsmap"], []
+            if json_file.is_file():
+                pieces, charsmap, split_pieces = _from_tokenizer_json(json_file, pieces)
+        elif json_file.is_file():
+            pieces, charsmap, split_pieces = _from_tokenizer_json(json_file)
+        else:
+            raise FileNotFoundError(f"{path} holds neither spiece.model nor tokenizer.json: an ALBERT tokenizer "
+                                    "folder needs one of them.")
         config_file = path / "tokenizer_config.json"
         config = _read_json(config_file) if config_file.is_file() else {}
         if not config.get("add_prefix_space", True):
             raise ValueError(f"{config_file}: add_prefix_space=false is not supported.")
-        pieces, charsmap, split_pieces = model["pieces"], model["charsmap"], None
-        json_file = path / "tokenizer.json"
-        if json_file.is_file():
-            pieces, charsmap, split_pieces = _from_tokenizer_json(json_file, pieces)
+        added = _non_special_added_tokens(config.get("added_tokens_decoder", {}).values(), config_file)
+        split_pieces += [token for token in added if token not in split_pieces]
         return cls(pieces, charsmap, lowercase=config.get("do_lower_case", True),
                    keep_accents=config.get("keep_accents", False), split_pieces=split_pieces)
 
@@ -561,23 +572,37 @@ def _read_json(path):
         raise ValueError(f"{path}: not JSON ({error}).") from None
 
 
-def _from_tokenizer_json(path, model_pieces):
-    """(pieces with tokenizer.json's scores, its character map, its non-special added tokens)."""
+def _from_tokenizer_json(path, model_pieces=None):
+    """(pieces with tokenizer.json's scores, its character map, its non-special added tokens). The pieces' types
+    are `model_pieces`' (spiece.model's); without them, special added tokens are control pieces, the model's unk_id
+    the unknown one, the rest normal (user-defined pieces among them: the same in Hugging Face's lattice)."""
     config = _read_json(path)
     model = config.get("model") or {}
     if model.get("type") != "Unigram":
         raise ValueError(f"{path}: model type {model.get('type')!r} is not Unigram.")
     vocab = model.get("vocab") or []
-    if [piece for piece, _ in vocab] != [piece for piece, _, _ in model_pieces]:
+    added = config.get("added_tokens", [])
+    if model_pieces is None:
+        special = {token["id"] for token in added if token.get("special")}
+        kinds = [UNKNOWN if i == model.get("unk_id") else CONTROL if i in special else NORMAL
+                 for i in range(len(vocab))]
+    elif [piece for piece, _ in vocab] != [piece for piece, _, _ in model_pieces]:
         raise ValueError(f"{path}: its {len(vocab)} pieces are not spiece.model's {len(model_pieces)}, in order.")
-    pieces = [(piece, float(score), kind) for (piece, score), (_, _, kind) in zip(vocab, model_pieces)]
+    else:
+        kinds = [kind for _, _, kind in model_pieces]
+    pieces = [(piece, float(score), kind) for (piece, score), kind in zip(vocab, kinds)]
     normalizer = config.get("normalizer") or {}
     steps = normalizer.get("normalizers", [normalizer]) if normalizer.get("type") == "Sequence" else [normalizer]
     charsmap = b""
     for step in steps:
         if step.get("type") == "Precompiled" and step.get("precompiled_charsmap"):
             charsmap = base64.b64decode(step["precompiled_charsmap"])
-    added = [token for token in config.get("added_tokens", []) if not token.get("special")]
+    return pieces, charsmap, _non_special_added_tokens(added, path)
+
+
+def _non_special_added_tokens(tokens, path):
+    """The contents of Hugging Face's added tokens (dicts) that are not special: matched in the raw text."""
+    added = [token for token in tokens if not token.get("special")]
     if any(token.get("normalized") for token in added):
         raise ValueError(f"{path}: added tokens matched after normalization are not supported.")
-    return pieces, charsmap, [token["content"] for token in added]
+    return [token["content"] for token in added]

@@ -74,7 +74,7 @@ def read_tokenizer(folder, kind="wordpiece"):
     Example:
     >>> read_tokenizer("no/such/folder", "sentence_piece")
     Traceback (most recent call last):
-    FileNotFoundError: no/such/folder/spiece.model does not exist: an ALBERT tokenizer folder needs it.
+    FileNotFoundError: no/such/folder holds neither spiece.model nor tokenizer.json: an ALBERT tokenizer folder ...
     """
     folder = pathlib.Path(folder)
     if kind == "sentence_piece":

@@ -4,7 +4,7 @@
 | files | tokenizer | families | layout |
 |---|---|---|---|
 | vocab.txt | `BertTokenizer` (WordPiece) | bert, electra, distilbert | `[CLS] A [SEP] B [SEP]`, token types |
-| spiece.model | `SentencePieceTokenizer` (unigram) | albert | `[CLS] A [SEP] B [SEP]`, token types |
+| spiece.model (or tokenizer.json) | `SentencePieceTokenizer` (unigram) | albert | `[CLS] A [SEP] B [SEP]`, token types |
 | vocab.json, merges.txt (or tokenizer.json) | `ByteLevelBPETokenizer` | roberta | `<s> A </s></s> B </s>`, no types |
 """
 
@@ -51,8 +51,8 @@ def tokenizer_kind(folder, model_type=None):
     if model_type is not None:
         kind = FAMILY_KINDS.get(model_type, "wordpiece")
         missing = [name for name in KIND_FILES[kind] if not (folder / name).is_file()]
-        if missing and kind == "byte_level_bpe" and (folder / "tokenizer.json").is_file():
-            return kind  # as `transformers` 5 saves it: `kbert_core.ByteLevelBPE.from_hf` reads tokenizer.json
+        if missing and kind != "wordpiece" and (folder / "tokenizer.json").is_file():
+            return kind  # as `transformers` 5 saves it: the kind's `kbert_core` class reads tokenizer.json
         if missing:
             raise FileNotFoundError(f"{folder} has no {' and '.join(missing)}: a {model_type} model's tokenizer "
                                     f"({kind}) reads {', '.join(KIND_FILES[kind])}.")

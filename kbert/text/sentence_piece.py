@@ -3,12 +3,13 @@ also runs, over the model rewritten so that the op's own normalization is Huggin
 
 The op normalizes as SentencePiece does: the longest rule of the model's character map at each point of the raw
 text, then spaces squeezed and "▁" put before each word. Hugging Face's ALBERT normalizes otherwise (NFKD without
-accents, lower case, the character map per grapheme, and the model's user-defined symbols cut out of the raw text
+accents, lower case, the character map per grapheme, and its non-special added tokens cut out of the raw text
 first). The rewritten map holds, for every code point that Hugging Face's normalizer changes, what it makes of it
-(`kbert_core.SentencePiece.changed_characters`), the rules "``" and "''" -> '"', and for each user-defined symbol
+(`kbert_core.SentencePiece.changed_characters`), the rules "``" and "''" -> '"', and for each added token
 " X " where X is a private-use placeholder that only new pieces ("X" and "▁X") match; their ids become the
-symbol's. Hugging Face's ids result, except for U+0000 before a character that the map changes (a space, a
-deleted control character): the op drops it, where Hugging Face reads <unk>.
+token's. The model's user-defined pieces are normal ones there, segmented by their scores as Hugging Face does.
+Hugging Face's ids result, except for U+0000 before a character that the map changes (a space, a deleted control
+character): the op drops it, where Hugging Face reads <unk>.
 """
 
 import base64
@@ -28,7 +29,7 @@ from kbert_core.sentence_piece import NORMAL, SPACE, USER_DEFINED, WHITE_SPACE, 
 
 # The tensorflow-text op in `SentencePieceTokenizer.encode`'s graph, which TFLite runs as a custom op.
 CUSTOM_OPS = ("TFText>FastSentencepieceTokenize",)
-_PLACEHOLDERS = 0xF0000  # Supplementary Private Use Area-A: the user-defined symbols' stand-ins
+_PLACEHOLDERS = 0xF0000  # Supplementary Private Use Area-A: the added tokens' stand-ins
 _UNKNOWN = "\U0010FFFD"  # what a stand-in typed in a text becomes: a character no model holds
 
 
@@ -74,7 +75,7 @@ class SentencePieceTokenizer(CoreSpecialIds):
         Example:
         >>> SentencePieceTokenizer.from_hf("no/such/folder")
         Traceback (most recent call last):
-        FileNotFoundError: no/such/folder/spiece.model does not exist: an ALBERT tokenizer folder needs it.
+        FileNotFoundError: no/such/folder holds neither spiece.model nor tokenizer.json: an ALBERT tokenizer folder ...
         """
         return cls(SentencePiece.from_hf(path))
 
@@ -108,19 +109,20 @@ class SentencePieceTokenizer(CoreSpecialIds):
 
     def save(self, path):
         """Writes spiece.model and tokenizer_config.json into the folder `path`, as Hugging Face's ALBERT tokenizer
-        reads them; `from_hf(path)` reads them back. The pieces cut out of raw text are the model's user-defined
-        pieces (the others of that kind become normal pieces, with their scores)."""
+        reads them; `from_hf(path)` reads them back. The pieces cut out of raw text are the config's non-special
+        `added_tokens_decoder`."""
         path = pathlib.Path(path)
         path.mkdir(parents=True, exist_ok=True)
         sentence_piece = self.sentence_piece
-        split = set(sentence_piece.split_pieces)
-        pieces = [(piece, score, USER_DEFINED if piece in split else NORMAL if kind == USER_DEFINED else kind)
-                  for piece, score, kind in sentence_piece.pieces]
-        (path / "spiece.model").write_bytes(_model_bytes(pieces, sentence_piece.unk, sentence_piece.charsmap.blob))
+        model = _model_bytes(sentence_piece.pieces, sentence_piece.unk, sentence_piece.charsmap.blob)
+        (path / "spiece.model").write_bytes(model)
+        added = {str(sentence_piece.ids[piece]): {"content": piece, "lstrip": False, "normalized": False,
+                                                  "rstrip": False, "single_word": False, "special": False}
+                 for piece in sentence_piece.split_pieces}
         config = {"tokenizer_class": "AlbertTokenizer", "do_lower_case": sentence_piece.lowercase,
                   "keep_accents": sentence_piece.keep_accents, "bos_token": "[CLS]", "cls_token": "[CLS]",
                   "eos_token": "[SEP]", "sep_token": "[SEP]", "pad_token": "<pad>", "unk_token": "<unk>",
-                  "mask_token": "[MASK]"}
+                  "mask_token": "[MASK]", **({"added_tokens_decoder": added} if added else {})}
         (path / "tokenizer_config.json").write_text(json.dumps(config, indent=2), "utf-8")
 
     @property
@@ -203,16 +205,16 @@ class SentencePieceTokenizer(CoreSpecialIds):
 def op_model(sentence_piece):
     """(SentencePiece model bytes for `FastSentencepieceTokenizer`, int32 array: op id -> Hugging Face's id).
 
-    The model holds `sentence_piece`'s pieces and scores, two pieces per user-defined symbol
-    that Hugging Face cuts out of raw text, and a character map of Hugging Face's normalization.
+    The model holds `sentence_piece`'s pieces and scores (user-defined ones as normal pieces), two pieces per
+    added token that Hugging Face cuts out of raw text, and a character map of Hugging Face's normalization.
 
     Example:
     >>> pieces = [("<pad>", 0, 3), ("<unk>", 0, 2), ("[CLS]", 0, 3), ("[SEP]", 0, 3), ("[MASK]", 0, 3), ("!", 0, 4)]
-    >>> model, lookup = op_model(SentencePiece(pieces, b""))
+    >>> model, lookup = op_model(SentencePiece(pieces, b"", split_pieces=["!"]))
     >>> lookup.tolist()
     [0, 1, 2, 3, 4, 5, 5, 5]
     """
-    pieces = list(sentence_piece.pieces)
+    pieces = [(piece, score, NORMAL if kind == USER_DEFINED else kind) for piece, score, kind in sentence_piece.pieces]
     rules = {char: "".join(" " if ord(c) in WHITE_SPACE else c for c in normalized)  # where Hugging Face splits
              for char, normalized in _changed_characters(sentence_piece).items()}
     for code in WHITE_SPACE:  # where Hugging Face splits words, whatever its normalizer left
@@ -221,7 +223,7 @@ def op_model(sentence_piece):
     lookup = list(range(len(pieces)))
     for k, symbol in enumerate(sentence_piece.split_pieces):
         if len(symbol) != 1:
-            raise ValueError(f"The user-defined piece {symbol!r} has several characters: the in-graph tokenizer "
+            raise ValueError(f"The added token {symbol!r} has several characters: the in-graph tokenizer "
                              "cuts out single characters only (kbert_core.SentencePiece cuts any).")
         placeholder = chr(_PLACEHOLDERS + k)
         if placeholder in sentence_piece.ids or _UNKNOWN in sentence_piece.ids:

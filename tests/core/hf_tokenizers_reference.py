@@ -4,10 +4,14 @@
 
 FAMILY `roberta` trains a byte-level BPE of 1000 tokens with `tokenizers`, as RoBERTa's was, into FOLDER/roberta
 (vocab.json, merges.txt). FAMILY `albert` trains a SentencePiece unigram model of 800 pieces with `sentencepiece`
-and ALBERT's options, and writes three folders: FOLDER/albert (spiece.model), FOLDER/albert_cased (accents and
-case kept: tokenizer_config.json) and FOLDER/albert_hub (spiece.model beside a tokenizer.json like those of ALBERT's
+and ALBERT's options, and writes five folders: FOLDER/albert (spiece.model: its user-defined symbols are pieces
+scored like the others, as in SentencePiece and `transformers` >= 5.25), FOLDER/albert_cased (accents and case
+kept: tokenizer_config.json), FOLDER/albert_hub (spiece.model beside a tokenizer.json like those of ALBERT's
 checkpoints on the Hugging Face hub, which `transformers` 4 wrote: no user-defined symbols among its added tokens,
-other scores). Training reads the first 1000 reviews of the text file CORPUS.
+other scores), FOLDER/albert_added (the user-defined symbols as non-special added tokens in tokenizer_config.json,
+cut out of the raw text first, as `transformers` 5.0 to 5.24 read spiece.model) and FOLDER/albert_json,
+albert_added's tokenizer as `transformers` 5 saves it (tokenizer.json, no spiece.model). Training reads the first
+1000 reviews of the text file CORPUS.
 
 Each folder's tokenizer is Hugging Face's fast one, loaded with `from_pretrained`, its length checked, its
 `tokenizers` backend saved as hf_tokenizer.json. CASES is a JSON object {folder name: [call, ...]}, a call being
@@ -43,19 +47,29 @@ def roberta(lines, folder):
 def albert(lines, folder):
     import sentencepiece
 
-    for name in ("albert", "albert_cased", "albert_hub"):
+    for name in ("albert", "albert_cased", "albert_hub", "albert_added"):
         (folder / name).mkdir()
     sentencepiece.SentencePieceTrainer.train(  # ALBERT's model was trained on lower-cased text
         sentence_iterator=iter([line.lower() for line in lines]), model_prefix=str(folder / "albert" / "spiece"),
         minloglevel=2, **ALBERT_OPTIONS)
     (folder / "albert" / "spiece.vocab").unlink()
-    for name in ("albert_cased", "albert_hub"):
+    for name in ("albert_cased", "albert_hub", "albert_added"):
         shutil.copy(folder / "albert" / "spiece.model", folder / name)
     (folder / "albert_cased" / "tokenizer_config.json").write_text('{"keep_accents": true, "do_lower_case": false}')
+    symbols = ALBERT_OPTIONS["user_defined_symbols"]
+    added = {str(5 + i): {"content": symbol, "lstrip": False, "normalized": False, "rstrip": False,
+                          "single_word": False, "special": False} for i, symbol in enumerate(symbols)}
+    (folder / "albert_added" / "tokenizer_config.json").write_text(json.dumps({"added_tokens_decoder": added}))
     tokenizers = {name: transformers.AlbertTokenizerFast.from_pretrained(folder / name)
-                  for name in ("albert", "albert_cased")}
+                  for name in ("albert", "albert_cased", "albert_added")}
     if not tokenizers["albert_cased"].keep_accents or tokenizers["albert_cased"].do_lower_case:
         raise AssertionError("albert_cased/tokenizer_config.json was not read")
+    if tokenizers["albert"].tokenize("a(b") == tokenizers["albert_added"].tokenize("a(b"):
+        raise AssertionError("albert_added's added tokens cut nothing out of the raw text")
+    tokenizers["albert_added"].save_pretrained(folder / "albert_json")
+    if (folder / "albert_json" / "spiece.model").exists():
+        raise AssertionError("save_pretrained wrote spiece.model: albert_json tests nothing new")
+    tokenizers["albert_json"] = transformers.AlbertTokenizerFast.from_pretrained(folder / "albert_json")
     config = json.loads(tokenizers["albert"].backend_tokenizer.to_str())
     config["added_tokens"] = [token for token in config["added_tokens"] if token["special"]]
     for i, item in enumerate(config["model"]["vocab"]):

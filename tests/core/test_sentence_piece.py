@@ -23,16 +23,19 @@ def albert(data_dir, tmp_path_factory):
     pytest.importorskip("transformers", reason="transformers is a test-only dependency")
     pytest.importorskip("sentencepiece", reason="sentencepiece trains the test's model")
     texts = parity_texts(data_dir)
-    cases = {"albert": calls(texts), "albert_hub": calls(texts)[:2], "albert_cased": calls(HARD_STRINGS + EXTRA)[:1]}
+    cases = {"albert": calls(texts), "albert_hub": calls(texts)[:2], "albert_added": calls(texts)[:2],
+             "albert_json": calls(texts)[:2], "albert_cased": calls(HARD_STRINGS + EXTRA)[:1]}
     folder = tmp_path_factory.mktemp("albert")
     outputs = hf_outputs("albert", data_dir, folder, cases)
     return {name: (folder / name, cases[name], outputs[name]) for name in cases}
 
 
-@pytest.mark.parametrize("family", ["albert", "albert_hub", "albert_cased"])
+@pytest.mark.parametrize("family", ["albert", "albert_hub", "albert_added", "albert_json", "albert_cased"])
 def test_matches_hugging_face(albert, family):
-    """Plain spiece.model (Hugging Face cuts ALBERT's user-defined symbols out of the raw text first); with the
-    scores and added tokens of a tokenizer.json; with accents and case kept (tokenizer_config.json)."""
+    """Plain spiece.model (ALBERT's user-defined symbols are pieces like the others); with the scores and added
+    tokens of a tokenizer.json; with the symbols as added tokens in tokenizer_config.json, cut out of the raw text
+    first; that tokenizer saved by `transformers` 5 (tokenizer.json alone); with accents and case kept
+    (tokenizer_config.json)."""
     folder, cases, expected = albert[family]
     tokenizer = SentencePiece.from_hf(folder)
     assert len(tokenizer.pieces) == 800 and (tokenizer.pad, tokenizer.unk, tokenizer.cls) == (0, 1, 2)
@@ -93,18 +96,25 @@ def test_tokenize_by_hand():
     pieces = SPECIALS + [("▁", -2.0, 1), ("▁hi", -3.0, 1), ("s", -4.0, 1), ("h", -6.0, 1), ("i", -6.0, 1),
                          ("(", 0.0, 4)]
     sp = SentencePiece(pieces, b"")
-    assert sp.tokenize("His (hi)") == ([6, 7, 10, 6, 1], [(0, 2), (2, 3), (4, 5), (5, 7), (7, 8)], [0, 0, 1, 2, 2])
+    assert sp.tokenize("His (hi)") == ([6, 7, 5, 10, 8, 9, 1], [(0, 2), (2, 3), (4, 5), (4, 5), (5, 6), (6, 7),
+                                                                (7, 8)], [0, 0, 1, 1, 1, 1, 1])  # "(" in the word
+    cut = SentencePiece(pieces, b"", split_pieces=["("])  # an added token: cut out of the raw text first
+    assert cut.tokenize("His (hi)") == ([6, 7, 10, 6, 1], [(0, 2), (2, 3), (4, 5), (5, 7), (7, 8)], [0, 0, 1, 2, 2])
     assert sp.tokenize("ΧΨ hi") == ([5, 1, 6], [(0, 1), (0, 2), (3, 5)], [0, 0, 1])  # unknowns fuse
     assert sp.normalize("``Ça''") == ('"ca"', [(1, 2), (2, 3), (3, 4), (5, 6)])
-    assert pickle.loads(pickle.dumps(sp)).tokenize("His (hi)") == sp.tokenize("His (hi)")
+    assert pickle.loads(pickle.dumps(cut)).tokenize("His (hi)") == cut.tokenize("His (hi)")
     out = sp.encode(["hi", ""], ["hi hi", "s"], max_length=6)
     assert out["token_ids"].tolist() == [[2, 6, 3, 6, 6, 3], [2, 3, 5, 7, 3, 0]]
     assert out["segment_ids"].tolist() == [[0, 0, 0, 1, 1, 1], [0, 0, 1, 1, 1, 0]]
 
 
 def test_bad_files(tmp_path, albert):
-    with pytest.raises(FileNotFoundError, match="spiece.model does not exist"):
+    with pytest.raises(FileNotFoundError, match="holds neither spiece.model nor tokenizer.json"):
         SentencePiece.from_hf(tmp_path)
+    (tmp_path / "tokenizer.json").write_text('{"model": {"type": "BPE", "vocab": {}}}')
+    with pytest.raises(ValueError, match="tokenizer.json: model type 'BPE' is not Unigram"):
+        SentencePiece.from_hf(tmp_path)
+    (tmp_path / "tokenizer.json").unlink()
     (tmp_path / "spiece.model").write_bytes(b"\x0a\x05\x0a\x09")
     with pytest.raises(ValueError, match="spiece.model is not a SentencePiece model"):
         SentencePiece.from_hf(tmp_path)
@@ -115,6 +125,8 @@ def test_bad_files(tmp_path, albert):
         SentencePiece([("<pad>", 0.0, 3)], b"")
     with pytest.raises(ValueError, match="<unk> has id 0"):
         SentencePiece([SPECIALS[1], SPECIALS[0], *SPECIALS[2:]], b"")
+    with pytest.raises(ValueError, match=r"added tokens \['zz'\] are not pieces of the SentencePiece model"):
+        SentencePiece(SPECIALS, b"", split_pieces=["zz"])
     folder, _, _ = albert["albert"]
     (tmp_path / "spiece.model").write_bytes((folder / "spiece.model").read_bytes())
     config = json.loads((folder / "hf_tokenizer.json").read_text("utf-8"))

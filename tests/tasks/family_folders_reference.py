@@ -9,8 +9,8 @@ DistilBERT: a WordPiece vocab.txt with `tokenizers`), writes its files into FOLD
 1-layer base model of that family (`save_pretrained`, vocab_size the tokenizer's), loads the folder's tokenizer
 back with `AutoTokenizer.from_pretrained` (its length checked) and encodes each call of the JSON file CASES
 ({"texts", "pairs" or null}): OUT gets {family: [[{"ids", "type_ids"} per text] per call]}, unpadded.
-FOLDER/roberta_json holds RoBERTa's model and tokenizer as `transformers` 5 saves them (tokenizer.json, no
-vocab.json), OUT its rows too.
+FOLDER/roberta_json and FOLDER/albert_json hold RoBERTa's and ALBERT's models and tokenizers as `transformers` 5
+saves them (tokenizer.json, no vocab.json or spiece.model), OUT their rows too.
 """
 
 import itertools
@@ -21,6 +21,7 @@ import sys
 import transformers
 
 FAMILIES = ("roberta", "albert", "electra", "distilbert")
+OWN_FILES = {"roberta": "vocab.json", "albert": "spiece.model"}  # what `save_pretrained` no longer writes
 SIZES = {"roberta": 400, "albert": 300, "electra": 300, "distilbert": 300}
 ALBERT_OPTIONS = dict(model_type="unigram", pad_id=0, unk_id=1, bos_id=-1, eos_id=-1,
                       control_symbols=["[CLS]", "[SEP]", "[MASK]"], user_defined_symbols=["(", ")", '"', "-", "."],
@@ -83,13 +84,13 @@ def main(corpus, folder, cases, out):
             raise AssertionError(f"{family}: {type(tokenizer).__name__} has {len(tokenizer)} tokens, not "
                                  f"{SIZES[family]}")
         outputs[family] = encode(tokenizer, cases)
-        if family == "roberta":  # as `transformers` 5 saves a tokenizer: tokenizer.json alone
-            saved = path.parent / "roberta_json"
+        if family in OWN_FILES:  # as `transformers` 5 saves a tokenizer: tokenizer.json alone
+            saved = path.parent / f"{family}_json"
             make_model(family, saved)
             tokenizer.save_pretrained(saved)
-            if (saved / "vocab.json").exists():
-                raise AssertionError("save_pretrained wrote vocab.json: roberta_json tests nothing new")
-            outputs["roberta_json"] = encode(transformers.AutoTokenizer.from_pretrained(saved), cases)
+            if (saved / OWN_FILES[family]).exists():
+                raise AssertionError(f"save_pretrained wrote {OWN_FILES[family]}: {saved.name} tests nothing new")
+            outputs[saved.name] = encode(transformers.AutoTokenizer.from_pretrained(saved), cases)
     pathlib.Path(out).write_text(json.dumps(outputs), "utf-8")
 
 

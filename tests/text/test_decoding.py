@@ -70,7 +70,7 @@ def test_byte_level_bpe(family_folders, data_dir):
     assert_decodes_as(tokenizer, reference_of(family_folders / "roberta"), rows + random_rows(1000))
 
 
-@pytest.mark.parametrize("name", ["albert", "albert_hub"])
+@pytest.mark.parametrize("name", ["albert", "albert_hub", "albert_added"])
 def test_sentence_piece(family_folders, data_dir, name):
     tokenizer = SentencePieceTokenizer.from_hf(family_folders / name)
     rows = text_rows(tokenizer, parity_texts(data_dir))
