@@ -1,6 +1,7 @@
 """kbert.text.sentence_piece: ALBERT's in-graph tokenizer (tensorflow-text's FastSentencepieceTokenizer over the
 rewritten model) gives Hugging Face's AlbertTokenizerFast ids, in TensorFlow and in TFLite."""
 
+import json
 import pickle
 
 import keras
@@ -10,6 +11,7 @@ import tensorflow as tf
 
 from kbert.text.sentence_piece import CUSTOM_OPS, SentencePieceTokenizer
 from kbert_core.sentence_piece import SentencePiece
+from tests.conftest import TESTS, run_python
 from tests.core.family_reference import calls, code_point_texts, hf_outputs, parity_texts
 
 pytestmark = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")
@@ -123,12 +125,17 @@ def test_offsets_come_from_the_python_tokenizer_with_hugging_faces_values(albert
 @pytest.mark.parametrize("name", ["albert", "albert_hub", "albert_added"])
 def test_save_and_config_give_the_same_tokenizer(albert, name, tmp_path):
     """spiece.model written back (the added tokens in tokenizer_config.json) and the config a task's .keras file
-    holds rebuild the same tokenizer."""
+    holds rebuild the same tokenizer; Hugging Face reads the folder written with the same ids."""
     folder, cases, _ = albert[name]
     tokenizer = SentencePieceTokenizer.from_hf(folder)
     tokenizer.save(tmp_path)
     texts = cases[0]["texts"][:200]
     expected = tokenizer(texts, max_length=64, return_offsets=True)
+    (tmp_path / "texts.json").write_text(json.dumps(texts), "utf-8")
+    run_python(TESTS / "core" / "hf_encode_reference.py", tmp_path, tmp_path / "texts.json", tmp_path / "hf.json")
+    hf_ids = json.loads((tmp_path / "hf.json").read_text("utf-8"))
+    # kbert_core's ids (the op's differ on U+0000 alone, test_matches_hugging_face's known difference)
+    assert unpadded(tokenizer(texts, max_length=4096, padding="longest", return_offsets=True)) == hf_ids
     for again in (SentencePieceTokenizer.from_hf(tmp_path), SentencePieceTokenizer.from_config(tokenizer.get_config())):
         assert again.sentence_piece.split_pieces == tokenizer.sentence_piece.split_pieces
         assert [p for p, _, _ in again.sentence_piece.pieces] == [p for p, _, _ in tokenizer.sentence_piece.pieces]
