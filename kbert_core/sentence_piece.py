@@ -586,9 +586,9 @@ def _from_tokenizer_json(path, model_pieces=None):
         special = {token["id"] for token in added if token.get("special")}
         kinds = [UNKNOWN if i == model.get("unk_id") else CONTROL if i in special else NORMAL
                  for i in range(len(vocab))]
-    elif [piece for piece, _ in vocab] != [piece for piece, _, _ in model_pieces]:
-        raise ValueError(f"{path}: its {len(vocab)} pieces are not spiece.model's {len(model_pieces)}, in order.")
     else:
+        if [piece for piece, _ in vocab] != [piece for piece, _, _ in model_pieces]:
+            raise ValueError(f"{path}: its {len(vocab)} pieces are not spiece.model's {len(model_pieces)}, in order.")
         kinds = [kind for _, _, kind in model_pieces]
     pieces = [(piece, float(score), kind) for (piece, score), kind in zip(vocab, kinds)]
     normalizer = config.get("normalizer") or {}

@@ -4,7 +4,7 @@
 | files | tokenizer | families | layout |
 |---|---|---|---|
 | vocab.txt | `BertTokenizer` (WordPiece) | bert, electra, distilbert | `[CLS] A [SEP] B [SEP]`, token types |
-| spiece.model (or tokenizer.json) | `SentencePieceTokenizer` (unigram) | albert | `[CLS] A [SEP] B [SEP]`, token types |
+| spiece.model (or tokenizer.json) | `SentencePieceTokenizer` (unigram) | albert | `[CLS] A [SEP] B [SEP]`, types |
 | vocab.json, merges.txt (or tokenizer.json) | `ByteLevelBPETokenizer` | roberta | `<s> A </s></s> B </s>`, no types |
 """
 
