@@ -82,10 +82,16 @@ def gathered(owner, name, gather, key=()):
     return kept[name][1]
 
 
-class _Plan:
-    """What a fused training step reads, gathered from the model and its optimizer."""
+def _updating(optimizer):
+    """The optimizer that updates the weights: a `LossScaleOptimizer`'s inner one, else `optimizer` itself."""
+    return optimizer.inner_optimizer if isinstance(optimizer, keras.optimizers.LossScaleOptimizer) else optimizer
 
-    def __init__(self, model, optimizer):
+
+class _Plan:
+    """What a fused training step reads, gathered from the model and its optimizer (`optimizer`: the one that
+    updates the weights; `loss_scaling`: the model's `LossScaleOptimizer`, or None)."""
+
+    def __init__(self, model, optimizer, loss_scaling=None):
         self.variables = model.trainable_variables
         self.parameters = [variable.value for variable in self.variables]
         index = optimizer._get_variable_index
@@ -97,15 +103,18 @@ class _Plan:
         keras_metrics = (type(model).compute_metrics is keras.Model.compute_metrics
                          and type(model).get_metrics_result is keras.Model.get_metrics_result)
         self.metrics = model.metrics if keras_metrics else None  # None: the model's own compute_metrics
+        self.loss_scaling = loss_scaling
+        if loss_scaling is not None:
+            self.scale, self.scale_steps = loss_scaling.dynamic_scale.value, loss_scaling.step_counter.value
 
 
 def fused_step_refusal(model):
     """Why `fit`'s fused training step cannot train `model` as Keras's step would (a sentence), or None."""
-    optimizer = model.optimizer
+    if not model.optimizer.built:
+        return "the optimizer is not built yet"
+    optimizer = _updating(model.optimizer)
     if not getattr(optimizer, "updates_as_adamw_step", False):  # kbert's BertAdamW says so (not imported: upward)
         return f"the optimizer is {type(optimizer).__name__}, not kbert's BertAdamW"
-    if not optimizer.built:
-        return "the optimizer is not built yet"
     settings = {"gradient_accumulation_steps": optimizer.gradient_accumulation_steps, "use_ema": optimizer.use_ema,
                 "clipnorm": optimizer.clipnorm, "clipvalue": optimizer.clipvalue,
                 "loss_scale_factor": optimizer.loss_scale_factor}
@@ -120,19 +129,22 @@ def fused_step_refusal(model):
 
 
 def train_step(model, data):
-    """`keras.Model.train_step` on torch for `model`, a kbert task compiled with `BertAdamW`: the same
-    forward pass, loss, gradients (the gathered weights' `.grad`), clipping, decoupled weight
-    decay and AdamW update (one fused call, `torch_foreach_adamw.adamw_step`), iteration count and logs.
-    None where `fused_step_refusal` gives a reason, or the speed-up `torch_foreach_adamw` is off: Keras's step
-    then runs.
+    """`keras.Model.train_step` on torch for `model`, a kbert task compiled with `BertAdamW` (in a
+    `LossScaleOptimizer` where its backbone computes in float16): the same forward pass, loss, gradients (the
+    gathered weights' `.grad`), loss scaling, clipping, decoupled weight decay and AdamW update (one fused call,
+    `torch_foreach_adamw.adamw_step`), iteration count and logs. None where `fused_step_refusal` gives a
+    reason, or the speed-up `torch_foreach_adamw` is off: Keras's step then runs.
     """
     from kbert.backend_speedups.torch_foreach_adamw import adamw_step, foreach_clip_by_global_norm
 
-    optimizer = model.optimizer
-    refusal = gathered(model, "fused_step_refusal", lambda: fused_step_refusal(model), (id(optimizer), optimizer.built))
+    refusal = gathered(model, "fused_step_refusal", lambda: fused_step_refusal(model),
+                       (id(model.optimizer), model.optimizer.built))
     if refusal or not active("torch_foreach_adamw"):
         return None
-    plan = gathered(model, "fused_step_plan", lambda: _Plan(model, optimizer), (id(optimizer),))
+    optimizer = _updating(model.optimizer)
+    plan = gathered(model, "fused_step_plan", lambda: _Plan(model, optimizer, model.optimizer
+                                                            if optimizer is not model.optimizer else None),
+                    (id(model.optimizer),))
     x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
     y_pred = model(x, training=True)
     loss = model._compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=True)
@@ -142,12 +154,13 @@ def train_step(model, data):
                                                                     device=loss.device))
     for parameter in plan.parameters:  # as Keras's step zeroes them (`zero_grad`)
         parameter.grad = None
-    loss.backward()  # into `.grad`, where hooks on it run (`kbert.distribution.torch_data_parallel`'s averaging)
+    # into `.grad`, where hooks on it run (`kbert.distribution.torch_data_parallel`'s averaging)
+    (loss if plan.loss_scaling is None else loss * plan.scale).backward()
     grads = [parameter.grad for parameter in plan.parameters]
     with torch.no_grad():
         if any(grad is None for grad in grads):  # Keras's warning and update of the others
-            optimizer.apply(list(grads), plan.variables)
-        else:
+            model.optimizer.apply(list(grads), plan.variables)
+        elif plan.loss_scaling is None or _unscaled(grads, plan):
             if optimizer.global_clipnorm:
                 grads = foreach_clip_by_global_norm(grads, optimizer.global_clipnorm)
             adamw_step(optimizer, grads, plan.parameters, plan.momentums, plan.velocities,
@@ -162,3 +175,25 @@ def train_step(model, data):
         result = metric.result()
         results.update(result if isinstance(result, dict) else {metric.name: result})
     return results
+
+
+def _unscaled(grads, plan):
+    """Keras's `LossScaleOptimizer` on the gradients of the loss times `plan.scale`: True, each divided by the
+    scale in place (times its inverse, the same number for a power of two, as the scale stays from its default),
+    where all are finite; then the scale doubles once `dynamic_growth_steps` such steps have run in a row. False
+    where one is not (the update is skipped), and the scale halves.
+
+    Whether they are finite is read on the host, a wait for the backward pass on a GPU, as in
+    `torch.amp.GradScaler`'s step.
+    """
+    found_inf = torch.zeros((), device=plan.scale.device)
+    torch._amp_foreach_non_finite_check_and_unscale_(grads, found_inf, plan.scale.reciprocal())
+    if found_inf.item():
+        plan.scale_steps.zero_()
+        plan.scale.mul_(0.5)
+        return False
+    plan.scale_steps.add_(1)
+    grown = plan.scale_steps == plan.loss_scaling.dynamic_growth_steps
+    plan.scale.mul_(grown + 1)
+    plan.scale_steps.masked_fill_(grown, 0)
+    return True

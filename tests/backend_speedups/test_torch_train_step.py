@@ -75,7 +75,7 @@ def compare(change, monkeypatch, seen, dtype=None):
     return fused_first[1], fused_second[1]
 
 
-@pytest.mark.parametrize("dtype", [None, "mixed_bfloat16"])
+@pytest.mark.parametrize("dtype", [None, "mixed_bfloat16", "mixed_float16"])
 def test_the_fused_step_trains_as_keras_step(dtype, monkeypatch, seen):
     from kbert.backend_speedups import torch_train_step
 
@@ -84,6 +84,39 @@ def test_the_fused_step_trains_as_keras_step(dtype, monkeypatch, seen):
     monkeypatch.setattr(torch_train_step, "train_step", lambda *args: calls.append(real(*args)) or calls[-1])
     compare(lambda model: None, monkeypatch, seen, dtype=dtype)
     assert len(calls) == 8 and None not in calls  # 2 batches x 2 epochs x 2 fits of the fused run, none in Keras's
+
+
+def test_loss_scaling_skips_the_steps_that_overflow_and_grows_the_scale(monkeypatch, seen):
+    """float16 compute: the loss scaled, an update skipped and the scale halved where a scaled gradient is not
+    finite, the scale doubled after `dynamic_growth_steps` finite steps: as Keras's `LossScaleOptimizer`."""
+    from kbert.backend_speedups import torch_train_step
+
+    calls = []
+    real = torch_train_step.train_step
+    monkeypatch.setattr(torch_train_step, "train_step", lambda *args: calls.append(real(*args)) or calls[-1])
+    runs = []
+    for fused in (True, False):
+        model = classifier(dtype="mixed_float16")
+        model.compile(optimizer=keras.optimizers.LossScaleOptimizer(
+            bert_adamw(1e-2, 10, warmup_ratio=0.2), initial_scale=2.0**20, dynamic_growth_steps=2))
+        scales = []
+        monkeypatch.setenv("KBERT_SPEEDUPS", "all" if fused else "-torch_train_step")
+        record = keras.callbacks.LambdaCallback(
+            on_train_batch_end=lambda batch, logs=None: scales.append(float(model.optimizer.dynamic_scale)))
+        updates_before = len(seen)
+        keras.utils.set_random_seed(1)
+        history = model.fit(tiny_batch(), LABELS, batch_size=2, epochs=6, shuffle=False, verbose=0,
+                            callbacks=[record])
+        runs.append((scales, history.history["loss"], int(model.optimizer.iterations), len(seen) - updates_before,
+                     {w.path: keras.ops.convert_to_numpy(w) for w in model.weights}))
+    (scales, losses, iterations, updates, weights), keras_run = runs
+    assert len(calls) == 12 and None not in calls  # the fused run's 12 batches
+    assert scales == keras_run[0]
+    np.testing.assert_allclose(losses, keras_run[1], rtol=1e-5)
+    assert iterations == keras_run[2] and updates == keras_run[3] < 12  # 12 batches, some skipped
+    assert any(b < a for a, b in zip(scales, scales[1:])) and any(b > a for a, b in zip(scales, scales[1:]))
+    for path, weight in weights.items():
+        np.testing.assert_allclose(weight, keras_run[4][path], rtol=0, atol=1e-5, err_msg=path)
 
 
 @pytest.mark.parametrize("setting, refusal", [
