@@ -307,12 +307,12 @@ def plan_steps(args, epochs, train_examples, valid_size, mixed_precision, starte
     sentences, seconds_per_step, epoch_end_seconds, fine_tune_minutes)."""
     import keras
 
-    from kbert.optimizers import bfloat16_compute
+    from kbert.optimizers import mixed_compute
     from kbert.progress import duration
     from kbert.tasks import BertClassifier
 
     sample = train_examples.shuffled(args.seed + 1, min(len(train_examples), 2 * PROBE_BATCHES * args.batch_size))
-    with bfloat16_compute(mixed_precision):
+    with mixed_compute(mixed_precision):
         model = BertClassifier.from_preset(args.init, num_classes=2, sequence_length=args.max_length)
     ends = [time.perf_counter()]  # then each step's end: the steps' own time, not the fit's start and end
     timer = keras.callbacks.LambdaCallback(on_train_batch_end=lambda batch, logs: ends.append(time.perf_counter()))

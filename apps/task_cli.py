@@ -26,6 +26,9 @@ def task_parser(description=None):
     >>> args = parser.parse_args(["train", "--data", "a.txt", "--out", "run", "--progress", "2", "--json"])
     >>> args.command, args.epochs, args.lr, args.mixed_precision, args.progress, args.json, args.verbose
     ('train', 3, 3e-05, False, 2, True, False)
+    >>> [parser.parse_args(["train", "--data", "a.txt", "--out", "run", *flags]).mixed_precision
+    ...  for flags in (["--mixed-precision"], ["--mixed-precision", "float16", "--json"])]
+    [True, 'float16']
     """
     parser = argparse.ArgumentParser(description=description, formatter_class=HelpFormatter)
     add_debug_option(parser)
@@ -79,7 +82,9 @@ def add_train_options(train, data_format, unit="examples", epochs=3, learning_ra
     train.add_argument("--lr", type=positive_float, default=learning_rate, help="peak learning rate")
     train.add_argument("--max-length", type=sequence_length, default=max_length,
                        help="tokens per model input, specials included (at least 3)")
-    train.add_argument("--mixed-precision", action="store_true", help="compute in bfloat16, keep float32 weights")
+    train.add_argument("--mixed-precision", nargs="?", const=True, default=False, type=mixed_precision,
+                       metavar="float16", help="compute in bfloat16, keep float32 weights; --mixed-precision float16: "
+                                               "in float16 under loss scaling, for GPUs without bfloat16")
     add_distribution_options(train)
     if held_out:
         train.add_argument("--validation-fraction", type=fraction, default=0.1,
@@ -433,6 +438,13 @@ def mesh_shape(text):
     if len(sizes) != 2 or not all(size.isdigit() and int(size) > 0 for size in sizes):
         raise argparse.ArgumentTypeError(f"expected REPLICASxSHARDS, two positive integers such as 2x4, got {text!r}")
     return tuple(int(size) for size in sizes)
+
+
+def mixed_precision(text):
+    """argparse type of --mixed-precision's value: True for "bfloat16" (what the bare flag means), or "float16"."""
+    if text not in ("bfloat16", "float16"):
+        raise argparse.ArgumentTypeError(f"expected bfloat16 or float16 (or nothing: bfloat16), got {text!r}")
+    return True if text == "bfloat16" else text
 
 
 def _checked(kind, text, is_valid, expected):

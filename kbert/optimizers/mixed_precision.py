@@ -1,7 +1,7 @@
-"""Mixed precision: `bfloat16_compute` (the recipes' `mixed_precision`: build the model under Keras's "mixed_bfloat16"
-policy; `use_bfloat16_compute` for the whole process), with a warning where bfloat16 is emulated
-(`warn_if_bfloat16_is_emulated`), and the loss scaling of a
-backbone computing in float16 (`loss_scaled`, what a task's `compile` wraps)."""
+"""Mixed precision: `mixed_compute` (the recipes' `mixed_precision`: build the model under Keras's "mixed_bfloat16"
+or "mixed_float16" policy; `use_bfloat16_compute` for the whole process), with a warning where bfloat16 is emulated
+(`warn_if_bfloat16_is_emulated`) or float16 computes on a CPU, and the loss scaling of a backbone computing in float16
+(`loss_scaled`, what a task's `compile` wraps)."""
 
 import contextlib
 import warnings
@@ -10,29 +10,55 @@ import keras
 
 from kbert_core.cpu import BFLOAT16_FLAGS, bfloat16_units, cpu_info
 
+# A recipe's `mixed_precision` setting (True: bfloat16) -> the dtype policy it builds under
+MIXED_POLICIES = {False: "float32", None: "float32", "float32": "float32", True: "mixed_bfloat16",
+                  "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
 
-@contextlib.contextmanager
-def bfloat16_compute(enabled=True):
-    """Sets the global dtype policy to "mixed_bfloat16" (else "float32") inside the block, then restores it.
 
-    Build the model inside the block: its layers keep that policy for good, computing in
-    bfloat16 with float32 weights, while models built after the block (the copy that
-    `write_run_folder` saves, a reloaded run) get the previous policy, float32 by default.
-    The task heads compute in float32 whatever the policy, so the loss sees float32 logits.
-
-    Args:
-        enabled: bool. False builds under "float32".
+def compute_dtype_name(mixed_precision):
+    """The compute dtype a recipe's `mixed_precision` setting means: "float32", "bfloat16" or "float16".
 
     Example:
-    >>> with bfloat16_compute():
+    >>> compute_dtype_name(True), compute_dtype_name("float16"), compute_dtype_name(False)
+    ('bfloat16', 'float16', 'float32')
+    """
+    if mixed_precision not in MIXED_POLICIES:
+        raise ValueError(f"mixed_precision must be one of {list(MIXED_POLICIES)}, got {mixed_precision!r}.")
+    return MIXED_POLICIES[mixed_precision].removeprefix("mixed_")
+
+
+@contextlib.contextmanager
+def mixed_compute(mixed_precision="bfloat16"):
+    """Sets the global dtype policy to "mixed_bfloat16" or "mixed_float16" (else "float32") inside the block, then
+    restores it.
+
+    Build the model inside the block: its layers keep that policy for good, computing in
+    bfloat16 or float16 with float32 weights, while models built after the block (the copy that
+    `write_run_folder` saves, a reloaded run) get the previous policy, float32 by default.
+    The task heads compute in float32 whatever the policy, so the loss sees float32 logits; a backbone
+    computing in float16 trains under loss scaling (`loss_scaled`).
+
+    Args:
+        mixed_precision: "bfloat16" (or True), "float16" (for GPUs without bfloat16: warns on a CPU, and is refused
+            under JAX there), or False / None / "float32".
+
+    Example:
+    >>> with mixed_compute():
     ...     layer = keras.layers.Dense(2)
     >>> layer.compute_dtype, layer.variable_dtype, keras.config.dtype_policy().name
     ('bfloat16', 'float32', 'float32')
     """
-    if enabled:
+    dtype = compute_dtype_name(mixed_precision)
+    if dtype == "bfloat16":
         warn_if_bfloat16_is_emulated()
+    elif dtype == "float16" and _computes_on_the_cpu():
+        if keras.config.backend() == "jax":
+            raise ValueError("float16 compute under JAX needs a GPU: XLA's CPU has no float16 matmul with float32 "
+                             "results, which attention at inference takes. Use bfloat16 or float32 here.")
+        warnings.warn("float16 compute on a CPU: emulated, many times slower than float32 (float16 is for GPUs "
+                      "without bfloat16).", stacklevel=3)
     previous = keras.config.dtype_policy()
-    keras.config.set_dtype_policy("mixed_bfloat16" if enabled else "float32")
+    keras.config.set_dtype_policy(MIXED_POLICIES[mixed_precision])
     try:
         yield
     finally:

@@ -5,7 +5,7 @@ import dataclasses
 
 import keras
 
-from kbert.optimizers import bert_adamw, bfloat16_compute
+from kbert.optimizers import bert_adamw, mixed_compute
 from kbert.training.remat import rematerialized
 
 
@@ -19,7 +19,9 @@ class FineTuning:
         learning_rate: float or None. The peak rate of `bert_adamw` (10% warmup, then linear decay to 0);
             None: the task's `default_learning_rate`.
         seed: int. Seeds the head's initialization, dropout, the shuffles, and the recipe's splits.
-        mixed_precision: bool. Compute in bfloat16 ("mixed_bfloat16"), keep float32 weights.
+        mixed_precision: True or "bfloat16": compute in bfloat16 ("mixed_bfloat16"), keep float32 weights;
+            "float16": compute in float16 under loss scaling (GPUs without bfloat16); False: float32
+            (`kbert.optimizers.mixed_compute`).
         gradient_accumulation: int. Step the optimizer once every this many batches, on their mean gradient
             (the effective batch is `gradient_accumulation * batch_size`).
         remat: bool. Recompute each transformer block in the backward pass (`rematerialized`).
@@ -41,7 +43,7 @@ class FineTuning:
     batch_size: int = 32
     learning_rate: float = None
     seed: int = 0
-    mixed_precision: bool = False
+    mixed_precision: object = False
     gradient_accumulation: int = 1
     remat: bool = False
     backup_steps: int = None
@@ -50,16 +52,16 @@ class FineTuning:
     verbose: object = "auto"
 
     def task_model(self, task_class, init, **arguments):
-        """`task_class.from_preset(init, **arguments)`, seeded, built in bfloat16 compute and with remat as asked,
+        """`task_class.from_preset(init, **arguments)`, seeded, built in mixed precision and with remat as asked,
         and compiled with `bert_adamw` at `learning_rate` with `gradient_accumulation` (`built`)."""
         return self.built(lambda: task_class.from_preset(init, compile=False, **arguments))
 
     def built(self, build):
-        """The uncompiled task model `build()` returns, built seeded, in bfloat16 compute and with remat as asked,
+        """The uncompiled task model `build()` returns, built seeded, in mixed precision and with remat as asked,
         and compiled with `bert_adamw` at `learning_rate` with `gradient_accumulation` (a distillation's student:
         `kbert.training.distillation`)."""
         keras.utils.set_random_seed(self.seed)
-        with bfloat16_compute(self.mixed_precision), rematerialized(self.remat):
+        with mixed_compute(self.mixed_precision), rematerialized(self.remat):
             model = build()
         model.compile(optimizer=bert_adamw(self.learning_rate or model.default_learning_rate, total_steps=None,
                                            gradient_accumulation_steps=self.gradient_accumulation))

@@ -6,7 +6,7 @@ import pytest
 from keras import ops
 
 from kbert import BertBackbone, BertClassifier, BertTokenizer
-from kbert.optimizers import bfloat16_compute
+from kbert.optimizers import mixed_compute
 from kbert.saving import BACKBONE_FILE
 from kbert.tasks.bert_question_answerer import BertQuestionAnswerer
 from tests.conftest import TINY, tiny_batch
@@ -140,7 +140,7 @@ def test_from_preset_of_a_saved_backbone_follows_the_global_policy(tmp_path):
     saved = BertBackbone(**TINY, dtype="float32")  # as kbert files named the policy before
     saved.save(tmp_path / BACKBONE_FILE)
     write_tiny_vocab(tmp_path)
-    with bfloat16_compute():
+    with mixed_compute():
         backbone = BertBackbone.from_preset(tmp_path)
     assert compute_dtype(backbone) == "bfloat16"
     for ours, theirs in zip(backbone.get_weights(), saved.get_weights()):

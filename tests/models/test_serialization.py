@@ -4,7 +4,7 @@ import pytest
 from keras import ops
 
 from kbert import BertBackbone
-from kbert.optimizers import bfloat16_compute
+from kbert.optimizers import mixed_compute
 from tests.conftest import BACKENDS, TESTS, TINY, run_python, tiny_batch
 
 
@@ -37,7 +37,7 @@ def compute_dtype(backbone):
 
 
 def test_only_an_explicit_dtype_policy_is_saved(tmp_path):
-    with bfloat16_compute():
+    with mixed_compute():
         BertBackbone(**TINY).save(tmp_path / "global.keras")
     BertBackbone(**TINY, dtype="mixed_bfloat16").save(tmp_path / "explicit.keras")
     assert compute_dtype(keras.saving.load_model(tmp_path / "global.keras")) == "float32"

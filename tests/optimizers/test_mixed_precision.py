@@ -1,10 +1,13 @@
-"""bfloat16_compute: the global dtype policy "mixed_bfloat16" inside the block, the previous one after it, with a warning
-where bfloat16 is emulated; loss_scaled: a float16 backbone's optimizer under loss scaling."""
+"""mixed_compute: the global dtype policy "mixed_bfloat16" or "mixed_float16" inside the block, the previous one after
+it, with a warning where bfloat16 is emulated or float16 computes on a CPU; loss_scaled: a float16 backbone's optimizer
+under loss scaling."""
+
+import warnings
 
 import keras
 import pytest
 
-from kbert.optimizers import bfloat16_compute
+from kbert.optimizers import mixed_compute
 from kbert.optimizers.mixed_precision import loss_scaled
 
 
@@ -15,7 +18,7 @@ def float32_after():
 
 
 def test_layers_built_inside_compute_in_bfloat16_and_keep_float32_weights():
-    with bfloat16_compute():
+    with mixed_compute():
         assert keras.config.dtype_policy().name == "mixed_bfloat16"
         inside = keras.layers.Dense(2)
     outside = keras.layers.Dense(2)
@@ -26,17 +29,49 @@ def test_layers_built_inside_compute_in_bfloat16_and_keep_float32_weights():
 
 def test_disabled_builds_under_float32_and_restores_any_previous_policy():
     keras.config.set_dtype_policy("mixed_float16")
-    with bfloat16_compute(enabled=False):
+    with mixed_compute(False):
         assert keras.config.dtype_policy().name == "float32"
     assert keras.config.dtype_policy().name == "mixed_float16"
-    with bfloat16_compute():
+    with mixed_compute():
         assert keras.config.dtype_policy().name == "mixed_bfloat16"
     assert keras.config.dtype_policy().name == "mixed_float16"
 
 
+def test_float16_compute_warns_on_a_cpu_and_is_refused_there_under_jax(monkeypatch):
+    from kbert.optimizers import mixed_precision
+
+    monkeypatch.setattr(mixed_precision, "_computes_on_the_cpu", lambda: True)
+    if keras.config.backend() == "jax":
+        with pytest.raises(ValueError, match="float16 compute under JAX needs a GPU"):
+            with mixed_compute("float16"):
+                pass
+    else:
+        with pytest.warns(UserWarning, match="float16 compute on a CPU"):
+            with mixed_compute("float16"):
+                layer = keras.layers.Dense(2)
+        assert (layer.compute_dtype, layer.variable_dtype) == ("float16", "float32")
+    assert keras.config.dtype_policy().name == "float32"
+    monkeypatch.setattr(mixed_precision, "_computes_on_the_cpu", lambda: False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with mixed_compute("float16"):
+            assert keras.config.dtype_policy().name == "mixed_float16"
+
+
+def test_the_recipes_settings_name_their_compute_dtype():
+    from kbert.optimizers.mixed_precision import compute_dtype_name
+
+    assert [compute_dtype_name(setting) for setting in (True, "bfloat16", "float16", False, None, "float32")] == [
+        "bfloat16", "bfloat16", "float16", "float32", "float32", "float32"]
+    with pytest.raises(ValueError, match="mixed_precision must be one of .*'float16'.*got 'fp16'"):
+        with mixed_compute("fp16"):
+            pass
+    assert keras.config.dtype_policy().name == "float32"
+
+
 def test_the_policy_is_restored_when_the_block_raises():
     with pytest.raises(KeyboardInterrupt):
-        with bfloat16_compute():
+        with mixed_compute():
             raise KeyboardInterrupt
     assert keras.config.dtype_policy().name == "float32"
 

@@ -19,7 +19,7 @@ from kbert.tasks import BertClassifier
 from kbert.recipes import NLI, SENTIMENT, SIMILARITY, sentence
 from kbert.training import NonFiniteLossError
 from tests.conftest import APPS, ONCE_ON_TORCH, TESTS, TINY, app_module, next_backend, run_python
-from tests.recipes.conftest import check_run_metrics
+from tests.recipes.conftest import check_run_metrics, record_models
 from tests.tasks.conftest import VOCABULARY, write_nli_tsv, write_sentiment_tsv
 
 main = app_module("sentence_cli").main  # the command line of apps/sentiment.py, nli.py, similarity.py
@@ -33,6 +33,36 @@ def sentiment_run(tiny_init, tmp_path_factory):
     metrics = sentence.train(SENTIMENT, data, tiny_init, folder / "run", epochs=2, batch_size=8,
                                   learning_rate=1e-3, verbose=0)
     return folder / "run", data, metrics
+
+
+def test_sentiment_in_float16_under_loss_scaling(tiny_init, tmp_path, monkeypatch):
+    """mixed_precision="float16" (--mixed-precision float16): a float16 backbone with float32 weights, trained
+    through a LossScaleOptimizer; a float32 model in the run folder. Refused under JAX on a CPU (no float16
+    attention in XLA's CPU), before any training."""
+    from kbert.optimizers.mixed_precision import _computes_on_the_cpu
+
+    built = record_models(monkeypatch, BertClassifier)
+    data = write_sentiment_tsv(tmp_path / "train.tsv")
+
+    def train():
+        return sentence.train(SENTIMENT, data, tiny_init, tmp_path / "run", epochs=1, batch_size=8,
+                              learning_rate=1e-3, mixed_precision="float16", verbose=0)
+
+    if keras.config.backend() == "jax" and _computes_on_the_cpu():
+        with pytest.raises(ValueError, match="float16 compute under JAX needs a GPU"):
+            train()
+        assert not built and not (tmp_path / "run").exists()
+        return
+    with pytest.warns(UserWarning, match="float16 compute on a CPU"):
+        metrics = train()
+    model = built[0]
+    assert model.backbone.get_layer("transformer_layer_0").compute_dtype == "float16"
+    assert isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)
+    assert {v.dtype for v in model.weights} == {"float32"} and np.isfinite(metrics["history"]["loss"]).all()
+    assert metrics["hyperparameters"]["mixed_precision"] == "float16"
+    loaded = sentence.load_run(tmp_path / "run")
+    assert loaded.backbone.get_layer("transformer_layer_0").compute_dtype == "float32"
+    assert np.isfinite(loaded.predict(TEXTS, verbose=0)).all()
 
 
 def test_run_folder(sentiment_run):

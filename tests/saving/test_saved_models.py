@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from kbert import BertBackbone
-from kbert.optimizers import bfloat16_compute
+from kbert.optimizers import mixed_compute
 from kbert.saving import BACKBONE_FILE
 from kbert.saving.saved_models import check_vocabulary, load_keras_file, save_backbone, under_global_policy
 from kbert.text import BertTokenizer
@@ -39,7 +39,7 @@ def test_a_vocabulary_of_another_size_than_the_model_is_refused():
 def test_under_global_policy_rebuilds_a_backbone_that_fixed_another_policy():
     fixed = BertBackbone(**TINY, dtype="float32")
     assert under_global_policy(fixed) is fixed  # float32 is the global policy
-    with bfloat16_compute():
+    with mixed_compute():
         rebuilt = under_global_policy(fixed)
         follows = BertBackbone(**TINY)
         assert under_global_policy(follows) is follows
