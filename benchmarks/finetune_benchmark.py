@@ -123,7 +123,7 @@ def run_hf(args):
     model = transformers.BertForSequenceClassification.from_pretrained(minilm_dir(), num_labels=2)
     model.train()
     total = args.warmup + args.steps
-    trainer = HfTrainer(model, 3e-5, total, bfloat16=args.dtype == "mixed_bfloat16")
+    trainer = HfTrainer(model, 3e-5, total, compute_dtype=args.dtype.removeprefix("mixed_"))
     token_ids, labels = make_batch(args.batch_size, args.length)
     inputs = {"input_ids": torch.tensor(token_ids, dtype=torch.long),
               "token_type_ids": torch.zeros(token_ids.shape, dtype=torch.long),

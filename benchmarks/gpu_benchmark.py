@@ -175,7 +175,7 @@ def run_hf(args, engine):
     model = transformers.BertForSequenceClassification(hf_config).to(device)
     model.train()
     total = args.warmup + args.steps
-    trainer = HfTrainer(model, 3e-5, total, bfloat16=precision == "bfloat16")
+    trainer = HfTrainer(model, 3e-5, total, compute_dtype=precision)
     if engine == "hf_compiled":
         trainer.model = torch.compile(model)
     token_ids, labels = random_batch(batch, length)

@@ -109,7 +109,8 @@ def main():
 
     torch.manual_seed(args.seed)
     mlm = MaskedPositionsMLM(transformers.BertForMaskedLM(hf_bert_config(PRESETS[args.preset], len(tokenizer))))
-    trainer = HfTrainer(mlm, args.lr, args.steps, warmup_ratio=args.warmup_ratio, bfloat16=args.bfloat16)
+    trainer = HfTrainer(mlm, args.lr, args.steps, warmup_ratio=args.warmup_ratio,
+                        compute_dtype="bfloat16" if args.bfloat16 else "float32")
     curve = [{"step": 0, "heldout_mlm_accuracy": heldout_accuracy(mlm, heldout_batches, args.bfloat16)}]
     print(json.dumps(curve[-1]), flush=True)
 

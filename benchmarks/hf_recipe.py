@@ -28,25 +28,44 @@ def bert_adamw(named_parameters, learning_rate, warmup_steps, total_steps, weigh
 
 
 class HfTrainer:
-    """One optimizer step at a time for a `transformers` model that returns `.loss`."""
+    """One optimizer step at a time for a `transformers` model that returns `.loss`.
 
-    def __init__(self, model, learning_rate, total_steps, warmup_ratio=0.1, weight_decay=0.01, bfloat16=False):
+    `compute_dtype`: "float32"; "bfloat16" (torch.autocast); or "float16" (torch.autocast, the loss scaled by
+    `torch.amp.GradScaler`, an overflowing step skipped), float32 weights in each."""
+
+    def __init__(self, model, learning_rate, total_steps, warmup_ratio=0.1, weight_decay=0.01,
+                 compute_dtype="float32"):
         self.model = model
         self.optimizer, self.schedule = bert_adamw(model.named_parameters(), learning_rate,
                                                    int(warmup_ratio * total_steps), total_steps, weight_decay)
-        self.bfloat16 = bfloat16
+        self.autocast = {"float32": None, "bfloat16": torch.bfloat16, "float16": torch.float16}[compute_dtype]
+        self.device = next(model.parameters()).device.type  # "cpu", or "cuda" on a GPU
+        self.scaler = torch.amp.GradScaler(self.device) if compute_dtype == "float16" else None
 
     def step(self, **inputs):
         """Forward, backward, clip, update; returns the loss (a float)."""
-        device = next(self.model.parameters()).device.type  # "cpu", or "cuda" on a GPU
-        with torch.autocast(device, dtype=torch.bfloat16, enabled=self.bfloat16):
+        with torch.autocast(self.device, dtype=self.autocast, enabled=self.autocast is not None):
             loss = self.model(**inputs).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
-        self.optimizer.step()
+        if self.scaler is None:
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+            self.optimizer.step()
+        else:
+            self.scaler.scale(loss).backward()
+            self.scaler.unscale_(self.optimizer)
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
         self.schedule.step()
         self.optimizer.zero_grad()
         return float(loss.detach())
+
+
+def hf_inputs(inputs, device="cpu"):
+    """kbert's batch dict (`token_ids`, `segment_ids`, `padding_mask`) as Hugging Face's BERT takes it: int64
+    tensors on `device`."""
+    names = {"token_ids": "input_ids", "segment_ids": "token_type_ids", "padding_mask": "attention_mask"}
+    return {names[key]: torch.as_tensor(value, device=device).long() for key, value in inputs.items() if key in names}
 
 
 class HfTokenizer:

@@ -23,19 +23,13 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import transformers  # noqa: E402
 
-from hf_recipe import HfTokenizer, HfTrainer  # noqa: E402
+from hf_recipe import HfTokenizer, HfTrainer, hf_inputs  # noqa: E402
 from kbert.data.batches.padded import PaddedBatches  # noqa: E402
 from kbert.data.readers.squad import read_squad  # noqa: E402
 from kbert.data.windows.squad import SquadWindows  # noqa: E402
 from kbert.metrics.squad import squad_scores  # noqa: E402
 from kbert.paths import data_dir, minilm_dir  # noqa: E402
 from kbert.recipes.qa import split_articles  # noqa: E402
-
-
-def to_torch(inputs):
-    return {"input_ids": torch.from_numpy(inputs["token_ids"]).long(),
-            "token_type_ids": torch.from_numpy(inputs["segment_ids"]).long(),
-            "attention_mask": torch.from_numpy(inputs["padding_mask"]).long()}
 
 
 class LogitsOf:
@@ -47,7 +41,7 @@ class LogitsOf:
 
     def predict_on_batch(self, inputs):
         with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bfloat16):
-            out = self.model(**to_torch(inputs))
+            out = self.model(**hf_inputs(inputs))
         return {"start_logits": out.start_logits.float().numpy(), "end_logits": out.end_logits.float().numpy()}
 
 
@@ -83,7 +77,7 @@ def main():
 
     model = transformers.BertForQuestionAnswering.from_pretrained(minilm_dir())
     total = len(batches) * args.epochs
-    trainer = HfTrainer(model, args.lr, total, bfloat16=args.bfloat16)
+    trainer = HfTrainer(model, args.lr, total, compute_dtype="bfloat16" if args.bfloat16 else "float32")
     print(f"Hugging Face: {len(train)} training questions ({len(windows)} windows, {windows.skipped} skipped), "
           f"{len(valid)} validation questions from {len(held_out)} articles, {total} steps", flush=True)
 
@@ -93,7 +87,7 @@ def main():
         for index in range(len(batches)):
             start = time.perf_counter()
             inputs, positions = batches[index]
-            losses.append(trainer.step(**to_torch(inputs),
+            losses.append(trainer.step(**hf_inputs(inputs),
                                        start_positions=torch.from_numpy(positions["start_logits"]).long(),
                                        end_positions=torch.from_numpy(positions["end_logits"]).long()))
             step_times.append(time.perf_counter() - start)

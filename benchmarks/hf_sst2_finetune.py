@@ -26,16 +26,10 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import transformers  # noqa: E402
 
-from hf_recipe import HfTokenizer, HfTrainer  # noqa: E402
+from hf_recipe import HfTokenizer, HfTrainer, hf_inputs  # noqa: E402
 from kbert.data import SentenceBatches, read_sentence_tsv  # noqa: E402
 from kbert.metrics import accuracy  # noqa: E402
 from kbert.paths import data_dir, minilm_dir  # noqa: E402
-
-
-def to_torch(inputs):
-    return {"input_ids": torch.from_numpy(inputs["token_ids"]).long(),
-            "token_type_ids": torch.from_numpy(inputs["segment_ids"]).long(),
-            "attention_mask": torch.from_numpy(inputs["padding_mask"]).long()}
 
 
 def main():
@@ -76,12 +70,12 @@ def main():
         for index in range(len(train_batches)):
             start = time.perf_counter()
             inputs, labels = train_batches[index]
-            trainer.step(**to_torch(inputs), labels=torch.from_numpy(labels).long())
+            trainer.step(**hf_inputs(inputs), labels=torch.from_numpy(labels).long())
             step_times.append(time.perf_counter() - start)
         train_batches.on_epoch_end()
         model.eval()
         with torch.no_grad():
-            predictions = np.concatenate([model(**to_torch(valid_batches[i][0])).logits.argmax(-1).numpy()
+            predictions = np.concatenate([model(**hf_inputs(valid_batches[i][0])).logits.argmax(-1).numpy()
                                           for i in range(len(valid_batches))])
         history.append(accuracy(valid.labels, predictions))
         print(f"epoch {epoch + 1}: validation accuracy {history[-1]:.4f}, "

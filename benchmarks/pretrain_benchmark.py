@@ -89,7 +89,7 @@ def hf_torch_steps(preset, vocabulary_size, batches, bfloat16):
     from kbert.config import PRESETS
 
     model = transformers.BertForMaskedLM(hf_bert_config(PRESETS[preset], vocabulary_size))
-    trainer = HfTrainer(MaskedPositionsMLM(model), 1e-4, 10_000, bfloat16=bfloat16)
+    trainer = HfTrainer(MaskedPositionsMLM(model), 1e-4, 10_000, compute_dtype="bfloat16" if bfloat16 else "float32")
     steps = []
     for x, mask_ids, weights, _ in batches:
         input_ids = torch.from_numpy(x["token_ids"]).long()
