@@ -38,6 +38,9 @@ import time
 
 import numpy as np
 
+# The main process reads kbert's default paths under torch (a GPU machine has no TensorFlow, Keras's default backend);
+# each engine's process is given its own
+os.environ.setdefault("KERAS_BACKEND", "torch")
 ENGINES = ("hf", "kbert_torch", "kbert_jax")
 PRECISIONS = ("bfloat16", "float16", "float32")
 KERAS_POLICIES = {"bfloat16": "mixed_bfloat16", "float16": "mixed_float16", "float32": "float32"}
