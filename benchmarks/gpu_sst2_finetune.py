@@ -71,8 +71,7 @@ def run_kbert(args, train_batches, valid_batches):
     model = BertClassifier(BertBackbone.from_preset(args.init), 2)
     model.compile(learning_rate=args.lr, metrics=None)  # BERT's AdamW over the fit; a LossScaleOptimizer in float16
     start = time.perf_counter()
-    history = model.fit(train_batches, epochs=1, verbose=0)  # the epoch's loss (a mean over its examples), read at
-    # its end
+    history = model.fit(train_batches, epochs=1, verbose=0)  # its loss: the mean over the epoch, read at its end
     epoch_seconds = time.perf_counter() - start
     start = time.perf_counter()
     logits = valid_batches.predict(model)

@@ -88,10 +88,12 @@ def _updating(optimizer):
 
 
 class _Plan:
-    """What a fused training step reads, gathered from the model and its optimizer (`optimizer`: the one that
-    updates the weights; `loss_scaling`: the model's `LossScaleOptimizer`, or None)."""
+    """What a fused training step reads, gathered from the model and its optimizer (`loss_scaling`: the model's
+    `LossScaleOptimizer`, or None)."""
 
-    def __init__(self, model, optimizer, loss_scaling=None):
+    def __init__(self, model):
+        optimizer = _updating(model.optimizer)
+        self.loss_scaling = model.optimizer if optimizer is not model.optimizer else None
         self.variables = model.trainable_variables
         self.parameters = [variable.value for variable in self.variables]
         index = optimizer._get_variable_index
@@ -103,9 +105,8 @@ class _Plan:
         keras_metrics = (type(model).compute_metrics is keras.Model.compute_metrics
                          and type(model).get_metrics_result is keras.Model.get_metrics_result)
         self.metrics = model.metrics if keras_metrics else None  # None: the model's own compute_metrics
-        self.loss_scaling = loss_scaling
-        if loss_scaling is not None:
-            self.scale, self.scale_steps = loss_scaling.dynamic_scale.value, loss_scaling.step_counter.value
+        if self.loss_scaling is not None:
+            self.scale, self.scale_steps = self.loss_scaling.dynamic_scale.value, self.loss_scaling.step_counter.value
 
 
 def fused_step_refusal(model):
@@ -142,9 +143,7 @@ def train_step(model, data):
     if refusal or not active("torch_foreach_adamw"):
         return None
     optimizer = _updating(model.optimizer)
-    plan = gathered(model, "fused_step_plan", lambda: _Plan(model, optimizer, model.optimizer
-                                                            if optimizer is not model.optimizer else None),
-                    (id(model.optimizer),))
+    plan = gathered(model, "fused_step_plan", lambda: _Plan(model), (id(model.optimizer),))
     x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
     y_pred = model(x, training=True)
     loss = model._compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=True)
@@ -178,10 +177,10 @@ def train_step(model, data):
 
 
 def _unscaled(grads, plan):
-    """Keras's `LossScaleOptimizer` on the gradients of the loss times `plan.scale`: True, each divided by the
-    scale in place (times its inverse, the same number for a power of two, as the scale stays from its default),
-    where all are finite; then the scale doubles once `dynamic_growth_steps` such steps have run in a row. False
-    where one is not (the update is skipped), and the scale halves.
+    """Keras's `LossScaleOptimizer` on the gradients of the loss times `plan.scale`: True where all are finite, each
+    then multiplied in place by the scale's inverse (Keras divides: the same numbers while the scale is a power of
+    two, as it stays from Keras's default 2**15), and the scale doubles once `dynamic_growth_steps` such steps have
+    run in a row. False where one is not (the update is skipped), and the scale halves.
 
     Whether they are finite is read on the host, a wait for the backward pass on a GPU, as in
     `torch.amp.GradScaler`'s step.
