@@ -43,7 +43,6 @@ import numpy as np
 os.environ.setdefault("KERAS_BACKEND", "torch")
 ENGINES = ("hf", "kbert_torch", "kbert_jax")
 PRECISIONS = ("bfloat16", "float16", "float32")
-KERAS_POLICIES = {"bfloat16": "mixed_bfloat16", "float16": "mixed_float16", "float32": "float32"}
 CHECKPOINT_FILES = ("config.json", "vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 
 
@@ -65,10 +64,11 @@ def run_kbert(args, train_batches, valid_batches):
     import keras
 
     from kbert import BertBackbone, BertClassifier
+    from kbert.optimizers import mixed_compute
 
-    keras.config.set_dtype_policy(KERAS_POLICIES[args.precision])
     keras.utils.set_random_seed(args.seed)
-    model = BertClassifier(BertBackbone.from_preset(args.init), 2)
+    with mixed_compute(args.precision):
+        model = BertClassifier(BertBackbone.from_preset(args.init), 2)
     model.compile(learning_rate=args.lr, metrics=None)  # BERT's AdamW over the fit; a LossScaleOptimizer in float16
     start = time.perf_counter()
     history = model.fit(train_batches, epochs=1, verbose=0)  # its loss: the mean over the epoch, read at its end

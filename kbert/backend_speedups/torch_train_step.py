@@ -88,11 +88,11 @@ def _updating(optimizer):
 
 
 class _Plan:
-    """What a fused training step reads, gathered from the model and its optimizer (`loss_scaling`: the model's
-    `LossScaleOptimizer`, or None)."""
+    """What a fused training step reads, gathered from the model and its optimizer (`optimizer`: the one that
+    updates the weights; `loss_scaling`: the model's `LossScaleOptimizer`, or None)."""
 
     def __init__(self, model):
-        optimizer = _updating(model.optimizer)
+        self.optimizer = optimizer = _updating(model.optimizer)
         self.loss_scaling = model.optimizer if optimizer is not model.optimizer else None
         self.variables = model.trainable_variables
         self.parameters = [variable.value for variable in self.variables]
@@ -142,8 +142,8 @@ def train_step(model, data):
                        (id(model.optimizer), model.optimizer.built))
     if refusal or not active("torch_foreach_adamw"):
         return None
-    optimizer = _updating(model.optimizer)
     plan = gathered(model, "fused_step_plan", lambda: _Plan(model), (id(model.optimizer),))
+    optimizer = plan.optimizer
     x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
     y_pred = model(x, training=True)
     loss = model._compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=True)
