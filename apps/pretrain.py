@@ -81,8 +81,8 @@ import sys
 from app_cli import app_parser, emit, for_people
 from app_cli import parse_args as parse_app_args
 from cli_errors import run
-from task_cli import (add_distribution_options, apply_distribution, non_negative_int, positive_float, positive_int,
-                      probability, ratio, sequence_length)
+from task_cli import (add_distribution_options, add_mixed_precision_option, apply_distribution, non_negative_int,
+                      positive_float, positive_int, probability, ratio, sequence_length)
 
 # How it runs, not what it trains: a run may resume on another mesh.
 NOT_SETTINGS = ("run", "output", "restart", "json", "verbose", "quiet", "distribution", "mesh", "remat")
@@ -168,7 +168,7 @@ def parse_args(argv=None):
     parser.add_argument("--holdout-fraction", type=ratio, default=0.02,
                         help="share of the text held out for evaluation: documents, or 20-line passages of longer "
                              "ones, chosen by a hash of their text (0: none)")
-    parser.add_argument("--mixed-precision", action="store_true", help="mixed_bfloat16 compute")
+    add_mixed_precision_option(parser)
     parser.add_argument("--seed", type=int, default=0, help="seeds the initial weights and the data stream")
     add_distribution_options(parser)
     args = parse_app_args(parser, argv)

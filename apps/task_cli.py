@@ -82,9 +82,7 @@ def add_train_options(train, data_format, unit="examples", epochs=3, learning_ra
     train.add_argument("--lr", type=positive_float, default=learning_rate, help="peak learning rate")
     train.add_argument("--max-length", type=sequence_length, default=max_length,
                        help="tokens per model input, specials included (at least 3)")
-    train.add_argument("--mixed-precision", nargs="?", const=True, default=False, type=mixed_precision,
-                       metavar="float16", help="compute in bfloat16, keep float32 weights; --mixed-precision float16: "
-                                               "in float16 under loss scaling, for GPUs without bfloat16")
+    add_mixed_precision_option(train)
     add_distribution_options(train)
     if held_out:
         train.add_argument("--validation-fraction", type=fraction, default=0.1,
@@ -438,6 +436,13 @@ def mesh_shape(text):
     if len(sizes) != 2 or not all(size.isdigit() and int(size) > 0 for size in sizes):
         raise argparse.ArgumentTypeError(f"expected REPLICASxSHARDS, two positive integers such as 2x4, got {text!r}")
     return tuple(int(size) for size in sizes)
+
+
+def add_mixed_precision_option(parser):
+    """--mixed-precision [float16]: the recipes' `mixed_precision` (False, True for bfloat16, or "float16")."""
+    parser.add_argument("--mixed-precision", nargs="?", const=True, default=False, type=mixed_precision,
+                        metavar="float16", help="compute in bfloat16, keep float32 weights; --mixed-precision float16: "
+                                                "in float16 under loss scaling, for GPUs without bfloat16")
 
 
 def mixed_precision(text):

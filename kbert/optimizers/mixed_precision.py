@@ -1,6 +1,6 @@
 """Mixed precision: `mixed_compute` (the recipes' `mixed_precision`: build the model under Keras's "mixed_bfloat16"
-or "mixed_float16" policy; `use_bfloat16_compute` for the whole process), with a warning where bfloat16 is emulated
-(`warn_if_bfloat16_is_emulated`) or float16 computes on a CPU, and the loss scaling of a backbone computing in float16
+or "mixed_float16" policy), with a warning where bfloat16 is emulated (`warn_if_bfloat16_is_emulated`) or float16
+computes on a CPU, and the loss scaling of a backbone computing in float16
 (`loss_scaled`, what a task's `compile` wraps)."""
 
 import contextlib
@@ -63,19 +63,6 @@ def mixed_compute(mixed_precision="bfloat16"):
         yield
     finally:
         keras.config.set_dtype_policy(previous)
-
-
-def use_bfloat16_compute():
-    """Sets the global dtype policy to "mixed_bfloat16" for the rest of the process (a pretraining run's), with
-    `warn_if_bfloat16_is_emulated`'s warning.
-
-    Example:
-    >>> use_bfloat16_compute(); keras.config.dtype_policy().name
-    'mixed_bfloat16'
-    >>> keras.config.set_dtype_policy("float32")
-    """
-    warn_if_bfloat16_is_emulated()
-    keras.mixed_precision.set_global_policy("mixed_bfloat16")
 
 
 def warn_if_bfloat16_is_emulated(cpu_flags=None):

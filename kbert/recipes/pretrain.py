@@ -32,7 +32,7 @@ from kbert.data.pretraining.masking import check_masking
 from kbert.distribution import chief_first, is_chief, process_share, torch_data_parallel, writing_alone
 from kbert.distribution.data_shares import shares
 from kbert.models.bert_backbone import BertBackbone
-from kbert.optimizers import bert_adamw, use_bfloat16_compute
+from kbert.optimizers import bert_adamw, mixed_compute
 from kbert.saving import (BACKBONE_FILE, CHECKSUMS_FILE, METRICS_FILE, model_source, read_json, record_checksums,
                           save_backbone, write_json_atomic)
 from kbert.tasks.bert_pretrainer import BertPretrainer
@@ -116,17 +116,16 @@ def check_corpus(files, holdout_fraction=0.0, vocabulary_lines=0, seed=0, object
 
 def load_init(init, mixed_precision=False, remat=False):
     """`(backbone, tokenizer)` of `init` (a `BertBackbone.from_preset` source, of any family) to continue pretraining
-    from, its tokenizer of its family's kind (`kbert.text.load_hf_tokenizer`), computing in bfloat16 with
-    `mixed_precision` and recomputing its blocks in the backward pass with `remat`.
+    from, its tokenizer of its family's kind (`kbert.text.load_hf_tokenizer`), computing as `mixed_precision` asks
+    (`kbert.optimizers.mixed_compute`: True or "bfloat16", "float16", False) and recomputing its blocks in the
+    backward pass with `remat`.
 
     Example:
     >>> backbone, tokenizer = load_init("bert_tiny")
     >>> backbone.max_sequence_length
     512
     """
-    if mixed_precision:
-        use_bfloat16_compute()
-    with rematerialized(remat):
+    with mixed_compute(mixed_precision), rematerialized(remat):
         source = model_source(init)  # its files read once
         backbone = BertBackbone.from_preset(source)
         return backbone, source.load_tokenizer(load_hf_tokenizer, backbone)
@@ -266,7 +265,9 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
             the steps trained, whether the budget stopped them, the re-plans.
         batch_size, sequence_length, learning_rate, warmup_ratio, gradient_accumulation: the optimization.
         holdout_fraction: float. Share of the text held out for evaluation (0: none).
-        mixed_precision, remat: bfloat16 compute; blocks recomputed in the backward pass.
+        mixed_precision: True or "bfloat16": compute in bfloat16; "float16": in float16 under loss scaling (GPUs
+            without bfloat16); False: float32 (`kbert.optimizers.mixed_compute`). The weights stay float32.
+        remat: bool. Blocks recomputed in the backward pass.
         seed: int. Seeds the initial weights and the data stream.
         restart: bool. Start the run over: delete its folder and backup first (refused for a folder of anything else).
         verbose: as `kbert.training.fit_progress`.
@@ -297,8 +298,6 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
     if restart or not is_prepared(folder):
         given = given or (read_tokenizer(vocabulary) if vocabulary else None)
         check_family(shape, objective, given, sized=not init and "vocabulary_size" in (config or {}), named=named)
-    if mixed_precision:
-        use_bfloat16_compute()
     keras.utils.set_random_seed(seed)  # the initial weights (a resumed run then loads its own)
     kept = KeptRunFolder("pretraining run", MARKS, steps, may_change=("steps",), renamed=RENAMED)
     if minutes is not None and not restart and "time_budget" in read_json(folder / METRICS_FILE, missing={}):
@@ -312,7 +311,7 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
     # process 0 writes the tokenizer; a job's others then read it
     tokenizer = chief_first(lambda: prepare(folder, given, None, vocabulary_sample, vocabulary_size),
                             lambda: load_hf_tokenizer(folder))
-    with rematerialized(remat):
+    with mixed_compute(mixed_precision), rematerialized(remat):  # the model alone: its saved copy loads as float32
         if backbone is None:
             backbone = BertBackbone(**{**shape.to_dict(), "vocabulary_size": tokenizer.vocabulary_size})
         if objective == "electra":

@@ -4,6 +4,8 @@ apps/pretrain.py end to end (kill -9, its settings check, --restart): tests/task
 
 import json
 
+import keras
+import numpy as np
 import pytest
 
 from kbert.data.batches.child_process import process_batches
@@ -57,6 +59,31 @@ def test_a_run_writes_every_runs_fields_keeps_its_backup_and_trains_further(tmp_
     (out / "backbone.keras").write_bytes(bytes(damaged))
     with pytest.raises(ChangedFileError, match=r"backbone\.keras: its SHA-256 is not the one recorded"):
         model_source(out).saved_model
+
+
+@pytest.mark.parametrize("mixed_precision, compute_dtype", [(True, "bfloat16"), ("float16", "float16")])
+def test_mixed_precision_builds_the_model_alone_in_it(tmp_path, monkeypatch, mixed_precision, compute_dtype):
+    """mixed_precision (--mixed-precision [float16]): the pretrainer computes in bfloat16, or in float16 under loss
+    scaling, with float32 weights; the policy is the model's alone: the process's stays float32 and the saved
+    backbone loads as float32."""
+    corpus, out = tmp_path / "corpus.txt", tmp_path / "run"
+    write_corpus(corpus)
+    trained, training_run = [], recipe.training_run
+    monkeypatch.setattr(recipe, "training_run", lambda model, *args, **kwargs: trained.append(model)
+                        or training_run(model, *args, **kwargs))
+    init = recipe.load_init("bert_tiny", mixed_precision)
+    assert init[0].get_layer("transformer_layer_0").compute_dtype == compute_dtype
+    assert keras.config.dtype_policy().name == "float32"
+    metrics = recipe.train([corpus], out, {}, init=init, steps=2, checkpoint_every=2, batch_size=4, sequence_length=32,
+                           holdout_fraction=0.25, mixed_precision=mixed_precision, verbose=0)
+    model = trained[0]
+    assert model.backbone.get_layer("transformer_layer_0").compute_dtype == compute_dtype
+    assert isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer) == (compute_dtype == "float16")
+    assert {v.dtype for v in model.trainable_weights} == {"float32"} and np.isfinite(metrics["history"]["loss"]).all()
+    assert metrics["hyperparameters"]["mixed_precision"] == mixed_precision
+    assert keras.config.dtype_policy().name == "float32"
+    saved = keras.saving.load_model(out / "backbone.keras")
+    assert saved.get_layer("transformer_layer_0").compute_dtype == "float32"
 
 
 def test_a_run_of_steps_not_a_multiple_of_its_interval_is_refused(tmp_path):

@@ -217,6 +217,21 @@ def test_a_time_budget_is_a_setting_of_the_run(tmp_path, capsys):
     assert "--minutes: expected a finite number above 0, got '0'" in capsys.readouterr().err
 
 
+def test_mixed_precision_is_a_setting_of_the_run(tmp_path, capsys):
+    """--mixed-precision alone is bfloat16, recorded True as before float16 was offered (such runs resume);
+    --mixed-precision float16 is recorded as such; anything else is one line. The training:
+    tests/recipes/test_pretrain.py."""
+    app = app_module("pretrain")
+    command = tiny_run_command(tmp_path, "tiny", steps=0, checkpoint_every=1, holdout=0)[2:]
+    recorded = [app.run_settings(app.parse_args([*command, *flags]), [])["mixed_precision"]
+                for flags in ([], ["--mixed-precision"], ["--mixed-precision", "float16"])]
+    assert recorded == [False, True, "float16"]
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        app.parse_args([*command, "--mixed-precision", "fp8"])
+    assert "--mixed-precision: expected bfloat16 or float16 (or nothing: bfloat16), got 'fp8'" in capsys.readouterr().err
+
+
 def reviews(folder, name, count):
     """A file of one-line documents with blank lines between them, as IMDB's unsup.txt; returns the lines."""
     lines = [f"Review {name}{i}: the {SENTENCES[i % 6].lower()}" for i in range(count)]
