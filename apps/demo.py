@@ -150,6 +150,8 @@ def demo(args, out, sentences):
     start = time.perf_counter()
     import keras
 
+    from kbert.optimizers.mixed_precision import compute_dtype_name
+
     seconds = {}
     step("1/4", "fine-tune")
     metrics = fine_tune(args, out, start)
@@ -174,7 +176,7 @@ def demo(args, out, sentences):
                f"{plan['steps_trained']:,} steps" if plan else
                f"{metrics['train_examples']:,} training sentences, {metrics['hyperparameters']['epochs']} epoch(s)")
     print(f"\nSentiment from {metrics['init']}, {trained}, "
-          f"{'bfloat16' if metrics['hyperparameters']['mixed_precision'] else 'float32'} on {metrics['backend']}, "
+          f"{compute_dtype_name(metrics['hyperparameters']['mixed_precision'])} on {metrics['backend']}, "
           f"on {metrics['data']}")
     print(f"accuracy on {metrics['validation_examples']} held-out sentences; latency: one raw sentence to "
           f"probabilities, tokenizer included, padded to {metrics['max_length']} tokens, median of {args.repeats}")
@@ -193,7 +195,7 @@ def demo(args, out, sentences):
                "seconds": {**seconds, "total": total}, "budget_minutes": args.minutes, "plan": metrics.get("planned"),
                "run": {k: metrics[k] for k in ("init", "data", "backend", "train_examples", "validation_examples",
                                                "max_length")}, "machine": describe_cpu(),
-               "precision": "bfloat16" if metrics["hyperparameters"]["mixed_precision"] else "float32"}
+               "precision": compute_dtype_name(metrics["hyperparameters"]["mixed_precision"])}
     write_json_atomic(out / "demo.json", summary)
     return summary
 
