@@ -27,6 +27,21 @@ def compute_dtype_name(mixed_precision):
     return MIXED_POLICIES[mixed_precision].removeprefix("mixed_")
 
 
+def check_mixed_precision(mixed_precision):
+    """The compute dtype of a `mixed_precision` setting (`compute_dtype_name`), or a ValueError where it cannot
+    compute here: float16 under JAX on a CPU. What `mixed_compute` checks first, and a recipe before it writes.
+
+    Example:
+    >>> check_mixed_precision(True)
+    'bfloat16'
+    """
+    dtype = compute_dtype_name(mixed_precision)
+    if dtype == "float16" and keras.config.backend() == "jax" and _computes_on_the_cpu():
+        raise ValueError("float16 compute under JAX needs a GPU: XLA's CPU has no float16 matmul with float32 "
+                         "results, which attention at inference takes. Use bfloat16 or float32 here.")
+    return dtype
+
+
 @contextlib.contextmanager
 def mixed_compute(mixed_precision="bfloat16"):
     """Sets the global dtype policy to "mixed_bfloat16" or "mixed_float16" (else "float32") inside the block, then
@@ -48,13 +63,10 @@ def mixed_compute(mixed_precision="bfloat16"):
     >>> layer.compute_dtype, layer.variable_dtype, keras.config.dtype_policy().name
     ('bfloat16', 'float32', 'float32')
     """
-    dtype = compute_dtype_name(mixed_precision)
+    dtype = check_mixed_precision(mixed_precision)
     if dtype == "bfloat16":
         warn_if_bfloat16_is_emulated()
     elif dtype == "float16" and _computes_on_the_cpu():
-        if keras.config.backend() == "jax":
-            raise ValueError("float16 compute under JAX needs a GPU: XLA's CPU has no float16 matmul with float32 "
-                             "results, which attention at inference takes. Use bfloat16 or float32 here.")
         warnings.warn("float16 compute on a CPU: emulated, many times slower than float32 (float16 is for GPUs "
                       "without bfloat16).", stacklevel=3)
     previous = keras.config.dtype_policy()

@@ -33,6 +33,7 @@ from kbert.distribution import chief_first, is_chief, process_share, torch_data_
 from kbert.distribution.data_shares import shares
 from kbert.models.bert_backbone import BertBackbone
 from kbert.optimizers import bert_adamw, mixed_compute
+from kbert.optimizers.mixed_precision import check_mixed_precision
 from kbert.saving import (BACKBONE_FILE, CHECKSUMS_FILE, METRICS_FILE, model_source, read_json, record_checksums,
                           save_backbone, write_json_atomic)
 from kbert.tasks.bert_pretrainer import BertPretrainer
@@ -288,6 +289,7 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
     if span_boundary and objective == "electra":
         raise ValueError("span_boundary=True adds a head to BERT's masked LM, which objective 'electra' does not "
                          "train: drop one.")
+    check_mixed_precision(mixed_precision)
     if minutes is not None and not minutes > 0:
         raise ValueError(f"minutes {minutes}: a time budget is a positive number of minutes.")
     if steps % checkpoint_every:

@@ -45,6 +45,9 @@ def test_float16_compute_warns_on_a_cpu_and_is_refused_there_under_jax(monkeypat
         with pytest.raises(ValueError, match="float16 compute under JAX needs a GPU"):
             with mixed_compute("float16"):
                 pass
+        with pytest.raises(ValueError, match="float16 compute under JAX needs a GPU"):
+            mixed_precision.check_mixed_precision("float16")  # what a recipe checks before it writes
+        assert mixed_precision.check_mixed_precision(True) == "bfloat16"
     else:
         with pytest.warns(UserWarning, match="float16 compute on a CPU"):
             with mixed_compute("float16"):

@@ -93,6 +93,13 @@ def test_a_run_of_steps_not_a_multiple_of_its_interval_is_refused(tmp_path):
 
 
 
+def test_a_precision_setting_not_known_is_refused_before_anything_is_written(tmp_path):
+    """(float16 under JAX on a CPU, refused by the same check: tests/optimizers/test_mixed_precision.py)"""
+    with pytest.raises(ValueError, match="mixed_precision must be one of .* got 'fp16'"):
+        recipe.train([], tmp_path / "run", {}, steps=2, checkpoint_every=2, mixed_precision="fp16")
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("masking, message", [
     (dict(mask_unit="span", span_p=0.0), "span_p 0.0: .* in \\(0, 1\\]"),
     (dict(mask_unit="span", max_span=0), "max_span 0: .* >= 1"),
