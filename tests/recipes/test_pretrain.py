@@ -87,6 +87,12 @@ def test_mixed_precision_builds_the_model_alone_in_it(tmp_path, monkeypatch):
     assert saved.get_layer("transformer_layer_0").compute_dtype == "float32"
 
 
+def test_a_run_of_steps_not_a_multiple_of_its_interval_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="steps 3 is not a multiple of checkpoint_every 2"):
+        recipe.train([], tmp_path / "run", {}, steps=3, checkpoint_every=2)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_precision_setting_not_known_is_refused_before_anything_is_written(tmp_path):
     """(float16 under JAX on a CPU, refused by the same check: tests/optimizers/test_mixed_precision.py)"""
     with pytest.raises(ValueError, match="mixed_precision must be one of .* got 'fp16'"):
