@@ -233,6 +233,7 @@ def fine_tune(args, out, started):
     with the plan (`plan_steps`, and the re-plans of the fit's `TimeBudget`) as "planned" (None with --limit or
     --reuse). `started`: the demo's start (time.perf_counter()), which the budget counts from."""
     from kbert.data import read_sentence_tsv
+    from kbert.optimizers.mixed_precision import compute_dtype_name
     from kbert.saving import SettingsChangedError, atomic_file
     from kbert.recipes import SENTIMENT, sentence
     from kbert.training.time_budget import TimeBudget
@@ -248,7 +249,7 @@ def fine_tune(args, out, started):
         examples = read_sentence_tsv(data, label_names=SENTIMENT.label_names)
         seed, valid_size = args.seed, min(args.valid_size, len(examples) // 5)
         mixed_precision = trains_in_bfloat16(args.precision, args.backend)
-        print(f"{'bfloat16' if mixed_precision else 'float32'} on {args.backend} ({describe_precision(args)}); "
+        print(f"{compute_dtype_name(mixed_precision)} on {args.backend} ({describe_precision(args)}); "
               f"this machine: {cpu_summary()}.", flush=True)
         epochs = args.epochs or (1 if args.limit else BUDGET_EPOCHS)
         plan, budget = None, []

@@ -32,8 +32,8 @@ from kbert.data.pretraining.masking import check_masking
 from kbert.distribution import chief_first, is_chief, process_share, torch_data_parallel, writing_alone
 from kbert.distribution.data_shares import shares
 from kbert.models.bert_backbone import BertBackbone
-from kbert.optimizers import bert_adamw, mixed_compute
-from kbert.optimizers.mixed_precision import check_mixed_precision
+from kbert.optimizers import bert_adamw
+from kbert.optimizers.mixed_precision import check_mixed_precision, mixed_compute
 from kbert.saving import (BACKBONE_FILE, CHECKSUMS_FILE, METRICS_FILE, model_source, read_json, record_checksums,
                           save_backbone, write_json_atomic)
 from kbert.tasks.bert_pretrainer import BertPretrainer
