@@ -208,6 +208,10 @@ class BertTask(UnreadPooler, keras.Model):
             sample_weight=sample_weight, shuffle=shuffle, **kwargs), shuffle_seed, initial_batch)
         plan_fit_schedule(self.optimizer, epochs - kwargs.get("initial_epoch", 0), lambda: kwargs.get(
             "steps_per_epoch") or task_data.steps_per_epoch(arguments["x"], x, arguments["batch_size"]))
+        if active("tensorflow_build_first"):
+            from kbert.backend_speedups.tensorflow_build_first import build_optimizer_first
+
+            build_optimizer_first(self)
         with training_on_shares(self, arguments["x"]), fit_dropout_masks():
             return super().fit(**arguments)
 
