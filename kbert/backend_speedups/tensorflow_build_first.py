@@ -20,5 +20,6 @@ def build_optimizer_first(model):
     >>> model.optimizer.built, len(model.optimizer.variables)
     (True, 6)
     """
-    if model.built and not model.optimizer.built and model._distribute_strategy is None:
+    strategy = getattr(model, "_distribute_strategy", None)  # TensorFlow's trainer's alone
+    if model.built and not model.optimizer.built and strategy is None:
         model.optimizer.build(model.trainable_variables)
