@@ -26,7 +26,7 @@ but those.
   nodes (the ONNX export 806 -> 467 nodes).
 - `tensorflow_build_first`: a task's optimizer variables made before `fit` traces its training step (Keras makes
   them in the first trace, which makes TensorFlow trace it a second time): traced once, the five `bert_tiny` tasks
-  of tests/tasks/test_task_api.py fit ~40% sooner (`tensorflow_build_first.build_optimizer_first`).
+  of tests/tasks/test_task_api.py fit 16-30% sooner (`tensorflow_build_first.build_optimizer_first`).
 - `jax_dense`: dense matmuls whose kernel gradients XLA:CPU runs in YNNPACK, in training (`jax_dense`).
 - `jax_gelu`: the exact GELU written out with `erf` (`ops.gelu` lowers to `erfc`, fused into more passes).
 - `jax_dropout_masks`: while `BertTask.fit` trains, dropout masks from JAX's classic threefry stream, about

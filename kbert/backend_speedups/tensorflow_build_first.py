@@ -3,7 +3,7 @@
 Without a distribution strategy Keras 3 leaves them to the first trace of the step, and a `tf.function` that makes
 variables while it traces is traced again without them: every first `fit` on TensorFlow built its training graph
 twice. Built first, it is built once: the five tasks of tests/tasks/test_task_api.py (`bert_tiny`, two steps each)
-fitted in 67-90 s instead of 111-150 s on a busy 2-core machine.
+fitted in 47-56 s instead of 66.5 s on a quiet 2-core machine.
 """
 
 
