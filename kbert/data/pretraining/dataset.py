@@ -57,7 +57,9 @@ def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=DEFAULT_SEQ
             `document_instances`).
         repeat: bool. Loop over the corpus forever (train) or once (evaluation: one pass up
             front counts the batches, to give the dataset its length).
-        shuffle_buffer: int. Pairs in the shuffle buffer; 0 keeps the corpus order.
+        shuffle_buffer: int. Pairs in the shuffle buffer, at most: never more than one pass over the corpus
+            can make (`rows_a_pass_makes`), since tf.data fills the buffer before the first batch (a tiny
+            corpus repeated into 10,000 pairs took 10 s to start). 0 keeps the corpus order.
         window_chars: int. Characters of text read at once (whole documents); random second
             segments come from the same window (or the previous one).
         cache: None or str. File prefix for the static-masking cache.
@@ -120,7 +122,9 @@ def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=DEFAULT_SEQ
         if repeat:
             data = data.repeat()
     if shuffle_buffer:
-        data = data.shuffle(shuffle_buffer, seed=seed)
+        copies = duplication_factor if masking == "static" else 1
+        rows = rows_a_pass_makes(paths, holdout, held_out, max_seq_length, at_most=-(-shuffle_buffer // copies))
+        data = data.shuffle(min(shuffle_buffer, rows * copies), seed=seed)
     data = data.batch(batch_size, drop_remainder=True)
     if masking == "dynamic":  # masks seeded by the batch's number, counted before the skip
         data = data.enumerate().skip(skip_batches).map(mask, num_parallel_calls=tf.data.AUTOTUNE)
@@ -136,6 +140,28 @@ def pretraining_dataset(paths, tokenizer, batch_size, max_seq_length=DEFAULT_SEQ
         batches = int(data.reduce(0, lambda count, _: count + 1))
         data = data.apply(tf.data.experimental.assert_cardinality(batches))
     return data.map(lambda batch: _fit_layout(batch, objective, span_boundaries)).prefetch(tf.data.AUTOTUNE)
+
+
+def rows_a_pass_makes(paths, holdout, held_out, max_seq_length, at_most):
+    """An upper bound on the rows (pairs, or single segments) one pass over the corpus (its side of the held-out
+    split) makes, counted up to `at_most`: each row takes at least one segment of its document, a sentence or a
+    row-long piece of a longer one, and a token holds at least one character.
+
+    Example:
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "corpus.txt"
+    >>> _ = path.write_text("A b a. B a b.\\nA a.\\n\\nB b b b b b b b b b b. A.\\n")
+    >>> rows_a_pass_makes([path], 0.0, False, max_seq_length=16, at_most=100)
+    6
+    >>> rows_a_pass_makes([path], 0.0, False, max_seq_length=16, at_most=4)
+    4
+    """
+    rows, max_tokens = 0, max_seq_length - 3
+    for document in read_documents(paths, holdout, held_out):
+        rows += sum(1 + len(sentence) // max_tokens for sentence in document)
+        if rows >= at_most:
+            return at_most
+    return rows
 
 
 def held_out_then_training(paths, held_out_options=None, **training_options):
