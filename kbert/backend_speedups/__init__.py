@@ -27,6 +27,9 @@ but those.
 - `tensorflow_build_first`: a task's optimizer variables made before `fit` traces its training step (Keras makes
   them in the first trace, which makes TensorFlow trace it a second time): traced once, the five `bert_tiny` tasks
   of tests/tasks/test_task_api.py fit 16-30% sooner (`tensorflow_build_first.build_optimizer_first`).
+- `tensorflow_open_predict`: a task's predict function traced once for batches of any size and length, not per
+  shape as Keras traces it (three graphs for raw inputs served in batches of similar length:
+  `tensorflow_open_predict.trace_for_any_shape`).
 - `jax_dense`: dense matmuls whose kernel gradients XLA:CPU runs in YNNPACK, in training (`jax_dense`).
 - `jax_gelu`: the exact GELU written out with `erf` (`ops.gelu` lowers to `erfc`, fused into more passes).
 - `jax_dropout_masks`: while `BertTask.fit` trains, dropout masks from JAX's classic threefry stream, about
@@ -40,7 +43,7 @@ import os
 SPEEDUPS = {"direct_sublayer_calls": None, "torch_dense": "torch", "torch_backbone": "torch",
             "torch_dropout": "torch", "torch_foreach_adamw": "torch", "torch_train_step": "torch",
             "torch_predict_step": "torch", "tensorflow_attention": "tensorflow",
-            "tensorflow_build_first": "tensorflow",
+            "tensorflow_build_first": "tensorflow", "tensorflow_open_predict": "tensorflow",
             "jax_dense": "jax", "jax_gelu": "jax",
             "jax_dropout_masks": "jax"}
 

@@ -238,6 +238,15 @@ class BertTask(UnreadPooler, keras.Model):
                 return outputs
         return super().predict_step(*args)
 
+    def predict_on_batch(self, x):
+        """Keras's; on TensorFlow with the speed-up `tensorflow_open_predict`, its predict function traced once for
+        batches of any size and length (`kbert.backend_speedups.tensorflow_open_predict.trace_for_any_shape`)."""
+        if active("tensorflow_open_predict"):
+            from kbert.backend_speedups.tensorflow_open_predict import trace_for_any_shape
+
+            trace_for_any_shape(self, x)
+        return super().predict_on_batch(x)
+
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
         """`keras.Model.evaluate`, also on raw inputs, and across JAX processes on this process's share
         of every batch (`kbert.distribution.process_share`)."""
