@@ -1,4 +1,5 @@
-"""Where kbert finds things on disk: the shared data sets, the shipped samples and the bundled checkpoint."""
+"""Where kbert finds things on disk: the shared data sets, the shipped samples, the bundled checkpoint and the
+cache of tables kbert builds."""
 
 import os
 import pathlib
@@ -14,6 +15,19 @@ def data_dir():
     'data'
     """
     return pathlib.Path(os.environ.get("KBERT_DATA_DIR", _REPO_ROOT.parent / "shared" / "data"))
+
+
+def cache_dir():
+    """The folder of tables kbert builds once and keeps (`kbert.text.bert_normalizer`'s): `$KBERT_CACHE_DIR`, else
+    `kbert` in `$XDG_CACHE_HOME` (`~/.cache`). Deleting it only costs their building again.
+
+    Example:
+    >>> cache_dir().is_absolute()
+    True
+    """
+    if "KBERT_CACHE_DIR" in os.environ:
+        return pathlib.Path(os.environ["KBERT_CACHE_DIR"])
+    return pathlib.Path(os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache") / "kbert"
 
 
 def samples_dir():

@@ -15,6 +15,8 @@ import tempfile
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(tempfile.gettempdir(), f"kbert-tests-jax-{os.getuid()}"))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
+# kbert's own built tables (`kbert.paths.cache_dir`): beside JAX's, out of the user's ~/.cache, shared likewise.
+os.environ.setdefault("KBERT_CACHE_DIR", os.path.join(tempfile.gettempdir(), f"kbert-tests-cache-{os.getuid()}"))
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402

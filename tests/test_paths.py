@@ -1,4 +1,4 @@
-"""kbert.paths: $KBERT_DATA_DIR or ../shared/data, the shipped samples, the checkpoint from its package."""
+"""kbert.paths: $KBERT_DATA_DIR or ../shared/data, the shipped samples, the checkpoint from its package, the cache."""
 
 import pathlib
 import sys
@@ -19,6 +19,18 @@ def test_data_dir_is_the_environment_variable_else_shared_data_beside_the_repo(m
     assert paths.data_dir() == tmp_path / "elsewhere"  # taken as it is, existing or not
     monkeypatch.delenv("KBERT_DATA_DIR")
     assert paths.data_dir() == REPO.parent / "shared" / "data"
+
+
+@once
+def test_cache_dir_is_the_environment_variable_else_kbert_in_the_user_s_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("KBERT_CACHE_DIR", str(tmp_path / "tables"))
+    assert paths.cache_dir() == tmp_path / "tables"
+    monkeypatch.delenv("KBERT_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert paths.cache_dir() == tmp_path / "xdg" / "kbert"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert paths.cache_dir() == tmp_path / "home" / ".cache" / "kbert"
 
 
 @once

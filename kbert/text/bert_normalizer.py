@@ -9,10 +9,17 @@ and its TFLite kernel stay unchanged.
 """
 
 import functools
+import hashlib
+import inspect
+import os
+import pathlib
+import tempfile
+import unicodedata
 
 import flatbuffers
 import numpy as np
 
+from kbert import paths
 from kbert.text.double_array import build_double_array
 from kbert_core.wordpiece import normalize_char
 
@@ -51,6 +58,10 @@ def normalize_code_point(code_point, lowercase=True):
 def fast_bert_normalizer_model(lowercase=True):
     """The flatbuffer for `tensorflow_text.FastBertNormalizer(model_buffer=...)`.
 
+    Building it asks every code point (about 2 s); each process that builds a tokenizer needs it, so it is built once
+    and kept in `kbert.paths.cache_dir()` under a name that changes with the code that builds it and with Python's
+    Unicode tables (`_cache_file`).
+
     Args:
         lowercase: bool. Whether to strip accents and lower-case.
 
@@ -60,6 +71,39 @@ def fast_bert_normalizer_model(lowercase=True):
     >>> tf_text.FastBertNormalizer(model_buffer=model).normalize(["Ça\\x00va"]).numpy()
     array([b'cava'], dtype=object)
     """
+    path = _cache_file(lowercase)
+    try:
+        kept = path.read_bytes()
+        if hashlib.sha256(kept[32:]).digest() == kept[:32]:  # else half-written or damaged: built again
+            return kept[32:]
+    except OSError:  # not built yet
+        pass
+    model = _built_model(lowercase)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")  # one per process
+    except OSError:  # a cache folder that cannot be written costs the building, nothing else
+        return model
+    try:
+        with os.fdopen(descriptor, "wb") as file:
+            file.write(hashlib.sha256(model).digest() + model)
+        os.replace(temporary, path)
+    except OSError:  # a full disk, say
+        pathlib.Path(temporary).unlink(missing_ok=True)
+    return model
+
+
+def _cache_file(lowercase):
+    """Where the model for `lowercase` is kept: named by a hash of Python's Unicode version and the sources that
+    build it (this module, the double-array builder, `normalize_char`'s module)."""
+    key = hashlib.sha256(f"{unicodedata.unidata_version} {lowercase}".encode())
+    for source in (__file__, inspect.getfile(build_double_array), inspect.getfile(normalize_char.__wrapped__)):
+        key.update(pathlib.Path(source).read_bytes())
+    return paths.cache_dir() / f"bert_normalizer-{key.hexdigest()[:32]}.bin"
+
+
+def _built_model(lowercase):
+    """`fast_bert_normalizer_model`'s flatbuffer, built from `normalize_code_point` for each code point."""
     pool, pool_offsets, keys, values = bytearray(), {}, [], []
     for code_point in range(0x110000):
         if code_point in _SURROGATES:

@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from kbert.text import bert_normalizer
 from kbert.text.bert_normalizer import fast_bert_normalizer_model, normalize_code_point
 
 once = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")
@@ -64,3 +65,49 @@ def test_the_op_applies_the_table_with_offsets():
     # after the deleted U+0000; the end maps to the end.
     assert offsets[0].numpy()[:3].tolist() == [0, 2, 4]
     assert offsets[0].numpy()[-1] == len(text.encode())
+
+
+@pytest.fixture
+def counted_builds(monkeypatch, tmp_path):
+    """The lowercase flags the model is built for, with a stand-in builder, the cache in `tmp_path / "cache"`,
+    and the process's copies forgotten before and after."""
+    builds = []
+    monkeypatch.setenv("KBERT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(bert_normalizer, "_built_model", lambda lowercase: builds.append(lowercase) or
+                        f"model {lowercase}".encode())
+    fast_bert_normalizer_model.cache_clear()
+    yield builds
+    fast_bert_normalizer_model.cache_clear()
+
+
+@once
+def test_the_model_is_built_once_kept_on_disk_and_rebuilt_when_damaged(counted_builds, tmp_path):
+    def again(lowercase=True):
+        fast_bert_normalizer_model.cache_clear()  # as a new process would
+        return fast_bert_normalizer_model(lowercase)
+
+    assert again() == b"model True" and counted_builds == [True]
+    assert again() == b"model True" and counted_builds == [True]  # read back, not built
+    assert again(False) == b"model False" and counted_builds == [True, False]
+    kept = sorted((tmp_path / "cache").iterdir())
+    assert len(kept) == 2 and all(path.name.startswith("bert_normalizer-") for path in kept)  # no temporaries left
+    path = bert_normalizer._cache_file(True)
+    path.write_bytes(path.read_bytes()[:-1] + b"X")  # damaged
+    assert again() == b"model True" and counted_builds == [True, False, True]
+    assert again() == b"model True" and len(counted_builds) == 3  # the rebuilt one was kept
+
+
+@once
+def test_the_kept_model_is_not_read_under_other_unicode_tables(counted_builds, monkeypatch):
+    fast_bert_normalizer_model()
+    monkeypatch.setattr(bert_normalizer.unicodedata, "unidata_version", "0.0.0")
+    fast_bert_normalizer_model.cache_clear()
+    fast_bert_normalizer_model()
+    assert counted_builds == [True, True]
+
+
+@once
+def test_a_cache_folder_that_cannot_be_written_only_costs_the_building(counted_builds, monkeypatch, tmp_path):
+    (tmp_path / "a_file").write_text("")
+    monkeypatch.setenv("KBERT_CACHE_DIR", str(tmp_path / "a_file" / "cache"))
+    assert fast_bert_normalizer_model() == b"model True"
