@@ -72,25 +72,37 @@ def fast_bert_normalizer_model(lowercase=True):
     array([b'cava'], dtype=object)
     """
     path = _cache_file(lowercase)
+    model = _read_kept(path)
+    if model is None:
+        model = _built_model(lowercase)
+        _keep(path, model)
+    return model
+
+
+def _read_kept(path):
+    """The model kept at `path`, or None when there is none, or a half-written or damaged one (its sha256, in
+    front, does not match)."""
     try:
         kept = path.read_bytes()
-        if hashlib.sha256(kept[32:]).digest() == kept[:32]:  # else half-written or damaged: built again
-            return kept[32:]
-    except OSError:  # not built yet
-        pass
-    model = _built_model(lowercase)
+    except OSError:
+        return None
+    return kept[32:] if hashlib.sha256(kept[32:]).digest() == kept[:32] else None
+
+
+def _keep(path, model):
+    """Writes `model` and its sha256 to `path` through a temporary file of this process's own, renamed; a cache
+    folder that cannot be written (or a full disk) only costs the next process the building."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")  # one per process
-    except OSError:  # a cache folder that cannot be written costs the building, nothing else
-        return model
+        descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    except OSError:
+        return
     try:
         with os.fdopen(descriptor, "wb") as file:
             file.write(hashlib.sha256(model).digest() + model)
         os.replace(temporary, path)
-    except OSError:  # a full disk, say
+    except OSError:
         pathlib.Path(temporary).unlink(missing_ok=True)
-    return model
 
 
 def _cache_file(lowercase):
