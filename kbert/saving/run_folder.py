@@ -395,8 +395,9 @@ def _umask():
 
 @contextlib.contextmanager
 def atomic_file(path):
-    """Yields the hidden path `.NAME.partial` beside the file `path`, to write; a rename puts it in
-    `path`'s place if the block finishes (never half-written), else it is removed.
+    """Yields a new hidden path `.NAME.partial-XXXXXXXX` beside the file `path`, to write (one per call, so that
+    processes writing the same file never share one); a rename puts it in `path`'s place if the block finishes
+    (never half-written), else it is removed.
 
     Example:
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "labels.tsv"
@@ -408,8 +409,11 @@ def atomic_file(path):
     path = pathlib.Path(path)
     if path.is_dir():  # checked first: the rename at the end would fail, after all the work
         raise IsADirectoryError(errno.EISDIR, "a folder, not a file: give the file's name", str(path))
-    temporary = hidden_beside(path, "partial")
+    descriptor, name = tempfile.mkstemp(prefix=hidden_beside(path, "partial").name + "-", dir=path.parent)
+    os.close(descriptor)
+    temporary = pathlib.Path(name)
     try:
+        temporary.chmod(0o666 & ~_umask())  # mkstemp makes it private; the file is an ordinary one
         yield temporary
         os.replace(temporary, path)
     except BaseException:

@@ -11,15 +11,14 @@ and its TFLite kernel stay unchanged.
 import functools
 import hashlib
 import inspect
-import os
 import pathlib
-import tempfile
 import unicodedata
 
 import flatbuffers
 import numpy as np
 
 from kbert import paths
+from kbert.saving import atomic_file
 from kbert.text.double_array import build_double_array
 from kbert_core.wordpiece import normalize_char
 
@@ -90,19 +89,14 @@ def _read_kept(path):
 
 
 def _keep(path, model):
-    """Writes `model` and its sha256 to `path` through a temporary file of this process's own, renamed; a cache
-    folder that cannot be written (or a full disk) only costs the next process the building."""
+    """Writes `model` and its sha256 to `path` (`kbert.saving.atomic_file`); a cache folder that cannot be written
+    (or a full disk) only costs the next process the building."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        with atomic_file(path) as partial:
+            partial.write_bytes(hashlib.sha256(model).digest() + model)
     except OSError:
-        return
-    try:
-        with os.fdopen(descriptor, "wb") as file:
-            file.write(hashlib.sha256(model).digest() + model)
-        os.replace(temporary, path)
-    except OSError:
-        pathlib.Path(temporary).unlink(missing_ok=True)
+        pass
 
 
 def _cache_file(lowercase):
