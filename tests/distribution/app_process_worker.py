@@ -1,7 +1,7 @@
-"""Spawned by tests/distribution/test_app_processes.py and jax_app_process_worker.py: runs a task app's command
-(APP: sentiment, nli or similarity through apps/sentence_cli.py's `main`, what apps/sentiment.py runs; ner or qa
-through apps/ner.py's or apps/qa.py's `main`) in a folder of its own, and writes what it printed on stdout to
-STDOUT_FILE.
+"""Run by tests/distribution/commands_worker.py for test_torch_app_processes.py and test_jax_app_processes.py: runs a
+task app's command (APP: sentiment, nli or similarity through apps/sentence_cli.py's `main`, what apps/sentiment.py
+runs; ner or qa through apps/ner.py's or apps/qa.py's `main`) in a folder of its own, and writes what it printed on
+stdout to STDOUT_FILE.
 
 argv: WORKDIR STDOUT_FILE APP ARGS...: ARGS are the app's. A torch job's process when MASTER_ADDR, MASTER_PORT, RANK
 and WORLD_SIZE are set (as torchrun sets them), else one process. The classifier head's dropout is 0 (and so is

@@ -1,5 +1,6 @@
-"""Spawned by tests/distribution/test_data_parallel.py: trains `data_parallel_training.train` data-parallel
-and writes the weights to OUT (.npz).
+"""Spawned by tests/distribution/test_data_parallel.py (and run by commands_worker.py for
+test_torch_app_processes.py): trains `data_parallel_training.train` data-parallel and writes the weights to OUT
+(.npz).
 
 argv: tensorflow OUT: on 2 logical CPU devices, under `tf.distribute.MirroredStrategy`, and on one device
 (no strategy) in the same process, unshuffled: under a strategy, Keras's TensorFlow trainer reads the

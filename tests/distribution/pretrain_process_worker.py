@@ -1,6 +1,6 @@
-"""Spawned by tests/distribution/test_pretrain_processes.py, as one process or as one of a torch job's processes
-(MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE set, as torchrun sets them), on torch unless KERAS_BACKEND says
-otherwise (tests/distribution/jax_app_process_worker.py runs its app mode on JAX).
+"""Run by tests/distribution/commands_worker.py for test_torch_app_processes.py, as one process or as one of a torch
+job's processes (MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE set, as torchrun sets them), on torch unless
+KERAS_BACKEND says otherwise (test_jax_app_processes.py runs its app mode on JAX).
 
 argv: library OUT: a `BertPretrainer` (TINY, dropout 0, NSP head, SGD with momentum) fits the fixed global batches
 of `batches()`: in a job, this process's share of each (`kbert.distribution.data_shares.shares`); alone, the whole batches.

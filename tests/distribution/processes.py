@@ -25,30 +25,65 @@ def run_together(script, argvs, envs):
         assert worker.returncode == 0, output[-4000:]
 
 
-def run_jax_app_processes(tmp_path, name, processes, devices, arguments):
-    """Runs tests/distribution/jax_app_process_worker.py in `processes` JAX processes of `devices` virtual CPU devices
-    each (a job when more than one: the test sets KERAS_DISTRIBUTION_JOB_ADDRESSES, _NUM_PROCESSES, _PROCESS_ID), each
-    in an empty folder of its own; `arguments(p)` gives process p's APP ARGS.... Returns the working folders, what
-    each printed, and the rows of the batches each traced a training step on."""
-    import os
+def run_commands(folder, name, environments, commands):
+    """Runs tests/distribution/commands_worker.py once per environment in `environments`, all at once (the processes of
+    a job, when they describe one), started once as a user's job would be: each process runs the commands `commands`
+    (command -> a function of the process p giving its WORKER ARGS...) one after another. Returns, for each command,
+    the rows of the batches each process traced a training step on (JAX; nothing on torch)."""
+    import json
 
     from tests.conftest import TESTS
 
-    envs, argvs, workdirs = [], [], []
+    def rows_file(command, process):
+        return folder / f"{command}-{name}_rows{process}"
+
+    listed = []
+    for process in range(len(environments)):
+        listed.append(folder / f"{name}_commands{process}.json")
+        listed[-1].write_text(json.dumps([[str(rows_file(command, process)), *map(str, arguments(process))]
+                                          for command, arguments in commands.items()]))
+    run_together(TESTS / "distribution" / "commands_worker.py", [[path] for path in listed], environments)
+    return {command: [rows_file(command, process).read_text().split() for process in range(len(environments))]
+            for command in commands}
+
+
+def run_jax_app_processes(folder, name, processes, devices, commands):
+    """Runs in `processes` JAX processes of `devices` virtual CPU devices each (a job when more than one: the test sets
+    KERAS_DISTRIBUTION_JOB_ADDRESSES, _NUM_PROCESSES, _PROCESS_ID) the app commands `commands` (command -> a function
+    of the process p giving its APP ARGS...; APP pretrain: its AUDIT_FILE, then apps/pretrain.py's arguments) one after
+    another, through tests/distribution/app_process_worker.py (pretrain_process_worker.py), each in an empty folder
+    of its own, FOLDER/COMMAND-NAME_cwdP. Returns, for each command, its working folders, what each process printed,
+    and the rows of the batches each traced a training step on."""
+    import os
+
+    def paths(command, process):  # its working folder, what it printed
+        return folder / f"{command}-{name}_cwd{process}", folder / f"{command}-{name}_stdout{process}"
+
+    def worker_command(command, arguments):
+        def of(process):
+            workdir, stdout = paths(command, process)
+            workdir.mkdir()
+            app, *rest = arguments(process)
+            if app == "pretrain":
+                return ["pretrain_process_worker.py", "app", workdir, stdout, *rest]
+            return ["app_process_worker.py", workdir, stdout, app, *rest]
+        return of
+
     address = f"localhost:{free_port()}"
-    for process in range(processes):
-        workdirs.append(tmp_path / f"{name}_cwd{process}")
-        workdirs[-1].mkdir()
-        job = {"KERAS_DISTRIBUTION_JOB_ADDRESSES": address, "KERAS_DISTRIBUTION_NUM_PROCESSES": str(processes),
-               "KERAS_DISTRIBUTION_PROCESS_ID": str(process)} if processes > 1 else {}
-        env = {key: value for key, value in os.environ.items() if key != "XLA_FLAGS"}
-        envs.append({**env, "OMP_NUM_THREADS": "1", **job})
-        argvs.append([devices, tmp_path / f"{name}_shapes{process}", workdirs[-1], tmp_path / f"{name}_stdout{process}",
-                      *arguments(process)])
-    run_together(TESTS / "distribution" / "jax_app_process_worker.py", argvs, envs)
-    printed = [(tmp_path / f"{name}_stdout{process}").read_text() for process in range(processes)]
-    traced = [(tmp_path / f"{name}_shapes{process}").read_text().split() for process in range(processes)]
-    return workdirs, printed, traced
+    environment = {key: value for key, value in os.environ.items() if key != "XLA_FLAGS"}
+    environments = [{**environment, "KERAS_BACKEND": "jax", "OMP_NUM_THREADS": "1",
+                     "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}",
+                     **({"KERAS_DISTRIBUTION_JOB_ADDRESSES": address,
+                         "KERAS_DISTRIBUTION_NUM_PROCESSES": str(processes),
+                         "KERAS_DISTRIBUTION_PROCESS_ID": str(process)} if processes > 1 else {})}
+                    for process in range(processes)]
+    traced = run_commands(folder, name, environments,
+                          {command: worker_command(command, arguments) for command, arguments in commands.items()})
+    ran = {}
+    for command in commands:
+        workdirs, printed = zip(*(paths(command, process) for process in range(processes)))
+        ran[command] = list(workdirs), [path.read_text() for path in printed], traced[command]
+    return ran
 
 
 def sentiment_app_inputs(tmp_path):

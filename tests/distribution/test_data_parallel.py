@@ -1,7 +1,7 @@
-"""Data parallelism off JAX: `tf.distribute.MirroredStrategy` on 2 logical CPU devices, and 2 torch
-processes averaging their gradients over gloo, each train a bert_tiny classifier on raw strings (global
-batches of 5, padded to 6 on 2 replicas) to the weights of one device on the same global batches; the
-sentiment app trains under --distribution data --remat on the 2 TensorFlow devices."""
+"""Data parallelism on TensorFlow: `tf.distribute.MirroredStrategy` on 2 logical CPU devices trains a bert_tiny
+classifier on raw strings (global batches of 5, padded to 6 on 2 replicas) to the weights of one device on the same
+global batches; the sentiment app trains under --distribution data --remat on the 2 devices. Torch's processes train
+the same classifier in test_torch_app_processes.py; here, torch refuses data parallelism outside a job."""
 
 import json
 import os
@@ -39,26 +39,6 @@ def test_mirrored_strategy_trains_as_one_device(tiny_init, tmp_path):  # noqa: F
     assert len(single) == len(mirrored) > 0
     for expected, actual in zip(single, mirrored):
         np.testing.assert_allclose(actual, expected, atol=2e-6)
-
-
-@pytest.mark.skipif(keras.config.backend() != "torch", reason="torch.distributed: torch's test")
-def test_torch_processes_train_as_one(tmp_path):
-    from tests.distribution.data_parallel_training import train
-
-    port = free_port()
-    envs = [{**os.environ, "KERAS_BACKEND": "torch", "MASTER_ADDR": "localhost", "MASTER_PORT": str(port),
-             "RANK": str(rank), "WORLD_SIZE": "2", "OMP_NUM_THREADS": "1"} for rank in (0, 1)]
-    run_together(WORKER, [("torch", tmp_path / f"{rank}.npz") for rank in (0, 1)], envs)
-
-    expected, steps, moved = train(None)  # one process, all rows of each global batch
-    assert steps == 10 and moved > 1e-3
-    for rank in (0, 1):
-        results = np.load(tmp_path / f"{rank}.npz")
-        assert (int(results["replicas"]), int(results["steps"])) == (2, 10)
-        trained = _weights(results, "weight")
-        assert len(trained) == len(expected)
-        for reference, actual in zip(expected, trained):
-            np.testing.assert_allclose(actual, reference, atol=2e-5)
 
 
 @pytest.mark.skipif(keras.config.backend() != "torch", reason="torch.distributed: torch's test")

@@ -1,5 +1,6 @@
 """kbert.distribution.data_shares: process r of n takes the r-th n-th of each global batch (numpy alone: every
-backend). Sharing across real processes is tested by test_data_parallel.py (torch) and test_multi_process.py (JAX)."""
+backend). Sharing across real processes is tested by test_torch_app_processes.py (torch) and test_multi_process.py
+(JAX)."""
 
 import keras
 import numpy as np

@@ -2,7 +2,7 @@
 training and with no run folder written (the refusals are backend-independent: TensorFlow); --remat trains there
 (its losses and gradients on each backend: tests/training/test_remat.py;
 --distribution data trains on TensorFlow: test_data_parallel.py; on torch, and torch's refusals:
-test_app_processes.py)."""
+test_torch_app_processes.py)."""
 
 import json
 

@@ -1,6 +1,6 @@
 """kbert.distribution.processes in a process of its own: it is the chief, runs process 0's work itself and
-refuses a half-described JAX job. Jobs of several processes: test_multi_process.py, test_data_parallel.py,
-test_pretrain_processes.py and the apps' (test_app_processes.py, test_jax_app_processes.py)."""
+refuses a half-described JAX job. Jobs of several processes: test_multi_process.py, test_data_parallel.py (TensorFlow)
+and the apps' (test_torch_app_processes.py, test_jax_app_processes.py)."""
 
 import keras
 import pytest

@@ -1,6 +1,6 @@
 """kbert.distribution.torch_data_parallel in one process: the active job, and gradient averaging (on a one-process
 gloo group that claims 2 replicas, so that the mean is half the gradient). The real 2-process job is
-tests/distribution/test_data_parallel.py's; the shares of a global batch, test_data_shares.py's."""
+tests/distribution/test_torch_app_processes.py's; the shares of a global batch, test_data_shares.py's."""
 
 import keras
 import numpy as np
