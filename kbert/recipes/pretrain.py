@@ -367,7 +367,7 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
                 each.deadline = each.clock() + 60 * minutes
             # shuffle=False: the pipeline shuffles (Keras would warn that it ignores shuffle=True).
             return model.fit(mine, epochs=epochs, steps_per_epoch=checkpoint_every * gradient_accumulation,
-                             callbacks=[*budget, *callbacks],
+                             callbacks=callbacks,
                              validation_data=process_share(held_out) if held_out else None,
                              shuffle=False, verbose=verbose)
 
@@ -417,8 +417,8 @@ def train(files, out, settings, init=None, preset="bert_mini", config=None, voca
     if objective == "electra":
         hyperparameters["generator_fraction"] = generator_fraction
     metrics = training_run(model, "pretrain", run, hyperparameters, backup, fit, scores, write,
-                           logs=contextlib.nullcontext(training_logs(folder)), title="pretrain", verbose=verbose,
-                           keep_backup=not budget)
+                           callbacks=budget, logs=contextlib.nullcontext(training_logs(folder)), title="pretrain",
+                           verbose=verbose, keep_backup=not budget)
     return metrics if is_chief() else None
 
 

@@ -18,8 +18,8 @@ class TimeBudget(keras.callbacks.Callback):
     plan may have erred short), and as soon as a step at the interval's pace would overrun the deadline. A
     learning rate that `fit` plans (`bert_adamw(total_steps=None)`) decays to 0 at the planned last step,
     laid again at each re-plan (the warmup kept). A re-plan that goes on
-    prints a line (the progress lines count the fit's own steps). `plans` lists each plan: (steps done, seconds
-    a step, last step). `steps` counts the steps this callback has seen.
+    prints a line (the progress lines count to the plan's last step: `steps_left`). `plans` lists each plan: (steps
+    done, seconds a step, last step). `steps` counts the steps this callback has seen.
 
     Args:
         deadline: float. When the fit should have returned, on `clock`.
@@ -76,6 +76,10 @@ class TimeBudget(keras.callbacks.Callback):
         if self.timed_from:  # the interval's steps exclude it
             self.timed_from = (self.timed_from[0], self.timed_from[1] + took)
         self.epoch_end_seconds, self.epoch_end_timed = took, True
+
+    def steps_left(self):
+        """The steps the plan has still to run (`kbert.training.fit_progress.FitProgress` counts to them)."""
+        return max(self.last_step - self.steps, 0)
 
     def _next_step_overruns(self, now):
         """Whether one more step at this interval's pace, and the epoch's end, would pass the deadline: a machine

@@ -9,6 +9,7 @@ from kbert.training.non_finite_loss import StopOnNonFiniteLoss
 from kbert.training.resumable_fit import resumable_fit
 from kbert.training.resume_policy import run_backup
 from kbert.training.results import run_metrics, write_run_folder
+from kbert.training.time_budget import TimeBudget
 from kbert.training.training_logs import fine_tuning_logs
 
 
@@ -31,7 +32,8 @@ def training_run(model, task, run, hyperparameters, backup, fit, scores, write, 
         fit: callable `(callbacks, verbose) -> History`: the run's fit (`resumable_fit` on raw inputs, a stream).
         scores: callable `(history) -> (validation scores, best epoch)`.
         write: callable `(metrics, history)`: writes the run folder (or the end of it).
-        callbacks: the run's own callbacks (validation scores, early stopping), before the backup.
+        callbacks: the run's own callbacks (validation scores, early stopping, a `TimeBudget`, whose plan the
+            progress lines count to), before the backup.
         logs: a context manager that yields the log callbacks (default `fine_tuning_logs(backup)`).
         title: str. Of the progress lines.
         verbose: as `kbert.training.fit_progress`.
@@ -50,7 +52,8 @@ def training_run(model, task, run, hyperparameters, backup, fit, scores, write, 
     >>> metrics["steps"], metrics["resumed_at_step"], metrics["best_epoch"], sorted(out.parent.iterdir())
     (2, 0, 2, [])
     """
-    verbose, progress = fit_progress(verbose, title=title)
+    budgets = [callback for callback in callbacks if isinstance(callback, TimeBudget)]
+    verbose, progress = fit_progress(verbose, title=title, budgets=budgets)
     start = time.perf_counter()
     with logs or fine_tuning_logs(backup) as log_callbacks:
         history = fit([StopOnNonFiniteLoss(backup), *callbacks, backup, *log_callbacks, *progress], verbose)

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from kbert.optimizers import bert_adamw
+from kbert.training.fit_progress import FitProgress
 from kbert.training.time_budget import TimeBudget, steps_that_fit
 
 BUDGET = 100.0  # seconds the fit may take, as the demo gives it (its budget less what follows fine-tuning)
@@ -36,15 +37,17 @@ class FakeTime(keras.callbacks.Callback):
         self.ended = self.now
 
 
-def budgeted_fit(planned_seconds, clock, examples=400, epochs=3, optimizer="sgd"):
+def budgeted_fit(planned_seconds, clock, examples=400, epochs=3, optimizer="sgd", progress=False):
     """A fit of `epochs` passes over `examples` (one a step) under a TimeBudget whose first plan assumed
-    `planned_seconds` a step (the demo's probe); re-plans every 20 fake seconds. Returns the model and budget."""
+    `planned_seconds` a step (the demo's probe); re-plans every 20 fake seconds; with `progress`, a progress line
+    each step. Returns the model and budget."""
     model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
     model.compile(optimizer, "mse")
     budget = TimeBudget(BUDGET, steps_that_fit(BUDGET, planned_seconds, 0, EPOCH_END), EPOCH_END,
                         replan_seconds=20, clock=clock)
+    lines = [FitProgress("toy", every_seconds=0, budgets=[budget])] if progress else []
     model.fit(np.ones((examples, 1)), np.ones((examples, 1)), batch_size=1, epochs=epochs, verbose=0,
-              callbacks=[clock, budget])
+              callbacks=[clock, budget, *lines])
     return model, budget
 
 
@@ -83,6 +86,27 @@ def test_all_the_steps_of_the_fit_when_they_fit():
     clock = FakeTime(0.05)
     _, budget = budgeted_fit(0.40, clock, examples=100)
     assert budget.steps == 300 and budget.plans[-1][2] == 300 and clock.ended == pytest.approx(300 * 0.05 + 3 * 2)
+
+
+@pytest.mark.parametrize("examples", [400, 100])
+def test_the_progress_lines_count_to_the_step_the_plan_stops_at(examples, capsys):
+    """The demo's lines said "step 1,339/6,270 (21%), ..., about 11 min 05 s left" (the fit's 3 epochs) while its
+    10-minute budget stopped at step 4,008: each line counts to the last step of the plan in force, re-planned with
+    it, and the last line is the step the fit stopped at; a budget that every step fits leaves the fit's count."""
+    import re
+
+    clock = FakeTime(0.17)
+    _, budget = budgeted_fit(0.40, clock, examples=examples, progress=True)
+    lines = [line for line in capsys.readouterr().out.splitlines() if ": step" in line]
+    counts = [tuple(int(number.replace(",", "")) for number in numbers)
+              for numbers in (re.match(r"toy, epoch \d/3: step ([\d,]+)/([\d,]+) ", line).groups() for line in lines)]
+    assert [done for done, _ in counts] == list(range(1, budget.steps + 1))
+    assert counts[0][1] == min(budget.plans[0][2], 3 * examples) and counts[-1] == (budget.steps, budget.steps)
+    assert {total for _, total in counts} == {min(last, 3 * examples) for _, _, last in budget.plans}
+    if examples == 400:
+        assert budget.steps < 3 * examples and len(budget.plans) > 2  # stopped by the budget, re-planned
+    else:
+        assert budget.steps == 3 * examples
 
 
 def test_a_learning_rate_planned_by_fit_decays_to_zero_at_the_last_step_of_the_plan():
