@@ -4,14 +4,12 @@ global batches; the sentiment app trains under --distribution data --remat on th
 the same classifier in test_torch_app_processes.py; here, torch refuses data parallelism outside a job."""
 
 import json
-import os
 
 import keras
 import numpy as np
 import pytest
 
 from tests.conftest import TESTS, run_python
-from tests.distribution.processes import free_port, run_together
 from tests.tasks.conftest import tiny_init, write_sentiment_tsv  # noqa: F401 (a fixture)
 
 WORKER = TESTS / "distribution" / "data_parallel_worker.py"
