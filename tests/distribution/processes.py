@@ -1,4 +1,5 @@
-"""Processes that train together (multi-process JAX, torch.distributed): a free port, and a run of all."""
+"""Processes that train together (multi-process JAX, torch.distributed): a free port, a run of all, and workers that
+run several commands (apps among them) one after another, started once."""
 
 import socket
 import subprocess
@@ -47,27 +48,38 @@ def run_commands(folder, name, environments, commands):
             for command in commands}
 
 
+def app_command(folder, name, command, arguments):
+    """The worker's command that runs an app's command in an empty folder of its own, FOLDER/COMMAND-NAME_cwdP,
+    keeping what it printed (`app_outputs`): `arguments(p)` gives process p's APP ARGS... (APP pretrain: its
+    AUDIT_FILE, then apps/pretrain.py's arguments), run by tests/distribution/app_process_worker.py
+    (pretrain_process_worker.py). A function of the process p, as `run_commands` takes it."""
+    def of(process):
+        workdir, stdout = _app_paths(folder, name, command, process)
+        workdir.mkdir()
+        app, *rest = arguments(process)
+        if app == "pretrain":
+            return ["pretrain_process_worker.py", "app", workdir, stdout, *rest]
+        return ["app_process_worker.py", workdir, stdout, app, *rest]
+    return of
+
+
+def app_outputs(folder, name, command, processes):
+    """The working folders of an `app_command` in each of the `processes`, and what each printed."""
+    workdirs, printed = zip(*(_app_paths(folder, name, command, process) for process in range(processes)))
+    return list(workdirs), [path.read_text() for path in printed]
+
+
+def _app_paths(folder, name, command, process):
+    return folder / f"{command}-{name}_cwd{process}", folder / f"{command}-{name}_stdout{process}"
+
+
 def run_jax_app_processes(folder, name, processes, devices, commands):
     """Runs in `processes` JAX processes of `devices` virtual CPU devices each (a job when more than one: the test sets
     KERAS_DISTRIBUTION_JOB_ADDRESSES, _NUM_PROCESSES, _PROCESS_ID) the app commands `commands` (command -> a function
-    of the process p giving its APP ARGS...; APP pretrain: its AUDIT_FILE, then apps/pretrain.py's arguments) one after
-    another, through tests/distribution/app_process_worker.py (pretrain_process_worker.py), each in an empty folder
-    of its own, FOLDER/COMMAND-NAME_cwdP. Returns, for each command, its working folders, what each process printed,
-    and the rows of the batches each traced a training step on."""
+    of the process p giving its APP ARGS..., as `app_command` takes them) one after another. Returns, for each
+    command, its working folders, what each process printed, and the rows of the batches each traced a training step
+    on."""
     import os
-
-    def paths(command, process):  # its working folder, what it printed
-        return folder / f"{command}-{name}_cwd{process}", folder / f"{command}-{name}_stdout{process}"
-
-    def worker_command(command, arguments):
-        def of(process):
-            workdir, stdout = paths(command, process)
-            workdir.mkdir()
-            app, *rest = arguments(process)
-            if app == "pretrain":
-                return ["pretrain_process_worker.py", "app", workdir, stdout, *rest]
-            return ["app_process_worker.py", workdir, stdout, app, *rest]
-        return of
 
     address = f"localhost:{free_port()}"
     environment = {key: value for key, value in os.environ.items() if key != "XLA_FLAGS"}
@@ -77,13 +89,9 @@ def run_jax_app_processes(folder, name, processes, devices, commands):
                          "KERAS_DISTRIBUTION_NUM_PROCESSES": str(processes),
                          "KERAS_DISTRIBUTION_PROCESS_ID": str(process)} if processes > 1 else {})}
                     for process in range(processes)]
-    traced = run_commands(folder, name, environments,
-                          {command: worker_command(command, arguments) for command, arguments in commands.items()})
-    ran = {}
-    for command in commands:
-        workdirs, printed = zip(*(paths(command, process) for process in range(processes)))
-        ran[command] = list(workdirs), [path.read_text() for path in printed], traced[command]
-    return ran
+    traced = run_commands(folder, name, environments, {
+        command: app_command(folder, name, command, arguments) for command, arguments in commands.items()})
+    return {command: (*app_outputs(folder, name, command, processes), traced[command]) for command in commands}
 
 
 def sentiment_app_inputs(tmp_path):

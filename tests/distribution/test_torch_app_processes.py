@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from tests.conftest import app_module
-from tests.distribution.processes import (assert_only_process_0_wrote, assert_runs_agree, free_port, run_commands,
-                                         sentiment_app_inputs)
+from tests.distribution.processes import (app_command, app_outputs, assert_only_process_0_wrote, assert_runs_agree,
+                                         free_port, run_commands, sentiment_app_inputs)
 from tests.tasks.conftest import write_sentiment_tsv
 from tests.tasks.test_pretrain_app import write_corpus
 
@@ -32,29 +32,25 @@ def _environments(processes):
 
 def _commands(work, name, init, data):
     """What each process of the run `name` ("one": a process alone, "two": a job of 2) runs, in order: command -> its
-    worker's command for process p. The apps run each in an empty folder of their own, process p writing APP-NAME_p
-    (the same command but for the path, which shows what each one writes)."""
-    def folders(command, p):  # an empty working folder, and the file that gets what the command printed
-        (work / f"{command}-{name}_cwd{p}").mkdir()
-        return work / f"{command}-{name}_cwd{p}", work / f"{command}-{name}_stdout{p}"
-
+    worker's command for process p. The apps run each in an empty folder of their own (`app_command`), process p
+    writing APP-NAME_p (the same command but for the path, which shows what each one writes)."""
     # the job also rematerializes the sentiment model's blocks (--remat): recomputing them changes no weight
     job = ["--distribution", "data", "--remat"] if name == "two" else []
-    sentiment = lambda p: [  # noqa: E731
-        "app_process_worker.py", *folders("sentiment", p), "sentiment", "train", "--data", data, "--init", init,
-        "--epochs", "2", "--batch-size", "5", "--lr", "1e-3", "--max-length", "12", "--validation-fraction", "0.25",
-        "--seed", "3", "--progress", "0", "--out", work / f"sentiment-{name}_{p}", *job]
-    commands = {"pretrainer": lambda p: ["pretrain_process_worker.py", "library", work / f"pretrainer-{name}{p}.npz"],
-                "sentiment": sentiment}
+    commands = {
+        "pretrainer": lambda p: ["pretrain_process_worker.py", "library", work / f"pretrainer-{name}{p}.npz"],
+        "sentiment": app_command(work, name, "sentiment", lambda p: [
+            "sentiment", "train", "--data", data, "--init", init, "--epochs", "2", "--batch-size", "5", "--lr", "1e-3",
+            "--max-length", "12", "--validation-fraction", "0.25", "--seed", "3", "--progress", "0",
+            "--out", work / f"sentiment-{name}_{p}", *job])}
     if name == "one":
         return commands
 
     def pretrain(command, steps, *options):  # apps/pretrain.py, with an audit of what process p wrote
-        return lambda p: [
-            "pretrain_process_worker.py", "app", *folders(command, p), work / f"{command}-{name}_audit{p}", "--corpus",
-            work / "corpus.txt", "--run", "run", "--output", work / "pretrain", "--preset", "bert_tiny", "--vocab-size",
-            "120", "--steps", str(steps), "--checkpoint-every", "1", "--batch-size", "4", "--seq-len", "32",
-            "--holdout-fraction", "0.3", "--objective", "mlm", "--distribution", "data", *options]
+        return app_command(work, name, command, lambda p: [
+            "pretrain", work / f"{command}-{name}_audit{p}", "--corpus", work / "corpus.txt", "--run", "run",
+            "--output", work / "pretrain", "--preset", "bert_tiny", "--vocab-size", "120", "--steps", str(steps),
+            "--checkpoint-every", "1", "--batch-size", "4", "--seq-len", "32", "--holdout-fraction", "0.3",
+            "--objective", "mlm", "--distribution", "data", *options])
 
     # raised: the same command with 3 steps resumes from process 0's backup, each process now recomputing its blocks in
     # the backward pass (--remat is not a setting of the run: a resumed run may change it)
@@ -71,11 +67,6 @@ def work(tmp_path_factory):
     run_commands(work, "one", _environments(1), _commands(work, "one", init, data))
     run_commands(work, "two", _environments(2), _commands(work, "two", init, data))
     return work
-
-
-def _printed(work, command, name="two"):
-    """What each process of the run `name` printed while it ran `command`."""
-    return [(work / f"{command}-{name}_stdout{p}").read_text() for p in range({"one": 1, "two": 2}[name])]
 
 
 def _written(work, command):
@@ -118,8 +109,8 @@ def test_pretrainer_trains_on_shares_as_on_whole_batches(work):
 
 
 def test_sentiment_app_trains_as_two_torch_processes(work):
-    (alone,), printed = _printed(work, "sentiment", "one"), _printed(work, "sentiment")
-    workdirs = [work / f"sentiment-two_cwd{p}" for p in range(2)]
+    (_, (alone,)), (workdirs, printed) = (app_outputs(work, name, "sentiment", processes)
+                                          for name, processes in (("one", 1), ("two", 2)))
 
     assert "Wrote" in alone
     assert_only_process_0_wrote(work, "sentiment-two", printed, workdirs)
@@ -131,13 +122,13 @@ def test_sentiment_app_trains_as_two_torch_processes(work):
 
 def test_pretrain_app_trains_as_two_torch_processes_and_resumes(work):
     run = work / "pretrain" / "run"
-    printed, written = _printed(work, "pretrain"), _written(work, "pretrain")
+    (_, printed), written = app_outputs(work, "two", "pretrain", 2), _written(work, "pretrain")
     assert "Saved" in printed[0] and "held-out after training" in printed[0]
     assert printed[1] == ""  # process 1 printed nothing ...
     assert [path for path in written[1] if path.startswith(str(work))] == []  # ... and wrote nothing
     assert any(path.startswith(str(run)) for path in written[0])  # (the audit sees process 0's writes)
 
-    raised, written = _printed(work, "raised"), _written(work, "raised")
+    (_, raised), written = app_outputs(work, "two", "raised", 2), _written(work, "raised")
     assert "Resuming after 2 batches" in raised[0]  # the first run trained its 2 steps
     assert raised[1] == "" and [path for path in written[1] if path.startswith(str(work))] == []
     assert sorted(path.name for path in (work / "pretrain").iterdir()) == [".run.backup", "run"]  # kept: to train on
