@@ -18,7 +18,7 @@ class TimeBudget(keras.callbacks.Callback):
     plan may have erred short), and as soon as a step at the interval's pace would overrun the deadline. A
     learning rate that `fit` plans (`bert_adamw(total_steps=None)`) decays to 0 at the planned last step,
     laid again at each re-plan (the warmup kept). A re-plan that goes on
-    prints a line (the progress lines count to the plan's last step: `steps_left`). `plans` lists each plan: (steps
+    prints a line (the progress lines count to the last step a re-plan would find: `steps_left`). `plans` lists each plan: (steps
     done, seconds a step, last step). `steps` counts the steps this callback has seen.
 
     Args:
@@ -78,8 +78,16 @@ class TimeBudget(keras.callbacks.Callback):
         self.epoch_end_seconds, self.epoch_end_timed = took, True
 
     def steps_left(self):
-        """The steps the plan has still to run (`kbert.training.fit_progress.FitProgress` counts to them)."""
-        return max(self.last_step - self.steps, 0)
+        """The steps the fit has still to run: to the last step a re-plan would find now, at the pace of the steps
+        timed since the last plan (the plan itself before any are timed). `kbert.training.fit_progress.FitProgress`
+        counts to them."""
+        if not self.timed_from or self.steps <= self.timed_from[0]:
+            return max(self.last_step - self.steps, 0)
+        first, start = self.timed_from
+        seconds_each = (self.batch_ended - start) / (self.steps - first)
+        last = steps_that_fit(self.deadline - self.batch_ended, seconds_each, self.steps, self.epoch_end_seconds,
+                              self.steps_per_epoch, self.fit_end_step)
+        return max(last - self.steps, 0)
 
     def _next_step_overruns(self, now):
         """Whether one more step at this interval's pace, and the epoch's end, would pass the deadline: a machine
