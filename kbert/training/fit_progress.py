@@ -8,7 +8,7 @@ class FitProgress(keras.callbacks.Callback):
     steps done of the fit's, the loss so far this epoch, the time a step takes and the time left;
     and a line at the end of each epoch. For logs, CI jobs and notebook cells, where Keras's bar
     prints nothing until an epoch ends. Under a time budget that stops the fit sooner, the steps
-    and the time left are those of the budget's plan, as it is re-planned.
+    and the time left are those to the step where the budget would stop it (`TimeBudget.steps_left`).
 
     Args:
         title: str. What is trained, at the start of each line.
