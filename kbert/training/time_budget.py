@@ -17,9 +17,9 @@ class TimeBudget(keras.callbacks.Callback):
     fit ends on time on whatever machine; also at the planned last step, before stopping there (the first
     plan may have erred short), and as soon as a step at the interval's pace would overrun the deadline. A
     learning rate that `fit` plans (`bert_adamw(total_steps=None)`) decays to 0 at the planned last step,
-    laid again at each re-plan (the warmup kept). A re-plan that goes on
-    prints a line (the progress lines count to the last step a re-plan would find: `steps_left`). `plans` lists each plan: (steps
-    done, seconds a step, last step). `steps` counts the steps this callback has seen.
+    laid again at each re-plan (the warmup kept). A re-plan that goes on prints a line (the progress lines count
+    to the last step a re-plan would find: `steps_left`). `plans` lists each plan: (steps done, seconds a step,
+    last step). `steps` counts the steps this callback has seen.
 
     Args:
         deadline: float. When the fit should have returned, on `clock`.
@@ -83,23 +83,25 @@ class TimeBudget(keras.callbacks.Callback):
         counts to them."""
         if not self.timed_from or self.steps <= self.timed_from[0]:
             return max(self.last_step - self.steps, 0)
+        return max(self._last_step_at(self.batch_ended) - self.steps, 0)
+
+    def _seconds_each(self, now):
+        """Seconds a step since the last plan (the interval's steps, their epoch ends excluded)."""
         first, start = self.timed_from
-        seconds_each = (self.batch_ended - start) / (self.steps - first)
-        last = steps_that_fit(self.deadline - self.batch_ended, seconds_each, self.steps, self.epoch_end_seconds,
+        return (now - start) / (self.steps - first)
+
+    def _last_step_at(self, now):
+        """The last step that lands the fit's end on the deadline at the interval's pace (`steps_that_fit`)."""
+        return steps_that_fit(self.deadline - now, self._seconds_each(now), self.steps, self.epoch_end_seconds,
                               self.steps_per_epoch, self.fit_end_step)
-        return max(last - self.steps, 0)
 
     def _next_step_overruns(self, now):
         """Whether one more step at this interval's pace, and the epoch's end, would pass the deadline: a machine
         that slowed down since the last plan (others' jobs started) stops on time, not at the next re-plan."""
-        first, start = self.timed_from
-        return now + (now - start) / (self.steps - first) + self.epoch_end_seconds > self.deadline
+        return now + self._seconds_each(now) + self.epoch_end_seconds > self.deadline
 
     def _replan(self, now):
-        first, start = self.timed_from
-        seconds_each = (now - start) / (self.steps - first)
-        self.last_step = steps_that_fit(self.deadline - now, seconds_each, self.steps, self.epoch_end_seconds,
-                                        self.steps_per_epoch, self.fit_end_step)
+        seconds_each, self.last_step = self._seconds_each(now), self._last_step_at(now)
         self.plans.append((self.steps, round(seconds_each, 4), self.last_step))
         self.timed_from = (self.steps, now)
         if self.last_step > self.steps:

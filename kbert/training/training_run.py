@@ -32,7 +32,7 @@ def training_run(model, task, run, hyperparameters, backup, fit, scores, write, 
         fit: callable `(callbacks, verbose) -> History`: the run's fit (`resumable_fit` on raw inputs, a stream).
         scores: callable `(history) -> (validation scores, best epoch)`.
         write: callable `(metrics, history)`: writes the run folder (or the end of it).
-        callbacks: the run's own callbacks (validation scores, early stopping, a `TimeBudget`, whose plan the
+        callbacks: the run's own callbacks (validation scores, early stopping, a `TimeBudget`, whose stop the
             progress lines count to), before the backup.
         logs: a context manager that yields the log callbacks (default `fine_tuning_logs(backup)`).
         title: str. Of the progress lines.
