@@ -21,8 +21,8 @@ names them itself):
 
 from app_cli import parse_args
 from cli_errors import run
-from task_cli import (add_evaluate_command, add_layout_options, add_predict_command, add_train_command, layout,
-                      run_command, task_parser, texts_or_stdin, train_options)
+from task_cli import (add_class_weight_option, add_evaluate_command, add_layout_options, add_predict_command,
+                      add_train_command, layout, run_command, task_parser, texts_or_stdin, train_options)
 
 
 def main(argv=None):
@@ -48,6 +48,7 @@ def parser():
             "(conll2003's tokens and ner_tags)")
     train = add_train_command(commands, data, "sentences", learning_rate=5e-5)
     add_layout_options(train, ("tokens", "tags"), formats, class_names="tag-names")
+    add_class_weight_option(train, "word", "tag", "B-PER=2,O=0.5")
     evaluate = add_evaluate_command(commands, "entity P/R/F1 of a run folder on a tagged file", data)
     add_layout_options(evaluate, ("tokens", "tags"), formats, class_names="tag-names")
     add_predict_command(commands, "entities of raw texts")

@@ -9,8 +9,8 @@ import argparse
 import sys
 
 from app_cli import parse_args
-from task_cli import (add_evaluate_command, add_layout_options, add_predict_command, add_train_command, layout,
-                      positive_int, run_command, task_parser, texts_or_stdin, train_options)
+from task_cli import (add_class_weight_option, add_evaluate_command, add_layout_options, add_predict_command,
+                      add_train_command, layout, positive_int, run_command, task_parser, texts_or_stdin, train_options)
 
 # problem name -> (texts per example, regression, multi-label): what the command line of each sentence problem takes
 COMMAND_LINES = {"sentiment": (1, False, False), "nli": (2, False, False), "similarity": (2, True, False),
@@ -60,6 +60,8 @@ def parser(problem_name, description=None):
             f"{problem_name}'s, see kbert.recipes.{problem_name.upper()}")
         train.add_argument("--labels", type=_label_names,
                            help=f"comma-separated classes in id order (default: {default})")
+    if not regression and not multi_label:
+        add_class_weight_option(train)
     train.add_argument("--skip-bad-rows", action="store_true", help="skip unreadable rows instead of failing")
     if num_texts == 1:
         train.add_argument("--doc-stride", type=positive_int,

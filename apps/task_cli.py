@@ -107,6 +107,39 @@ def add_train_options(train, data_format, unit="examples", epochs=3, learning_ra
     return train
 
 
+def add_class_weight_option(train, unit="example", classes="class", example="negative=3,positive=1"):
+    """Adds --class-weight to the `train` command of a task with one class a `unit` (a classifier's example, a
+    tagger's word: its `classes`, weighed as in `example`); `train_options` passes it on as the recipe's
+    `class_weight`."""
+    train.add_argument("--class-weight", type=class_weights, metavar="balanced|NAME=W,...",
+                       help=f"weigh each {unit}'s loss by its {classes}: 'balanced' (a {classes}'s weight is the "
+                            f"training {unit}s / (the {classes} names in them x that {classes}'s {unit}s), as "
+                            f"scikit-learn's), or {classes} names (or ids) and weights, e.g. {example} (a {classes} "
+                            "left out weighs 1)")
+    return train
+
+
+def class_weights(text):
+    """argparse type of --class-weight: "balanced", or NAME=WEIGHT pairs separated by commas (a class's name, or its
+    id: digits), each weight a finite number, 0 or more.
+
+    Example:
+    >>> class_weights("balanced"), class_weights("B-PER=2, O=0.5"), class_weights("1=3")
+    ('balanced', {'B-PER': 2.0, 'O': 0.5}, {1: 3.0})
+    """
+    if text == "balanced":
+        return text
+    weights = {}
+    for pair in text.split(","):
+        name, equals, weight = pair.strip().rpartition("=")
+        if not equals or not name:
+            raise argparse.ArgumentTypeError(f"expected 'balanced' or NAME=WEIGHT pairs separated by commas "
+                                             f"(negative=3,positive=1), got {pair.strip()!r}")
+        weights[int(name) if name.isdigit() else name] = _checked(
+            float, weight, lambda value: 0 <= value < math.inf, f"a finite weight, 0 or more, for {name!r}")
+    return weights
+
+
 def checkpoint_interval(text):
     """argparse type of --checkpoint-every: "200" (steps) -> {"backup_steps": 200}, "5min" -> {"backup_minutes": 5.0}.
 
@@ -280,6 +313,8 @@ def train_options(args):
                    **{"backup_steps": None, "backup_minutes": None, **args.checkpoint_every})
     if hasattr(args, "patience"):
         options.update(valid=args.valid, validation_fraction=args.validation_fraction, patience=args.patience)
+    if getattr(args, "class_weight", None) is not None:
+        options["class_weight"] = args.class_weight
     return options
 
 

@@ -185,6 +185,20 @@ class BertClassifier(BertTask):
             return label_matrix(y, self.num_classes, self.label_names)
         return class_ids(y, self.num_classes, self.label_names)
 
+    def weighed_classes(self, y=None):
+        """`label_names` (the ids as names where it has none): the classes `class_weight` weighs, one a text; a
+        ValueError for a regressor, a multi-label classifier, and a distillation's labels (`TeacherRows`)."""
+        if self.regression:
+            raise ValueError("BertClassifier.fit takes no class_weight for a regressor (num_classes=1): scores have "
+                             "no classes; weigh examples with sample_weight.")
+        if self.multi_label:
+            raise ValueError("BertClassifier.fit takes no class_weight with multi_label=True: a text has any "
+                             "number of classes, so no one class weighs it; weigh texts with sample_weight.")
+        if isinstance(y, TeacherRows):
+            raise ValueError("BertClassifier.fit takes no class_weight when it distils: its labels are rows of the "
+                             "teacher's outputs, not classes.")
+        return list(self.label_names or map(str, range(self.num_classes)))
+
     def check_label_spec(self, spec):
         import tensorflow as tf
 

@@ -195,6 +195,10 @@ class BertTask(UnreadPooler, keras.Model):
         `initial_epoch` and `epochs=initial_epoch + 1`, trains the rest of an epoch from that batch on
         (a run resumed part-way through an epoch: `kbert.training.resumable_fit`).
 
+        `class_weight`, `{class name or id: weight}` or "balanced", weighs each example (a token classifier's each
+        word) by its class through its sample weight, on raw inputs and token ids alike: the loss and the weighted
+        metrics see it, as with Keras's (`kbert.tasks.class_weights`). Tasks without one class an example refuse it.
+
         Under a distribution (`kbert.distribution`), the mesh is checked against the backbone first, raw
         inputs come in global batches padded to a multiple of its data dimension (`data_dimension`), and
         each torch or JAX process trains on its share (`kbert.distribution.data_shares.training_on_shares`).
@@ -297,6 +301,12 @@ class BertTask(UnreadPooler, keras.Model):
     def check_labels(self, y):
         """`y` as the model's targets (e.g. class names to ids); a ValueError before training if not."""
         return y
+
+    def weighed_classes(self, y=None):
+        """The names of the classes that `fit`'s `class_weight` weighs, in id order (`kbert.tasks.class_weights`),
+        for the labels `y`; a ValueError where there are none to weigh (here: a task without classes)."""
+        raise ValueError(f"{type(self).__name__}.fit takes no class_weight: its examples have no class to weigh "
+                         "them by.")
 
     def check_label_spec(self, spec):
         """A ValueError when a tf.data.Dataset's labels (their `tf.TensorSpec`) cannot be this task's."""

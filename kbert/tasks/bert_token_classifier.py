@@ -61,6 +61,10 @@ class BertTokenClassifier(BertTask):
         return {"loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                 "weighted_metrics": [keras.metrics.SparseCategoricalAccuracy("accuracy")]}
 
+    def weighed_classes(self, y=None):
+        """`label_names`: the tags `class_weight` weighs, a word's on its first piece (`kbert.tasks.class_weights`)."""
+        return self.label_names
+
     def check_labels(self, y):
         if y is None:
             return None

@@ -3,6 +3,8 @@ arrays of strings, what a notebook holds: a pandas Series or DataFrame, a `datas
 `kbert.tasks.table_inputs`; a `tf.data.Dataset` of strings) as batches of token ids that the task's preprocessor
 makes."""
 
+import dataclasses
+
 import keras
 import numpy as np
 
@@ -10,6 +12,7 @@ from kbert.config import DEFAULT_BATCH_SIZE
 from kbert.data.batches.padded import PaddedBatches
 from kbert.distribution import data_dimension, torch_data_parallel
 from kbert.distribution.data_shares import Shard
+from kbert.tasks.class_weights import check_class_weight, class_weight_table, weighed, weighed_dataset
 from kbert.tasks.raw_datasets import checked_dataset, is_dataset
 from kbert.tasks.table_inputs import raw_inputs
 
@@ -17,9 +20,13 @@ from kbert.tasks.table_inputs import raw_inputs
 def fit_arguments(task, arguments, seed=None, initial_batch=0):
     """Keras `fit`'s `arguments` (a dict: x, y, batch_size, epochs, ...) for `task`: raw inputs become the
     task's batches (shuffled each epoch from `seed`, from the (epoch, batch) of `initial_epoch` and
-    `initial_batch`), checked before any step; token ids pass as they are."""
+    `initial_batch`), checked before any step; token ids pass as they are. A `class_weight` is made into sample
+    weights here (`kbert.tasks.class_weights`), for raw inputs and token ids alike."""
     arguments = dict(arguments)
     x, y, sample_weight, batch_size = (arguments.pop(key) for key in ("x", "y", "sample_weight", "batch_size"))
+    class_weight = arguments.pop("class_weight", None)
+    if class_weight is not None:
+        task.weighed_classes(y)  # a ValueError, before any work, where the task has none
     initial_epoch, epochs = arguments.get("initial_epoch", 0), arguments["epochs"]
     if initial_batch and epochs != initial_epoch + 1:
         raise ValueError(f"initial_batch={initial_batch} trains the rest of one epoch: fit it with "
@@ -31,6 +38,8 @@ def fit_arguments(task, arguments, seed=None, initial_batch=0):
                              "kbert makes; with token ids or a dataset, skip the batches yourself.")
         if isinstance(x, dict):
             task.backbone.check_inputs(x)  # the ids once, on the host: on a GPU the steps do not read them back
+        if class_weight is not None:
+            x, sample_weight = weighed_as_is(task, x, as_array(y), sample_weight, class_weight)
         return dict(x=x, y=as_array(y), sample_weight=sample_weight, batch_size=batch_size, **arguments)
     if is_dataset(x):
         x = checked_dataset(task, x)
@@ -38,8 +47,10 @@ def fit_arguments(task, arguments, seed=None, initial_batch=0):
         x, y, sample_weight = raw_inputs(task, x, y, sample_weight, "fit")
         task._check_examples(x, y)
         task.take_label_names(y)
+        if class_weight is not None:
+            check_class_weight(task, class_weight, y)
     data, batches = task._batches(x, y, sample_weight, batch_size, shuffle=arguments["shuffle"], shard=True,
-                                  seed=seed, start=(initial_epoch, initial_batch))
+                                  seed=seed, start=(initial_epoch, initial_batch), class_weight=class_weight)
     if arguments["shuffle"] and batches is not None:
         arguments["callbacks"] = [batches.epoch_callback(), *(arguments.get("callbacks") or [])]
     elif initial_batch:
@@ -54,6 +65,22 @@ def fit_arguments(task, arguments, seed=None, initial_batch=0):
                                                         arguments.pop("validation_batch_size", None))
     # the batches shuffle themselves
     return dict(x=data, y=None, sample_weight=None, batch_size=None, **{**arguments, "shuffle": False})
+
+
+def weighed_as_is(task, x, y, sample_weight, class_weight):
+    """(x, sample_weight) of token ids and their labels, with `class_weight` in the sample weights (of a dataset's
+    batches, where `x` is a tf.data.Dataset)."""
+    names = task.weighed_classes(y)
+    if is_dataset(x):
+        if y is not None or sample_weight is not None:
+            raise ValueError("A tf.data.Dataset carries its own labels and weights: pass no y or sample_weight "
+                             "with it.")
+        return weighed_dataset(x, class_weight_table(class_weight, names), task.token_outputs), None
+    if y is None or isinstance(x, keras.utils.PyDataset):
+        raise ValueError(f"{type(task).__name__}.fit weighs classes of labels given as arrays (y) or in a "
+                         "tf.data.Dataset; for other inputs, give each example's weight in its sample weights.")
+    table = class_weight_table(class_weight, names, y, sample_weight)
+    return x, weighed(table, y, sample_weight, task.token_outputs)
 
 
 def evaluate_arguments(task, x, y, sample_weight, batch_size):
@@ -138,19 +165,28 @@ def takes_as_is(task, x):
     return False
 
 
-def raw_batches(task, x, y, sample_weight, batch_size, shuffle=False, shard=False, seed=None, start=(0, 0)):
+def raw_batches(task, x, y, sample_weight, batch_size, shuffle=False, shard=False, seed=None, start=(0, 0),
+                class_weight=None):
     """(data, batches): raw inputs as batches of token ids, in the form `fit` and `evaluate` take
     (with `shard`, this torch process's share of each, under `kbert.distribution.torch_data_parallel`), and the
     `PaddedBatches` behind them (None for a tf.data pipeline), shuffled batches set to the
-    (epoch, batch) `start`."""
+    (epoch, batch) `start`; with `class_weight`, each row's (token's) class weight in its sample weight."""
     import tensorflow as tf
 
     if is_dataset(x):
         if y is not None or sample_weight is not None or batch_size is not None:
             raise ValueError("A tf.data.Dataset carries its own labels, weights and batches: pass "
                              "no y, sample_weight or batch_size with it.")
-        return x.map(task.preprocessor, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE), None
+        data = x.map(task.preprocessor, num_parallel_calls=tf.data.AUTOTUNE)
+        if class_weight is not None:
+            data = weighed_dataset(data, class_weight_table(class_weight, task.weighed_classes(None)),
+                                   task.token_outputs)
+        return data.prefetch(tf.data.AUTOTUNE), None
     prepared = task.preprocessor.prepare(x, task.check_labels(y), sample_weight)
+    if class_weight is not None:
+        table = class_weight_table(class_weight, task.weighed_classes(y), prepared.y, prepared.sample_weight)
+        prepared = dataclasses.replace(prepared, sample_weight=weighed(table, prepared.y, prepared.sample_weight,
+                                                                       prepared.token_aligned))
     batch_size = batch_size or DEFAULT_BATCH_SIZE
     if seed is None:
         seed = int(np.random.randint(2**31))  # seeded by keras.utils.set_random_seed

@@ -27,6 +27,8 @@ class FineTuning:
         remat: bool. Recompute each transformer block in the backward pass (`rematerialized`).
         backup_steps, backup_minutes: int or None, float or None. Back up within an epoch every this many steps,
             or once this many minutes have passed since the last backup (`run_backup`).
+        class_weight: None, `{class name or id: weight}` or "balanced": weigh each example (a token classifier's
+            each word) by its class (`BertTask.fit`); recorded where given.
         restart: bool. Start over: delete the backup of an earlier run first.
         verbose: 0 silent, 1 Keras's progress bar, 2 a line per epoch, "lines" a line every 30 s with the time
             left, "auto" a bar on a terminal, else lines (`kbert.training.fit_progress`).
@@ -48,6 +50,7 @@ class FineTuning:
     remat: bool = False
     backup_steps: int = None
     backup_minutes: float = 5.0
+    class_weight: object = None
     restart: bool = False
     verbose: object = "auto"
 
@@ -73,4 +76,5 @@ class FineTuning:
         return {"epochs": self.epochs, "batch_size": self.batch_size,
                 "learning_rate": self.learning_rate or model.default_learning_rate,
                 "mixed_precision": self.mixed_precision, "gradient_accumulation": self.gradient_accumulation,
-                "remat": self.remat, "seed": self.seed, **more}
+                "remat": self.remat, "seed": self.seed,
+                **({} if self.class_weight is None else {"class_weight": self.class_weight}), **more}

@@ -4,6 +4,7 @@ folder, the backup; and `fine_tuning_run`, the skeleton filled in for a task mod
 
 import time
 
+from kbert.tasks.class_weights import check_class_weight
 from kbert.training.fit_progress import fit_progress
 from kbert.training.non_finite_loss import StopOnNonFiniteLoss
 from kbert.training.resumable_fit import resumable_fit
@@ -102,6 +103,8 @@ def fine_tuning_run(model, x, y, out, training, task, run, inputs, title, data, 
             resume, before the fit: the inputs that cost time to make, which a refused rerun must not wait for (a
             teacher's outputs), and may keep in `folder` (the backup's `prepared_dir`) for a rerun to read.
     """
+    if training.class_weight is not None:
+        check_class_weight(model, training.class_weight, y)  # before the backup folder is made
     backed_up = [callback for callback in (scorer, stopping) if callback is not None]
     hyperparameters = training.hyperparameters(model, **(hyperparameters or {}))
     backup = run_backup(out, {**run, **hyperparameters}, backed_up, every_steps=training.backup_steps,
@@ -112,7 +115,8 @@ def fine_tuning_run(model, x, y, out, training, task, run, inputs, title, data, 
 
     def fit(callbacks, verbose):
         return resumable_fit(model, x, y, backup, epochs=training.epochs, batch_size=training.batch_size,
-                             shuffle_seed=training.seed, verbose=verbose, callbacks=callbacks)
+                             shuffle_seed=training.seed, class_weight=training.class_weight, verbose=verbose,
+                             callbacks=callbacks)
 
     def scores(history):
         if scorer is not None:

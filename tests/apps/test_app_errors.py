@@ -152,6 +152,8 @@ ERRORS = [
     ("sentiment", train("sentiment", "--labels", "good,,bad"), "argument --labels: expected"),
     ("nli", train("nli", "--labels", "a,a,b"), "argument --labels: expected"),
     ("ner", train("ner", "--limit", "-5"), "argument --limit: expected"),
+    ("sentiment", train("sentiment", "--class-weight", "positive=x"), "argument --class-weight: expected a finite"),
+    ("ner", train("ner", "--class-weight", "B-PER"), "argument --class-weight: expected 'balanced' or NAME=WEIGHT"),
     ("qa", train("qa", "--doc-stride", "0"), "argument --doc-stride: expected"),
     ("qa", train("qa", "--validation-articles", "0"), "argument --validation-articles: expected"),
     ("sentiment", ["evaluate", "--model", "sentiment_run", "--data", "sentiment.tsv", "--batch-size", "0"],
@@ -184,6 +186,9 @@ ERRORS = [
     ("nli", replace(train("nli"), "--data", "premises.jsonl"), "premises.jsonl: no pair column"),
     ("sentiment", replace(train("sentiment"), "--data", "reviews.xlsx"), "reviews.xlsx: unknown format '.xlsx'"),
     ("ner", replace(train("ner"), "--data", "tag_ids.jsonl"), "tag_ids.jsonl:1: column 'ner_tags' holds tag ids (0)"),
+    ("ner", train("ner", "--class-weight", "B-ORG=2"),
+     "class_weight has the key 'B-ORG', which is neither a class name of ['O', 'B-LOC', 'I-LOC', 'B-PER', 'I-PER']"),
+    ("sentiment", train("sentiment", "--class-weight", "2=1.5"), "class_weight has the key 2, which is neither"),
     # run folders given to evaluate and predict
     ("nli", ["predict", "--model", "sentiment_run", "--premise", "a", "--hypothesis", "b"],
      "sentiment_run is a run folder of sentiment, not of nli"),

@@ -329,3 +329,20 @@ def test_a_sentiment_run_reads_long_texts_through_windows(tiny_init, tmp_path, c
     assert len(model.preprocessor.prepare([long_text]).windows) > 10
     np.testing.assert_allclose(list(answer["probabilities"].values()), model.predict([long_text], verbose=0)[0],
                                atol=1e-5)
+
+
+def test_the_sentiment_app_weighs_each_class_as_asked(tiny_init, tmp_path, capsys):
+    """--class-weight negative=0: the negative examples teach nothing, so every text comes out positive, and the other
+    way round with positive=0; the weights are recorded with the run."""
+    data = write_sentiment_tsv(tmp_path / "train.tsv")
+    texts = ["a film bad dull", "a film awful boring", "a film good great", "a film fun fine"]
+    for weighed_out, kept in (("negative", "positive"), ("positive", "negative")):
+        out = tmp_path / f"run_{weighed_out}"
+        main("sentiment", ["train", "--data", str(data), "--valid", str(data), "--init", str(tiny_init),
+                           "--out", str(out), "--epochs", "2", "--batch-size", "8", "--lr", "1e-3", "--progress", "0",
+                           "--class-weight", f"{weighed_out}=0"])
+        capsys.readouterr()
+        main("sentiment", ["predict", "--model", str(out), "--json", *texts])
+        assert [json.loads(line)["label"] for line in capsys.readouterr().out.splitlines()] == [kept] * 4
+        metrics = json.loads((out / "metrics.json").read_text())
+        assert metrics["hyperparameters"]["class_weight"] == {weighed_out: 0.0}
