@@ -198,6 +198,7 @@ class BertTask(UnreadPooler, keras.Model):
         `class_weight`, `{class name or id: weight}` or "balanced", weighs each example (a token classifier's each
         word) by its class through its sample weight, on raw inputs and token ids alike: the loss and the weighted
         metrics see it, as with Keras's (`kbert.tasks.class_weights`). Tasks without one class an example refuse it.
+        `validation_split` holds out the last raw examples, as Keras's splits arrays.
 
         Under a distribution (`kbert.distribution`), the mesh is checked against the backbone first, raw
         inputs come in global batches padded to a multiple of its data dimension (`data_dimension`), and

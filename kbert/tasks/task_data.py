@@ -4,6 +4,7 @@ arrays of strings, what a notebook holds: a pandas Series or DataFrame, a `datas
 makes."""
 
 import dataclasses
+import math
 
 import keras
 import numpy as np
@@ -21,7 +22,8 @@ def fit_arguments(task, arguments, seed=None, initial_batch=0):
     """Keras `fit`'s `arguments` (a dict: x, y, batch_size, epochs, ...) for `task`: raw inputs become the
     task's batches (shuffled each epoch from `seed`, from the (epoch, batch) of `initial_epoch` and
     `initial_batch`), checked before any step; token ids pass as they are. A `class_weight` is made into sample
-    weights here (`kbert.tasks.class_weights`), for raw inputs and token ids alike."""
+    weights here (`kbert.tasks.class_weights`), for raw inputs and token ids alike, and a `validation_split` of
+    raw inputs takes their last examples (`split_off_validation`)."""
     arguments = dict(arguments)
     x, y, sample_weight, batch_size = (arguments.pop(key) for key in ("x", "y", "sample_weight", "batch_size"))
     class_weight = arguments.pop("class_weight", None)
@@ -41,12 +43,19 @@ def fit_arguments(task, arguments, seed=None, initial_batch=0):
         if class_weight is not None:
             x, sample_weight = weighed_as_is(task, x, as_array(y), sample_weight, class_weight)
         return dict(x=x, y=as_array(y), sample_weight=sample_weight, batch_size=batch_size, **arguments)
+    validation_split = arguments.pop("validation_split", 0.0)
     if is_dataset(x):
+        if validation_split:
+            raise ValueError(f"validation_split={validation_split} splits examples in memory; a tf.data.Dataset's "
+                             "validation set is another dataset: give it as validation_data.")
         x = checked_dataset(task, x)
     else:
         x, y, sample_weight = raw_inputs(task, x, y, sample_weight, "fit")
         task._check_examples(x, y)
         task.take_label_names(y)
+        if validation_split and arguments["validation_data"] is None:  # else ignored, as by Keras
+            (x, y, sample_weight), arguments["validation_data"] = split_off_validation(x, y, sample_weight,
+                                                                                       validation_split)
         if class_weight is not None:
             check_class_weight(task, class_weight, y)
     data, batches = task._batches(x, y, sample_weight, batch_size, shuffle=arguments["shuffle"], shard=True,
@@ -65,6 +74,32 @@ def fit_arguments(task, arguments, seed=None, initial_batch=0):
                                                         arguments.pop("validation_batch_size", None))
     # the batches shuffle themselves
     return dict(x=data, y=None, sample_weight=None, batch_size=None, **{**arguments, "shuffle": False})
+
+
+def split_off_validation(x, y, sample_weight, fraction):
+    """((x, y, sample_weight) to train on, the same to validate on) of raw examples: the last `fraction` of them
+    validates, as Keras's `validation_split` splits arrays (before any shuffle; the training part rounded down).
+
+    Example:
+    >>> split_off_validation((["a", "b", "c"], ["A", "B", "C"]), [0, 1, 0], None, 0.5)
+    (((['a'], ['A']), [0], None), ((['b', 'c'], ['B', 'C']), [1, 0], None))
+    """
+    count = len(x[0]) if isinstance(x, tuple) else len(x)
+    at = math.floor(count * (1.0 - fraction))
+    if not 0 < fraction < 1 or at in (0, count):
+        raise ValueError(f"validation_split={fraction} cannot split {count} examples into a training and a "
+                         "validation set: give a fraction between 0 and 1 that leaves examples on both sides.")
+
+    def part(values, validating):
+        if values is None:
+            return None
+        if isinstance(values, (tuple, dict)):
+            items = values.items() if isinstance(values, dict) else enumerate(values)
+            parts = {key: part(value, validating) for key, value in items}
+            return parts if isinstance(values, dict) else tuple(parts.values())
+        return values[at:] if validating else values[:at]
+
+    return tuple(tuple(part(values, validating) for values in (x, y, sample_weight)) for validating in (False, True))
 
 
 def weighed_as_is(task, x, y, sample_weight, class_weight):

@@ -68,3 +68,33 @@ def test_initial_batch_resumes_an_epoch_of_raw_inputs_only(classifier):
         task_data.fit_arguments(classifier, {**arguments, "x": tiny_batch(), "epochs": 1}, initial_batch=1)
     fitted = task_data.fit_arguments(classifier, arguments)
     assert (fitted["y"], fitted["shuffle"], len(fitted["callbacks"])) == (None, False, 1)  # the batches shuffle
+
+
+def test_validation_split_holds_out_the_last_raw_examples_as_keras_splits_arrays():
+    """Keras's rule: the last `validation_split` of the examples validate, the training part rounded down."""
+    keras.utils.set_random_seed(2)
+    model = BertClassifier.from_preset("bert_tiny", num_classes=2, sequence_length=16, dropout=0.0)
+    texts = [f"film number {i} {'good' if i % 2 else 'bad'}" for i in range(10)]
+    labels = [i % 2 for i in range(10)]
+    steps = []
+    counting = keras.callbacks.LambdaCallback(on_train_batch_end=lambda batch, logs: steps.append(batch))
+    history = model.fit(texts, labels, validation_split=0.25, batch_size=1, epochs=1, verbose=0, callbacks=[counting])
+    assert len(steps) == 7  # floor(10 x 0.75)
+    held_out = model.evaluate(texts[7:], labels[7:], verbose=0, return_dict=True)
+    assert history.history["val_loss"][0] == pytest.approx(held_out["loss"], abs=1e-5)
+    assert history.history["val_loss"][0] != pytest.approx(model.evaluate(texts[:3], labels[:3], verbose=0)[0],
+                                                           abs=1e-5)
+    pairs = (texts, texts[::-1])
+    assert "val_loss" in model.fit(pairs, labels, validation_split=0.5, epochs=1, verbose=0).history
+    tagger = BertTokenClassifier.from_preset("bert_tiny", label_names=["O", "B-X"], sequence_length=16)
+    assert "val_loss" in tagger.fit([["a", "b"], ["c"]], [["O", "B-X"], ["B-X"]], validation_split=0.5,
+                                    verbose=0).history
+
+
+def test_a_validation_split_that_cannot_be_made_is_refused(classifier):
+    import tensorflow as tf
+
+    with pytest.raises(ValueError, match="validation_split=0.95 cannot split 10 examples into a training and a "):
+        classifier.fit(["a film"] * 10, [0, 1] * 5, validation_split=0.95, verbose=0)  # 0 to train on
+    with pytest.raises(ValueError, match="a tf.data.Dataset's validation set is another dataset"):
+        classifier.fit(tf.data.Dataset.from_tensor_slices((["a"], [0])).batch(1), validation_split=0.5, verbose=0)
