@@ -217,6 +217,8 @@ def raw_batches(task, x, y, sample_weight, batch_size, shuffle=False, shard=Fals
             data = weighed_dataset(data, class_weight_table(class_weight, task.weighed_classes(None)),
                                    task.token_outputs)
         return data.prefetch(tf.data.AUTOTUNE), None
+    if sample_weight is not None:
+        sample_weight = checked_sample_weight(sample_weight, len(x[0]) if isinstance(x, tuple) else len(x))
     prepared = task.preprocessor.prepare(x, task.check_labels(y), sample_weight)
     if class_weight is not None:
         table = class_weight_table(class_weight, task.weighed_classes(y), prepared.y, prepared.sample_weight)
@@ -252,6 +254,25 @@ def raw_batches(task, x, y, sample_weight, batch_size, shuffle=False, shard=Fals
     if shard and torch_data_parallel.active() is not None:
         return Shard(batches, torch_data_parallel.active()), batches
     return batches.for_fit(), batches
+
+
+def checked_sample_weight(sample_weight, count):
+    """`sample_weight` (a list, a pandas Series' values, an array) as float32, one finite weight for each of the
+    `count` raw examples; a ValueError where it is not.
+
+    Example:
+    >>> checked_sample_weight([1, 0.5], 2).tolist()
+    [1.0, 0.5]
+    """
+    try:
+        weights = np.asarray(sample_weight, "float32")
+    except (TypeError, ValueError):
+        raise ValueError(f"sample_weight must be numbers, one per example; got {sample_weight!r:.80}.") from None
+    if weights.shape != (count,):
+        raise ValueError(f"sample_weight has shape {weights.shape}: give one weight per example ({count},).")
+    if not np.isfinite(weights).all():
+        raise ValueError(f"sample_weight {int(np.flatnonzero(~np.isfinite(weights))[0])} is not finite.")
+    return weights
 
 
 def steps_per_epoch(data, x, batch_size):

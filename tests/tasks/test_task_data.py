@@ -98,3 +98,19 @@ def test_a_validation_split_that_cannot_be_made_is_refused(classifier):
         classifier.fit(["a film"] * 10, [0, 1] * 5, validation_split=0.95, verbose=0)  # 0 to train on
     with pytest.raises(ValueError, match="a tf.data.Dataset's validation set is another dataset"):
         classifier.fit(tf.data.Dataset.from_tensor_slices((["a"], [0])).batch(1), validation_split=0.5, verbose=0)
+
+
+def test_sample_weights_given_as_a_list_weigh_each_raw_example(classifier):
+    """Keras's weighted loss, the mean over the examples of weight x cross-entropy, computed here from the logits;
+    a list (what a pandas Series becomes) as an array."""
+    texts, labels, weights = ["a good film", "dull", "fine fun", "awful"], [1, 0, 1, 0], [1.0, 0.0, 2.0, 0.5]
+    logits = classifier.logits(texts).astype("float64")
+    log_probabilities = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    expected = np.mean(np.array(weights) * -log_probabilities[np.arange(4), labels])
+    loss = classifier.evaluate(texts, labels, sample_weight=weights, verbose=0, return_dict=True)["loss"]
+    assert loss == pytest.approx(expected, rel=1e-5)
+    assert "loss" in classifier.fit(texts, labels, sample_weight=weights, verbose=0).history
+    with pytest.raises(ValueError, match=r"sample_weight has shape \(3,\): give one weight per example \(4,\)"):
+        classifier.fit(texts, labels, sample_weight=weights[:3], verbose=0)
+    with pytest.raises(ValueError, match="sample_weight 1 is not finite"):
+        classifier.evaluate(texts, labels, sample_weight=[1, np.nan, 1, 1], verbose=0)
