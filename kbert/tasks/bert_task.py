@@ -244,13 +244,25 @@ class BertTask(UnreadPooler, keras.Model):
         return super().predict_step(*args)
 
     def predict_on_batch(self, x):
-        """Keras's; on TensorFlow with the speed-up `tensorflow_open_predict`, its predict function traced once for
-        batches of any size and length (`kbert.backend_speedups.tensorflow_open_predict.trace_for_any_shape`)."""
+        """Keras's, on token ids (raw inputs: `predict`); on TensorFlow with the speed-up `tensorflow_open_predict`,
+        its predict function traced once for batches of any size and length
+        (`kbert.backend_speedups.tensorflow_open_predict.trace_for_any_shape`)."""
+        task_data.check_token_ids(self, x, "predict_on_batch", "predict")
         if active("tensorflow_open_predict"):
             from kbert.backend_speedups.tensorflow_open_predict import trace_for_any_shape
 
             trace_for_any_shape(self, x)
         return super().predict_on_batch(x)
+
+    def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None, return_dict=False):
+        """Keras's, on token ids (raw inputs: `fit`)."""
+        task_data.check_token_ids(self, x, "train_on_batch", "fit")
+        return super().train_on_batch(x, y, sample_weight, class_weight, return_dict)
+
+    def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
+        """Keras's, on token ids (raw inputs: `evaluate`)."""
+        task_data.check_token_ids(self, x, "test_on_batch", "evaluate")
+        return super().test_on_batch(x, y, sample_weight, return_dict)
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
         """`keras.Model.evaluate`, also on raw inputs, and across JAX processes on this process's share

@@ -41,6 +41,11 @@ def raw_inputs(task, x, y=None, sample_weight=None, call="fit"):
     ValueError: y='label' names a label column: give x as a pandas DataFrame or a datasets.Dataset ..., not dict.
     """
     name = f"{type(task).__name__}.{call}"
+    if isinstance(x, collections.abc.Iterator):
+        raise ValueError(f"{name} got a {type(x).__name__}, which it cannot count or read twice: give lists or "
+                         "arrays, a table, or batches streamed as a tf.data.Dataset (tf.data.Dataset.from_generator("
+                         "batches, output_signature=(tf.TensorSpec([None], tf.string), tf.TensorSpec([None], "
+                         "tf.int32))) for (texts, class ids)).")
     if isinstance(y, str):
         if not is_table(x):
             raise ValueError(f"y={y!r} names a label column: give x as a pandas DataFrame or a datasets.Dataset "

@@ -191,6 +191,14 @@ def evaluate_outputs(task, outputs, y, sample_weight=None, return_dict=False):
     return logs if return_dict else task._flatten_metrics_in_order(logs)
 
 
+def check_token_ids(task, x, call, instead):
+    """A ValueError where `task.<call>` (a `*_on_batch` of Keras's, on one batch of the model's inputs) is given raw
+    inputs, naming the call that takes them (`instead`)."""
+    if not takes_as_is(task, x):
+        raise ValueError(f"{type(task).__name__}.{call} takes a batch of token ids, the model's inputs (e.g. "
+                         f"model.preprocessor.prepare(texts).inputs); raw inputs go to {instead}.")
+
+
 def takes_as_is(task, x):
     """True for inputs `task` reads without its preprocessor (token ids, or no preprocessor)."""
     if task.preprocessor is None or isinstance(x, (dict, keras.utils.PyDataset)):

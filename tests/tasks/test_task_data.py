@@ -114,3 +114,18 @@ def test_sample_weights_given_as_a_list_weigh_each_raw_example(classifier):
         classifier.fit(texts, labels, sample_weight=weights[:3], verbose=0)
     with pytest.raises(ValueError, match="sample_weight 1 is not finite"):
         classifier.evaluate(texts, labels, sample_weight=[1, np.nan, 1, 1], verbose=0)
+
+
+def test_a_generator_and_raw_inputs_to_the_on_batch_calls_are_refused_naming_what_takes_them(classifier):
+    batches = ((["a film"], [0]) for _ in range(2))
+    with pytest.raises(ValueError, match="BertClassifier.fit got a generator, which it cannot count or read twice: "
+                                         r".*tf.data.Dataset.from_generator"):
+        classifier.fit(batches, verbose=0)
+    for call, instead, arguments in [("predict_on_batch", "predict", ()), ("train_on_batch", "fit", ([0],)),
+                                     ("test_on_batch", "evaluate", ([0],))]:
+        with pytest.raises(ValueError, match=rf"BertClassifier.{call} takes a batch of token ids, .*raw inputs go to "
+                                             rf"{instead}\."):
+            getattr(classifier, call)(["a film"], *arguments)
+    ids = classifier.preprocessor.prepare(["a film"]).inputs
+    assert classifier.predict_on_batch(ids).shape == (1, 2)
+    assert np.isfinite(classifier.test_on_batch(ids, np.array([0]))).all()
