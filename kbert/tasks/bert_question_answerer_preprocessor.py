@@ -64,6 +64,9 @@ class BertQuestionAnswererPreprocessor(BertPreprocessor):
 
         from kbert.data.windows.tensors import question_window_rows  # TensorFlow ops: loaded with TensorFlow
 
+        if sample_weight is not None:
+            raise ValueError("Question answering takes no sample_weight: a dataset's elements are (inputs, "
+                             "answers).")
         questions, contexts = x
         rows = question_window_rows(self.tokenizer, questions, contexts, self.sequence_length, self.doc_stride,
                                     self.max_question_length)

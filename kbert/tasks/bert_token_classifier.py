@@ -11,7 +11,7 @@ class BertTokenClassifier(BertTask):
     """Tags every token (NER): backbone, dropout, a Dense head on `sequence_output`.
 
     On raw inputs, `fit` takes sentences as lists of words with one tag (a name from
-    `label_names`, or its id) per word; `predict` takes lists of words or raw texts and
+    `label_names`, or its id) per word, and a `sample_weight` per sentence if any; `predict` takes lists of words or raw texts and
     returns, per example, `{"text", "tags", "tag_probabilities", "entities"}`: a tag per word,
     its probability (a word without any token: `O`, 1), and the entities with their type,
     text, [start, end) character span and mean probability. Long texts

@@ -1,4 +1,5 @@
 import keras
+import numpy as np
 
 from kbert.data.readers.tagged_sentences import joined_word_spans
 from kbert.data.windows.ner import NerWindows
@@ -16,7 +17,8 @@ class BertTokenClassifierPreprocessor(BertPreprocessor):
     into words at spaces and punctuation. Words are joined by single spaces and tokenized;
     texts longer than a window are cut at word boundaries into several windows
     (`kbert.data.windows.ner.NerWindows`), so every word gets a prediction. Labels (one id per word)
-    go on each word's first WordPiece, with sample weight 1; other positions weigh 0.
+    go on each word's first WordPiece, with its sentence's sample weight (1 where none are given); other
+    positions weigh 0.
     `call` does the same in TensorFlow ops for a `tf.data` batch of words (a ragged string
     tensor (batch, (words))) and tag ids (ragged int (batch, (words))): the same windows, so a
     batch of sentences may give more rows than sentences (`kbert.data.windows.tensors.word_window_rows`;
@@ -35,16 +37,16 @@ class BertTokenClassifierPreprocessor(BertPreprocessor):
     """
 
     def prepare(self, x, y=None, sample_weight=None):
-        if sample_weight is not None:
-            raise ValueError("Token classification weighs each word's first piece itself; "
-                             "sample_weight is not taken.")
         texts, spans = self.words(x)
         if y is not None:
             for i, (labels, word_spans) in enumerate(zip(y, spans)):
                 if len(labels) != len(word_spans):
                     raise ValueError(f"Example {i} has {len(word_spans)} words but {len(labels)} tags.")
         windows = NerWindows(self.tokenizer, texts, spans, self.sequence_length, y)
-        return Prepared(windows.inputs, None if y is None else windows.labels, windows.sample_weight,
+        weights = windows.sample_weight
+        if sample_weight is not None:  # a sentence's weight on each of its windows' first pieces
+            weights = weights * np.asarray(sample_weight, "float32")[windows.window_texts][:, np.newaxis]
+        return Prepared(windows.inputs, None if y is None else windows.labels, weights,
                         windows, list(zip(texts, spans)), token_aligned=True)
 
     def call(self, x, y=None, sample_weight=None):
@@ -76,7 +78,10 @@ class BertTokenClassifierPreprocessor(BertPreprocessor):
         tags = y if isinstance(y, tf.RaggedTensor) else tf.RaggedTensor.from_tensor(y)
         row_tags = tf.gather(tf.cast(tags.to_tensor(), tf.int32), layout["example"])
         labels = tf.gather(row_tags, tf.maximum(pick(word, layout["example"], source), 0), batch_dims=1)
-        return inputs, labels * tf.cast(first, tf.int32), tf.cast(first, tf.float32)
+        weights = tf.cast(first, tf.float32)
+        if sample_weight is not None:  # a sentence's weight on each of its windows' first pieces
+            weights *= tf.gather(tf.cast(sample_weight, tf.float32), layout["example"])[:, tf.newaxis]
+        return inputs, labels * tf.cast(first, tf.int32), weights
 
     def words(self, x):
         """`(texts, word spans)`: each example as one string and the char span of each word."""

@@ -61,9 +61,13 @@ def test_answer_start_finds_the_answer_or_names_the_example():
         answer_start(example, " ")
 
 
-def test_prepare_refuses_sample_weights_and_a_wrong_number_of_answers():
+def test_prepare_and_call_refuse_sample_weights_and_prepare_a_wrong_number_of_answers():
+    tf = pytest.importorskip("tensorflow")
     with pytest.raises(ValueError, match="takes no sample_weight"):
         preprocessor().prepare(([QUESTION], [CONTEXT]), ["Ann"], sample_weight=[1.0])
+    with pytest.raises(ValueError, match="takes no sample_weight: a dataset's elements are"):  # not ignored
+        preprocessor()((tf.constant([QUESTION]), tf.constant([CONTEXT])),
+                       {"text": tf.constant(["Ann"]), "answer_start": tf.constant([10])}, tf.constant([2.0]))
     with pytest.raises(ValueError, match="Got 1 questions but 2 answers"):
         preprocessor().prepare(([QUESTION], [CONTEXT]), ["Ann", "Bob"])
 

@@ -61,3 +61,36 @@ def test_ner_predict_reads_long_texts_through_all_windows():
     assert len(model.preprocessor.prepare([text]).windows) == 7  # 6 words a window
     [result] = model.predict([text], verbose=0)
     assert len(result["tags"]) == 40
+
+
+def test_fit_weighs_each_sentences_words_by_its_sample_weight_in_memory_and_from_tf_data():
+    """One step at learning rate 0, plain and weighed: Keras divides both sums by the batch's size, so their ratio is
+    the sum of sentence weight x cross-entropy over the words' first pieces over the plain sum, computed here."""
+    import tensorflow as tf
+
+    from kbert.tasks import BertTokenClassifierPreprocessor
+    from kbert.text import BertTokenizer
+    from tests.tasks.conftest import VOCABULARY
+
+    keras.utils.set_random_seed(1)
+    preprocessor = BertTokenClassifierPreprocessor(BertTokenizer(VOCABULARY), sequence_length=8)
+    model = BertTokenClassifier(BertBackbone(**TINY, dropout=0.0), LABELS, preprocessor=preprocessor, dropout=0.0)
+    model.compile(optimizer=keras.optimizers.SGD(0.0))
+    words = [["a", "man", "plays"], ["someone", "is", "fun", "and", "good"]]
+    tags = [[0, 1, 0], [1, 2, 0, 0, 0]]
+    weights = np.array([3.0, 0.5])
+    prepared = preprocessor.prepare(words, [np.array(t) for t in tags])
+    assert len(prepared.y) == 2  # a window a sentence: row i is sentence i
+    logits = keras.ops.convert_to_numpy(model(prepared.inputs)).astype("float64")
+    log_probabilities = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    losses = -np.take_along_axis(log_probabilities, prepared.y[..., None], -1)[..., 0] * (prepared.sample_weight > 0)
+    expected = np.sum(weights[:, None] * losses) / np.sum(losses)
+
+    def loss(data, **kwargs):
+        return model.fit(data, epochs=1, shuffle=False, verbose=0, **kwargs).history["loss"][0]
+
+    in_memory = loss(words, y=tags, sample_weight=weights) / loss(words, y=tags)
+    columns = (tf.ragged.constant(words), tf.ragged.constant(tags))
+    weighed = tf.data.Dataset.from_tensor_slices((*columns, weights)).ragged_batch(2)
+    from_tf_data = loss(weighed) / loss(tf.data.Dataset.from_tensor_slices(columns).ragged_batch(2))
+    assert in_memory == pytest.approx(expected, rel=1e-4) and from_tf_data == pytest.approx(expected, rel=1e-4)

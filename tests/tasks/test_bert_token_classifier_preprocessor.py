@@ -44,9 +44,7 @@ def test_prepare_cuts_long_sentences_at_word_boundaries():
     assert prepared.y.tolist() == [[0, 1, 0, 0, 0], [0, 2, 0, 0, 0]]
 
 
-def test_prepare_refuses_sample_weights_and_tags_that_do_not_match_the_words():
-    with pytest.raises(ValueError, match="sample_weight is not taken"):
-        preprocessor().prepare(WORDS, TAGS, sample_weight=[1.0, 1.0])
+def test_prepare_refuses_tags_that_do_not_match_the_words():
     with pytest.raises(ValueError, match="Example 1 has 4 words but 3 tags"):
         preprocessor().prepare(WORDS, [[1, 0], [1, 0, 2]])
     with pytest.raises(TypeError, match=r"x\[1\]\[0\] is None"):
@@ -116,3 +114,19 @@ def test_call_stops_on_a_sentence_of_more_windows_than_it_reads():
     data = tf.data.Dataset.from_tensor_slices((words, tags)).batch(1).map(preprocessor)  # as fit maps it
     with pytest.raises(tf.errors.InvalidArgumentError, match=f"a sentence needs more than {MAX_WINDOWS} windows"):
         next(iter(data))
+
+
+def test_a_sentences_sample_weight_weighs_each_of_its_words_once_in_prepare_and_in_call():
+    """Each word weighs its sentence's weight on its first piece, in every window the sentence is cut into: a
+    sentence's weights sum to its weight times its words."""
+    tf = pytest.importorskip("tensorflow")
+    weights = [2.0, 0.5]
+    prepared = preprocessor().prepare(WORDS, [np.array(tags) for tags in TAGS], weights)
+    assert prepared.sample_weight.tolist() == [[2.0 * w for w in row] for row in WEIGHTS[:1]] + [
+        [0.5 * w for w in row] for row in WEIGHTS[1:]]
+    _, _, called = preprocessor()(tf.ragged.constant(WORDS), tf.ragged.constant(TAGS), tf.constant(weights))
+    assert called.numpy()[:, : len(WEIGHTS[0])].tolist() == prepared.sample_weight.tolist()
+    cut = preprocessor(sequence_length=4).prepare(WORDS, [np.array(tags) for tags in TAGS], weights)
+    assert len(cut.inputs["token_ids"]) > len(WORDS)  # windows of 2 pieces
+    rows_of = cut.windows.window_texts
+    assert [float(cut.sample_weight[rows_of == i].sum()) for i in range(2)] == [2.0 * 2, 0.5 * 4]
