@@ -45,6 +45,7 @@ class BertMaskedLMPreprocessor(BertPreprocessor):
         self._vocabulary = masking_vocabulary(self.tokenizer)
 
     def prepare(self, x, y=None, sample_weight=None):
+        refuse_sample_weight(sample_weight)
         texts, pairs = text_pairs(x)
         return Prepared(texts if pairs is None else (texts, pairs), y, sample_weight)
 
@@ -53,6 +54,7 @@ class BertMaskedLMPreprocessor(BertPreprocessor):
 
         from kbert.data.pretraining.masking import mask_batch
 
+        refuse_sample_weight(sample_weight)
         texts, pairs = x if isinstance(x, tuple) else (x, None)
         inputs = self.tokenizer.encode(texts, pairs, max_length=self.sequence_length, padding="longest")
         special_ids, is_suffix, replacement_ids = self._vocabulary
@@ -70,3 +72,10 @@ class BertMaskedLMPreprocessor(BertPreprocessor):
     def get_config(self):
         return {**super().get_config(), "mask_rate": self.mask_rate,
                 "max_predictions": self.max_predictions, "whole_word": self.whole_word}
+
+
+def refuse_sample_weight(sample_weight):
+    """A ValueError for sample weights, which masked LM would drop: it weighs the masked tokens itself."""
+    if sample_weight is not None:
+        raise ValueError("Masked LM takes no sample_weight: it weighs the tokens it masks itself (give more or "
+                         "fewer copies of a text to weigh it).")

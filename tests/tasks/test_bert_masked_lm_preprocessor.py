@@ -79,3 +79,10 @@ def test_prepare_passes_python_inputs_on_and_config_round_trips():
     again = BertMaskedLMPreprocessor.from_config(masking.get_config())
     assert (again.mask_rate, again.max_predictions, again.whole_word) == (0.4, 3, True)
     assert again.tokenizer.vocabulary() == VOCABULARY
+
+
+def test_sample_weights_are_refused_not_dropped():
+    with pytest.raises(ValueError, match="Masked LM takes no sample_weight"):
+        preprocessor().prepare(TEXTS, None, [1.0, 2.0])
+    with pytest.raises(ValueError, match="Masked LM takes no sample_weight"):
+        preprocessor()(tf.constant(TEXTS), None, tf.constant([1.0, 2.0]))
