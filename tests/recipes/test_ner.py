@@ -87,7 +87,8 @@ def test_command_line_flags():
     ner = ner_app.parser().parse_args(["train", *common, "--valid", "v", "--validation-fraction", "0.2",
                                        "--patience", "2"])
     layout = {"format": None, "delimiter": None, "tokens_column": None, "tags_column": None, "tag_names": None}
-    assert vars(ner) == {**expected, "valid": "v", "validation_fraction": 0.2, "patience": 2, **layout}
+    assert vars(ner) == {**expected, "valid": "v", "validation_fraction": 0.2, "patience": 2, "class_weight": None,
+                         **layout}
     assert default_flags(ner_app.parser()) == (3, 5e-5, 128, False, "auto")
 
 
