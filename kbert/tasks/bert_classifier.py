@@ -485,6 +485,8 @@ def class_ids(labels, num_classes, label_names=None):
             if not label_names or label not in label_names:
                 raise ValueError(f"Label {i} is {label!r}, not one of the label names {label_names}.")
             label = label_names.index(label)
+        if label is None or isinstance(label, float) and np.isnan(label):  # a table's empty cell
+            raise ValueError(f"Label {i} is missing ({label}): drop that example or give its label.")
         if not float(label).is_integer() or not 0 <= label < num_classes:
             raise ValueError(f"Label {i} is {label}, outside the {num_classes} classes "
                              f"(ids 0 to {num_classes - 1}).")

@@ -1,6 +1,7 @@
 """`BertPreprocessor`: the base of the layers that turn raw task inputs into BERT's token ids."""
 
 import dataclasses
+import math
 
 import keras
 import numpy as np
@@ -107,7 +108,7 @@ def text_list(values, name="texts"):
     >>> text_list(["a", None])
     Traceback (most recent call last):
     ...
-    TypeError: texts[1] is None, not a string.
+    TypeError: texts[1] is None (a missing value: drop or fill it), not a string.
     """
     if isinstance(values, (str, bytes)):
         values = [values]
@@ -120,7 +121,8 @@ def text_list(values, name="texts"):
         if isinstance(value, bytes):
             value = value.decode("utf-8", "replace")
         if not isinstance(value, str):
-            shown = "None" if value is None else type(value).__name__
+            missing = value is None or isinstance(value, float) and math.isnan(value)  # a table's empty cell
+            shown = f"{value} (a missing value: drop or fill it)" if missing else type(value).__name__
             raise TypeError(f"{name}[{i}] is {shown}, not a string.")
         texts.append(value)
     return texts

@@ -167,7 +167,7 @@ def test_encode_in_bfloat16_is_close_to_float32_and_follows_the_weights(encoder)
 
 @pytest.mark.parametrize("bad", [None, 7])
 def test_encode_refuses_non_strings_naming_the_index(encoder, bad):
-    with pytest.raises(TypeError, match=r"texts\[2\] is (None|int), not a string"):
+    with pytest.raises(TypeError, match=r"texts\[2\] is (None \(a missing value: drop or fill it\)|int), not a string"):
         encoder.encode(["a man", "the film", bad], batch_size=2)
     with pytest.raises(ValueError, match="batch_size must be a positive integer"):
         encoder.encode(ENCODED, batch_size=0)

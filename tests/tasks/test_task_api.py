@@ -156,7 +156,10 @@ def test_evaluate_on_raw_inputs_as_lists_or_numpy_arrays():
 @pytest.mark.parametrize("make_call, message", [
     (lambda m: m.fit(["a", "b"], [0, 2]), "Label 1 is 2, outside the 2 classes"),
     (lambda m: m.fit(["a", "b"], ["pos", "meh"]), "Label 1 is 'meh', not one of"),
-    (lambda m: m.fit(["a", None], [0, 1]), r"texts\[1\] is None, not a string"),
+    (lambda m: m.fit(["a", None], [0, 1]), r"texts\[1\] is None \(a missing value: drop or fill it\), not a string"),
+    (lambda m: m.fit(["a", float("nan")], [0, 1]), r"texts\[1\] is nan \(a missing value"),
+    (lambda m: m.fit(["a", "b"], ["pos", None]), r"Label 1 is missing \(None\): drop that example or give its label"),
+    (lambda m: m.fit(["a", "b"], [float("nan"), 1]), r"Label 0 is missing \(nan\)"),
     (lambda m: m.fit(["a", 3], [0, 1]), r"texts\[1\] is int, not a string"),
     (lambda m: m.fit((["a", "b"], ["c"]), [0, 1]), "Got 2 texts but 1 pairs"),
 ])
