@@ -11,14 +11,15 @@ class BertTokenClassifier(BertTask):
     """Tags every token (NER): backbone, dropout, a Dense head on `sequence_output`.
 
     On raw inputs, `fit` takes sentences as lists of words with one tag (a name from
-    `label_names`, or its id) per word, and a `sample_weight` per sentence if any; `predict` takes lists of words or raw texts and
-    returns, per example, `{"text", "tags", "tag_probabilities", "entities"}`: a tag per word,
-    its probability (a word without any token: `O`, 1), and the entities with their type,
-    text, [start, end) character span and mean probability. Long texts
-    are read through several windows (see `BertTokenClassifierPreprocessor`). On token ids
-    the model returns logits (batch, length, num_classes); each word's label sits on its
-    first WordPiece. The head computes in float32 even under mixed precision. Nothing here
-    reads the backbone's pooler, so it stays out of training (see `BertTask`).
+    `label_names`, or its id) per word, and a `sample_weight` per sentence if any; `predict`
+    takes lists of words or raw texts and returns, per example, `{"text", "tags",
+    "tag_probabilities", "entities"}`: a tag per word, its probability (a word without any
+    token: `O`, 1), and the entities with their type, text, [start, end) character span and
+    mean probability. Long texts are read through several windows (see
+    `BertTokenClassifierPreprocessor`). On token ids the model returns logits (batch, length,
+    num_classes); each word's label sits on its first WordPiece. The head computes in float32
+    even under mixed precision. Nothing here reads the backbone's pooler, so it stays out of
+    training (see `BertTask`).
 
     Args:
         backbone: `kbert.BertBackbone`.

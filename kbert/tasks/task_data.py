@@ -84,7 +84,7 @@ def split_off_validation(x, y, sample_weight, fraction):
     >>> split_off_validation((["a", "b", "c"], ["A", "B", "C"]), [0, 1, 0], None, 0.5)
     (((['a'], ['A']), [0], None), ((['b', 'c'], ['B', 'C']), [1, 0], None))
     """
-    count = len(x[0]) if isinstance(x, tuple) else len(x)
+    count = example_count(x)
     at = math.floor(count * (1.0 - fraction))
     if not 0 < fraction < 1 or at in (0, count):
         raise ValueError(f"validation_split={fraction} cannot split {count} examples into a training and a "
@@ -159,13 +159,18 @@ def check_examples(task, x, y, call="fit"):
     """A ValueError, before any step, for raw inputs `fit` (or `evaluate`: `call`) cannot train on (score): none,
     or not one label each."""
     name = f"{type(task).__name__}.{call}"
-    count = len(x[0]) if isinstance(x, tuple) else len(x)
+    count = example_count(x)
     if not count:
         raise ValueError(f"{name} got no examples: nothing to {'train on' if call == 'fit' else 'score'}.")
     if y is None and task.needs_labels:
         raise ValueError(f"{name} needs a label for each of its {count} examples (y); got None.")
     if y is not None and not isinstance(y, dict) and len(y) != count:
         raise ValueError(f"{name} got {count} examples but {len(y)} labels: give one label per example.")
+
+
+def example_count(x):
+    """The number of raw examples in `x`: a list of them, or a tuple of columns."""
+    return len(x[0]) if isinstance(x, tuple) else len(x)
 
 
 def evaluate_outputs(task, outputs, y, sample_weight=None, return_dict=False):
@@ -226,7 +231,7 @@ def raw_batches(task, x, y, sample_weight, batch_size, shuffle=False, shard=Fals
                                    task.token_outputs)
         return data.prefetch(tf.data.AUTOTUNE), None
     if sample_weight is not None:
-        sample_weight = checked_sample_weight(sample_weight, len(x[0]) if isinstance(x, tuple) else len(x))
+        sample_weight = checked_sample_weight(sample_weight, example_count(x))
     prepared = task.preprocessor.prepare(x, task.check_labels(y), sample_weight)
     if class_weight is not None:
         table = class_weight_table(class_weight, task.weighed_classes(y), prepared.y, prepared.sample_weight)
