@@ -14,7 +14,8 @@ class BertQuestionAnswererPreprocessor(BertPreprocessor):
     Long contexts are read through overlapping windows (`doc_stride` tokens apart, BERT's
     recipe; see `kbert.data.windows.squad.SquadWindows`), so a question has as many rows as its context
     has windows. With answers, each window's targets are the answer's first and last token,
-    or [CLS] (position 0) where the window lacks the answer. `call` makes the same windows
+    or [CLS] (position 0) where the window lacks the answer, and a question's sample weight, if
+    any, is each of its windows'. `call` makes the same windows
     and targets in TensorFlow ops, for training on a `tf.data` batch of `(questions,
     contexts)` with answers as `{"text": ..., "answer_start": ...}` (character index);
     examples whose answer covers no context token are dropped there.
@@ -41,8 +42,6 @@ class BertQuestionAnswererPreprocessor(BertPreprocessor):
         self.max_question_length = max_question_length
 
     def prepare(self, x, y=None, sample_weight=None):
-        if sample_weight is not None:
-            raise ValueError("Question answering takes no sample_weight.")
         questions, contexts = text_pairs(x, ("questions", "contexts"))
         if y is not None and len(y) != len(questions):
             raise ValueError(f"Got {len(questions)} questions but {len(y)} answers.")
@@ -57,16 +56,14 @@ class BertQuestionAnswererPreprocessor(BertPreprocessor):
             raise ValueError(f"{windows.skipped} answer(s) cover no context token.")
         targets = None if y is None else {"start_logits": windows.start_positions,
                                           "end_logits": windows.end_positions}
-        return Prepared(windows.inputs, targets, None, windows)
+        weights = None if sample_weight is None else np.asarray(sample_weight, "float32")[windows.window_examples]
+        return Prepared(windows.inputs, targets, weights, windows)
 
     def call(self, x, y=None, sample_weight=None):
         import tensorflow as tf
 
         from kbert.data.windows.tensors import question_window_rows  # TensorFlow ops: loaded with TensorFlow
 
-        if sample_weight is not None:
-            raise ValueError("Question answering takes no sample_weight: a dataset's elements are (inputs, "
-                             "answers).")
         questions, contexts = x
         rows = question_window_rows(self.tokenizer, questions, contexts, self.sequence_length, self.doc_stride,
                                     self.max_question_length)
@@ -88,7 +85,10 @@ class BertQuestionAnswererPreprocessor(BertPreprocessor):
                    "end_logits": tf.where(holds, first[:, 0] + answer_last - begin, 0)}
         keep = tf.gather(found, example)
         inputs = {key: tf.boolean_mask(value, keep) for key, value in self.pad_to_multiple(inputs).items()}
-        return inputs, {key: tf.boolean_mask(value, keep) for key, value in targets.items()}
+        targets = {key: tf.boolean_mask(value, keep) for key, value in targets.items()}
+        if sample_weight is None:
+            return inputs, targets
+        return inputs, targets, tf.boolean_mask(tf.gather(tf.cast(sample_weight, tf.float32), example), keep)
 
     def get_config(self):
         return {**super().get_config(), "doc_stride": self.doc_stride,

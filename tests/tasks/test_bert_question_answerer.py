@@ -4,6 +4,7 @@ import json
 
 import keras
 import numpy as np
+import pytest
 
 from kbert import BertBackbone
 from kbert.tasks.bert_question_answerer import BertQuestionAnswerer
@@ -47,3 +48,36 @@ def test_predict_gives_an_empty_answer_when_no_span_fits():
     model = BertQuestionAnswerer.from_preset("bert_tiny", sequence_length=24, max_answer_length=0)
     answers = model.predict((["Who sings?", "Who runs?"], ["Ann sings.", "Bob runs."]), verbose=0)
     assert answers == [{"text": "", "start": -1, "end": -1, "score": 0.0, "probability": 0.0, "alternatives": []}] * 2
+
+
+def test_fit_weighs_each_questions_windows_by_its_sample_weight_in_memory_and_from_tf_data():
+    """One step at learning rate 0, plain and weighed: Keras divides both sums by the windows, so their ratio is the
+    sum of question weight x (start + end cross-entropy) over the windows over the plain sum, computed here."""
+    import tensorflow as tf
+
+    from kbert.tasks import BertQuestionAnswererPreprocessor
+    from kbert.text import BertTokenizer
+    from tests.tasks.conftest import VOCABULARY
+
+    keras.utils.set_random_seed(1)
+    preprocessor = BertQuestionAnswererPreprocessor(BertTokenizer(VOCABULARY), sequence_length=9, doc_stride=2)
+    model = BertQuestionAnswerer(BertBackbone(**TINY, dropout=0.0), preprocessor=preprocessor)
+    model.compile(optimizer=keras.optimizers.SGD(0.0))
+    questions, contexts = ["who plays?", "who sleeps?"], ["a man plays and someone sleeps", "nobody sleeps"]
+    answers, weights = ["a man", "nobody"], np.array([3.0, 0.5])
+    prepared = preprocessor.prepare((questions, contexts), answers)
+    outputs = {key: keras.ops.convert_to_numpy(value).astype("float64") for key, value in
+               model(prepared.inputs).items()}
+    losses = sum(-np.take_along_axis(logits - np.log(np.exp(logits).sum(-1, keepdims=True)),
+                                     prepared.y[key][:, None], -1)[:, 0] for key, logits in outputs.items())
+    expected = np.sum(weights[prepared.windows.window_examples] * losses) / np.sum(losses)
+
+    def loss(data, **kwargs):
+        return model.fit(data, epochs=1, shuffle=False, verbose=0, **kwargs).history["loss"][0]
+
+    in_memory = loss((questions, contexts), y=answers, sample_weight=weights) / loss((questions, contexts), y=answers)
+    starts = [context.index(answer) for context, answer in zip(contexts, answers)]
+    columns = ((questions, contexts), {"text": answers, "answer_start": starts})
+    weighed = tf.data.Dataset.from_tensor_slices((*columns, weights)).batch(2)
+    from_tf_data = loss(weighed) / loss(tf.data.Dataset.from_tensor_slices(columns).batch(2))
+    assert in_memory == pytest.approx(expected, rel=1e-4) and from_tf_data == pytest.approx(expected, rel=1e-4)

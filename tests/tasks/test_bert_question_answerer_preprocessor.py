@@ -61,13 +61,20 @@ def test_answer_start_finds_the_answer_or_names_the_example():
         answer_start(example, " ")
 
 
-def test_prepare_and_call_refuse_sample_weights_and_prepare_a_wrong_number_of_answers():
+def test_a_questions_sample_weight_is_each_of_its_windows_in_prepare_and_call():
     tf = pytest.importorskip("tensorflow")
-    with pytest.raises(ValueError, match="takes no sample_weight"):
-        preprocessor().prepare(([QUESTION], [CONTEXT]), ["Ann"], sample_weight=[1.0])
-    with pytest.raises(ValueError, match="takes no sample_weight: a dataset's elements are"):  # not ignored
-        preprocessor()((tf.constant([QUESTION]), tf.constant([CONTEXT])),
-                       {"text": tf.constant(["Ann"]), "answer_start": tf.constant([10])}, tf.constant([2.0]))
+    questions, contexts = [QUESTION, QUESTION], [CONTEXT, "Ann sings."]
+    prepared = preprocessor().prepare((questions, contexts), ["Ann", "Ann"], [2.0, 0.5])
+    rows_of = prepared.windows.window_examples
+    assert len(rows_of) > 2 and prepared.sample_weight.tolist() == [[2.0, 0.5][i] for i in rows_of]
+    *_, called = preprocessor()(
+        (tf.constant(questions), tf.constant(contexts)),
+        {"text": tf.constant(["Ann", "Ann"]), "answer_start": tf.constant([CONTEXT.index("Ann"), 0])},
+        tf.constant([2.0, 0.5]))
+    assert called.numpy().tolist() == prepared.sample_weight.tolist()
+
+
+def test_prepare_refuses_a_wrong_number_of_answers():
     with pytest.raises(ValueError, match="Got 1 questions but 2 answers"):
         preprocessor().prepare(([QUESTION], [CONTEXT]), ["Ann", "Bob"])
 
