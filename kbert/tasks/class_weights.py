@@ -84,8 +84,8 @@ def weighed(table, targets, sample_weight=None, token_level=False):
     targets = np.asarray(targets)
     if not token_level:
         targets = targets.reshape(len(targets))
-    read = np.ones(targets.shape, bool) if sample_weight is None else np.reshape(sample_weight, targets.shape) > 0
-    read_targets(targets[read], None, len(table))
+    read_targets(targets, sample_weight, len(table))  # a ValueError for a label the loss reads outside the classes
+    read = True if sample_weight is None else np.reshape(sample_weight, targets.shape) > 0
     weights = table[np.where(read, targets, 0).astype("int64")]
     return weights if sample_weight is None else weights * np.reshape(sample_weight, targets.shape)
 
