@@ -33,7 +33,8 @@ _KBERT_SETTING_TYPES = {
     "max_answer_length": ((int,), "an integer"), "max_question_length": ((int,), "an integer"),
     "doc_stride": ((int, type(None)), "an integer or null"),
     "max_predictions": ((int, type(None)), "an integer or null"),
-    "whole_word": ((bool,), "true or false"),
+    "whole_word": ((bool,), "true or false"), "allow_no_answer": ((bool,), "true or false"),
+    "no_answer_threshold": ((int, float), "a number"),
 }
 # Config keys that are not such settings: Keras's own, the parts, and what Hugging Face's keys hold.
 _NOT_KBERT_SETTINGS = {"name", "trainable", "dtype", "compile", "backbone", "preprocessor", "tokenizer",

@@ -5,6 +5,8 @@ import numpy as np
 # Answers decoded per question and the longest answer in tokens, as BERT's run_squad.py: the defaults of every QA
 # decoding (the task, its windows, the apps, the exports and the edge runner).
 N_BEST, MAX_ANSWER_LENGTH = 20, 30
+# What the apps say of the answer "no answer" (a model that allows it, SQuAD 2.0), the edge runner's too.
+NO_ANSWER_NOTE = "no answer: the context does not answer it, says the model"
 
 
 def window_candidates(start_logits, end_logits, offsets, max_context, n_best=N_BEST,
@@ -39,16 +41,38 @@ def window_candidates(start_logits, end_logits, offsets, max_context, n_best=N_B
              int(offsets[ends[b], 1])) for a, b in zip(*np.nonzero(ok))]
 
 
-def best_answers(candidates, context, n_best=N_BEST):
-    """The `n_best` best distinct spans among the candidates of all windows of `context`.
+def null_score(start_logits, end_logits):
+    """The score of "no answer" in one window: the start + end logit of its first token ([CLS], or RoBERTa's `<s>`),
+    where training points questions that have no answer in the window (SQuAD 2.0, as BERT's run_squad.py).
+
+    Example:
+    >>> null_score(np.array([2.0, 0.5]), np.array([1.5, 0.0]))
+    3.5
+    """
+    return float(start_logits[0] + end_logits[0])
+
+
+def best_answers(candidates, context, n_best=N_BEST, null=None, no_answer_threshold=0.0):
+    """The `n_best` best distinct spans among the candidates of all windows of `context`, and "no answer".
 
     Returns a list (best first) of dicts: `text` (sliced from `context`), `start`, `end`
     (char span), `score` (the logit sum) and `probability` (softmax of the scores over the
     list). An empty list: no candidate.
 
+    With `null`, the null score of the question (the least of its windows' `null_score`s, as
+    BERT's run_squad.py and Hugging Face's SQuAD 2.0 examples take it), the list also holds
+    "no answer": `{"text": "", "start": 0, "end": 0, "score": null}` (Hugging Face's question
+    answering pipeline's empty answer), first when `null` beats the best span's score by more
+    than `no_answer_threshold` (BERT's `null_score_diff_threshold`), else after the spans it
+    does not beat by that much; the probabilities count it as Hugging Face's do.
+
     Example:
     >>> [(a["text"], round(a["probability"], 3)) for a in best_answers([(1.0, 0, 3), (3.0, 4, 7), (2.0, 4, 7)], "Ann met Bob")]
     [('met', 0.881), ('Ann', 0.119)]
+    >>> [a["text"] for a in best_answers([(1.0, 0, 3), (3.0, 4, 7)], "Ann met Bob", null=2.0)]
+    ['met', '', 'Ann']
+    >>> [a["text"] for a in best_answers([(1.0, 0, 3), (3.0, 4, 7)], "Ann met Bob", null=4.0)]
+    ['', 'met', 'Ann']
     """
     best, seen = [], set()
     for score, start, end in sorted(candidates, key=lambda c: -c[0]):
@@ -57,6 +81,9 @@ def best_answers(candidates, context, n_best=N_BEST):
             best.append({"text": context[start:end], "start": start, "end": end, "score": score})
         if len(best) == n_best:
             break
+    if null is not None:
+        place = sum(answer["score"] >= null - no_answer_threshold for answer in best)
+        best.insert(place, {"text": "", "start": 0, "end": 0, "score": float(null)})
     if best:
         scores = np.array([b["score"] for b in best])
         probabilities = np.exp(scores - scores.max())

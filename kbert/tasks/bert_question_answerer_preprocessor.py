@@ -14,11 +14,12 @@ class BertQuestionAnswererPreprocessor(BertPreprocessor):
     Long contexts are read through overlapping windows (`doc_stride` tokens apart, BERT's
     recipe; see `kbert.data.windows.squad.SquadWindows`), so a question has as many rows as its context
     has windows. With answers, each window's targets are the answer's first and last token,
-    or [CLS] (position 0) where the window lacks the answer, and a question's sample weight, if
-    any, is each of its windows'. `call` makes the same windows
-    and targets in TensorFlow ops, for training on a `tf.data` batch of `(questions,
-    contexts)` with answers as `{"text": ..., "answer_start": ...}` (character index);
-    examples whose answer covers no context token are dropped there.
+    or [CLS] (position 0) where the window lacks the answer; a question without an answer (""
+    or `{"text": [], ...}`: SQuAD 2.0's, which `BertQuestionAnswerer` takes with `allow_no_answer`)
+    has [CLS] in every window. A question's sample weight, if any, is each of its windows'. `call`
+    makes the same windows and targets in TensorFlow ops, for training on a `tf.data` batch of
+    `(questions, contexts)` with answers as `{"text": ..., "answer_start": ...}` (character index;
+    text "": no answer); examples whose answer covers no context token are dropped there.
 
     Args:
         tokenizer: `kbert.BertTokenizer`.
@@ -48,10 +49,12 @@ class BertQuestionAnswererPreprocessor(BertPreprocessor):
         examples = [SquadExample(str(i), question, context)
                     for i, (question, context) in enumerate(zip(questions, contexts))]
         for example, answer in zip(examples, [] if y is None else y):
-            answer = first_answer(example, answer)
+            if is_no_answer(answer):
+                continue  # no answers: [CLS] in every window
+            answer = first_answer(answer)
             example.answers, example.answer_start = [answer_text(answer)], answer_start(example, answer)
         windows = SquadWindows(self.tokenizer, examples, self.sequence_length, self.doc_stride,
-                               self.max_question_length, training=y is not None)
+                               self.max_question_length, training=y is not None, unanswerable=True)
         if windows.skipped:
             raise ValueError(f"{windows.skipped} answer(s) cover no context token.")
         targets = None if y is None else {"start_logits": windows.start_positions,
@@ -76,14 +79,14 @@ class BertQuestionAnswererPreprocessor(BertPreprocessor):
         end = start + tf.strings.length(y["text"], unit="UTF8_CHAR")[:, tf.newaxis]
         in_text = tf.range(tf.shape(offsets)[1])[tf.newaxis, :] < rows["context_lengths"][:, tf.newaxis]
         overlap = in_text & (offsets[..., 1] > start) & (offsets[..., 0] < end)
-        found = tf.reduce_any(overlap, 1)
+        located = tf.gather(tf.reduce_any(overlap, 1), example)
         answer_first = tf.gather(tf.argmax(tf.cast(overlap, tf.int32), 1, output_type=tf.int32), example)
         answer_last = tf.gather(tf.shape(overlap)[1] - 1 - tf.argmax(
             tf.cast(overlap[:, ::-1], tf.int32), 1, output_type=tf.int32), example)
-        holds = (begin <= answer_first) & (answer_last < begin + rows["size"])
+        holds = located & (begin <= answer_first) & (answer_last < begin + rows["size"])
         targets = {"start_logits": tf.where(holds, first[:, 0] + answer_first - begin, 0),
                    "end_logits": tf.where(holds, first[:, 0] + answer_last - begin, 0)}
-        keep = tf.gather(found, example)
+        keep = located | tf.gather(tf.strings.length(y["text"]) == 0, example)  # or no answer: [CLS]
         inputs = {key: tf.boolean_mask(value, keep) for key, value in self.pad_to_multiple(inputs).items()}
         targets = {key: tf.boolean_mask(value, keep) for key, value in targets.items()}
         if sample_weight is None:
@@ -95,20 +98,31 @@ class BertQuestionAnswererPreprocessor(BertPreprocessor):
                 "max_question_length": self.max_question_length}
 
 
-def first_answer(example, answer):
-    """`answer` as one answer: of SQuAD's `{"text": [...], "answer_start": [...]}` (a `datasets` SQuAD's), the
-    first; a ValueError names the example if it has none.
+def is_no_answer(answer):
+    """Whether `answer` says its question has none in the context (SQuAD 2.0): "", or SQuAD's `{"text": [], ...}`
+    (a `datasets` SQuAD 2.0's) or `{"text": "", ...}`.
 
     Example:
-    >>> first_answer(SquadExample("0", "Who?", "Ann sings."), {"text": ["Ann", "Ann"], "answer_start": [0, 0]})
+    >>> is_no_answer({"text": [], "answer_start": []}), is_no_answer(""), is_no_answer("Ann"), is_no_answer(None)
+    (True, True, False, False)
+    """
+    text = answer.get("text") if isinstance(answer, dict) else answer
+    if isinstance(text, (list, tuple, np.ndarray)):
+        return len(text) == 0
+    return isinstance(text, str) and not text
+
+
+def first_answer(answer):
+    """`answer` as one answer: of SQuAD's `{"text": [...], "answer_start": [...]}` (a `datasets` SQuAD's), the
+    first.
+
+    Example:
+    >>> first_answer({"text": ["Ann", "Ann"], "answer_start": [0, 0]})
     {'text': 'Ann', 'answer_start': 0}
     """
     if not isinstance(answer, dict) or not isinstance(answer.get("text"), (list, tuple, np.ndarray)):
         return answer
     texts, starts = list(answer["text"]), list(answer.get("answer_start", [None] * len(answer["text"])))
-    if not texts:
-        raise ValueError(f"Example {example.id} has no answer (an unanswerable question): extractive QA trains "
-                         "on answers found in their contexts; drop it.")
     return {"text": texts[0], "answer_start": None if starts[0] is None else int(starts[0])}
 
 

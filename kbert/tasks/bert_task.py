@@ -58,6 +58,7 @@ class BertTask(UnreadPooler, keras.Model):
     needs_labels = True  # fit on raw inputs takes a label per example
     example_rank = 0  # the rank of one raw example (a string; NER's: 1, its words)
     input_names = ("texts", "pairs")  # the columns of a table it reads, in order (`kbert.tasks.table_inputs`)
+    decoding_settings = ()  # constructor arguments that change only what `predict` makes of the outputs
     default_learning_rate = 5e-5
     default_sequence_length = DEFAULT_SEQUENCE_LENGTH
 
@@ -84,7 +85,9 @@ class BertTask(UnreadPooler, keras.Model):
                 backbone folder (`apps/pretrain.py`), or a run folder of a task model. A run
                 folder or Hugging Face checkpoint of this task (e.g. `BertForTokenClassification`
                 for `BertTokenClassifier`) comes back whole, head and labels included, unless
-                `kwargs` ask for other classes; another task gives its backbone.
+                `kwargs` ask for other classes (a saved model of this task keeps its head when
+                `kwargs` are only its `decoding_settings`, e.g. QA's `allow_no_answer`); another task
+                gives its backbone.
             preprocessor: a `BertPreprocessor`, or None for this task's default on the
                 preset's vocabulary.
             sequence_length: int or None. Tokens per input of the default preprocessor
@@ -103,6 +106,24 @@ class BertTask(UnreadPooler, keras.Model):
         64
         """
         return load_task(cls, preset, preprocessor, sequence_length, compile, **kwargs)
+
+    def set_decoding(self, **settings):
+        """Changes the `decoding_settings` given (saved with the model), which change what `predict` makes of the
+        model's outputs and nothing the model computes; a ValueError names any other.
+
+        Example:
+        >>> from kbert import BertQuestionAnswerer
+        >>> model = BertQuestionAnswerer.from_preset("bert_tiny")
+        >>> model.set_decoding(n_best=5)
+        >>> model.n_best, model.get_config()["n_best"]
+        (5, 5)
+        """
+        for name, value in settings.items():
+            if name not in self.decoding_settings:
+                raise ValueError(f"{type(self).__name__} has no decoding setting {name!r}; its are: "
+                                 f"{', '.join(self.decoding_settings) or 'none'}.")
+            setattr(self, name, value)
+            self._arguments[name] = value
 
     def export_to_transformers(self, path):
         """Writes this model as a Hugging Face folder (config, safetensors weights, tokenizer)

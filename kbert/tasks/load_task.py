@@ -9,8 +9,8 @@ from kbert.saving import check_vocabulary, model_source
 
 def load_task(cls, preset, preprocessor=None, sequence_length=None, compile=True, **kwargs):
     """The task model of class `cls` that `cls.from_preset(preset, ...)` returns (see `BertTask.from_preset`):
-    a saved model of `cls` whole; else `preset`'s backbone with a new head, or a Hugging Face checkpoint's
-    head of this task (`hf_head_arguments`).
+    a saved model of `cls` whole (with the `decoding_settings` asked for); else `preset`'s backbone with a new head,
+    or a Hugging Face checkpoint's head of this task (`hf_head_arguments`).
 
     Example:
     >>> from kbert import BertClassifier
@@ -26,7 +26,8 @@ def load_task(cls, preset, preprocessor=None, sequence_length=None, compile=True
                          f"{sorted(asked)}: give the settings to the preprocessor, or give no preprocessor.")
     source = model_source(preset)  # each of its files read once, whichever way it is taken
     saved = source.saved_model  # a task model comes with its preprocessor
-    if isinstance(saved, cls) and not kwargs:
+    if isinstance(saved, cls) and set(kwargs) <= set(cls.decoding_settings):
+        saved.set_decoding(**kwargs)
         if preprocessor is not None:
             check_vocabulary(saved.backbone, preprocessor.tokenizer, "the preprocessor's tokenizer")
             saved.preprocessor = preprocessor

@@ -72,3 +72,24 @@ def test_no_context_no_answer():
     packed = pack_question_windows([([7], [], np.zeros((0, 2)), [(0, 0)])], 2, 3, 0)
     assert window_candidates(np.ones(3), np.ones(3), packed["offsets"][0], packed["max_context"][0]) == []
     assert best_answers([], "") == []
+
+
+@pytest.mark.parametrize("threshold", [-1.0, 0.0, 0.5])
+def test_no_answer_joins_the_list_first_only_when_it_beats_the_best_span_by_more_than_the_threshold(threshold):
+    """As Hugging Face's SQuAD 2.0 post-processing: the spans as without it, "no answer" among them (first where BERT's
+    run_squad.py answers "": null - best span > threshold), and the softmax taken over the spans and the null."""
+    context = "ab cd ef gh ij kl"
+    rng = np.random.default_rng(int(threshold * 10) + 10)
+    for trial in range(20):
+        scores = np.round(rng.normal(size=6) * 4) / 4  # quarters: sums and differences are exact
+        candidates = [(float(s), 3 * a, 3 * a + 2) for s, a in zip(scores, rng.integers(0, 6, size=6))]
+        null = float(np.round(rng.normal() * 4) / 4) if trial else max(scores) + threshold  # a tie: the span wins
+        spans = best_answers(candidates, context, 4)
+        got = best_answers(candidates, context, 4, null=null, no_answer_threshold=threshold)
+        assert [(a["text"], a["score"]) for a in got if a["text"]] == [(a["text"], a["score"]) for a in spans]
+        nulls = [i for i, a in enumerate(got) if not a["text"]]
+        assert len(nulls) == 1 and (got[nulls[0]]["start"], got[nulls[0]]["end"], got[nulls[0]]["score"]) == (0, 0, null)
+        assert (nulls[0] == 0) == (null - spans[0]["score"] > threshold)
+        scores = np.array([a["score"] for a in got])
+        np.testing.assert_allclose([a["probability"] for a in got], np.exp(scores) / np.exp(scores).sum(), rtol=1e-9)
+    assert best_answers([], "", null=1.5) == [{"text": "", "start": 0, "end": 0, "score": 1.5, "probability": 1.0}]

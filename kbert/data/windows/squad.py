@@ -1,7 +1,7 @@
 import numpy as np
 
 from kbert.data.windows.token_rows import token_rows
-from kbert_core.answers import MAX_ANSWER_LENGTH, N_BEST, best_answers, window_candidates
+from kbert_core.answers import MAX_ANSWER_LENGTH, N_BEST, best_answers, null_score, window_candidates
 from kbert_core.windows import (MAX_QUESTION_LENGTH, QA_DOC_STRIDE, QA_SEQUENCE_LENGTH, pack_question_windows,
                                 question_windows)
 
@@ -15,8 +15,10 @@ class SquadWindows:
     `training`, `start_positions` and `end_positions` give the answer's first and last token
     in each window, or 0 ([CLS]) in windows that do not hold the whole answer; examples
     whose answer was not located in the context (`answer_start` None) are skipped and
-    counted in `skipped`. `decode` turns start/end logits back into answer texts of the
-    original contexts, through each token's character offsets.
+    counted in `skipped`, and so are those with no answers unless `unanswerable`, where they
+    train on [CLS] in every window (SQuAD 2.0's unanswerable questions). `decode` turns
+    start/end logits back into answer texts of the original contexts, through each token's
+    character offsets.
 
     Args:
         tokenizer: `kbert.text.BertTokenizer`.
@@ -25,6 +27,7 @@ class SquadWindows:
         doc_stride: int. Tokens between the starts of consecutive windows (128).
         max_question_length: int. Question tokens kept (64).
         training: bool. Compute answer positions (and skip unlocated answers).
+        unanswerable: bool. In training, keep the examples without answers (`answers == []`), all windows on [CLS].
 
     Example:
     >>> from kbert.data.readers.squad_example import SquadExample
@@ -39,7 +42,7 @@ class SquadWindows:
     """
 
     def __init__(self, tokenizer, examples, max_length=QA_SEQUENCE_LENGTH, doc_stride=QA_DOC_STRIDE,
-                 max_question_length=MAX_QUESTION_LENGTH, training=False):
+                 max_question_length=MAX_QUESTION_LENGTH, training=False, unanswerable=False):
         self.examples = list(examples)
         contexts = {}
         for example in self.examples:
@@ -53,7 +56,7 @@ class SquadWindows:
             ids, offsets = context_rows[contexts[example.context]]
             windows = question_windows(len(question), len(ids), max_length, doc_stride, layout.specials(2))
             answer = _answer_tokens(offsets, example.answer_span) if training else None
-            if training and answer is None:
+            if training and answer is None and not (unanswerable and not example.answers):
                 self.skipped += 1
                 continue
             questions.append((question, ids, offsets, windows))
@@ -77,7 +80,8 @@ class SquadWindows:
     def __len__(self):
         return len(self.window_examples)
 
-    def decode(self, start_logits, end_logits, n_best=N_BEST, max_answer_length=MAX_ANSWER_LENGTH):
+    def decode(self, start_logits, end_logits, n_best=N_BEST, max_answer_length=MAX_ANSWER_LENGTH,
+               allow_no_answer=False, no_answer_threshold=0.0):
         """The best answers of each example, over all of its windows.
 
         In each window the `n_best` highest start and end logits among context tokens are
@@ -86,20 +90,31 @@ class SquadWindows:
         end logit. Returns, per example, a list of up to `n_best` dicts: `text` (sliced from
         the original context), `start`, `end` (char span), `score` (the logit sum) and
         `probability` (softmax of the scores over the list). An empty list: no valid pair.
+        With `allow_no_answer`, the list also holds "no answer" (text "", span (0, 0)), scored by
+        the least of the example's windows' start + end logit at position 0 and ranked as
+        `kbert_core.answers.best_answers` says, first when it beats the best span by more than
+        `no_answer_threshold`.
 
         Args:
             start_logits, end_logits: arrays (windows, length), the model's outputs.
             n_best: int. Candidates per window and answers kept per example.
             max_answer_length: int. Longest answer, in tokens.
+            allow_no_answer: bool. Answer "" where the model says the context holds no answer (SQuAD 2.0).
+            no_answer_threshold: float. How much the null score must beat the best span's by.
         """
         start_logits = np.asarray(start_logits, "float32")
         end_logits = np.asarray(end_logits, "float32")
         width = start_logits.shape[1]
         candidates = [[] for _ in self.examples]
+        nulls = [None] * len(self.examples)
         for r, i in enumerate(self.window_examples):
             candidates[i] += window_candidates(start_logits[r], end_logits[r], self.offsets[r, :width],
                                                self.max_context[r, :width], n_best, max_answer_length)
-        return [best_answers(found, example.context, n_best) for example, found in zip(self.examples, candidates)]
+            if allow_no_answer:
+                null = null_score(start_logits[r], end_logits[r])
+                nulls[i] = null if nulls[i] is None else min(nulls[i], null)
+        return [best_answers(found, example.context, n_best, null, no_answer_threshold)
+                for example, found, null in zip(self.examples, candidates, nulls)]
 
 
 def _answer_tokens(offsets, span):

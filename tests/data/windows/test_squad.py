@@ -61,3 +61,33 @@ def test_ten_thousand_word_context(tokenizer):
     windows = SquadWindows(tokenizer, [SquadExample("q", "who?", context)], max_length=384, doc_stride=128)
     covered = windows.offsets[:, :, 1].max()
     assert covered == len(context) and windows.inputs["token_ids"].shape[1] == 384
+
+
+def test_unanswerable_questions_train_on_cls_and_no_answer_scores_the_least_null_of_the_windows(tokenizer):
+    """An example without answers is skipped in training unless `unanswerable`, where each of its windows targets
+    [CLS]; decoding with allow_no_answer scores "no answer" by the least start + end logit at [CLS] over the
+    windows (BERT's run_squad.py) and puts it first only where it beats the best span by more than the threshold."""
+    context = "A river. " * 10 + "The King of FRANCE is a city. " + "A river. " * 10
+    examples = [SquadExample("a", "Who?", context, ["The King"], context.index("The King")),
+                SquadExample("b", "Who?", context)]
+    assert SquadWindows(tokenizer, examples, max_length=16, doc_stride=5, training=True).skipped == 1
+    windows = SquadWindows(tokenizer, examples, max_length=16, doc_stride=5, training=True, unanswerable=True)
+    mine = windows.window_examples == 1
+    assert windows.skipped == 0 and mine.sum() > 2
+    assert not windows.start_positions[mine].any() and not windows.end_positions[mine].any()
+    assert windows.start_positions[~mine].any()
+
+    windows = SquadWindows(tokenizer, examples[1:], max_length=16, doc_stride=5)
+    start_logits = np.zeros(windows.inputs["token_ids"].shape)
+    end_logits = np.zeros_like(start_logits)
+    king = context.index("King")
+    for r in range(len(windows)):
+        at = np.flatnonzero(windows.offsets[r, :, 0] == king)
+        start_logits[r, at], end_logits[r, at] = 2.0, 1.0  # "King" scores 3 wherever it is read
+        start_logits[r, 0] = end_logits[r, 0] = 5.0 - 0.5 * (r == 2)  # null 10, but 9 in window 2
+    assert windows.decode(start_logits, end_logits)[0][0]["text"] == "King"  # no null without allow_no_answer
+    best = windows.decode(start_logits, end_logits, allow_no_answer=True)[0]
+    assert (best[0]["text"], best[0]["start"], best[0]["end"], best[0]["score"]) == ("", 0, 0, 9.0)
+    assert best[1]["text"] == "King"
+    assert windows.decode(start_logits, end_logits, allow_no_answer=True, no_answer_threshold=6.0)[0][0][
+        "text"] == "King"  # 9 - 3 = 6 does not beat 6
