@@ -1,4 +1,4 @@
-"""Extractive question answering (SQuAD v1.1 JSON, or Hugging Face's squad as JSON Lines or Parquet) with
+"""Extractive question answering (SQuAD v1.1 or 2.0 JSON, or Hugging Face's squad as JSON Lines or Parquet) with
 BertQuestionAnswerer, any backend.
 
     python apps/qa.py train --data ../shared/data/squad/train-v1.1.json --out saved_models/squad
@@ -14,6 +14,11 @@ predict reads its questions from stdin when no --question is given: one question
 Contexts longer than a window are read through overlapping windows (--max-length 384,
 --doc-stride 128, BERT's recipe); answers are decoded over all windows of a question and
 sliced from the original context. Scores are the official v1.1 exact match and F1 (%).
+
+SQuAD 2.0's questions without an answer (no answers, "is_impossible") are skipped in training
+unless --allow-no-answer, which trains on them and lets the model answer "no answer" where its
+no-answer score beats the best span's by more than --no-answer-threshold (0; BERT tunes it on
+dev, typically between -1 and -5); data with such questions is scored by the official 2.0 rules.
 """
 
 import json
@@ -36,18 +41,19 @@ def main(argv=None):
         train=lambda: recipe.train(
             args.data, args.init, args.out, doc_stride=args.doc_stride, max_question_length=args.max_question_length,
             validation_articles=args.validation_articles, articles=args.articles, layout=layout(args),
-            **train_options(args)),
+            allow_no_answer=args.allow_no_answer, no_answer_threshold=args.no_answer_threshold, **train_options(args)),
         evaluate=lambda: recipe.evaluate(args.model, args.data, out=args.out, batch_size=args.batch_size,
                                          layout=layout(args), verbose=0 if args.quiet else "auto"),
         predict=lambda: recipe.predict(args.model, *predict_inputs(args), args.n_best, args.max_answer_length,
-                                       batch_size=args.batch_size, dtype=args.dtype),
+                                       batch_size=args.batch_size, dtype=args.dtype,
+                                       no_answer_threshold=args.no_answer_threshold),
         describe=_describe)
 
 
 def parser():
     """The argparse parser of this app."""
     parser, commands = task_parser(__doc__)
-    data = ("SQuAD v1.1 JSON file, or JSON Lines, JSON or Parquet with a question a row (Hugging Face's squad: "
+    data = ("SQuAD v1.1 or 2.0 JSON file, or JSON Lines, JSON or Parquet with a question a row (Hugging Face's squad: "
             "id, title, context, question, answers)")
     formats, uses = ("squad", "jsonl", "json", "parquet", "csv"), ("id", "title", "context", "question", "answers")
     train = add_train_command(commands, data, "questions", epochs=2, learning_rate=5e-5, max_length=QA_SEQUENCE_LENGTH,
@@ -58,6 +64,12 @@ def parser():
     train.add_argument("--validation-articles", type=positive_int, default=10,
                        help="articles held out for validation")
     train.add_argument("--articles", type=positive_int, help="read only the first N articles")
+    train.add_argument("--allow-no-answer", action="store_true",
+                       help="train on questions without an answer (SQuAD 2.0) and answer \"no answer\" where the "
+                            "context holds none")
+    train.add_argument("--no-answer-threshold", type=float, default=0.0,
+                       help="with --allow-no-answer: how much the no-answer score (start + end logit at [CLS]) "
+                            "must beat the best span's by")
     evaluate = add_evaluate_command(commands, "exact match and F1 of a run folder on SQuAD questions", data)
     add_layout_options(evaluate, uses, formats)
     predict = add_predict_command(commands, "answer questions about a context", texts=False)
@@ -69,6 +81,8 @@ def parser():
                          help="a question (repeatable; default: from stdin, see above)")
     predict.add_argument("--n-best", type=positive_int, default=N_BEST, help="answers decoded per question")
     predict.add_argument("--max-answer-length", type=positive_int, default=MAX_ANSWER_LENGTH, help="in tokens")
+    predict.add_argument("--no-answer-threshold", type=float,
+                         help="a model trained with --allow-no-answer: this threshold instead of its own")
     return parser
 
 
@@ -115,7 +129,7 @@ def read_context(value):
 
 def _describe(result):
     if not result["text"]:
-        return f"{result['question']}\n  (no answer span found)"
+        return f"{result['question']}\n  ({result['note']})"
     return (f"{result['question']}\n  {result['text']!r} [{result['start']}, {result['end']}) "
             f"score {result['score']:.2f} probability {result['probability']:.3f}")
 

@@ -1,4 +1,4 @@
-"""SQuAD v1.1 exact match and F1, with the official evaluation script's normalisation."""
+"""SQuAD v1.1 and v2.0 exact match and F1, with the official evaluation scripts' normalisation."""
 
 import collections
 import re
@@ -63,6 +63,92 @@ def squad_scores(predictions, gold):
     total = max(len(gold), 1)
     return {"exact_match": 100.0 * em / total, "f1": 100.0 * f1 / total, "questions": len(gold),
             "missing": missing}
+
+
+def squad_v2_scores(predictions, gold):
+    """Exact match and F1 in percent as the official SQuAD 2.0 script reports them, where a question may have no
+    answer.
+
+    A question without gold answers (or only answers that normalise to nothing) has the gold answer "": the
+    prediction "" scores 1, any other 0; elsewhere a prediction "" scores 0. Also reports the scores over the
+    questions with gold answers (`HasAns_...`) and those without (`NoAns_...`), under the script's names.
+
+    Args:
+        predictions: dict of question id -> predicted answer text ("": no answer).
+        gold: dict of question id -> list of gold answer texts (empty: unanswerable).
+
+    Example:
+    >>> scores = squad_v2_scores({"q1": "Paris", "q2": "", "q3": "Rome"}, {"q1": ["Paris"], "q2": [], "q3": []})
+    >>> scores["exact_match"], scores["HasAns_f1"], scores["NoAns_exact"], scores["NoAns_total"]
+    (66.66666666666667, 100.0, 50.0, 2)
+    """
+    sums = {kind: [0.0, 0.0, 0] for kind in ("HasAns", "NoAns")}
+    missing = 0
+    for question_id, answers in gold.items():
+        kind = sums["HasAns" if answers else "NoAns"]  # as the script: by the answers given, before normalising
+        kind[2] += 1
+        if question_id not in predictions:
+            missing += 1
+            continue
+        exact, f1 = squad_v2_question_scores(predictions[question_id], answers)
+        kind[0] += exact
+        kind[1] += f1
+    total = max(len(gold), 1)
+    scores = {"exact_match": 100.0 * (sums["HasAns"][0] + sums["NoAns"][0]) / total,
+              "f1": 100.0 * (sums["HasAns"][1] + sums["NoAns"][1]) / total, "questions": len(gold), "missing": missing}
+    for kind, (em, f1, count) in sums.items():
+        if count:
+            scores.update({f"{kind}_exact": 100.0 * em / count, f"{kind}_f1": 100.0 * f1 / count})
+        scores[f"{kind}_total"] = count
+    return scores
+
+
+def best_no_answer_threshold(margins, span_scores, null_scores):
+    """`(threshold, best mean score)`: the no-answer threshold that maximises a SQuAD 2.0 score over the questions,
+    each answering "" where its margin (null score - best span score, BERT's scale) is above the threshold.
+
+    The official 2.0 script's `best_f1_thresh` search, on the margins: from the threshold that answers no question
+    "" downwards, one question at a time. The threshold returned lies halfway between the last margin answered ""
+    and the next (+inf: never "", when that scores best).
+
+    Args:
+        margins: floats. Per question, null score - best span score.
+        span_scores, null_scores: floats. Per question, the score (F1 or exact, 0 to 1) of its best span and of "".
+
+    Example:
+    >>> best_no_answer_threshold([2.0, -1.0, 0.5], [0.0, 1.0, 0.0], [1.0, 0.0, 1.0])  # answer "" for the 1st and 3rd
+    (-0.25, 1.0)
+    """
+    order = sorted(range(len(margins)), key=lambda i: -margins[i])
+    total = best = float(sum(span_scores))
+    threshold = float("inf")
+    for k, i in enumerate(order):
+        total += null_scores[i] - span_scores[i]
+        following = margins[order[k + 1]] if k + 1 < len(order) else margins[i] - 2.0
+        if total > best and following < margins[i]:  # equal margins go "" together
+            best, threshold = total, (margins[i] + following) / 2
+    return threshold, best / max(len(margins), 1)
+
+
+def squad_v2_question_scores(prediction, answers):
+    """(exact, F1) of one prediction against a question's gold answers by the official 2.0 rules (see
+    `squad_v2_scores`).
+
+    Example:
+    >>> squad_v2_question_scores("", []), squad_v2_question_scores("Paris", ["the Paris"])
+    ((1.0, 1.0), (1.0, 1.0))
+    """
+    answers = [answer for answer in answers if normalize_answer(answer)] or [""]
+    prediction = normalize_answer(prediction)
+    return (max(float(prediction == normalize_answer(answer)) for answer in answers),
+            max(_f1_v2(prediction.split(), normalize_answer(answer).split()) for answer in answers))
+
+
+def _f1_v2(prediction_tokens, gold_tokens):
+    """SQuAD 2.0's F1 of one answer: where either side is no answer, 1 if both are, else 0."""
+    if not prediction_tokens or not gold_tokens:
+        return float(prediction_tokens == gold_tokens)
+    return _f1(prediction_tokens, gold_tokens)
 
 
 def _f1(prediction_tokens, gold_tokens):

@@ -150,9 +150,15 @@ def predict_raw(task, predict, x, batch_size, verbose, **kwargs):
 
 def predict_prepared(task, runner, prepared, batch_size, verbose):
     """`task.decode` of the outputs `runner` (the task, or anything with its `predict_on_batch`) computes on the
-    `prepared` inputs, served longest first in batches of similar length (`PaddedBatches.predict`)."""
+    `prepared` inputs (`prepared_outputs`)."""
+    return task.decode(prepared_outputs(task, runner, prepared, batch_size, verbose), prepared)
+
+
+def prepared_outputs(task, runner, prepared, batch_size, verbose=0):
+    """The outputs (numpy, in input order) `runner` (the task, or anything with its `predict_on_batch`) computes on
+    the `prepared` inputs, served longest first in batches of similar length (`PaddedBatches.predict`)."""
     batches = PaddedBatches(prepared.inputs, batch_size=batch_size or DEFAULT_BATCH_SIZE)
-    return task.decode(batches.predict(runner, verbose=verbose, token_outputs=task.token_outputs), prepared)
+    return batches.predict(runner, verbose=verbose, token_outputs=task.token_outputs)
 
 
 def check_examples(task, x, y, call="fit"):

@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from kbert.data.readers.squad import read_squad
 from kbert.recipes import qa as qa_recipe
 from kbert.saving import load_run
 from kbert.tasks.bert_question_answerer import BertQuestionAnswerer
@@ -108,7 +109,8 @@ def test_command_line_flags():
     layout = {"format": None, "delimiter": None,
               **{f"{use}_column": None for use in ("id", "title", "context", "question", "answers")}}
     assert vars(qa) == {**expected, "doc_stride": 32, "max_question_length": 16, "validation_articles": 2,
-                        "articles": 9, "validation_limit": 7, **layout}
+                        "articles": 9, "validation_limit": 7, "allow_no_answer": False, "no_answer_threshold": 0.0,
+                        **layout}
     assert default_flags(qa_app.parser()) == (2, 5e-5, 384, False, "auto")
 
 
@@ -126,3 +128,40 @@ def test_qa_command_line(qa_run, tmp_path, capsys):
     (tmp_path / "empty.txt").write_text(" \n")
     with pytest.raises(SystemExit, match="the context file is empty"):
         qa_app.main(["predict", "--model", str(run), "--context", str(tmp_path / "empty.txt"), "--question", "who ?"])
+
+
+def test_squad_2_trains_on_unanswerable_questions_with_allow_no_answer(tiny_init, tmp_path, capsys):
+    """SQuAD 2.0 JSON: without --allow-no-answer its unanswerable questions are skipped and counted; with it they
+    train, the run's model may answer "", evaluation scores by the 2.0 rules, and predict's threshold decides."""
+    squad = json.loads(write_squad(tmp_path / "squad.json").read_text())
+    for a, article in enumerate(squad["data"]):
+        article["paragraphs"][0]["qas"].append({"id": f"{a}-none", "question": "who flies ?", "answers": [],
+                                                "is_impossible": True})
+    data = tmp_path / "squad2.json"
+    data.write_text(json.dumps({**squad, "version": "v2.0"}))
+    metrics = qa_recipe.train(data, tiny_init, tmp_path / "v1", epochs=1, batch_size=4, doc_stride=6,
+                              validation_articles=1, verbose=0)
+    assert (metrics["train_questions"], metrics["train_unanswerable"], metrics["train_skipped"]) == (8, 2, 2)
+    assert "2 have no answer: allow_no_answer trains on them" in capsys.readouterr().out
+
+    qa_app.main(["train", "--data", str(data), "--init", str(tiny_init), "--out", str(tmp_path / "v2"), "--epochs", "1",
+                 "--batch-size", "4", "--doc-stride", "6", "--validation-articles", "1", "--allow-no-answer",
+                 "--no-answer-threshold", "-0.5", "--quiet"])
+    metrics = json.loads((tmp_path / "v2" / "metrics.json").read_text())
+    assert (metrics["train_unanswerable"], metrics["train_skipped"], metrics["allow_no_answer"]) == (2, 0, True)
+    model = load_run(tmp_path / "v2")
+    assert (model.allow_no_answer, model.no_answer_threshold) == (True, -0.5)
+    scores = qa_recipe.evaluate(tmp_path / "v2", data)
+    assert (scores["questions"], scores["HasAns_total"], scores["NoAns_total"]) == (12, 9, 3)
+    assert scores["best_threshold_f1"] >= scores["f1"]
+    model.set_decoding(no_answer_threshold=scores["best_threshold"])  # the threshold found scores what it said
+    again, _ = qa_recipe.evaluate_examples(model, read_squad(data, verbose=False))
+    assert (again["f1"], again["exact_match"]) == pytest.approx((scores["best_threshold_f1"],
+                                                                 scores["best_threshold_exact_match"]))
+    for threshold, empty in ((-1e6, True), (1e6, False)):
+        capsys.readouterr()
+        qa_app.main(["predict", "--model", str(tmp_path / "v2"), "--context", QA_CONTEXT, "--question",
+                     QA_QUESTIONS[0], "--no-answer-threshold", str(threshold)])
+        assert ("no answer: the context does not answer it" in capsys.readouterr().out) == empty
+    with pytest.raises(ValueError, match="was not trained to find questions without an answer"):
+        qa_recipe.predict(tmp_path / "v1", QA_CONTEXT, QA_QUESTIONS[:1], no_answer_threshold=1.0)

@@ -1,4 +1,4 @@
-"""Reads SQuAD v1.1 JSON: `{"data": [{"title", "paragraphs": [{"context", "qas": [...]}]}]}`."""
+"""Reads SQuAD v1.1 and v2.0 JSON: `{"data": [{"title", "paragraphs": [{"context", "qas": [...]}]}]}`."""
 
 import json
 import pathlib
@@ -17,7 +17,10 @@ class SquadFormatError(DataFormatError):
 
 
 def read_squad(path, articles=None, verbose=True, layout=None):
-    """Reads a SQuAD v1.1 JSON file into a list of `SquadExample`, one per question.
+    """Reads a SQuAD v1.1 or v2.0 JSON file into a list of `SquadExample`, one per question.
+
+    A question of SQuAD 2.0 marked `"is_impossible": true` has no answers (its `plausible_answers` are
+    not read), as one with an empty `answers` list.
 
     A table of a question per row (JSON Lines, a JSON list, Parquet, CSV: Hugging Face's squad
     layout, `TABLE_COLUMNS`, or the columns `layout` names) is read the same way: its articles are
@@ -83,7 +86,7 @@ def read_squad(path, articles=None, verbose=True, layout=None):
                 place = f"#{a}.{p}.{q}"
                 question_id = str(qa.get("id", place)) if isinstance(qa, dict) else place
                 question = _field(qa, "question", path, f"{where}, question {question_id}")
-                answers = qa.get("answers", [])
+                answers = [] if qa.get("is_impossible") is True else qa.get("answers", [])
                 located.add(path, where, question_id, question, context, answers, title)
     return located.examples_of(path, verbose)
 

@@ -123,3 +123,14 @@ def test_bad_answers_in_a_table_name_the_row(tmp_path):
     (tmp_path / "q.jsonl").write_text(json.dumps(row) + "\n")
     with pytest.raises(DataFormatError, match=re.escape("q.jsonl:1: 2 answer texts but 1 answer_starts")):
         read_squad(tmp_path / "q.jsonl")
+
+
+def test_squad_2_unanswerable_questions_have_no_answers(tmp_path):
+    """SQuAD 2.0 marks them "is_impossible" with no answers (its plausible_answers are not answers)."""
+    impossible = {"id": "q2", "question": "Who is the mayor?", "answers": [], "is_impossible": True,
+                  "plausible_answers": [{"text": "Paris", "answer_start": 0}]}
+    path = write(tmp_path, [{"context": "Paris is a city.", "qas": [
+        {**qa("Which city?", "Paris", 0), "is_impossible": False}, impossible]}])
+    examples = read_squad(path, verbose=False)
+    assert [(e.answers, e.answer_start) for e in examples] == [(["Paris"], 0), ([], None)]
+    assert read_squad.last_report["answers_not_found"] == 0
