@@ -37,6 +37,7 @@ import sys
 # In the repository kbert_core/ and kbert_edge/ lie beside apps/; on a device, beside this file (already on sys.path).
 sys.path.append(str(pathlib.Path(__file__).resolve().parents[1]))
 from kbert_edge import EdgeModel  # noqa: E402
+from kbert_core.answers import NO_ANSWER_NOTE  # noqa: E402
 from kbert_core.context import context_file  # noqa: E402
 from kbert_core.start_up import start_up_lines_held  # noqa: E402
 
@@ -54,6 +55,8 @@ def format_result(result):
     -   (empty text: nothing to classify)
     >>> print(format_result({"question": "Who?", "text": "", "found": False}))
     Who? -> no answer found
+    >>> print(format_result({"question": "Who?", "text": "", "found": False, "no_answer": True, "probability": 0.8}))
+    Who? -> no answer: the context does not answer it, says the model (probability 0.800)
     >>> print(format_result({"text": "Ann met Bob", "entities": [
     ...     {"type": "PER", "text": "Ann", "start": 0, "end": 3, "score": 0.9}], "truncated": False}))
     Ann met Bob
@@ -61,6 +64,8 @@ def format_result(result):
     """
     cut = " [truncated]" if result.get("truncated") else ""
     if "question" in result:
+        if result.get("no_answer"):
+            return f"{result['question']} -> {NO_ANSWER_NOTE} (probability {result['probability']:.3f}){cut}"
         if not result["found"]:
             return f"{result['question']} -> no answer found{cut}"
         return (f"{result['question']} -> {result['text']!r} (chars {result['start']}-{result['end']}, "

@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 
-from kbert_core.answers import best_answers, window_candidates
+from kbert_core.answers import best_answers, null_score, window_candidates
 from kbert_core.byte_level_bpe import ByteLevelBPE
 from kbert_core.classification import EMPTY_TEXT, class_probabilities, is_blank
 from kbert_core.entities import entity_spans
@@ -40,6 +40,8 @@ def load_interpreter(path, text_model, num_threads=None):
 
 
 REGISTRAR_MODULE = "tensorflow_text.core.pybinds.tflite_registrar"
+# A question answerer's "no answer" (a model that allows it: SQuAD 2.0), as `BertQuestionAnswerer.predict` gives it.
+NO_ANSWER = {"text": "", "start": 0, "end": 0, "found": False, "no_answer": True}
 
 
 def _tf_text_registrars():
@@ -275,13 +277,19 @@ class EdgeModel:
         that gives it the most context. Returns dict `text`, `start`, `end` (chars), `score`,
         `probability` (softmax over the n best), `found`, `truncated` (the context needed
         more windows, or the question was cut) and `windows` (read); with no answer `text`
-        "", `found` False, `truncated` and `windows`.
+        "", `found` False, `truncated` and `windows`. An export of a model that allows no answer
+        (SQuAD 2.0) answers "no answer" as `predict` does, where the least start + end logit at
+        position 0 over the windows beats the best span's by more than its threshold: `text` "",
+        `start` and `end` 0, that `score`, its `probability`, `found` False and `no_answer` True.
         """
         spec = self.spec
         n_best, max_answer_length = n_best or spec["n_best"], max_answer_length or spec["max_answer_length"]
         if self.text_model:
             out = self.runner(questions=np.array([question], dtype=object), contexts=np.array([context], dtype=object))
             flags = {"truncated": bool(out["truncated"][0]), "windows": int(out["windows"][0])}
+            if spec.get("allow_no_answer") and out["no_answer"][0]:
+                return {**NO_ANSWER, "score": float(out["score"][0]), "probability": float(out["probability"][0]),
+                        **flags}
             if not out["found"][0]:
                 return {"text": "", "found": False, **flags}
             start, end = int(out["answer_start"][0]), int(out["answer_end"][0])
@@ -298,13 +306,18 @@ class EdgeModel:
         flags = {"truncated": question_cut or len(needed) > len(windows), "windows": len(windows)}
         packed = pack_question_windows([(question_ids, context_ids, context_spans, windows)], self.tokenizer.cls,
                                        self.tokenizer.sep, self.tokenizer.pad, layout=layout)
-        candidates = []
+        candidates, nulls = [], []
         for r in range(len(windows)):  # batch 1: one window at a time
             out = self.run_ids({k: packed[k][r : r + 1] for k in ("token_ids", "segment_ids", "padding_mask")})
             candidates += window_candidates(out["start_logits"][0], out["end_logits"][0], packed["offsets"][r],
                                             packed["max_context"][r], n_best, max_answer_length)
-        best = best_answers(candidates, context, n_best)
+            nulls.append(null_score(out["start_logits"][0], out["end_logits"][0]))
+        allowed = spec.get("allow_no_answer", False)
+        best = best_answers(candidates, context, n_best, min(nulls) if allowed else None,
+                            spec.get("no_answer_threshold", 0.0))
         if not best:
             return {"text": "", "found": False, **flags}
+        if not best[0]["text"]:
+            return {**best[0], **NO_ANSWER, **flags}
         return {**best[0], "found": True, **flags}
 

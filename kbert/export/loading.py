@@ -65,6 +65,8 @@ def load_exportable(path, max_length=None, padding="max_length", num_texts=None)
     spec = ExportSpec(kind, max_length, padding, num_texts,
                       None if label_names is None else tuple(label_names),
                       max_question_length=settings.get("max_question_length", MAX_QUESTION_LENGTH),
+                      **({key: getattr(model, key) for key in model.decoding_settings}
+                         if kind == "question_answerer" else {}),
                       doc_stride=settings.get("doc_stride") or QA_DOC_STRIDE,
                       multi_label=getattr(model, "multi_label", False),
                       threshold=getattr(model, "threshold", 0.5),

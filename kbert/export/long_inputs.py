@@ -154,14 +154,18 @@ def question_windows(tokenizer, questions, contexts, spec):
     return rows["inputs"], layout
 
 
-def qa_outputs(start_logits, end_logits, layout, n_best, max_answer_length):
+def qa_outputs(start_logits, end_logits, layout, n_best, max_answer_length, no_answer_threshold=None):
     """The best answer of each question over all windows of its context, and its `n_best` list.
 
     As `kbert_core.answers`: in each window the `n_best` highest start and end logits of
     context tokens are paired (end >= start, at most `max_answer_length` tokens, the start
     where this window gives it the most context); over the windows of a context the spans
     are ranked by start + end logit, each distinct [start, end) character span once, and
-    `probability` is the softmax of the scores over the n best.
+    `probability` is the softmax of the scores over the n best. With `no_answer_threshold`
+    (a model that allows no answer), the null score is the least start + end logit at position
+    0 over the question's windows; the answer is "no answer" (`no_answer`, start and end 0,
+    `found` false) where it beats the best span's by more than the threshold or no span fits,
+    and the softmax counts it, as `best_answers` with `null`.
     """
     offsets, context, example, windows = layout["offsets"], layout["context"], layout["example"], layout["windows"]
     k = tf.minimum(n_best, tf.shape(start_logits)[1])
@@ -198,14 +202,27 @@ def qa_outputs(start_logits, end_logits, layout, n_best, max_answer_length):
     scores, starts, ends = (tf.gather(x, listed, batch_dims=1) for x in (top, starts, ends))
     found = listed_ok[:, 0]
     best_score = tf.where(found, scores[:, 0], 0.0)
-    weights = tf.where(listed_ok, tf.exp(scores - best_score[:, tf.newaxis]), 0.0)
-    probabilities = weights / tf.maximum(tf.reduce_sum(weights, axis=1, keepdims=True), 1e-30)
-    return {"answer_start": tf.where(found, starts[:, 0], -1), "answer_end": tf.where(found, ends[:, 0], -1),
-            "score": best_score, "probability": tf.where(found, probabilities[:, 0], 0.0), "found": found,
-            "n_best_starts": tf.where(listed_ok, starts, -1), "n_best_ends": tf.where(listed_ok, ends, -1),
-            "n_best_scores": tf.where(listed_ok, scores, 0.0), "n_best_probabilities": probabilities,
-            "windows": windows, "truncated": layout["truncated"], "window_examples": example,
-            "start_logits": start_logits, "end_logits": end_logits, "offsets": offsets}
+    top, null_weight = best_score, 0.0
+    if no_answer_threshold is not None:
+        null = tf.math.unsorted_segment_min(start_logits[:, 0] + end_logits[:, 0], example, tf.shape(windows)[0])
+        no_answer = ~found | (null - best_score > no_answer_threshold)
+        top = tf.where(found, tf.maximum(best_score, null), null)
+        null_weight = tf.exp(null - top)
+    weights = tf.where(listed_ok, tf.exp(scores - top[:, tf.newaxis]), 0.0)
+    total = tf.reduce_sum(weights, axis=1) + null_weight
+    probabilities = weights / tf.maximum(total, 1e-30)[:, tf.newaxis]
+    outputs = {"answer_start": tf.where(found, starts[:, 0], -1), "answer_end": tf.where(found, ends[:, 0], -1),
+               "score": best_score, "probability": tf.where(found, probabilities[:, 0], 0.0), "found": found,
+               "n_best_starts": tf.where(listed_ok, starts, -1), "n_best_ends": tf.where(listed_ok, ends, -1),
+               "n_best_scores": tf.where(listed_ok, scores, 0.0), "n_best_probabilities": probabilities,
+               "windows": windows, "truncated": layout["truncated"], "window_examples": example,
+               "start_logits": start_logits, "end_logits": end_logits, "offsets": offsets}
+    if no_answer_threshold is None:
+        return outputs
+    return {**outputs, "answer_start": tf.where(no_answer, 0, outputs["answer_start"]),
+            "answer_end": tf.where(no_answer, 0, outputs["answer_end"]), "score": tf.where(no_answer, null, best_score),
+            "probability": tf.where(no_answer, null_weight / total, outputs["probability"]), "found": ~no_answer,
+            "no_answer": no_answer, "null_score": null}
 
 
 def ner_from_text(model, tokenizer, spec, texts, tflite):
@@ -221,7 +238,8 @@ def qa_from_text(model, tokenizer, spec, texts, tflite):
     """The QA `serving_default` outputs of a batch of `(questions, contexts)`."""
     inputs, layout = question_windows(tokenizer, *texts, spec)
     logits = model(inputs, training=False)
-    outputs = qa_outputs(logits["start_logits"], logits["end_logits"], layout, spec.n_best, spec.max_answer_length)
+    outputs = qa_outputs(logits["start_logits"], logits["end_logits"], layout, spec.n_best, spec.max_answer_length,
+                         spec.no_answer_threshold if spec.allow_no_answer else None)
     if not tflite:
         outputs["answer_text"] = substrings(texts[1][:, tf.newaxis], outputs["answer_start"][:, tf.newaxis],
                                             outputs["answer_end"][:, tf.newaxis])[:, 0]

@@ -8,7 +8,7 @@ signatures, for `tf.saved_model.save` and the TFLite converter alike:
 | classifier | `texts` (and `pairs` for NLI) -> `label`, `label_id`, `probability`, `probabilities`, `truncated`, `empty`; a regressor gives `score`; a multi-label classifier `probabilities` (a sigmoid per class) and `chosen` (the classes at or above its threshold) |
 | backbone | `texts` -> `embeddings` (mean-pooled over real tokens, L2-normalised, as all-MiniLM-L6-v2's `BertSentenceEncoder`; a trained `BertSentenceEncoder`'s own pooling) |
 | token_classifier | `texts` -> per word `tags`, `tag_ids`, `tag_probabilities`, `word_starts`, `word_ends` (chars), `word_count`; grouped entities `entity_types`, `entity_starts`, `entity_ends`, `entity_scores` (padded with "" / -1 / 0), `entity_count`; `windows`, `truncated`; SavedModel only: `entity_texts` |
-| question_answerer | `questions`, `contexts` -> `answer_start`, `answer_end` (chars), `score` (start + end logit), `probability`, `found`; the n best: `n_best_starts`, `n_best_ends`, `n_best_scores`, `n_best_probabilities`; `windows`, `truncated`; per window `start_logits`, `end_logits`, `offsets`, `window_examples`; SavedModel only: `answer_text` |
+| question_answerer | `questions`, `contexts` -> `answer_start`, `answer_end` (chars), `score` (start + end logit), `probability`, `found`; the n best: `n_best_starts`, `n_best_ends`, `n_best_scores`, `n_best_probabilities`; `windows`, `truncated`; per window `start_logits`, `end_logits`, `offsets`, `window_examples`; SavedModel only: `answer_text`; a model with `allow_no_answer` also `no_answer` (the answer is "no answer": start and end 0, `found` false) and `null_score` |
 
 The `token_ids` signature takes `token_ids`, `segment_ids`, `padding_mask` (int32, batch x
 length) and returns the model's raw outputs (logits) plus probabilities or embeddings.
@@ -75,6 +75,9 @@ class ExportSpec:
         max_question_length: int. QA: question tokens kept.
         n_best: int. QA: start and end candidates paired, as `SquadWindows.decode`.
         max_answer_length: int. QA: longest answer in tokens.
+        allow_no_answer: bool. QA: the answer may be "no answer" (SQuAD 2.0; `BertQuestionAnswerer.allow_no_answer`):
+            the outputs add `no_answer` and `null_score`.
+        no_answer_threshold: float. QA: how much the null score must beat the best span's by.
         doc_stride: int. QA: tokens between window starts.
         window_pooling: None, "mean" or "max". A classifier that reads a long text through windows
             starting every `doc_stride` tokens (a preprocessor with `doc_stride`), combining their
@@ -99,6 +102,8 @@ class ExportSpec:
     max_question_length: int = MAX_QUESTION_LENGTH
     n_best: int = N_BEST
     max_answer_length: int = MAX_ANSWER_LENGTH
+    allow_no_answer: bool = False
+    no_answer_threshold: float = 0.0
     doc_stride: int = QA_DOC_STRIDE
     max_windows: int = MAX_WINDOWS
     window_pooling: str = None

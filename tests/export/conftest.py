@@ -144,3 +144,25 @@ def qa(tmp_path_factory, tokenizer):
     preprocessor = BertQuestionAnswererPreprocessor(tokenizer, 32, doc_stride=8, max_question_length=6)
     model = BertQuestionAnswerer(tiny_backbone(), preprocessor)
     return export_both(tmp_path_factory, model, tokenizer, {"task": "qa", **QA_WINDOWING}, "qa")
+
+
+@pytest.fixture(scope="session")
+def qa_no_answer(tmp_path_factory, tokenizer):
+    """A tiny QA model that allows no answer, its threshold the median of what the null score beats the best span's
+    by on `QUESTIONS` and `LONG_CONTEXT` (so that some answer "" and some a span), and its exports."""
+    import keras
+    import numpy as np
+
+    from kbert.tasks import BertQuestionAnswerer, BertQuestionAnswererPreprocessor
+
+    preprocessor = BertQuestionAnswererPreprocessor(tokenizer, 32, doc_stride=8, max_question_length=6)
+    model = BertQuestionAnswerer(tiny_backbone(), preprocessor, allow_no_answer=True)
+    head = model.get_layer("span_logits")
+    head.kernel.assign(np.random.default_rng(3).normal(size=head.kernel.shape).astype("float32"))
+    prepared = preprocessor.prepare(([*QUESTIONS, "Who visited Paris?"], [*CONTEXTS, LONG_CONTEXT]))
+    logits = {key: keras.ops.convert_to_numpy(value) for key, value in model(prepared.inputs).items()}
+    lists = prepared.windows.decode(logits["start_logits"], logits["end_logits"], allow_no_answer=True)
+    diffs = [next(a["score"] for a in best if not a["text"]) - next((a["score"] for a in best if a["text"]), -1e9)
+             for best in lists]
+    model.set_decoding(no_answer_threshold=float(np.median([d for d in diffs if d > -1e8])) - 1e-3)
+    return export_both(tmp_path_factory, model, tokenizer, {"task": "qa", **QA_WINDOWING}, "qa_no_answer")

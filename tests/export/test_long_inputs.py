@@ -150,6 +150,30 @@ def test_qa_exports_equal_predict_over_windows(qa):
                 assert out["answer_text"][i].decode() == want["text"]
 
 
+def test_qa_exports_of_a_model_that_allows_no_answer_answer_as_predict(qa_no_answer):
+    """"" (start and end 0, `no_answer`) where predict says so, the span elsewhere, with predict's scores and
+    probabilities (the softmax counting the null), in the SavedModel, text.tflite and apps/edge_predict.py."""
+    model, tokenizer, spec, root = qa_no_answer
+    assert (spec.allow_no_answer, spec.no_answer_threshold) == (True, model.no_answer_threshold)
+    questions, contexts = [*QUESTIONS, "Who visited Paris?"], [*CONTEXTS, LONG_CONTEXT]
+    expected = model.predict((questions, contexts), verbose=0)
+    empty = [want["text"] == "" and want["start"] == 0 for want in expected]
+    assert 0 < sum(empty) < len(expected)
+    for name, out in served(root, questions=questions, contexts=contexts):
+        assert out["no_answer"].tolist() == empty and out["found"].tolist() == [not e for e in empty], name
+        for i, want in enumerate(expected):
+            assert (int(out["answer_start"][i]), int(out["answer_end"][i])) == (want["start"], want["end"]), name
+            np.testing.assert_allclose([out["score"][i], out["probability"][i]], [want["score"], want["probability"]],
+                                       atol=1e-4)
+        assert min(out["null_score"][empty]) > -1e8
+    for question, context, want in zip(questions, contexts, expected):
+        if question.strip():
+            answer = json.loads(run_edge_predict(root / "tflite" / "text.tflite", "--question", question, "--context",
+                                                 context, "--json").stdout)
+            assert (answer["text"], answer["start"], answer["end"]) == (want["text"], want["start"], want["end"])
+            assert answer.get("no_answer", False) == (want["text"] == "" and want["start"] == 0)
+
+
 def test_qa_batches_without_a_wordpiece_give_the_keras_logits_of_cls_sep_sep(qa):
     model, tokenizer, spec, root = qa
     for texts in EMPTY_BATCHES:

@@ -92,6 +92,23 @@ def test_qa_evaluation_gets_the_same_answers_from_the_tflite_model(qa):
         np.testing.assert_allclose(got["score"], want["score"], atol=1e-4)
 
 
+def test_qa_no_answer_from_the_token_ids_tflite_as_from_keras(qa_no_answer):
+    """A model that allows no answer: evaluation through token_ids.tflite gives the Keras model's answers, "" among
+    them, and the edge runner answers each question as predict does."""
+    model, tokenizer, spec, root = qa_no_answer
+    edge = edge_module().EdgeModel(root / "tflite" / "token_ids.tflite")
+    questions, contexts = QUESTIONS + ["Who visited Paris?"], CONTEXTS + [LONG_CONTEXT]
+    examples = [SquadExample(f"q{i}", q, c, ["Paris"]) for i, (q, c) in enumerate(zip(questions, contexts))]
+    scores, predictions = qa_recipe.evaluate_examples(model, examples, batch_size=3)
+    assert "" in predictions.values() and any(predictions.values())
+    assert qa_recipe.evaluate_examples(model, examples, batch_size=3, runner=edge) == (scores, predictions)
+    for question, context, want in zip(questions, contexts, model.predict((questions, contexts), verbose=0)):
+        got = edge.answer_question(question, context)
+        assert (got["text"], got["start"], got["end"]) == (want["text"], want["start"], want["end"])
+        assert got.get("no_answer", False) == (want["text"] == "" and want["start"] == 0)
+        np.testing.assert_allclose([got["score"], got["probability"]], [want["score"], want["probability"]], atol=1e-4)
+
+
 def test_backbone_embeddings_match_keras(tmp_path, tokenizer):
     from kbert.saving import save_backbone
 
