@@ -114,7 +114,7 @@ class ModelSource:
     def load_tokenizer(self, read, model=None, cls=None):
         """The tokenizer of the source's folder (MiniLM's uncased vocabulary for presets), read by
         `read(folder, family)` (`kbert.text.load_hf_tokenizer`, given by the caller so that this floor imports no
-        tokenizer): of the kind its family (a Hugging Face config.json's `model_type`, else the `model`'s) and its
+        tokenizer), or the one a task model's `.keras` file holds in its preprocessor: of the kind its family (a Hugging Face config.json's `model_type`, else the `model`'s) and its
         files give: WordPiece (`BertTokenizer`), ALBERT's SentencePiece or RoBERTa's byte-level BPE. `cls`, if
         given, is the class asked for (the pretraining recipe's `BertTokenizer`): a folder of another kind raises a
         ValueError. Given the `model` it serves (a backbone or a task model), a vocabulary of another size than the
@@ -123,7 +123,8 @@ class ModelSource:
         family = getattr(backbone, "family", None) if self.kind != "preset" else None
         if self.checkpoint is not None:
             family = self.checkpoint.config.get("model_type")
-        tokenizer = read(self.folder, family)
+        held = getattr(self.saved_model, "preprocessor", None) if self.kind == "keras_file" else None
+        tokenizer = held.tokenizer if held is not None else read(self.folder, family)
         if cls is not None and not isinstance(tokenizer, cls):
             raise ValueError(f"{self.given} holds a {type(tokenizer).__name__} "
                              f"({', '.join(type(tokenizer).FILES)}), not a {cls.__name__}: use "

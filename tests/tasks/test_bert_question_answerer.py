@@ -195,3 +195,18 @@ def test_decoding_settings_change_a_saved_model_without_a_new_head(tmp_path):
     assert (back.allow_no_answer, back.no_answer_threshold) == (True, -1.5)
     with pytest.raises(ValueError, match="has no decoding setting 'dropout'; its are: n_best, max_answer_length"):
         back.set_decoding(dropout=0.5)
+
+
+def test_a_saved_task_model_file_gives_its_backbone_and_tokenizer_to_a_new_head(tmp_path):
+    """A .keras file with other constructor arguments, or for another task: a new head on its backbone, with the
+    tokenizer its preprocessor holds (it used to look for vocab.txt beside the file)."""
+    from kbert import BertClassifier
+
+    model = BertQuestionAnswerer.from_preset("bert_tiny", sequence_length=32)
+    model.save(tmp_path / "qa.keras")
+    for rebuilt in (BertQuestionAnswerer.from_preset(tmp_path / "qa.keras", dropout=0.1),
+                    BertClassifier.from_preset(tmp_path / "qa.keras", num_classes=2)):
+        assert rebuilt.preprocessor.tokenizer.vocabulary_size == model.preprocessor.tokenizer.vocabulary_size
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(rebuilt.backbone.weights[0]),
+                                      keras.ops.convert_to_numpy(model.backbone.weights[0]))
+    assert rebuilt.predict(["a film"], verbose=0).shape == (1, 2)
