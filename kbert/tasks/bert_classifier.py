@@ -70,16 +70,14 @@ class BertClassifier(BertTask):
 
     preprocessor_class = BertTextClassifierPreprocessor
     default_learning_rate = 3e-5
+    decoding_settings = ("threshold", "window_pooling")
 
     def __init__(self, backbone, num_classes, preprocessor=None, dropout=0.1, label_names=None, multi_label=False,
                  threshold=0.5, window_pooling="mean", **kwargs):
-        if window_pooling not in WINDOW_POOLINGS:
-            raise ValueError(f"window_pooling must be one of {WINDOW_POOLINGS}, not {window_pooling!r}.")
+        _check_decoding(threshold, window_pooling)
         if multi_label and num_classes < 2:
             raise ValueError(f"multi_label=True takes num_classes of 2 or more (a sigmoid per class), not "
                              f"{num_classes}; for one yes/no class use num_classes=2.")
-        if not 0 < threshold < 1:
-            raise ValueError(f"threshold={threshold} is not a probability strictly between 0 and 1.")
         if label_names is not None and len(label_names) != num_classes:
             raise ValueError(f"Got {len(label_names)} label_names for num_classes={num_classes}.")
         if label_names is not None and len({str(name) for name in label_names}) < len(label_names):
@@ -130,6 +128,13 @@ class BertClassifier(BertTask):
                              f"for num_classes={self.num_classes} and no label_names: pass "
                              f"label_names=[...] to from_preset, in class id order.")
         self.label_names = self._arguments["label_names"] = names
+
+    def set_decoding(self, **settings):
+        """`BertTask.set_decoding`, the values checked as the constructor checks them (a compiled multi-label model's
+        accuracy keeps its threshold until the next `compile()`, which `from_preset` does)."""
+        current = {"threshold": self.threshold, "window_pooling": self.window_pooling}
+        _check_decoding(**{**current, **{key: value for key, value in settings.items() if key in current}})
+        super().set_decoding(**settings)
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
         """`BertTask.evaluate`; a preprocessor reading long texts through windows (`doc_stride`) scores each text
@@ -493,3 +498,12 @@ def class_ids(labels, num_classes, label_names=None):
         ids.append(int(label))
     names_of(labelled_values(labels))  # names and ids do not mix
     return np.array(ids, "int32")
+
+
+def _check_decoding(threshold, window_pooling):
+    """A ValueError unless `threshold` is a probability strictly between 0 and 1 and `window_pooling` one of
+    `WINDOW_POOLINGS`."""
+    if window_pooling not in WINDOW_POOLINGS:
+        raise ValueError(f"window_pooling must be one of {WINDOW_POOLINGS}, not {window_pooling!r}.")
+    if not 0 < threshold < 1:
+        raise ValueError(f"threshold={threshold} is not a probability strictly between 0 and 1.")

@@ -321,3 +321,21 @@ def test_answers_of_pairs_multi_label_and_regressors():
         np.testing.assert_allclose(list(answer["probabilities"].values()), row, atol=1e-6)
     windowed = BertClassifier.from_preset("bert_tiny", num_classes=2, sequence_length=8, doc_stride=4)
     assert "note" not in windowed.answers(["good " * 20])[0]  # read through all its windows: nothing cut
+
+
+def test_a_saved_classifier_takes_another_threshold_and_window_pooling_without_a_new_head(tmp_path):
+    """from_preset(saved, threshold=..., window_pooling=...) keeps the trained head (it used to build a random one
+    on the backbone) and decodes with them; values the constructor refuses are refused."""
+    model = BertClassifier.from_preset("bert_tiny", num_classes=3, label_names=["a", "b", "c"], multi_label=True,
+                                       sequence_length=16)
+    model.get_layer("logits").bias.assign(np.array([2.0, 0.0, -2.0], "float32"))
+    model.save(tmp_path / "topics.keras")
+    again = BertClassifier.from_preset(tmp_path / "topics.keras", threshold=0.45, window_pooling="max")
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(again.get_layer("logits").bias), [2.0, 0.0, -2.0])
+    assert (again.threshold, again.window_pooling, again.get_config()["threshold"]) == (0.45, "max", 0.45)
+    probabilities = again.predict(["a film"], verbose=0)
+    assert again.labels_of(probabilities) == [[name for name, p in zip("abc", probabilities[0]) if p >= 0.45]]
+    with pytest.raises(ValueError, match="threshold=1.5 is not a probability"):
+        BertClassifier.from_preset(tmp_path / "topics.keras", threshold=1.5)
+    with pytest.raises(ValueError, match="window_pooling must be one of"):
+        again.set_decoding(window_pooling="sum")
