@@ -13,7 +13,7 @@ It is a package of its own, beside `kbert/`, because importing anything inside `
 which imports Keras (it registers kbert's classes for `keras.saving.load_model` after `import kbert`).
 """
 
-from kbert_core.answers import best_answers, null_score, window_candidates
+from kbert_core.answers import best_answers, null_score, says_no_answer, window_candidates
 from kbert_core.byte_level_bpe import ByteLevelBPE
 from kbert_core.classification import EMPTY_TEXT, class_probabilities, is_blank
 from kbert_core.entities import entity_spans, get_entities

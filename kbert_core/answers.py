@@ -52,26 +52,37 @@ def null_score(start_logits, end_logits):
     return float(start_logits[0] + end_logits[0])
 
 
-def best_answers(candidates, context, n_best=N_BEST, null=None, no_answer_threshold=0.0):
+def says_no_answer(answer):
+    """Whether a decoded answer is "no answer" (text "", span (0, 0)), not a span nor "no span fits" (start -1).
+
+    Example:
+    >>> says_no_answer({"text": "", "start": 0, "end": 0}), says_no_answer({"text": "", "start": -1, "end": -1})
+    (True, False)
+    """
+    return answer["text"] == "" and answer["start"] == 0 and answer["end"] == 0
+
+
+def best_answers(candidates, context, n_best=N_BEST, window_nulls=None, no_answer_threshold=0.0):
     """The `n_best` best distinct spans among the candidates of all windows of `context`, and "no answer".
 
     Returns a list (best first) of dicts: `text` (sliced from `context`), `start`, `end`
     (char span), `score` (the logit sum) and `probability` (softmax of the scores over the
     list). An empty list: no candidate.
 
-    With `null`, the null score of the question (the least of its windows' `null_score`s, as
-    BERT's run_squad.py and Hugging Face's SQuAD 2.0 examples take it), the list also holds
+    With `window_nulls`, the `null_score` of each window of the question, the list also holds
     "no answer": `{"text": "", "start": 0, "end": 0, "score": null}` (Hugging Face's question
-    answering pipeline's empty answer), first when `null` beats the best span's score by more
-    than `no_answer_threshold` (BERT's `null_score_diff_threshold`), else after the spans it
-    does not beat by that much; the probabilities count it as Hugging Face's do.
+    answering pipeline's empty answer), where the question's `null` is the least of its
+    windows' (as BERT's run_squad.py and Hugging Face's SQuAD 2.0 examples take it): first
+    when `null` beats the best span's score by more than `no_answer_threshold` (BERT's
+    `null_score_diff_threshold`), else after the spans it does not beat by that much; the
+    probabilities count it as Hugging Face's do.
 
     Example:
     >>> [(a["text"], round(a["probability"], 3)) for a in best_answers([(1.0, 0, 3), (3.0, 4, 7), (2.0, 4, 7)], "Ann met Bob")]
     [('met', 0.881), ('Ann', 0.119)]
-    >>> [a["text"] for a in best_answers([(1.0, 0, 3), (3.0, 4, 7)], "Ann met Bob", null=2.0)]
+    >>> [a["text"] for a in best_answers([(1.0, 0, 3), (3.0, 4, 7)], "Ann met Bob", window_nulls=[2.0])]
     ['met', '', 'Ann']
-    >>> [a["text"] for a in best_answers([(1.0, 0, 3), (3.0, 4, 7)], "Ann met Bob", null=4.0)]
+    >>> [a["text"] for a in best_answers([(1.0, 0, 3), (3.0, 4, 7)], "Ann met Bob", window_nulls=[5.0, 4.0])]
     ['', 'met', 'Ann']
     """
     best, seen = [], set()
@@ -81,7 +92,8 @@ def best_answers(candidates, context, n_best=N_BEST, null=None, no_answer_thresh
             best.append({"text": context[start:end], "start": start, "end": end, "score": score})
         if len(best) == n_best:
             break
-    if null is not None:
+    if window_nulls is not None:
+        null = min(window_nulls)
         place = sum(answer["score"] >= null - no_answer_threshold for answer in best)
         best.insert(place, {"text": "", "start": 0, "end": 0, "score": float(null)})
     if best:

@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 
-from kbert_core.answers import best_answers, null_score, window_candidates
+from kbert_core.answers import best_answers, null_score, says_no_answer, window_candidates
 from kbert_core.byte_level_bpe import ByteLevelBPE
 from kbert_core.classification import EMPTY_TEXT, class_probabilities, is_blank
 from kbert_core.entities import entity_spans
@@ -313,11 +313,11 @@ class EdgeModel:
                                             packed["max_context"][r], n_best, max_answer_length)
             nulls.append(null_score(out["start_logits"][0], out["end_logits"][0]))
         allowed = spec.get("allow_no_answer", False)
-        best = best_answers(candidates, context, n_best, min(nulls) if allowed else None,
+        best = best_answers(candidates, context, n_best, nulls if allowed else None,
                             spec.get("no_answer_threshold", 0.0))
         if not best:
             return {"text": "", "found": False, **flags}
-        if not best[0]["text"]:
+        if says_no_answer(best[0]):
             return {**best[0], **NO_ANSWER, **flags}
         return {**best[0], "found": True, **flags}
 

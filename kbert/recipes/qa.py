@@ -29,7 +29,7 @@ from kbert.tasks.task_data import prepared_outputs
 from kbert.training.fine_tuning import FineTuning
 from kbert.training.training_run import fine_tuning_run
 from kbert.training.results import write_evaluation
-from kbert_core.answers import MAX_ANSWER_LENGTH, N_BEST, NO_ANSWER_NOTE
+from kbert_core.answers import MAX_ANSWER_LENGTH, N_BEST, NO_ANSWER_NOTE, says_no_answer
 from kbert_core.windows import MAX_QUESTION_LENGTH, QA_DOC_STRIDE, QA_SEQUENCE_LENGTH
 
 
@@ -237,26 +237,24 @@ def evaluate_examples(model, examples, batch_size=64, verbose=0, runner=None):
     would score best (`best_threshold`, with its `best_threshold_f1` and `best_threshold_exact_match`); else the v1.1
     scores."""
     prepared = model.preprocessor.prepare(([e.question for e in examples], [e.context for e in examples]))
-    outputs = prepared_outputs(model, runner or model, prepared, batch_size, verbose)
-    predictions = {e.id: answer["text"] for e, answer in zip(examples, model.decode(outputs, prepared))}
+    ranked = model.ranked_answers(prepared_outputs(model, runner or model, prepared, batch_size, verbose), prepared)
+    predictions = {e.id: answer["text"] for e, answer in zip(examples, model.best_answers(ranked))}
     gold = {e.id: e.answers for e in examples}
     if all(gold.values()):
         return squad_scores(predictions, gold), predictions
     scores = squad_v2_scores(predictions, gold)
     if model.allow_no_answer:
-        scores.update(_best_threshold(model, prepared.windows, outputs, examples))
+        scores.update(_best_threshold(ranked, examples))
     return scores, predictions
 
 
-def _best_threshold(model, windows, outputs, examples):
+def _best_threshold(ranked, examples):
     """The no-answer threshold that maximises SQuAD 2.0 F1 on `examples` (`best_no_answer_threshold`), its F1 and
-    its exact match, from the model's `outputs` on their `windows`."""
-    lists = windows.decode(outputs["start_logits"], outputs["end_logits"], model.n_best, model.max_answer_length,
-                           allow_no_answer=True)
+    its exact match, from the answers a model that allows no answer ranks for them (`ranked_answers`)."""
     margins, span_scores, null_scores = [], [], []  # scores: (exact, F1) of each question
-    for example, answers in zip(examples, lists):
-        null = next(a["score"] for a in answers if not a["text"])
-        span = next((a for a in answers if a["text"]), {"text": "", "score": null - 1.0})  # no span: "" either way
+    for example, answers in zip(examples, ranked):
+        null = next(a["score"] for a in answers if says_no_answer(a))
+        span = next((a for a in answers if not says_no_answer(a)), {"text": "", "score": null - 1.0})  # none: ""
         margins.append(null - span["score"])
         span_scores.append(squad_v2_question_scores(span["text"], example.answers))
         null_scores.append(squad_v2_question_scores("", example.answers))
@@ -309,6 +307,6 @@ def answers(model, questions, contexts, batch_size=32, dtype="float32"):
 def _with_note(answer):
     if answer["start"] < 0:
         return {"text": "", "note": "no answer span found", "alternatives": answer["alternatives"]}
-    if not answer["text"]:
+    if says_no_answer(answer):
         return {**answer, "note": NO_ANSWER_NOTE}
     return answer

@@ -97,9 +97,20 @@ class BertQuestionAnswerer(BertTask):
             return {key: tf.identity(value) for key, value in y.items()}
 
     def decode(self, outputs, prepared):
-        answers = prepared.windows.decode(outputs["start_logits"], outputs["end_logits"], self.n_best,
-                                          self.max_answer_length, self.allow_no_answer, self.no_answer_threshold)
+        return self.best_answers(self.ranked_answers(outputs, prepared))
+
+    def ranked_answers(self, outputs, prepared):
+        """Per question, its answers best first from the model's `outputs` on `prepared` (as
+        `kbert_core.answers.best_answers` ranks them: up to `n_best` spans, and "no answer" where the
+        model allows it); `best_answers` of them is what `predict` returns."""
+        return prepared.windows.decode(outputs["start_logits"], outputs["end_logits"], self.n_best,
+                                       self.max_answer_length, self.allow_no_answer, self.no_answer_threshold)
+
+    @staticmethod
+    def best_answers(ranked):
+        """`predict`'s answer of each question from its `ranked_answers`: the first, with the next four spans' texts
+        as `alternatives` (text "" and start -1 where no span fits)."""
         empty = {"text": "", "start": -1, "end": -1, "score": 0.0, "probability": 0.0}
         return [{**(best[0] if best else empty),
                  "alternatives": [answer["text"] for answer in best[1:] if answer["text"]][:4]}
-                for best in answers]
+                for best in ranked]

@@ -7,7 +7,7 @@ import keras
 import numpy as np
 import pytest
 
-from kbert_core import best_answers, pack_question_windows, question_windows, window_candidates
+from kbert_core import best_answers, pack_question_windows, question_windows, says_no_answer, window_candidates
 
 pytestmark = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")
 
@@ -85,11 +85,12 @@ def test_no_answer_joins_the_list_first_only_when_it_beats_the_best_span_by_more
         candidates = [(float(s), 3 * a, 3 * a + 2) for s, a in zip(scores, rng.integers(0, 6, size=6))]
         null = float(np.round(rng.normal() * 4) / 4) if trial else max(scores) + threshold  # a tie: the span wins
         spans = best_answers(candidates, context, 4)
-        got = best_answers(candidates, context, 4, null=null, no_answer_threshold=threshold)
+        windows = rng.permutation([null, null + 1.0, null + 0.25])  # the question's null: the least of its windows'
+        got = best_answers(candidates, context, 4, window_nulls=windows, no_answer_threshold=threshold)
         assert [(a["text"], a["score"]) for a in got if a["text"]] == [(a["text"], a["score"]) for a in spans]
-        nulls = [i for i, a in enumerate(got) if not a["text"]]
+        nulls = [i for i, a in enumerate(got) if says_no_answer(a)]
         assert len(nulls) == 1 and (got[nulls[0]]["start"], got[nulls[0]]["end"], got[nulls[0]]["score"]) == (0, 0, null)
         assert (nulls[0] == 0) == (null - spans[0]["score"] > threshold)
         scores = np.array([a["score"] for a in got])
         np.testing.assert_allclose([a["probability"] for a in got], np.exp(scores) / np.exp(scores).sum(), rtol=1e-9)
-    assert best_answers([], "", null=1.5) == [{"text": "", "start": 0, "end": 0, "score": 1.5, "probability": 1.0}]
+    assert best_answers([], "", window_nulls=[1.5]) == [{"text": "", "start": 0, "end": 0, "score": 1.5, "probability": 1.0}]

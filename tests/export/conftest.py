@@ -6,6 +6,7 @@ import sys
 import keras
 import pytest
 
+from kbert_core import says_no_answer
 from tests.conftest import APPS, app_module
 
 # Export runs in a TensorFlow-backend process (apps/export.py switches to one): the export
@@ -162,7 +163,7 @@ def qa_no_answer(tmp_path_factory, tokenizer):
     prepared = preprocessor.prepare(([*QUESTIONS, "Who visited Paris?"], [*CONTEXTS, LONG_CONTEXT]))
     logits = {key: keras.ops.convert_to_numpy(value) for key, value in model(prepared.inputs).items()}
     lists = prepared.windows.decode(logits["start_logits"], logits["end_logits"], allow_no_answer=True)
-    diffs = [next(a["score"] for a in best if not a["text"]) - next((a["score"] for a in best if a["text"]), -1e9)
+    diffs = [next(a["score"] for a in best if says_no_answer(a)) - next((a["score"] for a in best if a["text"]), -1e9)
              for best in lists]
     model.set_decoding(no_answer_threshold=float(np.median([d for d in diffs if d > -1e8])) - 1e-3)
     return export_both(tmp_path_factory, model, tokenizer, {"task": "qa", **QA_WINDOWING}, "qa_no_answer")

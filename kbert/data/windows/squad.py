@@ -106,15 +106,14 @@ class SquadWindows:
         end_logits = np.asarray(end_logits, "float32")
         width = start_logits.shape[1]
         candidates = [[] for _ in self.examples]
-        nulls = [None] * len(self.examples)
+        nulls = [[] if allow_no_answer else None for _ in self.examples]
         for r, i in enumerate(self.window_examples):
             candidates[i] += window_candidates(start_logits[r], end_logits[r], self.offsets[r, :width],
                                                self.max_context[r, :width], n_best, max_answer_length)
             if allow_no_answer:
-                null = null_score(start_logits[r], end_logits[r])
-                nulls[i] = null if nulls[i] is None else min(nulls[i], null)
-        return [best_answers(found, example.context, n_best, null, no_answer_threshold)
-                for example, found, null in zip(self.examples, candidates, nulls)]
+                nulls[i].append(null_score(start_logits[r], end_logits[r]))
+        return [best_answers(found, example.context, n_best, window_nulls, no_answer_threshold)
+                for example, found, window_nulls in zip(self.examples, candidates, nulls)]
 
 
 def _answer_tokens(offsets, span):
