@@ -93,4 +93,5 @@ def test_no_answer_joins_the_list_first_only_when_it_beats_the_best_span_by_more
         assert (nulls[0] == 0) == (null - spans[0]["score"] > threshold)
         scores = np.array([a["score"] for a in got])
         np.testing.assert_allclose([a["probability"] for a in got], np.exp(scores) / np.exp(scores).sum(), rtol=1e-9)
-    assert best_answers([], "", window_nulls=[1.5]) == [{"text": "", "start": 0, "end": 0, "score": 1.5, "probability": 1.0}]
+    alone = {"text": "", "start": 0, "end": 0, "score": 1.5, "probability": 1.0}
+    assert best_answers([], "", window_nulls=[1.5]) == [alone]
