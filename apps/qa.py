@@ -18,7 +18,9 @@ sliced from the original context. Scores are the official v1.1 exact match and F
 SQuAD 2.0's questions without an answer (no answers, "is_impossible") are skipped in training
 unless --allow-no-answer, which trains on them and lets the model answer "no answer" where its
 no-answer score beats the best span's by more than --no-answer-threshold (0; BERT tunes it on
-dev, typically between -1 and -5); data with such questions is scored by the official 2.0 rules.
+dev, typically between -1 and -5); data with such questions is scored by the official 2.0 rules,
+and evaluate reports the threshold that would score best. evaluate and predict take another
+--no-answer-threshold, for a model trained without --allow-no-answer too.
 """
 
 import json
@@ -43,7 +45,8 @@ def main(argv=None):
             validation_articles=args.validation_articles, articles=args.articles, layout=layout(args),
             allow_no_answer=args.allow_no_answer, no_answer_threshold=args.no_answer_threshold, **train_options(args)),
         evaluate=lambda: recipe.evaluate(args.model, args.data, out=args.out, batch_size=args.batch_size,
-                                         layout=layout(args), verbose=0 if args.quiet else "auto"),
+                                         layout=layout(args), verbose=0 if args.quiet else "auto",
+                                         no_answer_threshold=args.no_answer_threshold),
         predict=lambda: recipe.predict(args.model, *predict_inputs(args), args.n_best, args.max_answer_length,
                                        batch_size=args.batch_size, dtype=args.dtype,
                                        no_answer_threshold=args.no_answer_threshold),
@@ -72,6 +75,7 @@ def parser():
                             "must beat the best span's by")
     evaluate = add_evaluate_command(commands, "exact match and F1 of a run folder on SQuAD questions", data)
     add_layout_options(evaluate, uses, formats)
+    add_no_answer_threshold_option(evaluate)
     predict = add_predict_command(commands, "answer questions about a context", texts=False)
     predict.add_argument("--context",
                          help="a UTF-8 text file, or the text itself; a one-word value that looks like a file "
@@ -81,9 +85,17 @@ def parser():
                          help="a question (repeatable; default: from stdin, see above)")
     predict.add_argument("--n-best", type=positive_int, default=N_BEST, help="answers decoded per question")
     predict.add_argument("--max-answer-length", type=positive_int, default=MAX_ANSWER_LENGTH, help="in tokens")
-    predict.add_argument("--no-answer-threshold", type=float,
-                         help="a model trained with --allow-no-answer: this threshold instead of its own")
+    add_no_answer_threshold_option(predict)
     return parser
+
+
+def add_no_answer_threshold_option(command):
+    """Adds --no-answer-threshold to evaluate or predict."""
+    command.add_argument("--no-answer-threshold", type=float,
+                         help="answer \"no answer\" where the model's no-answer score beats the best span's by more "
+                              "than this (default: the run's; a model trained without --allow-no-answer answers "
+                              "always, and with this its [CLS] score decides, as BERT trains it on every window "
+                              "that lacks the answer)")
 
 
 def predict_inputs(args):

@@ -212,18 +212,21 @@ def run_split(model_dir, data=None):
     return train_examples, valid_examples
 
 
-def evaluate(model_dir, data, out=None, batch_size=64, layout=None, verbose="auto"):
+def evaluate(model_dir, data, out=None, batch_size=64, layout=None, verbose="auto", no_answer_threshold=None):
     """Exact match and F1 of the run folder `model_dir` on the SQuAD file `data` (or a table laid out as
     `layout` says, as `train`'s). `verbose`: the progress of the pass (`PaddedBatches.predict`).
+    `no_answer_threshold`: decode with this one (`with_no_answer_threshold`), recorded in the metrics.
 
     Writes the metrics to `out` (default `MODEL_DIR/eval_<data name>.json`) and the
     predictions ({id: answer}, the official format) beside it, as `predictions_<name>`.
 
     Returns: dict of metrics.
     """
-    model = load_run(model_dir)
+    model = with_no_answer_threshold(load_run(model_dir), no_answer_threshold)
     examples = read_squad(data, layout=layout)
     scores, predictions = evaluate_examples(model, examples, batch_size, verbose=verbose)
+    if no_answer_threshold is not None:
+        scores["no_answer_threshold"] = no_answer_threshold
     summary = f"{data} ({len(examples)} questions): {_scores_line(scores)}"
     metrics, out = write_evaluation(model_dir, data, scores, out, summary, reader=read_squad.last_report)
     write_json_atomic(out.with_name(f"predictions_{out.name}"), predictions)
@@ -272,8 +275,7 @@ def predict(model_dir, context, questions, n_best=N_BEST, max_answer_length=MAX_
     `context` is one text for all the questions, or a list of texts, one per question.
     `BertQuestionAnswerer.predict` of the run's model, pairing `n_best` start and end candidates per
     window, answers at most `max_answer_length` tokens long; `dtype`: "float32", or "bfloat16"
-    (`kbert.models.compute_dtype`). `no_answer_threshold` replaces the run's, for a model trained with
-    `allow_no_answer` (a ValueError for another).
+    (`kbert.models.compute_dtype`). `no_answer_threshold`: decode with this one (`with_no_answer_threshold`).
 
     Returns: list of dicts `{"question", "text", "start", "end", "score", "probability",
     "alternatives"}` (`{"question", "text": "", "note", "alternatives"}` when no span fits).
@@ -286,14 +288,22 @@ def predict(model_dir, context, questions, n_best=N_BEST, max_answer_length=MAX_
                              f"nothing to answer from.")
         if not question.strip():
             raise ValueError(f"Question {i + 1} is empty.")
-    model = load_run(model_dir)
+    model = with_no_answer_threshold(load_run(model_dir), no_answer_threshold)
     model.set_decoding(n_best=n_best, max_answer_length=max_answer_length)  # this call's, on a model loaded for it
-    if no_answer_threshold is not None:
-        if not model.allow_no_answer:
-            raise ValueError(f"{model_dir} was not trained to find questions without an answer (allow_no_answer): "
-                             "a no-answer threshold means nothing to it.")
-        model.set_decoding(no_answer_threshold=no_answer_threshold)
     return answers(model, questions, contexts, batch_size, dtype)
+
+
+def with_no_answer_threshold(model, threshold):
+    """`model` (a `BertQuestionAnswerer`) answering "no answer" where its no-answer score beats the best span's by more
+    than `threshold`, or as it was where `threshold` is None.
+
+    A model trained without `allow_no_answer` takes it too: BERT trains [CLS] as the answer of every window that
+    lacks it, so its no-answer score means something (on SQuAD 2.0's task, F1 44.12 answering always, 72.32 at the
+    best threshold: docs/results.md#unanswerable-questions).
+    """
+    if threshold is not None:
+        model.set_decoding(allow_no_answer=True, no_answer_threshold=threshold)
+    return model
 
 
 def answers(model, questions, contexts, batch_size=32, dtype="float32"):

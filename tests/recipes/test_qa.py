@@ -8,6 +8,7 @@ from kbert.data.readers.squad import read_squad
 from kbert.recipes import qa as qa_recipe
 from kbert.saving import load_run
 from kbert.tasks.bert_question_answerer import BertQuestionAnswerer
+from kbert_core import says_no_answer
 from tests.conftest import app_module
 from tests.recipes.conftest import (check_mixed_precision_run, check_run_metrics, default_flags,
                                     predictions_under_the_next_backend, record_models, train_flags, write_squad)
@@ -163,5 +164,14 @@ def test_squad_2_trains_on_unanswerable_questions_with_allow_no_answer(tiny_init
         qa_app.main(["predict", "--model", str(tmp_path / "v2"), "--context", QA_CONTEXT, "--question",
                      QA_QUESTIONS[0], "--no-answer-threshold", str(threshold)])
         assert ("no answer: the context does not answer it" in capsys.readouterr().out) == empty
-    with pytest.raises(ValueError, match="was not trained to find questions without an answer"):
-        qa_recipe.predict(tmp_path / "v1", QA_CONTEXT, QA_QUESTIONS[:1], no_answer_threshold=1.0)
+    # A model trained without allow_no_answer answers always, and "no answer" where a threshold is given it
+    v1 = [qa_recipe.predict(tmp_path / "v1", QA_CONTEXT, QA_QUESTIONS[:1], no_answer_threshold=threshold)[0]
+          for threshold in (None, -1e6, 1e6)]
+    assert [says_no_answer(answer) for answer in v1] == [False, True, False]
+    assert v1[0]["text"] == v1[2]["text"] and v1[1]["note"].startswith("no answer")
+    assert "best_threshold" not in qa_recipe.evaluate(tmp_path / "v1", data)
+    qa_app.main(["evaluate", "--model", str(tmp_path / "v1"), "--data", str(data), "--no-answer-threshold", "-1000000",
+                 "--out", str(tmp_path / "v1.json"), "--quiet"])
+    scores = json.loads((tmp_path / "v1.json").read_text())
+    assert (scores["no_answer_threshold"], scores["NoAns_exact"], scores["HasAns_exact"]) == (-1e6, 100.0, 0.0)
+    assert scores["best_threshold_f1"] >= scores["f1"]
