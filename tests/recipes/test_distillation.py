@@ -113,7 +113,10 @@ def test_a_teacher_of_another_task_or_none_is_refused(teacher, tiny_init, tmp_pa
     with pytest.raises(ValueError, match=f"The teacher {ner} holds a BertTokenClassifier, not the classifier of a "
                                          "sentiment run."):
         distillation.train(ner, data, "every-2", tmp_path / "out", problem=SENTIMENT)
-    assert not (tmp_path / "out").exists()
+    for class_weight in ({"positive": 2.0}, "balanced"):
+        with pytest.raises(ValueError, match="A distillation takes no class_weight"):
+            distillation.train(run, data, "every-2", tmp_path / "out", class_weight=class_weight)
+    assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out*"))  # nor its backup folder
 
 
 @ONCE_ON_TORCH
