@@ -95,7 +95,7 @@ class Distillation:
         """The student, compiled as `training` (a `FineTuning`) compiles a task model (`FineTuning.built`):
         `student_classifier(teacher, init, **arguments)`. The classes `arguments` ask for (`num_classes`,
         `label_names`, `multi_label`) must be the teacher's; a `class_weight` is refused (as the student's `fit`
-        refuses it: see `BertClassifier.weighed_classes`), here before the run's folders are made or the teacher runs."""
+        refuses it: `BertClassifier.weighed_classes`), here before the run's folders are made or the teacher runs."""
         if training.class_weight is not None:
             raise ValueError("A distillation takes no class_weight: the student's labels are rows of the teacher's "
                              "outputs, not classes.")
