@@ -415,7 +415,8 @@ def save_hf(model, path, tokenizer=None):
     """Writes a kbert backbone or task model as a Hugging Face folder that `transformers` loads.
 
     The folder holds `config.json`, `model.safetensors` and, with a `tokenizer` (a task's
-    own by default), its files: `AutoModel...from_pretrained` of the matching class (`BertModel`,
+    own by default), its files, whose `model_max_length` is the task's sequence length (the
+    backbone's positions for a backbone): `AutoModel...from_pretrained` of the matching class (`BertModel`,
     `BertForSequenceClassification`, ..., another family's: `RobertaModel`, `RobertaForSequenceClassification`, ...)
     computes what `model` computes. `BertTask.export_to_transformers` calls this.
 
@@ -450,9 +451,16 @@ def save_hf(model, path, tokenizer=None):
     if not encoder_alone:
         config[KBERT_SETTINGS_KEY] = _kbert_settings(model)
     (folder / "config.json").write_text(json.dumps(config, indent=2), "utf-8")
-    tokenizer = tokenizer or getattr(getattr(model, "preprocessor", None), "tokenizer", None)
+    preprocessor = getattr(model, "preprocessor", None)
+    tokenizer = tokenizer or getattr(preprocessor, "tokenizer", None)
     if tokenizer is not None:
         tokenizer.save(folder)
+        # The tokens Hugging Face's tokenizer keeps under truncation=True (its pipelines truncate so): what the task
+        # reads, or the backbone's positions. Without it the tokenizer truncates nothing, and a long text fails.
+        length = preprocessor.sequence_length if preprocessor is not None else backbone.max_sequence_length
+        tokenizer_config = folder / "tokenizer_config.json"
+        config = {**json.loads(tokenizer_config.read_text("utf-8")), "model_max_length": int(length)}
+        tokenizer_config.write_text(json.dumps(config, indent=2), "utf-8")
 
 
 def _architecture_of(model):

@@ -4,7 +4,8 @@
                                                 # FOLDER/<class>/, and its outputs in FOLDER/<class>.npz;
                                                 # the classifier also as multi-label (FOLDER/MULTI_LABEL/)
     python hf_heads_reference.py run FOLDER...  # each folder's outputs (the class its config
-                                                # names) in FOLDER/hf_outputs.npz
+                                                # names) in FOLDER/hf_outputs.npz, with the ids its
+                                                # tokenizer keeps of LONG_TEXT under truncation=True
 
 Outputs are on `INPUTS` (two rows, the second padded; two segments), in eval mode.
 """
@@ -26,6 +27,7 @@ INPUTS = {
 }
 MULTI_LABEL = "BertForSequenceClassification_multi_label"
 VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"word{i}" for i in range(59)]
+LONG_TEXT = "the film " * 400  # longer than any model's positions: the tokenizer must cut it
 
 
 def outputs(model):
@@ -72,6 +74,8 @@ def run(folders):
         arrays = outputs(model)
         if model.config.problem_type == "multi_label_classification":  # what the pipelines apply to its logits
             arrays["probabilities"] = torch.sigmoid(torch.tensor(arrays["logits"])).numpy()
+        tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+        arrays["long_text_ids"] = np.array(tokenizer(LONG_TEXT, truncation=True)["input_ids"])
         np.savez(folder / "hf_outputs.npz", problem_type=str(model.config.problem_type), **arrays)
 
 
