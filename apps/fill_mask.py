@@ -32,16 +32,11 @@ def load_masked_lm(given):
     """The `kbert.BertPretrainer` of `given`; a ValueError where it holds no trained masked-LM head (a base model, a
     task of another kind, a preset's random weights)."""
     import kbert
-    from kbert.saving import model_source
-    from kbert.tasks.load_task import hf_head_arguments
+    from kbert.tasks.load_task import load_trained_head
 
-    source = model_source(given)
-    if not (isinstance(source.saved_model, kbert.BertPretrainer)
-            or hf_head_arguments(kbert.BertPretrainer, source, {}) is not None):
-        raise ValueError(f"{given} holds no masked-LM head ({source.kind.replace('_', ' ')}): give a Hugging Face "
-                         "BertForMaskedLM or BertForPreTraining folder (or a family's ForMaskedLM), or a .keras file "
-                         "of a kbert.BertPretrainer.")
-    return kbert.BertPretrainer.from_preset(source, compile=False)
+    return load_trained_head(kbert.BertPretrainer, given, "masked-LM head", "a Hugging Face BertForMaskedLM or "
+                             "BertForPreTraining folder (or a family's ForMaskedLM), or a .keras file of a "
+                             "kbert.BertPretrainer")
 
 
 def describe(result):

@@ -14,7 +14,8 @@ from kbert.tasks.packed_calls import packed_sequences, worth_packing
 from kbert.tasks.raw_datasets import is_dataset
 from kbert.tasks.table_inputs import raw_inputs
 from kbert.tasks.unread_pooler import pooled_output
-from kbert_core.classification import EMPTY_TEXT, class_probabilities, is_blank
+from kbert.tasks.zero_shot import zero_shot
+from kbert_core.classification import EMPTY_TEXT, HYPOTHESIS_TEMPLATE, class_probabilities, is_blank
 from kbert_core.windows import combine_windows
 
 WINDOW_POOLINGS = ("mean", "max")
@@ -360,6 +361,33 @@ class BertClassifier(BertTask):
             if cut:
                 result["note"] = f"long input: read its first {self.preprocessor.sequence_length} tokens"
         return results
+
+    def zero_shot(self, texts, candidate_labels, hypothesis_template=HYPOTHESIS_TEMPLATE, multi_label=False,
+                  batch_size=None, verbose=0):
+        """Hugging Face's zero-shot-classification pipeline, for a classifier trained on NLI (a class named
+        "entailment"): which of `candidate_labels`, labels it was never trained on, each text is
+        (`kbert.tasks.zero_shot`).
+
+        Args:
+            texts: a text, or a list of texts (the premises).
+            candidate_labels: list of str, or one str of comma-separated labels.
+            hypothesis_template: str with `{}` where a label goes: the hypothesis about each text.
+            multi_label: bool. Each label's own probability (entailment against contradiction), not one
+                distribution over the labels (a softmax of their entailment logits).
+            batch_size, verbose: as for `predict`; the model reads texts x labels pairs.
+
+        Returns:
+            For each text (for a text given alone, its answer alone): `{"sequence", "labels", "scores"}`, the
+            labels best first with their scores.
+
+        Example:
+        >>> model = BertClassifier.from_preset("bert_tiny", num_classes=3,
+        ...                                    label_names=["entailment", "neutral", "contradiction"])
+        >>> answer = model.zero_shot("The striker scored twice.", ["sports", "politics"])
+        >>> sorted(answer["labels"]), round(sum(answer["scores"]), 6)
+        (['politics', 'sports'], 1.0)
+        """
+        return zero_shot(self, texts, candidate_labels, hypothesis_template, multi_label, batch_size, verbose)
 
 
 def sentence_vector(backbone, encoded, dropout):

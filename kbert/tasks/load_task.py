@@ -114,3 +114,21 @@ def hf_head_arguments(cls, source, kwargs):
     if task != cls.__name__ or changed:
         return None  # another task, or another head: the backbone alone
     return head
+
+
+def load_trained_head(cls, given, head, sources):
+    """The `cls` task model that `given` holds with its trained head (a run folder or `.keras` file of a `cls`, or a
+    Hugging Face folder of its head), uncompiled. A ValueError where it holds none (a base model, another task, a
+    preset's random weights): "`given` holds no `head` (its kind): give `sources`."
+
+    Example:
+    >>> from kbert import BertClassifier
+    >>> load_trained_head(BertClassifier, "bert_tiny", "trained classifier", "a run folder")
+    Traceback (most recent call last):
+    ...
+    ValueError: bert_tiny holds no trained classifier (preset): give a run folder.
+    """
+    source = model_source(given)
+    if not (isinstance(source.saved_model, cls) or hf_head_arguments(cls, source, {}) is not None):
+        raise ValueError(f"{given} holds no {head} ({source.kind.replace('_', ' ')}): give {sources}.")
+    return cls.from_preset(source, compile=False)

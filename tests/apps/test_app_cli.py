@@ -27,7 +27,7 @@ from tests.tasks.conftest import tiny_init  # noqa: F401 (a fixture)
 pytestmark = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="backend-independent; runs once")
 
 APPS = ["sentiment", "nli", "similarity", "multi_label", "ner", "qa", "embed", "export", "pretrain", "demo",
-        "edge_predict", "serve", "fill_mask"]
+        "edge_predict", "serve", "fill_mask", "zero_shot"]
 EDGE = "edge_predict"  # no option with a default
 COMMANDS = {app: ["train", "evaluate", "predict"]
             for app in ("sentiment", "nli", "similarity", "multi_label", "ner", "qa")}
