@@ -2,7 +2,8 @@
 
 A request hands its items (texts, text pairs, questions with contexts) to `DynamicBatcher.submit` and awaits their
 answers. One thread runs the model (the served model's own, `ModelThread`), one call at a time; while it runs, the
-items that arrive wait in a bounded queue, by shape (single texts, pairs). When the model is free, a call takes up
+items that arrive wait in a bounded queue, by shape (single texts, pairs, a zero-shot request's text and hypothesis
+pairs: an item's type and its number of texts). When the model is free, a call takes up
 to `max_batch_size` items of the oldest item's shape, longest first (the model's `predict` then cuts them into
 batches of similar length). A model just freed waits up to `max_wait_ms` for as many items as were in flight as it
 finished (those it answered, whose clients are likely to send again, and those waiting), so that clients answered
@@ -86,7 +87,7 @@ class DynamicBatcher:
         self.run, self.settings, self.on_batch = run, settings, on_batch
         self.own_executor = executor is None
         self.executor = executor or concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kbert-batch")
-        self.groups = collections.defaultdict(collections.deque)  # shape (texts an item) -> waiting items
+        self.groups = collections.defaultdict(collections.deque)  # shape (an item's type, its texts) -> waiting items
         self.waiting = 0
         self.arrived = None  # an asyncio.Event, made on the running loop
         self.free_since = 0.0
@@ -112,7 +113,7 @@ class DynamicBatcher:
         loop, now = asyncio.get_running_loop(), time.monotonic()
         waiting = [_Waiting(item, loop.create_future(), now) for item in items]
         for entry in waiting:
-            self.groups[len(entry.item)].append(entry)
+            self.groups[type(entry.item), len(entry.item)].append(entry)
         self.waiting += len(waiting)
         self.arrived.set()
         if len(waiting) == 1:  # one item (most requests): its future, without gather's

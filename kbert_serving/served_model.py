@@ -11,6 +11,7 @@ backbone folder or preset - or an export folder of apps/export.py (its `token_id
 | `token_classifier` | `(text,)` | `entities`: `type`, `text`, `start`, `end` (characters), `score` |
 | `question_answerer` | `(question, context)` | `text`, `start`, `end` (in the context), `score`, `probability` |
 | `sentence_encoder` | `(text,)` | `embedding` (a unit vector where the model normalises) |
+| a Keras NLI `classifier`, zero-shot | `HypothesisPair(text, hypothesis)` | its logits (`ZeroShotQuestion.answers`) |
 """
 
 import concurrent.futures
@@ -18,6 +19,7 @@ import dataclasses
 import json
 import pathlib
 import threading
+import typing
 
 import numpy as np
 
@@ -161,6 +163,14 @@ class ServedModel:
         self.check_texts([item[0]], f"instances[{index}].{first}")
         return item
 
+    def zero_shot(self, body, limits):
+        """(`kbert.tasks.zero_shot.ZeroShotQuestion`, whether one text was given alone) of a zero-shot request
+        (`zero_shot_request`), whose `pairs` the model answers as `HypothesisPair` items; a `RequestError` for a
+        model that cannot: zero-shot reads an NLI classifier's logits, which only a Keras classifier gives."""
+        raise RequestError(f"{self.name} is a {self.kind} on {self.runtime}: zero-shot classification reads an NLI "
+                           "classifier's logits, which the server gives of a Keras classifier (serve its run folder, "
+                           ".keras file or Hugging Face folder).")
+
     def check_texts(self, texts, name="texts"):
         """A `RequestError` for texts the model cannot answer whatever else is in its batch (a masked LM's: one
         without the mask token or too long); here, none."""
@@ -188,6 +198,47 @@ class ServedModel:
 def _json_type(value):
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null",
             int: "a number", float: "a number"}.get(type(value), type(value).__name__)
+
+
+class HypothesisPair(typing.NamedTuple):
+    """An item of a zero-shot request: a text and one label's hypothesis about it, answered with the NLI
+    classifier's logits (a shape of its own in the batcher, not a pair to label)."""
+
+    text: str
+    hypothesis: str
+
+
+def zero_shot_request(body, limits):
+    """(texts, whether one text was given alone, candidate labels, hypothesis template or None, multi_label) of a
+    request in Hugging Face's zero-shot-classification shape: `{"inputs": text or [texts], "parameters":
+    {"candidate_labels": [...] or "a,b", "hypothesis_template": ..., "multi_label": ...}}`; a `RequestError` naming
+    what is wrong.
+
+    Example:
+    >>> zero_shot_request({"inputs": "Ann scored.", "parameters": {"candidate_labels": ["sports"]}}, InputLimits())
+    (['Ann scored.'], True, ['sports'], None, False)
+    """
+    if not isinstance(body, dict) or "inputs" not in body:
+        raise RequestError('A zero-shot request is {"inputs": text or [texts], "parameters": {"candidate_labels": '
+                           '[...]}}.')
+    unknown = sorted(set(body) - {"inputs", "parameters"}) or sorted(
+        set(body.get("parameters") or {}) - {"candidate_labels", "hypothesis_template", "multi_label"})
+    if unknown:
+        raise RequestError(f"Unknown field {unknown[0]!r}: a zero-shot request takes \"inputs\" and \"parameters\" "
+                           "(\"candidate_labels\", \"hypothesis_template\", \"multi_label\").")
+    parameters = body.get("parameters") or {}
+    if not isinstance(parameters, dict) or "candidate_labels" not in parameters:
+        raise RequestError('"parameters" must be an object with "candidate_labels".')
+    labels = parameters["candidate_labels"]  # a string: comma-separated, as the pipeline reads it
+    labels = text(labels, "candidate_labels", limits) if isinstance(labels, str) else strings(
+        labels, "candidate_labels", limits)
+    template = parameters.get("hypothesis_template")
+    if template is not None:
+        template = text(template, "hypothesis_template", limits)
+    multi_label = parameters.get("multi_label", False)
+    if not isinstance(multi_label, bool):
+        raise RequestError(f'"multi_label" is true or false, not {_json_type(multi_label)}.')
+    return strings(body["inputs"], "inputs", limits), isinstance(body["inputs"], str), labels, template, multi_label
 
 
 def strings(values, name, limits):
@@ -278,11 +329,31 @@ class KerasServedModel(ServedModel):
         except ValueError as error:
             raise RequestError(str(error) if name == "texts" else str(error).replace("texts[0]", name, 1)) from None
 
+    def zero_shot(self, body, limits):
+        if self.kind != "classifier":
+            return super().zero_shot(body, limits)
+        from kbert.tasks.zero_shot import HYPOTHESIS_TEMPLATE, ZeroShotQuestion
+
+        texts, single, labels, template, multi_label = zero_shot_request(body, limits)
+        try:
+            question = ZeroShotQuestion.of(self.model, texts, labels, template or HYPOTHESIS_TEMPLATE, multi_label)
+        except ValueError as error:
+            raise RequestError(str(error)) from None
+        pairs = len(question.texts) * len(question.labels)
+        if pairs > limits.max_items:
+            raise RequestError(f"{len(question.texts):,} texts x {len(question.labels):,} labels are {pairs:,} "
+                               f"pairs; this server reads at most {limits.max_items:,} a request.", 413)
+        return question, single
+
     def _answer(self, items):
+        from kbert.models.compute_dtype import with_compute_dtype
         from kbert.recipes import ner, qa
         from kbert.tasks.fill_mask import mask_answers
 
         columns = [list(column) for column in zip(*items)]
+        if isinstance(items[0], HypothesisPair):
+            logits = with_compute_dtype(self.model, self.dtype).logits(tuple(columns), self.batch_size)
+            return [row.tolist() for row in logits]
         if self.kind == "classifier":
             return self.model.answers(columns[0] if len(columns) == 1 else tuple(columns), self.batch_size,
                                       dtype=self.dtype, pack=self.pack)

@@ -10,6 +10,7 @@ unless told another host. Every request's items go through one `DynamicBatcher`.
 | `GET /metrics` | Prometheus's text format (`RequestMetrics`) |
 | `GET /v1/model` | the model's kind, labels, inputs, runtime, batching |
 | `POST /v1/predict` | `{"texts": [...]}` (`"pairs"`; QA `"questions"`, `"contexts"`) -> `{"predictions": [...]}` |
+| `POST /v1/zero-shot-classification` | an NLI classifier: `{"inputs", "parameters": {"candidate_labels"}}`, as HF |
 | `POST /v1/models/NAME:predict` | TF Serving: `{"instances"}` -> `{"predictions"}`, `{"inputs"}` -> `{"outputs"}` |
 | `GET /v1/models/NAME`, `.../metadata` | TF Serving's model status and metadata |
 | `POST /v1/embeddings` | OpenAI's shape, sentence encoders: `{"input": str or [str]}` -> `{"data": [{"embedding"}]}` |
@@ -37,7 +38,7 @@ from starlette.routing import Route
 
 from kbert_serving.batcher import BatchSettings, DynamicBatcher, QueueFull
 from kbert_serving.request_metrics import CONTENT_TYPE, RequestMetrics
-from kbert_serving.served_model import InputLimits, RequestError, json_line, strings
+from kbert_serving.served_model import HypothesisPair, InputLimits, RequestError, json_line, strings
 
 PAGE = pathlib.Path(__file__).with_name("page.html")
 OPEN_ROUTES = ("/", "/health")  # answered without the token: the page asks for it, and health checks have none
@@ -130,6 +131,13 @@ def make_app(model, batching=BatchSettings(), settings=ServerSettings()):
         items = model.items(body, settings.limits)
         return _json({"predictions": await answers(request, items)})
 
+    async def zero_shot(request):
+        body = await _read_json(request, settings)
+        question, single = model.zero_shot(body, settings.limits)
+        logits = await answers(request, [HypothesisPair(*pair) for pair in zip(*question.pairs)])
+        found = question.answers(logits)
+        return _json(found[0] if single else found)
+
     async def tf_serving_predict(request):
         _check_name(request, model)
         body = await _read_json(request, settings)
@@ -195,6 +203,7 @@ def make_app(model, batching=BatchSettings(), settings=ServerSettings()):
                                                f"{error}", "type": "server_error"}}, 500)
 
     routes = [Route("/v1/predict", predict, methods=["POST"]),  # first: the router tries them in order
+              Route("/v1/zero-shot-classification", zero_shot, methods=["POST"]),
               Route("/", page), Route("/health", health), Route("/metrics", metrics_route),
               Route("/v1/model", model_route),
               Route("/v1/models/{name}:predict", tf_serving_predict, methods=["POST"]),

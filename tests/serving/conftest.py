@@ -14,6 +14,7 @@ SERVED_KINDS = {
     "multi_label": (BertClassifier, dict(num_classes=3, label_names=["arts", "sports", "politics"],
                                          multi_label=True), False),
     "regressor": (BertClassifier, dict(num_classes=1), False),
+    "nli": (BertClassifier, dict(num_classes=3, label_names=["entailment", "neutral", "contradiction"]), False),
     "token_classifier": (BertTokenClassifier, dict(label_names=NER_LABELS), True),
     "question_answerer": (BertQuestionAnswerer, {}, False),
     "sentence_encoder": (BertSentenceEncoder, {}, False),

@@ -32,7 +32,8 @@ GOOD = {  # a request each kind answers, and what it holds
     "classifier": {"texts": ["a good film"]}, "multi_label": {"texts": ["a good film"]},
     "regressor": {"texts": ["a good film"], "pairs": ["a fine film"]}, "token_classifier": {"texts": ["Ann sings."]},
     "question_answerer": {"questions": ["who sings?"], "contexts": ["Ann sings."]},
-    "sentence_encoder": {"texts": ["a good film"]}, "masked_lm": {"texts": ["a [MASK] film"]}}
+    "sentence_encoder": {"texts": ["a good film"]}, "masked_lm": {"texts": ["a [MASK] film"]},
+    "nli": {"texts": ["a good film"], "pairs": ["a film"]}}
 
 
 @pytest.fixture(scope="module")
@@ -155,6 +156,49 @@ def test_masked_lm_answers_are_the_apps_and_bad_texts_are_400(client_of, served)
 
 
 # TF Serving's REST shape
+
+
+ZERO_SHOT = {"inputs": ["a good film", "the man plays a very good film and nobody sleeps"],
+             "parameters": {"candidate_labels": ["positive", "negative", "sports"]}}
+
+
+@pytest.mark.parametrize("parameters", [{}, {"multi_label": True, "hypothesis_template": "The film is {}."}],
+                         ids=["one-distribution", "multi-label-template"])
+def test_zero_shot_answers_are_the_models_in_hugging_faces_shape(client_of, served, parameters):
+    """`POST /v1/zero-shot-classification` answers as `BertClassifier.zero_shot` (Hugging Face's pipeline: tested
+    against it in tests/tasks/test_zero_shot.py), a list for a list and one answer for a text alone."""
+    model = served["nli"].model
+    body = {**ZERO_SHOT, "parameters": {**ZERO_SHOT["parameters"], **parameters}}
+    template = parameters.get("hypothesis_template", "This example is {}.")
+    want = model.zero_shot(body["inputs"], body["parameters"]["candidate_labels"], template,
+                           parameters.get("multi_label", False))
+    response = client_of("nli").post("/v1/zero-shot-classification", json=body)
+    assert response.status_code == 200, response.text
+    assert_close(response.json(), plain(want))
+    alone = client_of("nli").post("/v1/zero-shot-classification",
+                                  json={**body, "inputs": body["inputs"][0]}).json()
+    assert_close(alone, plain(want[0]))
+
+
+@pytest.mark.parametrize("kind, body, status, words", [
+    ("nli", {"texts": ["a film"]}, 400, '"inputs"'),
+    ("nli", {"inputs": "a film"}, 400, '"candidate_labels"'),
+    ("nli", {"inputs": "a film", "parameters": {"candidate_labels": ["a"], "top_k": 2}}, 400, "'top_k'"),
+    ("nli", {"inputs": "a film", "parameters": {"candidate_labels": "a", "multi_label": "yes"}}, 400, "true or false"),
+    ("nli", {"inputs": "a film", "parameters": {"candidate_labels": ["a", " "]}}, 400, "candidate_labels[1] is blank"),
+    ("nli", {"inputs": "a film", "parameters": {"candidate_labels": "a", "hypothesis_template": "no braces"}}, 400,
+     "has no {}"),
+    ("nli", {"inputs": ["a film"] * 100, "parameters": {"candidate_labels": list("abc")}}, 413, "300 pairs"),
+    ("classifier", {"inputs": "a film", "parameters": {"candidate_labels": ["a"]}}, 400, 'named "entailment"'),
+    ("sentence_encoder", {"inputs": "a film", "parameters": {"candidate_labels": ["a"]}}, 400, "is a sentence_encoder"),
+], ids=["no-inputs", "no-labels", "unknown-parameter", "multi-label-type", "blank-label", "template", "too-many-pairs",
+        "not-nli", "not-classifier"])
+def test_zero_shot_refusals_are_named(client_of, kind, body, status, words):
+    response = client_of(kind).post("/v1/zero-shot-classification", json=body)
+    assert response.status_code == status, response.text
+    if words:
+        assert words in response.json()["error"]
+    answered(client_of(kind), kind)
 
 
 def test_tf_serving_instances_of_strings_and_objects_answer_as_predict(client_of):

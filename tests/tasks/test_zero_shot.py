@@ -71,8 +71,12 @@ def test_zero_shot_refuses_what_it_cannot_read():
         classifier(num_classes=1).zero_shot(TEXTS, TOPICS)
     with pytest.raises(ValueError, match="has no {} where the label goes"):
         classifier(num_classes=3, label_names=nli).zero_shot(TEXTS, TOPICS, hypothesis_template="It is sports.")
+    with pytest.raises(ValueError, match="at least one text"):
+        classifier(num_classes=3, label_names=nli).zero_shot([], TOPICS)
     with pytest.raises(ValueError, match="at least one candidate label"):
         classifier(num_classes=3, label_names=nli).zero_shot(TEXTS, " , ")
+    with pytest.raises(ValueError, match=r"candidate_labels\[1\] is blank"):
+        classifier(num_classes=3, label_names=nli).zero_shot(TEXTS, ["sports", " "])
     no_contradiction = classifier(num_classes=3, label_names=["entailment", "neutral", "other"])
     assert len(no_contradiction.zero_shot(TEXTS, TOPICS)) == 3  # a distribution over the labels needs entailment only
     with pytest.raises(ValueError, match="names no class \"contradiction\""):
