@@ -4,6 +4,7 @@
     python apps/edge_predict.py exports/sst2_tflite/text.tflite "a gripping film" --json
     python apps/edge_predict.py exports/nli_tflite/text.tflite "A man sleeps." --pair "Nobody sleeps."
     python apps/edge_predict.py exports/squad_tflite/token_ids.tflite --question "Who?" --context article.txt
+    python apps/edge_predict.py exports/nli_tflite/token_ids.tflite --labels sports,politics "The striker scored."
 
 Reads `export.json` and the tokenizer's files beside the model (written by apps/export.py). Prints the
 results for people, or one JSON object a line with `--json`. This script is a thin front to the
@@ -26,6 +27,10 @@ apps/app_cli.py for one-line errors and hidden start-up lines; --verbose shows t
   TensorFlow's Python modules (the library links `libtensorflow_framework.so.2`, which the
   `tensorflow` wheel provides). Classifiers read one window per input (long texts are cut,
   `truncated`); NER and QA read up to the export's `max_windows` windows per input.
+
+With `--labels`, an NLI classifier's token_ids.tflite answers which of the labels each text is, as Hugging Face's
+zero-shot-classification pipeline (and `kbert.BertClassifier.zero_shot`) answers: each label a hypothesis about the
+text (`--template`), the labels best first with their scores.
 """
 
 import argparse
@@ -40,6 +45,7 @@ from kbert_edge import EdgeModel  # noqa: E402
 from kbert_core.answers import NO_ANSWER_NOTE  # noqa: E402
 from kbert_core.context import context_file  # noqa: E402
 from kbert_core.start_up import start_up_lines_held  # noqa: E402
+from kbert_core.zero_shot import HYPOTHESIS_TEMPLATE  # noqa: E402
 
 
 def format_result(result):
@@ -57,12 +63,17 @@ def format_result(result):
     Who? -> no answer found
     >>> print(format_result({"question": "Who?", "text": "", "found": False, "no_answer": True, "probability": 0.8}))
     Who? -> no answer: the context does not answer it, says the model (probability 0.800)
+    >>> print(format_result({"sequence": "Ann scored.", "labels": ["sports", "law"], "scores": [0.8, 0.2]}))
+    sports 0.800, law 0.200  Ann scored.
     >>> print(format_result({"text": "Ann met Bob", "entities": [
     ...     {"type": "PER", "text": "Ann", "start": 0, "end": 3, "score": 0.9}], "truncated": False}))
     Ann met Bob
       PER 'Ann' (0-3, 0.900)
     """
     cut = " [truncated]" if result.get("truncated") else ""
+    if "sequence" in result:  # zero-shot: the labels, best first
+        return ", ".join(f"{label} {score:.3f}" for label, score in zip(result["labels"], result["scores"])) + (
+            f"  {result['sequence']}")
     if "question" in result:
         if result.get("no_answer"):
             return f"{result['question']} -> {NO_ANSWER_NOTE} (probability {result['probability']:.3f}){cut}"
@@ -115,12 +126,17 @@ def main(argv=None):
     parser.add_argument("--pair", action="append", help="second text of a pair (repeat per text)")
     parser.add_argument("--question", action="append", help="QA: a question (repeatable)")
     parser.add_argument("--context", help="QA: a text file, or the text itself")
+    parser.add_argument("--labels", help="zero-shot, an NLI classifier: the candidate labels, comma-separated")
+    parser.add_argument("--template", default=HYPOTHESIS_TEMPLATE,
+                        help="zero-shot: the hypothesis about each text, {} where a label goes")
+    parser.add_argument("--multi-label", action="store_true",
+                        help="zero-shot: score each label on its own, not one distribution over them")
     parser.add_argument("--max-windows", type=int, help="NER and QA on token_ids.tflite: most windows read per "
                         "input (default: the export's max_windows; longer inputs are flagged truncated)")
     parser.add_argument("--json", action="store_true", help="print JSON, one object a line, on stdout")
     parser.add_argument("--verbose", action="store_true",
                         help="show what LiteRT and TensorFlow's library print as they load (hidden by default)")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # texts may follow the options, as the examples above write them
     if args.verbose:
         os.environ["KBERT_VERBOSE"] = "1"
     with start_up_lines_held():
@@ -133,6 +149,8 @@ def main(argv=None):
         if not context.strip():
             sys.exit(f"--context {path}: the context file is empty.")
         results = [{"question": q, **model.answer_question(q, context)} for q in args.question]
+    elif args.labels is not None:
+        results = model.zero_shot(args.texts or stdin_lines(), args.labels, args.template, args.multi_label)
     else:
         texts = args.texts or stdin_lines()
         if args.pair is not None and len(args.pair) != len(texts):

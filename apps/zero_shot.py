@@ -16,7 +16,7 @@ their scores; with --json one object a text: {"sequence", "labels", "scores"}, t
 
 from app_cli import app_parser, emit, for_people, parse_args
 from cli_errors import run
-from kbert_core.classification import HYPOTHESIS_TEMPLATE
+from kbert_core.zero_shot import HYPOTHESIS_TEMPLATE
 from task_cli import positive_int, texts_or_stdin
 
 

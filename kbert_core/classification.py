@@ -6,8 +6,6 @@ import numpy as np
 from kbert_core.wordpiece import normalize_char
 
 EMPTY_TEXT = "empty text: nothing to classify"
-# Zero-shot classification's hypothesis about a text, `{}` where a candidate label goes (Hugging Face's pipeline's).
-HYPOTHESIS_TEMPLATE = "This example is {}."
 
 
 def is_blank(text, pair=None, lowercase=True):

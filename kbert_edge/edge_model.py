@@ -17,6 +17,7 @@ from kbert_core.sentence_piece import SentencePiece
 from kbert_core.windows import (MAX_WINDOWS, combine_windows, first_pieces, pack_question_windows, pack_text_windows,
                                 question_tokens_kept, question_windows, text_windows, word_windows)
 from kbert_core.wordpiece import WordPiece
+from kbert_core.zero_shot import HYPOTHESIS_TEMPLATE, ZeroShotQuestion
 
 
 def load_interpreter(path, text_model, num_threads=None):
@@ -207,6 +208,32 @@ class EdgeModel:
             return [self._classification(out, i, text) for i, text in enumerate(texts)]
         return [{"text": text, "entities": self._graph_entities(out, i, text), "truncated": bool(out["truncated"][i]),
                  "windows": int(out["windows"][i])} for i, text in enumerate(texts)]
+
+    def zero_shot(self, texts, candidate_labels, hypothesis_template=HYPOTHESIS_TEMPLATE, multi_label=False):
+        """`kbert.BertClassifier.zero_shot` on the export of an NLI classifier (a class named "entailment"):
+        which of `candidate_labels` each text is, as Hugging Face's zero-shot-classification pipeline answers
+        (`kbert_core.zero_shot`). token_ids.tflite only: text.tflite gives probabilities, not the logits it needs.
+
+        Returns per text (for a text given alone, its answer alone) `{"sequence", "labels", "scores"}`, the labels
+        best first.
+        """
+        question = self.zero_shot_question(texts, candidate_labels, hypothesis_template, multi_label)
+        answers = question.answers(self.pair_logits(*question.pairs))
+        return answers[0] if isinstance(texts, str) else answers
+
+    def zero_shot_question(self, texts, candidate_labels, hypothesis_template=HYPOTHESIS_TEMPLATE, multi_label=False):
+        """The `ZeroShotQuestion` to this export, checked before it runs (see `zero_shot`); a ValueError where it is
+        not an NLI classifier's token_ids.tflite."""
+        if self.model_kind != "classifier" or self.text_model or self.spec.get("multi_label"):
+            what = ("text.tflite, whose outputs are probabilities: use token_ids.tflite" if self.text_model
+                    else "a multi-label classifier" if self.spec.get("multi_label") else f"a {self.model_kind}")
+            raise ValueError(f"Zero-shot classification reads an NLI classifier's logits: this is {what}.")
+        return ZeroShotQuestion.of(self.label_names, texts, candidate_labels, hypothesis_template, multi_label)
+
+    def pair_logits(self, texts, pairs):
+        """A pair classifier's logits (pairs, classes) on token_ids.tflite, each pair packed and cut as `predict`
+        reads it."""
+        return self.run_ids(self.tokenizer.encode(texts, pairs, self.max_length))["logits"]
 
     def _classification(self, out, i, text):
         names = self.spec["label_names"]

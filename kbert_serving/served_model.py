@@ -11,7 +11,7 @@ backbone folder or preset - or an export folder of apps/export.py (its `token_id
 | `token_classifier` | `(text,)` | `entities`: `type`, `text`, `start`, `end` (characters), `score` |
 | `question_answerer` | `(question, context)` | `text`, `start`, `end` (in the context), `score`, `probability` |
 | `sentence_encoder` | `(text,)` | `embedding` (a unit vector where the model normalises) |
-| a Keras NLI `classifier`, zero-shot | `HypothesisPair(text, hypothesis)` | its logits (`ZeroShotQuestion.answers`) |
+| an NLI `classifier`, zero-shot | `HypothesisPair(text, hypothesis)` | its logits (`ZeroShotQuestion.answers`) |
 """
 
 import concurrent.futures
@@ -22,6 +22,8 @@ import threading
 import typing
 
 import numpy as np
+
+from kbert_core.zero_shot import HYPOTHESIS_TEMPLATE
 
 KINDS = ("classifier", "token_classifier", "question_answerer", "sentence_encoder", "masked_lm")
 # the input names of a request, by kind: (first, second); the second is optional for classifiers
@@ -164,12 +166,24 @@ class ServedModel:
         return item
 
     def zero_shot(self, body, limits):
-        """(`kbert.tasks.zero_shot.ZeroShotQuestion`, whether one text was given alone) of a zero-shot request
-        (`zero_shot_request`), whose `pairs` the model answers as `HypothesisPair` items; a `RequestError` for a
-        model that cannot: zero-shot reads an NLI classifier's logits, which only a Keras classifier gives."""
-        raise RequestError(f"{self.name} is a {self.kind} on {self.runtime}: zero-shot classification reads an NLI "
-                           "classifier's logits, which the server gives of a Keras classifier (serve its run folder, "
-                           ".keras file or Hugging Face folder).")
+        """(`kbert_core.zero_shot.ZeroShotQuestion`, whether one text was given alone) of a zero-shot request
+        (`zero_shot_request`), whose `pairs` the model answers as `HypothesisPair` items (with their logits); a
+        `RequestError` naming what is wrong, or why the model cannot (`zero_shot_question`)."""
+        texts, single, labels, template, multi_label = zero_shot_request(body, limits)
+        try:
+            question = self.zero_shot_question(texts, labels, template or HYPOTHESIS_TEMPLATE, multi_label)
+        except ValueError as error:
+            raise RequestError(str(error)) from None
+        pairs = len(question.texts) * len(question.labels)
+        if pairs > limits.max_items:
+            raise RequestError(f"{len(question.texts):,} texts x {len(question.labels):,} labels are {pairs:,} "
+                               f"pairs; this server reads at most {limits.max_items:,} a request.", 413)
+        return question, single
+
+    def zero_shot_question(self, texts, candidate_labels, hypothesis_template, multi_label):
+        """The model's `ZeroShotQuestion`; a ValueError where it cannot answer one: zero-shot reads an NLI
+        classifier's logits."""
+        raise ValueError(f"{self.name} is a {self.kind}: zero-shot classification reads an NLI classifier.")
 
     def check_texts(self, texts, name="texts"):
         """A `RequestError` for texts the model cannot answer whatever else is in its batch (a masked LM's: one
@@ -329,21 +343,12 @@ class KerasServedModel(ServedModel):
         except ValueError as error:
             raise RequestError(str(error) if name == "texts" else str(error).replace("texts[0]", name, 1)) from None
 
-    def zero_shot(self, body, limits):
+    def zero_shot_question(self, texts, candidate_labels, hypothesis_template, multi_label):
         if self.kind != "classifier":
-            return super().zero_shot(body, limits)
-        from kbert.tasks.zero_shot import HYPOTHESIS_TEMPLATE, ZeroShotQuestion
+            return super().zero_shot_question(texts, candidate_labels, hypothesis_template, multi_label)
+        from kbert.tasks.zero_shot import zero_shot_question
 
-        texts, single, labels, template, multi_label = zero_shot_request(body, limits)
-        try:
-            question = ZeroShotQuestion.of(self.model, texts, labels, template or HYPOTHESIS_TEMPLATE, multi_label)
-        except ValueError as error:
-            raise RequestError(str(error)) from None
-        pairs = len(question.texts) * len(question.labels)
-        if pairs > limits.max_items:
-            raise RequestError(f"{len(question.texts):,} texts x {len(question.labels):,} labels are {pairs:,} "
-                               f"pairs; this server reads at most {limits.max_items:,} a request.", 413)
-        return question, single
+        return zero_shot_question(self.model, texts, candidate_labels, hypothesis_template, multi_label)
 
     def _answer(self, items):
         from kbert.models.compute_dtype import with_compute_dtype
@@ -383,8 +388,15 @@ class EdgeServedModel(ServedModel):
         self.kind = {"backbone": "sentence_encoder"}.get(self.edge.model_kind, self.edge.model_kind)
         super().__init__(name, path, self.edge.label_names, self.edge.max_length)
 
+    def zero_shot_question(self, texts, candidate_labels, hypothesis_template, multi_label):
+        if self.kind != "classifier":
+            return super().zero_shot_question(texts, candidate_labels, hypothesis_template, multi_label)
+        return self.edge.zero_shot_question(texts, candidate_labels, hypothesis_template, multi_label)
+
     def _answer(self, items):
         columns = [list(column) for column in zip(*items)]
+        if isinstance(items[0], HypothesisPair):
+            return [row.tolist() for row in self.edge.pair_logits(columns[0], columns[1])]
         if self.kind == "question_answerer":
             return [{"question": question, **self.edge.answer_question(question, context)}
                     for question, context in items]

@@ -15,8 +15,9 @@ from kbert.tasks.raw_datasets import is_dataset
 from kbert.tasks.table_inputs import raw_inputs
 from kbert.tasks.unread_pooler import pooled_output
 from kbert.tasks.zero_shot import zero_shot
-from kbert_core.classification import EMPTY_TEXT, HYPOTHESIS_TEMPLATE, class_probabilities, is_blank
+from kbert_core.classification import EMPTY_TEXT, class_probabilities, is_blank
 from kbert_core.windows import combine_windows
+from kbert_core.zero_shot import HYPOTHESIS_TEMPLATE
 
 WINDOW_POOLINGS = ("mean", "max")
 # The families whose classifiers read the first token, not the pooler, through a dense layer of the hidden width:

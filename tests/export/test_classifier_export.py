@@ -193,3 +193,44 @@ def test_the_edge_runner_answers_as_the_task(run, exported, name):
         else:
             assert got["truncated"] == ("note" in wanted), (got, wanted)
     assert edge[-1]["truncated"]
+
+
+def test_an_nli_export_answers_zero_shot_as_the_task(tmp_path, tokenizer):
+    """kbert_edge's zero-shot on an NLI classifier's token_ids.tflite (numpy over its logits) is
+    `BertClassifier.zero_shot`'s (which tests/tasks/test_zero_shot.py holds against Hugging Face's pipeline), in
+    Python, through apps/edge_predict.py --labels without Keras or TensorFlow, and behind the server; text.tflite,
+    whose outputs are probabilities, refuses."""
+    from starlette.testclient import TestClient
+
+    from kbert.saving import load_run
+    from kbert_edge import EdgeModel
+    from kbert_serving import make_app
+    from kbert_serving.served_model import load_served_model
+    from tests.export.conftest import run_edge_predict
+
+    names = ["entailment", "neutral", "contradiction"]
+    model = BertClassifier(tiny_backbone(), 3, label_names=names)
+    head = model.get_layer("logits")
+    head.kernel.assign(5 * np.random.default_rng(0).normal(size=head.kernel.shape).astype("float32"))  # apart
+    write_run_folder(tmp_path / "nli", model, tokenizer, {"task": "nli", "max_length": MAX_LENGTH}, {"loss": [1.0]})
+    model, exported_tokenizer, spec = load_exportable(tmp_path / "nli")
+    export_tflite(model, exported_tokenizer, spec, tmp_path / "tflite")
+    texts, labels = ["The film was good!", "Angela Merkel visited Paris.", "a bad film " * 30], ["film", "Paris", "bad"]
+    keras_model, edge = load_run(tmp_path / "nli"), EdgeModel(tmp_path / "tflite" / "token_ids.tflite")
+    for multi_label in (False, True):
+        want = keras_model.zero_shot(texts, labels, "It is about {}.", multi_label)
+        got = edge.zero_shot(texts, labels, "It is about {}.", multi_label)
+        assert [answer["labels"] for answer in got] == [answer["labels"] for answer in want]
+        np.testing.assert_allclose([a["scores"] for a in got], [a["scores"] for a in want], atol=1e-4)
+        assert multi_label or np.ptp([a["scores"] for a in want]) > 0.01  # apart: their equality says something
+    printed = run_edge_predict(tmp_path / "tflite" / "token_ids.tflite", "--labels", ",".join(labels), "--json",
+                               *texts).stdout.splitlines()
+    assert [json.loads(line)["labels"] for line in printed] == [a["labels"] for a in keras_model.zero_shot(texts,
+                                                                                                           labels)]
+    with TestClient(make_app(load_served_model(tmp_path / "tflite" / "token_ids.tflite"))) as client:
+        response = client.post("/v1/zero-shot-classification",
+                               json={"inputs": texts, "parameters": {"candidate_labels": labels}})
+    assert response.status_code == 200, response.text
+    assert [a["labels"] for a in response.json()] == [a["labels"] for a in edge.zero_shot(texts, labels)]
+    with pytest.raises(ValueError, match="text.tflite, whose outputs are probabilities"):
+        EdgeModel(tmp_path / "tflite" / "text.tflite").zero_shot(texts, labels)

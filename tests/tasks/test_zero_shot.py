@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from kbert.tasks.bert_classifier import BertClassifier
-from kbert_core.classification import HYPOTHESIS_TEMPLATE
+from kbert_core.zero_shot import HYPOTHESIS_TEMPLATE
 from tests.conftest import ONCE_ON_TORCH, TESTS, app_module, run_python
 
 TEXTS = ["The striker scored twice in the final minutes.", "Parliament passed the budget after a long debate.",
