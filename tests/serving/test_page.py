@@ -163,10 +163,10 @@ def page(browser):
     assert not errors, f"the page's script failed: {errors}"
 
 
-def server_answer(url, body, token=None):
-    """`(status, JSON)` of POST v1/predict, asked by the test itself."""
+def server_answer(url, body, token=None, path="v1/predict"):
+    """`(status, JSON)` of POST `path`, asked by the test itself."""
     headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})}
-    request = urllib.request.Request(url + "v1/predict", json.dumps(body).encode(), headers)
+    request = urllib.request.Request(url + path, json.dumps(body).encode(), headers)
     try:
         with urllib.request.urlopen(request, timeout=60) as response:
             return response.status, json.load(response)
@@ -240,6 +240,34 @@ def test_classifier_shows_the_label_and_a_bar_per_class(page, servers):
     assert "null" not in page.text_content("#result")
     expect(page.locator("#latency")).to_have_text(re.compile(r"200 · \d+ ms"))
     screenshot(page, "classifier")
+
+
+def test_an_nli_classifier_answers_zero_shot_labels_with_a_bar_each(page, servers):
+    """Zero-shot (the box), not a pair: the page posts Hugging Face's shape to v1/zero-shot-classification and shows
+    the server's labels in its order with their scores; checking the pair box again leaves zero-shot."""
+    text = "A man plays a guitar on stage."
+    opened(page, servers["classifier"])
+    expect(page.locator("#labels")).to_be_hidden()
+    page.check("#use-labels")
+    expect(page.locator("#labels")).to_be_visible()
+    expect(page.locator("#pair")).to_be_hidden()
+    page.fill("#text", text)
+    page.fill("#labels", "music, sports ,politics,")
+    body = {"inputs": text, "parameters": {"candidate_labels": ["music", "sports", "politics"]}}
+    with page.expect_response("**/v1/zero-shot-classification") as response:
+        page.click("#submit")
+    assert response.value.request.post_data_json == body
+    status, answer = server_answer(servers["classifier"], body, path="v1/zero-shot-classification")
+    assert status == 200, answer
+    bars = shown_bars(page)
+    assert list(bars) == answer["labels"] and [chosen for _, chosen in bars.values()] == [True, False, False]
+    for (shown, _), score in zip(bars.values(), answer["scores"]):
+        assert close(100 * shown, 100 * score, 1)
+    assert page.text_content("#label") == answer["labels"][0]
+    screenshot(page, "zero_shot")
+    page.check("#use-pair")
+    expect(page.locator("#labels")).to_be_hidden()
+    assert not page.is_checked("#use-labels")
 
 
 def test_multi_label_shows_every_class_and_the_chosen(page, servers):
