@@ -6,7 +6,7 @@ from kbert.config import DEFAULT_BATCH_SIZE
 from kbert.data.batches.padded import PaddedBatches
 from kbert.models.compute_dtype import with_compute_dtype
 from kbert.tasks import task_data
-from kbert.tasks.bert_preprocessor import text_pairs
+from kbert.tasks.bert_preprocessor import text_list, text_pairs
 from kbert.tasks.bert_task import BertTask
 from kbert.tasks.bert_text_classifier_preprocessor import BertTextClassifierPreprocessor
 from kbert.tasks.distillation_loss import DistillationLoss, TeacherRows
@@ -389,6 +389,40 @@ class BertClassifier(BertTask):
         (['politics', 'sports'], 1.0)
         """
         return zero_shot(self, texts, candidate_labels, hypothesis_template, multi_label, batch_size, verbose)
+
+    def rank(self, query, documents, top_k=None, return_documents=False, batch_size=None, verbose=0):
+        """Sentence Transformers' `CrossEncoder.rank`, for a regressor on pairs (a cross-encoder: a Hugging Face
+        `ForSequenceClassification` folder with one label, or a similarity run): the documents best first by the
+        score the model gives each `(query, document)` pair.
+
+        Args:
+            query: str.
+            documents: list of str.
+            top_k: int or None. Keep the best `top_k`.
+            return_documents: bool. Give each document's text too.
+            batch_size, verbose: as for `predict`.
+
+        Returns:
+            A list of `{"corpus_id", "score"}` (and `"text"`), the documents' indices best first; the score is
+            `predict`'s (Sentence Transformers' `rank` gives its sigmoid for a model of one label).
+
+        Example:
+        >>> model = BertClassifier.from_preset("bert_tiny", num_classes=1)
+        >>> [sorted(hit) for hit in model.rank("a film", ["a good film", "stocks fell"], top_k=1)]
+        [['corpus_id', 'score']]
+        """
+        if not self.regression:
+            raise ValueError(f"rank orders documents by one score a pair, a regressor's (num_classes=1, a "
+                             f"cross-encoder): this classifier gives {self.num_classes} classes; use predict.")
+        if not isinstance(query, str):
+            raise TypeError(f"rank takes one query, a string; got {type(query).__name__}.")
+        documents = text_list(documents, "documents")
+        if not documents:
+            return []
+        scores = self.predict(([query] * len(documents), documents), batch_size=batch_size, verbose=verbose)
+        hits = [{"corpus_id": i, "score": float(score), **({"text": document} if return_documents else {})}
+                for i, (document, score) in enumerate(zip(documents, scores))]
+        return sorted(hits, key=lambda hit: -hit["score"])[:top_k]
 
 
 def sentence_vector(backbone, encoded, dropout):
