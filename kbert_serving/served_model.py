@@ -91,6 +91,8 @@ class ServedModel:
     kind = None
     runtime = None
 
+    regression = False  # a classifier of one score a text or pair (a cross-encoder), not of classes
+
     def __init__(self, name, source, label_names, max_length, thread=None):
         self.name, self.source, self.label_names, self.max_length = name, str(source), label_names, max_length
         self.thread = thread or ModelThread()
@@ -101,7 +103,7 @@ class ServedModel:
         first, second = INPUT_NAMES[self.kind]
         return {"name": self.name, "kind": self.kind, "source": self.source, "runtime": self.runtime,
                 "label_names": self.label_names, "max_length": self.max_length,
-                "inputs": [name for name in (first, second) if name]}
+                "inputs": [name for name in (first, second) if name], "regression": self.regression}
 
     def items(self, inputs, limits):
         """The items of a request's named inputs (`{"texts": [...], "pairs": [...]}`, `{"questions": [...],
@@ -255,6 +257,38 @@ def zero_shot_request(body, limits):
     return strings(body["inputs"], "inputs", limits), isinstance(body["inputs"], str), labels, template, multi_label
 
 
+def rerank_request(body, limits):
+    """(query, documents, top_n or None, return_documents) of a request in Cohere's rerank shape: `{"query": text,
+    "documents": [texts or {"text": ...}], "top_n": n, "return_documents": bool}` (a "model" field is read and
+    ignored); a `RequestError` naming what is wrong.
+
+    Example:
+    >>> rerank_request({"query": "music?", "documents": ["a band", {"text": "a cat"}], "top_n": 1}, InputLimits())
+    ('music?', ['a band', 'a cat'], 1, False)
+    """
+    if not isinstance(body, dict) or "query" not in body or "documents" not in body:
+        raise RequestError('A rerank request is {"query": text, "documents": [texts], "top_n": n}.')
+    unknown = sorted(set(body) - {"query", "documents", "top_n", "return_documents", "model"})
+    if unknown:
+        raise RequestError(f"Unknown field {unknown[0]!r}: a rerank request takes \"query\", \"documents\", "
+                           "\"top_n\" and \"return_documents\".")
+    query = text(body["query"], "query", limits)
+    documents = body["documents"]
+    if isinstance(documents, list):
+        documents = [document.get("text") if isinstance(document, dict) else document for document in documents]
+    documents = strings(documents, "documents", limits)
+    for i, document in enumerate([query, *documents]):
+        if not document.strip():
+            raise RequestError(f"{'query' if i == 0 else f'documents[{i - 1}]'} is blank: nothing to rank by.")
+    top_n = body.get("top_n")
+    if top_n is not None and (isinstance(top_n, bool) or not isinstance(top_n, int) or top_n < 1):
+        raise RequestError(f'"top_n" is a number of documents, at least 1, not {json.dumps(top_n)}.')
+    return_documents = body.get("return_documents", False)
+    if not isinstance(return_documents, bool):
+        raise RequestError(f'"return_documents" is true or false, not {_json_type(return_documents)}.')
+    return query, documents, top_n, return_documents
+
+
 def strings(values, name, limits):
     """`values` if it is a non-empty list of strings within `limits`; else a `RequestError` naming the first fault."""
     if isinstance(values, str):
@@ -320,6 +354,7 @@ class KerasServedModel(ServedModel):
                              f"{', '.join(cls.__name__ for cls in kinds)} and backbones.")
         super().__init__(name, source, getattr(model, "label_names", None), max_length, thread)
         self.model, self.tokenizer, self.dtype, self.batch_size = model, tokenizer, dtype, batch_size
+        self.regression = bool(getattr(model, "regression", False))
         self.pack = keras.config.backend() == "torch" if pack is None else pack
         self.runtime = f"keras ({keras.config.backend()})"
 
@@ -385,6 +420,7 @@ class EdgeServedModel(ServedModel):
         from kbert_edge import EdgeModel
 
         self.edge = EdgeModel(path, num_threads=num_threads)
+        self.regression = self.edge.regression
         self.kind = {"backbone": "sentence_encoder"}.get(self.edge.model_kind, self.edge.model_kind)
         super().__init__(name, path, self.edge.label_names, self.edge.max_length)
 

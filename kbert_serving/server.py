@@ -11,6 +11,7 @@ unless told another host. Every request's items go through one `DynamicBatcher`.
 | `GET /v1/model` | the model's kind, labels, inputs, runtime, batching |
 | `POST /v1/predict` | `{"texts": [...]}` (`"pairs"`; QA `"questions"`, `"contexts"`) -> `{"predictions": [...]}` |
 | `POST /v1/zero-shot-classification` | an NLI classifier: `{"inputs", "parameters": {"candidate_labels"}}`, as HF |
+| `POST /v1/rerank` | a cross-encoder (regressor of pairs), Cohere's: `{"query", "documents"}` -> `{"results"}` |
 | `POST /v1/models/NAME:predict` | TF Serving: `{"instances"}` -> `{"predictions"}`, `{"inputs"}` -> `{"outputs"}` |
 | `GET /v1/models/NAME`, `.../metadata` | TF Serving's model status and metadata |
 | `POST /v1/embeddings` | OpenAI's shape, sentence encoders: `{"input": str or [str]}` -> `{"data": [{"embedding"}]}` |
@@ -38,7 +39,8 @@ from starlette.routing import Route
 
 from kbert_serving.batcher import BatchSettings, DynamicBatcher, QueueFull
 from kbert_serving.request_metrics import CONTENT_TYPE, RequestMetrics
-from kbert_serving.served_model import HypothesisPair, InputLimits, RequestError, json_line, strings
+from kbert_serving.served_model import (HypothesisPair, InputLimits, RequestError, json_line, rerank_request,
+                                       strings)
 
 PAGE = pathlib.Path(__file__).with_name("page.html")
 OPEN_ROUTES = ("/", "/health")  # answered without the token: the page asks for it, and health checks have none
@@ -138,6 +140,18 @@ def make_app(model, batching=BatchSettings(), settings=ServerSettings()):
         found = question.answers(logits)
         return _json(found[0] if single else found)
 
+    async def rerank(request):
+        body = await _read_json(request, settings)
+        if not model.regression:
+            raise RequestError(f"{model.name} is a {model.kind} of classes: /v1/rerank orders documents by the score "
+                               "of a regressor on pairs (a cross-encoder).")
+        query, documents, top_n, return_documents = rerank_request(body, settings.limits)
+        found = await answers(request, [(query, document) for document in documents])
+        results = [{"index": i, "relevance_score": answer["score"],
+                    **({"document": {"text": document}} if return_documents else {})}
+                   for i, (document, answer) in enumerate(zip(documents, found))]
+        return _json({"results": sorted(results, key=lambda result: -result["relevance_score"])[:top_n]})
+
     async def tf_serving_predict(request):
         _check_name(request, model)
         body = await _read_json(request, settings)
@@ -204,6 +218,7 @@ def make_app(model, batching=BatchSettings(), settings=ServerSettings()):
 
     routes = [Route("/v1/predict", predict, methods=["POST"]),  # first: the router tries them in order
               Route("/v1/zero-shot-classification", zero_shot, methods=["POST"]),
+              Route("/v1/rerank", rerank, methods=["POST"]),
               Route("/", page), Route("/health", health), Route("/metrics", metrics_route),
               Route("/v1/model", model_route),
               Route("/v1/models/{name}:predict", tf_serving_predict, methods=["POST"]),

@@ -217,6 +217,7 @@ def test_an_nli_export_answers_zero_shot_as_the_task(tmp_path, tokenizer):
     export_tflite(model, exported_tokenizer, spec, tmp_path / "tflite")
     texts, labels = ["The film was good!", "Angela Merkel visited Paris.", "a bad film " * 30], ["film", "Paris", "bad"]
     keras_model, edge = load_run(tmp_path / "nli"), EdgeModel(tmp_path / "tflite" / "token_ids.tflite")
+    assert not edge.regression
     for multi_label in (False, True):
         want = keras_model.zero_shot(texts, labels, "It is about {}.", multi_label)
         got = edge.zero_shot(texts, labels, "It is about {}.", multi_label)
@@ -234,3 +235,32 @@ def test_an_nli_export_answers_zero_shot_as_the_task(tmp_path, tokenizer):
     assert [a["labels"] for a in response.json()] == [a["labels"] for a in edge.zero_shot(texts, labels)]
     with pytest.raises(ValueError, match="text.tflite, whose outputs are probabilities"):
         EdgeModel(tmp_path / "tflite" / "text.tflite").zero_shot(texts, labels)
+
+
+def test_a_regressor_export_reranks_behind_the_server_as_the_task_ranks(tmp_path, tokenizer):
+    """A regressor on pairs (a cross-encoder) exported: the edge runner knows it gives a score, not classes, and the
+    served token_ids.tflite answers /v1/rerank in the order `BertClassifier.rank` gives (which
+    tests/tasks/test_rank.py holds against Sentence Transformers' CrossEncoder)."""
+    from starlette.testclient import TestClient
+
+    from kbert.saving import load_run
+    from kbert_edge import EdgeModel
+    from kbert_serving import make_app
+    from kbert_serving.served_model import load_served_model
+
+    model = BertClassifier(tiny_backbone(), 1)
+    head = model.get_layer("logits")
+    head.kernel.assign(5 * np.random.default_rng(1).normal(size=head.kernel.shape).astype("float32"))  # scores apart
+    write_run_folder(tmp_path / "sts", model, tokenizer, {"task": "similarity", "max_length": MAX_LENGTH},
+                     {"loss": [1.0]})
+    model, exported_tokenizer, spec = load_exportable(tmp_path / "sts")
+    export_tflite(model, exported_tokenizer, spec, tmp_path / "tflite")
+    documents = ["The film was good!", "Angela Merkel visited Paris.", "a bad film", "unaffable café, naïve"]
+    want = load_run(tmp_path / "sts").rank("Was the film good?", documents)
+    assert np.diff([hit["score"] for hit in want]).max() < -1e-4
+    edge = EdgeModel(tmp_path / "tflite" / "token_ids.tflite")
+    assert edge.regression and EdgeModel(tmp_path / "tflite" / "text.tflite").regression
+    with TestClient(make_app(load_served_model(tmp_path / "tflite" / "token_ids.tflite"))) as client:
+        response = client.post("/v1/rerank", json={"query": "Was the film good?", "documents": documents})
+    assert response.status_code == 200, response.text
+    assert [result["index"] for result in response.json()["results"]] == [hit["corpus_id"] for hit in want]

@@ -201,6 +201,39 @@ def test_zero_shot_refusals_are_named(client_of, kind, body, status, words):
     answered(client_of(kind), kind)
 
 
+DOCUMENTS = ["A man plays a guitar.", "Stocks fell.", "The band played all night.", "A cat sleeps."]
+
+
+def test_rerank_orders_documents_as_the_model_ranks_them_in_cohere_shape(client_of, served):
+    """`POST /v1/rerank` answers as `BertClassifier.rank` (Sentence Transformers' `CrossEncoder.rank`: tested
+    against it in tests/tasks/test_rank.py): indices best first, `top_n`, the documents when asked (given as strings
+    or Cohere's {"text"} objects)."""
+    want = served["regressor"].model.rank("Who makes music?", DOCUMENTS)
+    assert np.diff([hit["score"] for hit in want]).max() < -1e-5  # gaps far above float32 noise (~1e-7 here)
+    documents = [DOCUMENTS[0], *({"text": document} for document in DOCUMENTS[1:])]  # strings or Cohere's objects
+    body = {"model": "any", "query": "Who makes music?", "documents": documents}
+    results = predictions(client_of("regressor"), body, "/v1/rerank", "results")
+    assert [r["index"] for r in results] == [hit["corpus_id"] for hit in want]
+    assert [r["relevance_score"] for r in results] == pytest.approx([hit["score"] for hit in want], abs=1e-5)
+    top = predictions(client_of("regressor"), {**body, "top_n": 2, "return_documents": True}, "/v1/rerank", "results")
+    assert [(r["index"], r["document"]["text"]) for r in top] == [(h["corpus_id"], DOCUMENTS[h["corpus_id"]])
+                                                                 for h in want[:2]]
+
+
+@pytest.mark.parametrize("kind, body, words", [
+    ("classifier", {"query": "a", "documents": ["b"]}, "of classes: /v1/rerank"),
+    ("regressor", {"query": "a"}, '"documents"'),
+    ("regressor", {"query": "a", "documents": ["b"], "rank_fields": ["x"]}, "'rank_fields'"),
+    ("regressor", {"query": "a", "documents": ["b", " "]}, "documents[1] is blank"),
+    ("regressor", {"query": "a", "documents": ["b"], "top_n": 0}, '"top_n" is a number'),
+    ("regressor", {"query": "a", "documents": ["b"], "return_documents": 1}, "true or false"),
+], ids=["not-a-regressor", "no-documents", "unknown-field", "blank-document", "top-n", "return-documents"])
+def test_rerank_refusals_are_named(client_of, kind, body, words):
+    response = client_of(kind).post("/v1/rerank", json=body)
+    assert response.status_code == 400 and words in response.json()["error"], response.text
+    answered(client_of(kind), kind)
+
+
 def test_tf_serving_instances_of_strings_and_objects_answer_as_predict(client_of):
     client = client_of("classifier")
     path = "/v1/models/classifier:predict"
