@@ -141,8 +141,11 @@ class EdgeModel:
                              f"model {self.vocabulary_size}: it is not the vocabulary exported with {path.name}.")
         self.max_length = self.spec["max_length"]
         self.label_names = self.spec["label_names"]
-        # a classifier of one score (its outputs hold a "score"), not of classes
-        self.regression = self.model_kind == "classifier" and "score" in self.runner.get_output_details()
+
+    @property
+    def regression(self):
+        """Whether this is a classifier of one score a text or pair (its outputs hold a "score"), not of classes."""
+        return self.model_kind == "classifier" and "score" in self.runner.get_output_details()
 
     def run_ids(self, batch):
         """The token-id model's outputs on a batch of any width up to `max_length` (padded to it)."""

@@ -420,9 +420,12 @@ class EdgeServedModel(ServedModel):
         from kbert_edge import EdgeModel
 
         self.edge = EdgeModel(path, num_threads=num_threads)
-        self.regression = self.edge.regression
         self.kind = {"backbone": "sentence_encoder"}.get(self.edge.model_kind, self.edge.model_kind)
         super().__init__(name, path, self.edge.label_names, self.edge.max_length)
+
+    @property
+    def regression(self):
+        return self.edge.regression
 
     def zero_shot_question(self, texts, candidate_labels, hypothesis_template, multi_label):
         if self.kind != "classifier":
