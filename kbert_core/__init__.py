@@ -6,8 +6,9 @@ SentencePiece (`SentencePiece`) with Hugging Face's ids and offsets, packed into
 (`pack`, with each model's special tokens as a `Layout`), the windows that read long texts (strided for question
 answering and long classifier inputs, word-aligned for NER), answer-span decoding over windows, entity grouping
 from BIO tags, a classifier's probabilities and its rule for a blank text, zero-shot questions to an NLI
-classifier, what the CPU offers, and the start-up lines held back. kbert's training and evaluation code uses the same functions (`kbert.data.windows`'
-`SquadWindows` and `NerWindows`, `kbert.metrics.entity_f1`), so the device and the Keras model decode alike.
+classifier, what the CPU offers, and the start-up lines held back. kbert's training and evaluation code uses the
+same functions (`kbert.data.windows`' `SquadWindows` and `NerWindows`, `kbert.metrics.entity_f1`), so the device
+and the Keras model decode alike.
 
 It is a package of its own, beside `kbert/`, because importing anything inside `kbert` runs `kbert/__init__.py`,
 which imports Keras (it registers kbert's classes for `keras.saving.load_model` after `import kbert`).

@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from kbert_core.classification import best_first
+
 # Answers decoded per question and the longest answer in tokens, as BERT's run_squad.py: the defaults of every QA
 # decoding (the task, its windows, the apps, the exports and the edge runner).
 N_BEST, MAX_ANSWER_LENGTH = 20, 30
@@ -32,8 +34,8 @@ def window_candidates(start_logits, end_logits, offsets, max_context, n_best=N_B
     positions = np.flatnonzero(offsets[:, 0] >= 0)
     if not len(positions):
         return []
-    starts = positions[np.argsort(-start_logits[positions], kind="stable")[:n_best]]
-    ends = positions[np.argsort(-end_logits[positions], kind="stable")[:n_best]]
+    starts = positions[best_first(start_logits[positions], n_best)]
+    ends = positions[best_first(end_logits[positions], n_best)]
     starts = starts[max_context[starts]]
     length = ends[None, :] - starts[:, None] + 1
     ok = (length >= 1) & (length <= max_answer_length)

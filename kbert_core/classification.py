@@ -28,6 +28,17 @@ def is_blank(text, pair=None, lowercase=True):
     return no_tokens(text) or (pair is not None and no_tokens(pair))
 
 
+def best_first(scores, top=None):
+    """The indices of `scores` from the highest down (ties in their order), the first `top` of them (None: all): how
+    kbert ranks answers, labels, candidates and documents.
+
+    Example:
+    >>> best_first([0.2, 0.9, 0.2, 0.5], top=3).tolist()
+    [1, 3, 0]
+    """
+    return np.argsort(-np.asarray(scores), kind="stable")[:top]
+
+
 def class_probabilities(logits, multi_label=False):
     """A classifier's probabilities from its logits (numpy): a softmax over the classes, or a sigmoid per class.
 

@@ -12,7 +12,7 @@ import dataclasses
 
 import numpy as np
 
-from kbert_core.classification import class_probabilities
+from kbert_core.classification import best_first, class_probabilities
 
 # Hugging Face's hypothesis about a text, `{}` where a candidate label goes (the pipeline's `hypothesis_template`).
 HYPOTHESIS_TEMPLATE = "This example is {}."
@@ -80,7 +80,7 @@ class ZeroShotQuestion:
             scores = class_probabilities(logits[..., self.entailment])
         answers = []
         for text, row in zip(self.texts, scores):
-            order = np.argsort(-row, kind="stable")
+            order = best_first(row)
             answers.append({"sequence": text, "labels": [self.labels[i] for i in order],
                             "scores": row[order].tolist()})
         return answers

@@ -172,6 +172,8 @@ class ServedModel:
         (`zero_shot_request`), whose `pairs` the model answers as `HypothesisPair` items (with their logits); a
         `RequestError` naming what is wrong, or why the model cannot (`zero_shot_question`)."""
         texts, single, labels, template, multi_label = zero_shot_request(body, limits)
+        if self.kind != "classifier":
+            raise RequestError(f"{self.name} is a {self.kind}: zero-shot classification reads an NLI classifier.")
         try:
             question = self.zero_shot_question(texts, labels, template or HYPOTHESIS_TEMPLATE, multi_label)
         except ValueError as error:
@@ -183,9 +185,8 @@ class ServedModel:
         return question, single
 
     def zero_shot_question(self, texts, candidate_labels, hypothesis_template, multi_label):
-        """The model's `ZeroShotQuestion`; a ValueError where it cannot answer one: zero-shot reads an NLI
-        classifier's logits."""
-        raise ValueError(f"{self.name} is a {self.kind}: zero-shot classification reads an NLI classifier.")
+        """A classifier's `ZeroShotQuestion`; a ValueError where it cannot answer one (not an NLI classifier)."""
+        raise NotImplementedError
 
     def check_texts(self, texts, name="texts"):
         """A `RequestError` for texts the model cannot answer whatever else is in its batch (a masked LM's: one
@@ -379,8 +380,6 @@ class KerasServedModel(ServedModel):
             raise RequestError(str(error) if name == "texts" else str(error).replace("texts[0]", name, 1)) from None
 
     def zero_shot_question(self, texts, candidate_labels, hypothesis_template, multi_label):
-        if self.kind != "classifier":
-            return super().zero_shot_question(texts, candidate_labels, hypothesis_template, multi_label)
         from kbert.tasks.zero_shot import zero_shot_question
 
         return zero_shot_question(self.model, texts, candidate_labels, hypothesis_template, multi_label)
@@ -428,8 +427,6 @@ class EdgeServedModel(ServedModel):
         return self.edge.regression
 
     def zero_shot_question(self, texts, candidate_labels, hypothesis_template, multi_label):
-        if self.kind != "classifier":
-            return super().zero_shot_question(texts, candidate_labels, hypothesis_template, multi_label)
         return self.edge.zero_shot_question(texts, candidate_labels, hypothesis_template, multi_label)
 
     def _answer(self, items):

@@ -37,6 +37,7 @@ from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 from starlette.routing import Route
 
+from kbert_core.classification import best_first
 from kbert_serving.batcher import BatchSettings, DynamicBatcher, QueueFull
 from kbert_serving.request_metrics import CONTENT_TYPE, RequestMetrics
 from kbert_serving.served_model import (HypothesisPair, InputLimits, RequestError, json_line, rerank_request,
@@ -146,11 +147,10 @@ def make_app(model, batching=BatchSettings(), settings=ServerSettings()):
             raise RequestError(f"{model.name} is a {model.kind} of classes: /v1/rerank orders documents by the score "
                                "of a regressor on pairs (a cross-encoder).")
         query, documents, top_n, return_documents = rerank_request(body, settings.limits)
-        found = await answers(request, [(query, document) for document in documents])
-        results = [{"index": i, "relevance_score": answer["score"],
-                    **({"document": {"text": document}} if return_documents else {})}
-                   for i, (document, answer) in enumerate(zip(documents, found))]
-        return _json({"results": sorted(results, key=lambda result: -result["relevance_score"])[:top_n]})
+        scores = [answer["score"] for answer in await answers(request, [(query, document) for document in documents])]
+        return _json({"results": [{"index": int(i), "relevance_score": scores[i],
+                                   **({"document": {"text": documents[i]}} if return_documents else {})}
+                                  for i in best_first(scores, top_n)]})
 
     async def tf_serving_predict(request):
         _check_name(request, model)

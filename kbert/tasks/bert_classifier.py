@@ -15,7 +15,7 @@ from kbert.tasks.raw_datasets import is_dataset
 from kbert.tasks.table_inputs import raw_inputs
 from kbert.tasks.unread_pooler import pooled_output
 from kbert.tasks.zero_shot import zero_shot
-from kbert_core.classification import EMPTY_TEXT, class_probabilities, is_blank
+from kbert_core.classification import EMPTY_TEXT, best_first, class_probabilities, is_blank
 from kbert_core.windows import combine_windows
 from kbert_core.zero_shot import HYPOTHESIS_TEMPLATE
 
@@ -420,9 +420,8 @@ class BertClassifier(BertTask):
         if not documents:
             return []
         scores = self.predict(([query] * len(documents), documents), batch_size=batch_size, verbose=verbose)
-        hits = [{"corpus_id": i, "score": float(score), **({"text": document} if return_documents else {})}
-                for i, (document, score) in enumerate(zip(documents, scores))]
-        return sorted(hits, key=lambda hit: -hit["score"])[:top_k]
+        return [{"corpus_id": int(i), "score": float(scores[i]), **({"text": documents[i]} if return_documents else {})}
+                for i in best_first(scores, top_k)]
 
 
 def sentence_vector(backbone, encoded, dropout):

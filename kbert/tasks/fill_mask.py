@@ -13,6 +13,7 @@ import numpy as np
 
 from kbert.layers.span_boundary_head import SPAN_BOUNDARY_KEYS
 from kbert.tasks.bert_preprocessor import text_list
+from kbert_core.classification import best_first
 
 
 def fill_mask(pretrainer, texts, top_k=5, targets=None, batch_size=32):
@@ -130,7 +131,7 @@ def propositions(tokenizer, row, positions, probabilities, top_k, candidates):
     for position, scores in zip(positions, probabilities):
         if candidates is not None:
             scores = scores[candidates]
-        best = np.argsort(-scores, kind="stable")[:top_k]
+        best = best_first(scores, top_k)
         found = []
         for k in best:
             token = int(k if candidates is None else candidates[k])
